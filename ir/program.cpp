@@ -1,0 +1,196 @@
+#include "ir/program.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+namespace sp::ir {
+
+int64_t Mesh::worldSize() const {
+  int64_t n = 1;
+  for (const auto& a : axes) n *= a.size;
+  return n;
+}
+
+std::vector<int64_t> Mesh::coords(int64_t rank) const {
+  std::vector<int64_t> c(axes.size());
+  for (int64_t i = int64_t(axes.size()) - 1; i >= 0; --i) {
+    c[size_t(i)] = rank % axes[size_t(i)].size;
+    rank /= axes[size_t(i)].size;
+  }
+  return c;
+}
+
+int64_t Mesh::rankOf(const std::vector<int64_t>& c) const {
+  int64_t r = 0;
+  for (size_t i = 0; i < axes.size(); ++i) r = r * axes[i].size + c[i];
+  return r;
+}
+
+const MeshAxis* Mesh::axis(const std::string& name) const {
+  for (const auto& a : axes)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+namespace {
+
+Result<GroupPartition> partitionOf(const Mesh& mesh,
+                                   const std::map<std::string, GroupPartition>& groups,
+                                   const std::string& name) {
+  if (auto it = groups.find(name); it != groups.end()) return it->second;
+  // One or more mesh axes joined by '+'.
+  std::set<size_t> sel;
+  std::stringstream ss(name);
+  std::string part;
+  while (std::getline(ss, part, '+')) {
+    size_t idx = mesh.axes.size();
+    for (size_t i = 0; i < mesh.axes.size(); ++i)
+      if (mesh.axes[i].name == part) idx = i;
+    if (idx == mesh.axes.size()) {
+      std::string known;
+      for (const auto& a : mesh.axes) known += (known.empty() ? "" : ", ") + a.name;
+      for (const auto& [g, _] : groups) known += (known.empty() ? "" : ", ") + g;
+      return makeError("unknown-group", "process group '" + name + "' does not exist (known: " +
+                                            (known.empty() ? "none" : known) + ")");
+    }
+    sel.insert(idx);
+  }
+  std::map<std::vector<int64_t>, std::vector<int64_t>> byKey;
+  int64_t world = mesh.worldSize();
+  for (int64_t r = 0; r < world; ++r) {
+    auto c = mesh.coords(r);
+    for (size_t i : sel) c[i] = -1;
+    byKey[c].push_back(r);  // ranks ascend: row-major order over the selected axes
+  }
+  GroupPartition out;
+  for (auto& [_, members] : byKey) out.push_back(std::move(members));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<std::vector<int64_t>> memberList(const GroupPartition& p, const std::string& name,
+                                        int64_t rank) {
+  for (const auto& m : p)
+    if (std::find(m.begin(), m.end(), rank) != m.end()) return m;
+  return makeError("rank-not-in-group",
+                   "rank " + std::to_string(rank) + " is not a member of group '" + name + "'");
+}
+
+}  // namespace
+
+Result<GroupPartition> Program::partition(const std::string& name) const {
+  return partitionOf(mesh_, groups_, name);
+}
+
+Result<std::vector<int64_t>> Program::groupOf(const std::string& name, int64_t rank) const {
+  SP_ASSIGN(auto p, partition(name));
+  return memberList(p, name, rank);
+}
+
+GroupSizeFn groupSizeFor(const Mesh& mesh, const std::map<std::string, GroupPartition>& groups,
+                         int64_t rank) {
+  return [&mesh, &groups, rank](const std::string& name) -> Result<int64_t> {
+    SP_ASSIGN(auto p, partitionOf(mesh, groups, name));
+    SP_ASSIGN(auto m, memberList(p, name, rank));
+    return int64_t(m.size());
+  };
+}
+
+ProgramBuilder::ProgramBuilder(int64_t worldSize, Mesh mesh) : worldSize_(worldSize) {
+  if (mesh.axes.empty()) mesh.axes.push_back({"world", worldSize});
+  prog_.mesh_ = std::move(mesh);
+  if (worldSize < 1 || worldSize > (int64_t(1) << 20))
+    error_ = makeError("bad-world", "world size " + std::to_string(worldSize) +
+                                        " is out of range [1, 2^20]");
+  else if (prog_.mesh_.worldSize() != worldSize) {
+    std::string axes;
+    for (const auto& a : prog_.mesh_.axes) axes += (axes.empty() ? "" : "x") + std::to_string(a.size);
+    error_ = makeError("mesh-size", "mesh " + axes + " has " +
+                                        std::to_string(prog_.mesh_.worldSize()) +
+                                        " ranks but the world size is " + std::to_string(worldSize));
+  }
+  for (const auto& a : prog_.mesh_.axes)
+    if (a.size < 1 && !error_)
+      error_ = makeError("mesh-size", "mesh axis '" + a.name + "' has size " + std::to_string(a.size));
+  if (!error_) {
+    prog_.ranks_.resize(size_t(worldSize));
+    have_.assign(size_t(worldSize), false);
+  }
+}
+
+Status ProgramBuilder::addGroup(const std::string& name, GroupPartition members) {
+  if (error_) return *error_;
+  if (prog_.groups_.count(name) || prog_.mesh_.axis(name))
+    return makeError("duplicate-group", "process group '" + name + "' is declared twice");
+  std::set<int64_t> seen;
+  for (const auto& m : members) {
+    if (m.empty()) return makeError("bad-group", "group '" + name + "' has an empty member list");
+    for (int64_t r : m) {
+      if (r < 0 || r >= worldSize_)
+        return makeError("bad-group", "group '" + name + "' names rank " + std::to_string(r) +
+                                          " outside world size " + std::to_string(worldSize_));
+      if (!seen.insert(r).second)
+        return makeError("bad-group", "group '" + name + "' lists rank " + std::to_string(r) +
+                                          " twice");
+    }
+  }
+  prog_.groups_.emplace(name, std::move(members));
+  return okStatus();
+}
+
+Status ProgramBuilder::setRank(int64_t rank, GraphBuilder graph) {
+  if (error_) return *error_;
+  if (rank < 0 || rank >= worldSize_)
+    return makeError("bad-rank", "rank " + std::to_string(rank) + " is outside world size " +
+                                     std::to_string(worldSize_));
+  if (have_[size_t(rank)])
+    return makeError("duplicate-rank", "rank " + std::to_string(rank) + " is defined twice");
+  GroupSizeFn gs = groupSizeFor(prog_.mesh_, prog_.groups_, rank);
+  auto g = std::move(graph).finish(&gs);
+  if (!g) {
+    Error e = g.error();
+    e.message = "rank " + std::to_string(rank) + ": " + e.message;
+    return e;
+  }
+  prog_.ranks_[size_t(rank)] = std::move(*g);
+  have_[size_t(rank)] = true;
+  return okStatus();
+}
+
+Result<Program> ProgramBuilder::finish() && {
+  if (error_) return *error_;
+  for (int64_t r = 0; r < worldSize_; ++r)
+    if (!have_[size_t(r)])
+      return makeError("missing-rank", "rank " + std::to_string(r) + " has no graph");
+  for (int64_t r = 0; r < worldSize_; ++r) {
+    const Graph& g = prog_.ranks_[size_t(r)];
+    for (const Node& n : g.nodes()) {
+      if (opInfo(n.op).category != OpCategory::Collective) continue;
+      std::string where = "rank " + std::to_string(r) + ": " + std::string(opName(n.op)) + " '" +
+                          n.name + "'";
+      if (n.op == OpKind::Send || n.op == OpKind::Recv) {
+        int64_t peer = attrInt(n.attrs, "peer");
+        if (peer < 0 || peer >= worldSize_ || peer == r)
+          return makeError("bad-peer", where + ": peer " + std::to_string(peer) +
+                                           " is not another rank of world size " +
+                                           std::to_string(worldSize_),
+                           n.loc.str());
+        continue;
+      }
+      auto members = prog_.groupOf(attrStr(n.attrs, "group"), r);
+      if (!members) return makeError(members.error().id, where + ": " + members.error().message, n.loc.str());
+      if (n.op == OpKind::Broadcast) {
+        int64_t root = attrInt(n.attrs, "root");
+        if (root < 0 || root >= int64_t(members->size()))
+          return makeError("bad-root", where + ": root " + std::to_string(root) +
+                                           " is outside the group of size " +
+                                           std::to_string(members->size()),
+                           n.loc.str());
+      }
+    }
+  }
+  return std::move(prog_);
+}
+
+}  // namespace sp::ir
