@@ -1,0 +1,1 @@
+// replaced when rewrite/ gains its first sources
