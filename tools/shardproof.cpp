@@ -1,1 +1,54 @@
-int main() { return 0; }
+// The shardproof command line. This is the only translation unit that
+// includes CLI11; the commands themselves live in commands.cpp.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace sp::tools;
+  CLI::App app{
+      "shardproof: a static verifier and plan-checker for distributed model implementations.\n"
+      "Imports ONNX models, torch.fx captures and text IR; runs them on CPU; proves that a\n"
+      "distributed program refines its sequential model."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "shardproof 0.1.0");
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "debug logging on stderr");
+
+  InspectArgs inspect;
+  auto* ins = app.add_subcommand("inspect", "summarize a model: inputs, outputs, parameters, op counts");
+  ins->add_option("MODEL", inspect.model, "a .onnx file, a text IR file, or a directory of rank files")
+      ->required();
+  ins->add_flag("--print-ir", inspect.printIr, "print the model as text IR");
+  ins->add_option("--format", inspect.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+
+  RunArgs run;
+  auto* rn = app.add_subcommand("run", "execute a model or distributed program on CPU");
+  rn->add_option("MODEL", run.model, "a .onnx file, a text IR file, or a directory of rank files")
+      ->required();
+  rn->add_option("--input", run.inputs,
+                 "NAME=FILE.npy (repeatable); rN:NAME=FILE.npy gives one rank of a program");
+  rn->add_option("--seed", run.seed, "seed for inputs not given (default 0)");
+  rn->add_option("--out-dir", run.outDir, "directory for OUTPUT.npy files (programs: rN/OUTPUT.npy)")
+      ->required();
+  rn->add_option("--threads", run.threads, "worker threads (default: all cores)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : kExitBadInput;
+  }
+  auto logger = spdlog::stderr_color_mt("shardproof");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("%^%l%$: %v");
+  spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
+
+  if (*ins) return cmdInspect(inspect);
+  if (*rn) return cmdRun(run);
+  return kExitBadInput;
+}
