@@ -4,10 +4,6 @@
 
 namespace sp::ir {
 
-Status kernelUnary(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
-Status kernelCast(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
-Status kernelBinary(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
-Status kernelWhere(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
 Status kernelMatMul(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
 Status kernelGemm(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
 Status kernelReduce(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
@@ -15,14 +11,6 @@ Status kernelArg(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector
 Status kernelSoftmax(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
 Status kernelLayerNorm(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
 Status kernelRmsNorm(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
-Status kernelReshape(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
-Status kernelTranspose(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
-Status kernelSlice(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
-Status kernelConcat(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
-Status kernelSplit(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
-Status kernelExpand(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
-Status kernelGather(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
-Status kernelGatherElements(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
 Status kernelScatterElements(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
 Status kernelTrilu(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
 Status kernelConstant(OpKind op, const AttrMap&, std::span<const Tensor>, std::vector<Tensor>&) { return makeError("unimplemented", std::string(opName(op)) + ": kernel not written yet"); }
