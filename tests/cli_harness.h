@@ -1,0 +1,62 @@
+#pragma once
+// Runs the real shardproof binary, like lit/FileCheck: exit code, stdout and
+// stderr captured.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace sp::test {
+
+struct CliResult {
+  int code = -1;
+  std::string out, err;
+};
+
+inline std::string shellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline std::filesystem::path tempDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("shardproof-test-" + name + "-" +
+                                                       std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+inline CliResult runCli(const std::vector<std::string>& args) {
+  static int counter = 0;
+  auto dir = std::filesystem::temp_directory_path();
+  std::string base = (dir / ("sp-cli-" + std::to_string(::getpid()) + "-" +
+                             std::to_string(counter++))).string();
+  std::string cmd = shellQuote(SP_SHARDPROOF_BIN);
+  for (const auto& a : args) cmd += " " + shellQuote(a);
+  cmd += " >" + base + ".out 2>" + base + ".err </dev/null";
+  int status = std::system(cmd.c_str());
+  CliResult r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(base + ".out");
+  r.err = slurp(base + ".err");
+  std::filesystem::remove(base + ".out");
+  std::filesystem::remove(base + ".err");
+  return r;
+}
+
+inline std::string sourcePath(const std::string& rel) { return std::string(SP_SOURCE_DIR) + "/" + rel; }
+
+}  // namespace sp::test
