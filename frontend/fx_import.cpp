@@ -1,0 +1,258 @@
+// torch.fx capture -> IR: walks the parsed forward body, maps each call
+// through the op table (fx_ops.cpp), drops nodes no output needs, and builds
+// the graph or the per-rank program.
+#include "frontend/fx_import.h"
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "frontend/fx_ops.h"
+
+namespace sp::frontend {
+
+using namespace fx;
+
+namespace {
+
+struct Built {
+  ir::GraphBuilder builder;
+  std::map<std::string, std::string> nodeLocs;  // IR node name -> "capture:line"
+};
+
+std::string lineLoc(const std::string& path, int line) { return path + ":" + std::to_string(line); }
+
+// `x[k]` or `operator.getitem(x, k)` -> (x, k).
+bool asGetitem(const Expr& v, std::string& base, int64_t& idx) {
+  const Expr* b = nullptr;
+  const Expr* i = nullptr;
+  if (v.kind == Expr::Kind::Subscript) {
+    b = &v.items[0];
+    i = &v.items[1];
+  } else if (v.kind == Expr::Kind::Call && v.s == "operator.getitem" && v.items.size() == 2) {
+    b = &v.items[0];
+    i = &v.items[1];
+  }
+  if (!b || b->kind != Expr::Kind::Name || i->kind != Expr::Kind::Int) return false;
+  base = b->s;
+  idx = i->i;
+  return true;
+}
+
+Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
+               const std::map<int64_t, const Stmt*>* getitems) {
+  const Expr& call = s.value;
+  if (call.s.rfind("torch.ops.", 0) != 0)
+    return makeError("fx-unsupported-call", "call of '" + call.s + "' is not an ATen op",
+                     e.captureLoc);
+  std::string op = call.s.substr(10);
+  const OpMapping* m = findOpMapping(op);
+  if (!m) return makeError("fx-unsupported-op", "unsupported op " + op + " (node '" + s.target + "')",
+                           e.captureLoc);
+  e.call = &call;
+  e.op = op;
+  e.src = s.src;
+  e.nodeName = s.target;
+  e.outNames.clear();
+  e.outTypes.clear();
+  if (m->tupleOutputs == 0) {
+    if (getitems) return e.error("fx-getitem", "result is not a tuple but is indexed");
+    e.outNames.push_back(s.target);
+    if (s.annotation) {
+      auto t = parseTensorAnnotation(*s.annotation);
+      if (!t) return makeError(t.error().id, t.error().message, e.captureLoc);
+      e.outTypes.push_back(*t);
+    } else {
+      e.outTypes.emplace_back();
+    }
+  } else {
+    size_t n = size_t(m->tupleOutputs);
+    if (getitems)
+      for (const auto& [k, st] : *getitems)
+        if (k < 0) return makeError("fx-getitem", "negative tuple index " + std::to_string(k),
+                                    lineLoc(path, st->line));
+        else n = std::max(n, size_t(k) + 1);
+    e.outNames.assign(n, "");
+    e.outTypes.assign(n, std::nullopt);
+    if (getitems)
+      for (const auto& [k, st] : *getitems) {
+        e.outNames[size_t(k)] = st->target;
+        if (st->annotation) {
+          auto t = parseTensorAnnotation(*st->annotation);
+          if (!t) return makeError(t.error().id, t.error().message, lineLoc(path, st->line));
+          e.outTypes[size_t(k)] = *t;
+        }
+      }
+  }
+  e.outBound.assign(e.outNames.size(), false);
+  SP_TRY(m->fn(e));
+  for (size_t k = 0; k < e.outNames.size(); ++k)
+    SP_ASSERT(e.outNames[k].empty() || e.outBound[k],
+              "fx mapping of " + op + " did not produce output " + std::to_string(k));
+  return okStatus();
+}
+
+Result<Built> build(const std::string& text, const std::string& path, const FxOptions& opts,
+                    int64_t rank) {
+  SP_ASSIGN(Module m, parseModule(text, path));
+  Emitter e(m, opts, rank);
+  for (const auto& p : m.params) {
+    std::string loc = lineLoc(path, p.line);
+    if (!p.annotation)
+      return makeError("fx-untyped", "forward argument '" + p.name + "' has no type annotation", loc);
+    auto t = parseTensorAnnotation(*p.annotation);
+    if (!t) return makeError(t.error().id, "forward argument '" + p.name + "': " + t.error().message, loc);
+    e.leaves.push_back({p.name, *t, false, std::nullopt, ir::SourceLoc{path, p.line, p.col, ""}});
+    e.env[p.name] = TRef{p.name, *t};
+  }
+  // Tuple results are read by getitem lines: their targets name the outputs.
+  std::map<std::string, std::map<int64_t, const Stmt*>> getitems;
+  for (const auto& s : m.body) {
+    std::string base;
+    int64_t idx;
+    if (s.kind == Stmt::Kind::Assign && asGetitem(s.value, base, idx)) getitems[base][idx] = &s;
+  }
+  std::vector<std::pair<std::string, ir::SourceLoc>> outputs;
+  for (const auto& s : m.body) {
+    e.captureLoc = lineLoc(path, s.line);
+    const Expr& v = s.value;
+    if (s.kind == Stmt::Kind::Return) {
+      const Expr* r = &v;
+      if (r->kind == Expr::Kind::Call && r->s.ends_with("tree_unflatten") && !r->items.empty())
+        r = &r->items[0];
+      std::vector<const Expr*> items;
+      if (r->kind == Expr::Kind::List || r->kind == Expr::Kind::Tuple) {
+        for (const auto& it : r->items) items.push_back(&it);
+      } else {
+        items.push_back(r);
+      }
+      for (const Expr* it : items) {
+        if (it->kind == Expr::Kind::None) continue;
+        e.nodeName = "return";
+        e.op = "output";
+        SP_ASSIGN(TRef t, e.tensorOf(*it));
+        outputs.emplace_back(t.name, ir::SourceLoc{path, s.line, it->col, ""});
+      }
+      break;
+    }
+    std::string base;
+    int64_t idx;
+    if (v.kind == Expr::Kind::None) continue;  // `x = None` frees a value
+    if (asGetitem(v, base, idx)) {
+      if (!e.env.count(s.target))
+        return makeError("fx-getitem", "'" + s.target + "' reads " + base + "[" + std::to_string(idx) +
+                                           "], which is not a tuple result defined before",
+                         e.captureLoc);
+      continue;
+    }
+    if (v.kind == Expr::Kind::Dotted && v.s.rfind("self.", 0) == 0) {
+      e.attrs[s.target] = v.s.substr(5);
+      continue;
+    }
+    if (v.kind == Expr::Kind::Name) {
+      e.nodeName = s.target;
+      e.op = "alias";
+      SP_ASSIGN(TRef t, e.tensorOf(v));
+      e.env[s.target] = t;
+      continue;
+    }
+    if (v.kind != Expr::Kind::Call)
+      return makeError("fx-unsupported-stmt", "unsupported statement: " + s.target + " = " + v.str(),
+                       e.captureLoc);
+    auto g = getitems.find(s.target);
+    SP_TRY(mapCall(e, path, s, g == getitems.end() ? nullptr : &g->second));
+  }
+  // Keep only nodes some output (transitively) needs: mappings may leave
+  // ignored buffers (the `empty` of baddbmm with beta = 0) behind.
+  std::set<std::string> live;
+  for (const auto& [n, _] : outputs) live.insert(n);
+  std::vector<bool> keep(e.ops.size(), false);
+  for (size_t k = e.ops.size(); k-- > 0;) {
+    for (const auto& o : e.ops[k].outputs)
+      if (live.count(o)) keep[k] = true;
+    if (keep[k]) live.insert(e.ops[k].inputs.begin(), e.ops[k].inputs.end());
+  }
+  std::string name = std::filesystem::path(path).filename().string();
+  Built b{ir::GraphBuilder(name), {}};
+  for (auto& l : e.leaves) {
+    if (l.isParam) SP_TRY(b.builder.addParam(l.name, l.type, l.data, l.loc));
+    else SP_TRY(b.builder.addInput(l.name, l.type, l.loc));
+  }
+  for (size_t k = 0; k < e.ops.size(); ++k) {
+    if (!keep[k]) continue;
+    auto& p = e.ops[k];
+    b.nodeLocs[p.outputs[0]] = p.captureLoc;
+    Status st = b.builder.addNode(p.op, p.inputs, p.outputs, p.attrs, p.loc, p.outputs[0], p.declared);
+    if (!st) return makeError(st.error().id, st.error().message, p.captureLoc);
+  }
+  for (const auto& [n, loc] : outputs) SP_TRY(b.builder.addOutput(n, loc));
+  return b;
+}
+
+// Builder errors name the node ("mul 'mul_3': ..."); point them at the capture line.
+Error atCaptureLine(Error err, const std::map<std::string, std::string>& locs) {
+  size_t a = err.message.find('\'');
+  size_t b = a == std::string::npos ? a : err.message.find('\'', a + 1);
+  if (b != std::string::npos) {
+    auto it = locs.find(err.message.substr(a + 1, b - a - 1));
+    if (it != locs.end()) err.location = it->second;
+  }
+  return err;
+}
+
+Result<std::string> readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return makeError("fx-io", "cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+Result<ir::GraphBuilder> importFxToBuilder(const std::string& text, const std::string& path,
+                                           const FxOptions& opts, int64_t rank) {
+  SP_ASSIGN(Built b, build(text, path, opts, rank));
+  return std::move(b.builder);
+}
+
+Result<ir::Graph> importFxText(const std::string& text, const std::string& path, const FxOptions& opts) {
+  SP_ASSIGN(Built b, build(text, path, opts, opts.rank));
+  ir::Mesh mesh = opts.mesh;
+  if (mesh.axes.empty()) mesh.axes.push_back({"world", opts.worldSize});
+  ir::GroupSizeFn gs = ir::groupSizeFor(mesh, opts.namedGroups, opts.rank);
+  auto g = std::move(b.builder).finish(&gs);
+  if (!g) return atCaptureLine(g.error(), b.nodeLocs);
+  return std::move(*g);
+}
+
+Result<ir::Graph> importFxGraph(const std::string& path, const FxOptions& opts) {
+  SP_ASSIGN(std::string text, readFile(path));
+  return importFxText(text, path, opts);
+}
+
+Result<ir::Program> importFxProgram(const std::vector<std::string>& rankFiles, const FxOptions& opts) {
+  if (rankFiles.empty()) return makeError("fx-no-ranks", "no rank files given");
+  ir::ProgramBuilder pb(int64_t(rankFiles.size()), opts.mesh);
+  for (const auto& [name, members] : opts.namedGroups) SP_TRY(pb.addGroup(name, members));
+  static const std::regex kRank(R"(\.r(\d+)\.[A-Za-z0-9]+$)");
+  for (size_t r = 0; r < rankFiles.size(); ++r) {
+    const std::string& path = rankFiles[r];
+    std::smatch mt;
+    if (std::regex_search(path, mt, kRank) && std::stoll(mt[1].str()) != int64_t(r))
+      return makeError("fx-rank-order", "rank file '" + path + "' is rank " + mt[1].str() +
+                                            " but is listed as rank " + std::to_string(r));
+    SP_ASSIGN(std::string text, readFile(path));
+    SP_ASSIGN(Built b, build(text, path, opts, int64_t(r)));
+    Status st = pb.setRank(int64_t(r), std::move(b.builder));
+    if (!st) {
+      Error err = st.error();
+      return atCaptureLine(err, b.nodeLocs);
+    }
+  }
+  return std::move(pb).finish();
+}
+
+}  // namespace sp::frontend

@@ -1,0 +1,345 @@
+// Layout, indexing and copy ops: view, transpose, slice, cat, split, index...
+#include <algorithm>
+#include <limits>
+
+#include "frontend/fx_ops.h"
+
+namespace sp::frontend::fx {
+
+using ir::DType;
+using ir::OpKind;
+using ir::TensorType;
+
+namespace {
+
+constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+
+Result<int64_t> normDim(Emitter& e, int64_t d, int64_t rank) {
+  auto r = ir::normAxis(d, rank, e.op);
+  if (!r) return e.error("fx-dim", "dim " + std::to_string(d) + " is out of range for rank " +
+                                       std::to_string(rank));
+  return *r;
+}
+
+Result<int64_t> concreteDim(Emitter& e, const TRef& x, int64_t d) {
+  const ir::Dim& dim = x.type.shape[size_t(d)];
+  if (!dim.isConcrete())
+    return e.error("fx-symbolic", "dim " + std::to_string(d) + " of " + x.type.str() +
+                                      " must be concrete here");
+  return dim.value();
+}
+
+// Python slice bounds clamped to [0, size].
+int64_t clampBound(int64_t v, int64_t size) {
+  if (v < 0) v += size;
+  return std::max<int64_t>(0, std::min(v, size));
+}
+
+}  // namespace
+
+Status mapView(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(TensorType t, e.outType(0));
+  return e.out(0, OpKind::Reshape, {x}, {{"shape", t.shape}});
+}
+
+Status mapT(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  if (x.rank() < 2) return e.outValue(0, x);
+  return e.out(0, OpKind::Transpose, {x}, {{"perm", std::vector<int64_t>{1, 0}}});
+}
+
+Status mapTranspose(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  if (x.rank() == 0) return e.outValue(0, x);
+  SP_ASSIGN(int64_t d0, e.integer(1, "dim0"));
+  SP_ASSIGN(int64_t d1, e.integer(2, "dim1"));
+  SP_ASSIGN(d0, normDim(e, d0, x.rank()));
+  SP_ASSIGN(d1, normDim(e, d1, x.rank()));
+  std::vector<int64_t> perm(size_t(x.rank()));
+  for (size_t k = 0; k < perm.size(); ++k) perm[k] = int64_t(k);
+  std::swap(perm[size_t(d0)], perm[size_t(d1)]);
+  return e.out(0, OpKind::Transpose, {x}, {{"perm", perm}});
+}
+
+Status mapPermute(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(auto dims, e.ints(1, "dims"));
+  for (auto& d : dims) { SP_ASSIGN(d, normDim(e, d, x.rank())); }
+  return e.out(0, OpKind::Transpose, {x}, {{"perm", dims}});
+}
+
+Status mapExpand(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(TensorType t, e.outType(0));
+  return e.out(0, OpKind::Expand, {x}, {{"shape", t.shape}});
+}
+
+Status mapUnsqueeze(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(int64_t d, e.integer(1, "dim"));
+  SP_ASSIGN(d, normDim(e, d, x.rank() + 1));
+  return e.out(0, OpKind::Unsqueeze, {x}, {{"axes", std::vector<int64_t>{d}}});
+}
+
+// aten.squeeze removes only the listed dims that have size 1.
+Status mapSqueeze(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  std::vector<int64_t> dims;
+  if (e.has(1, "dim")) {
+    SP_ASSIGN(dims, e.ints(1, "dim"));
+  } else {
+    for (int64_t d = 0; d < x.rank(); ++d) dims.push_back(d);
+  }
+  std::vector<int64_t> axes;
+  for (int64_t d : dims) {
+    if (x.rank() == 0) break;
+    SP_ASSIGN(d, normDim(e, d, x.rank()));
+    if (x.type.shape[size_t(d)] == ir::Dim(1) &&
+        std::find(axes.begin(), axes.end(), d) == axes.end())
+      axes.push_back(d);
+  }
+  std::sort(axes.begin(), axes.end());
+  if (axes.empty()) return e.outValue(0, x);
+  return e.out(0, OpKind::Squeeze, {x}, {{"axes", axes}});
+}
+
+Status mapCat(Emitter& e) {
+  SP_ASSIGN(auto list, e.tensorList(0, "tensors"));
+  SP_ASSIGN(TensorType t, e.outType(0));
+  SP_ASSIGN(int64_t d, e.integer(1, "dim", 0));
+  SP_ASSIGN(d, normDim(e, d, int64_t(t.shape.size())));
+  std::vector<TRef> in;
+  for (const auto& x : list) {
+    if (!x) return e.error("fx-arg", "cat of None");
+    // Legacy: 1-D empty tensors are skipped by cat.
+    if (x->rank() == 1 && x->type.shape[0] == ir::Dim(0) && t.shape.size() != 1) continue;
+    in.push_back(e.cast(*x, t.dtype));
+  }
+  if (in.size() == 1) return e.outValue(0, in[0]);
+  return e.out(0, OpKind::Concat, in, {{"axis", d}});
+}
+
+static Status emitSplit(Emitter& e, const TRef& x, int64_t d, std::vector<int64_t> sizes) {
+  return e.outAll(OpKind::Split, {x}, {{"axis", d}, {"sizes", sizes}}, sizes.size());
+}
+
+Status mapSplit(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(int64_t size, e.integer(1, "split_size"));
+  SP_ASSIGN(int64_t d, e.integer(2, "dim", 0));
+  SP_ASSIGN(d, normDim(e, d, x.rank()));
+  SP_ASSIGN(int64_t n, concreteDim(e, x, d));
+  if (size <= 0) return e.error("fx-arg", "split size " + std::to_string(size) + " must be positive");
+  std::vector<int64_t> sizes;
+  for (int64_t s = 0; s < n; s += size) sizes.push_back(std::min(size, n - s));
+  if (sizes.empty()) sizes.push_back(0);
+  e.outNames.resize(std::max(e.outNames.size(), sizes.size()));
+  e.outBound.resize(e.outNames.size());
+  return emitSplit(e, x, d, sizes);
+}
+
+Status mapSplitWithSizes(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(auto sizes, e.ints(1, "split_sizes"));
+  SP_ASSIGN(int64_t d, e.integer(2, "dim", 0));
+  SP_ASSIGN(d, normDim(e, d, x.rank()));
+  e.outNames.resize(std::max(e.outNames.size(), sizes.size()));
+  e.outBound.resize(e.outNames.size());
+  return emitSplit(e, x, d, sizes);
+}
+
+Status mapSlice(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(int64_t d, e.integer(1, "dim", 0));
+  SP_ASSIGN(d, normDim(e, d, x.rank()));
+  SP_ASSIGN(int64_t start, e.integer(2, "start", 0));
+  SP_ASSIGN(int64_t end, e.integer(3, "end", kEnd));
+  SP_ASSIGN(int64_t step, e.integer(4, "step", 1));
+  if (step <= 0) return e.error("fx-arg", "slice step " + std::to_string(step) + " must be positive");
+  return e.out(0, OpKind::Slice, {x},
+               {{"starts", std::vector<int64_t>{start}}, {"ends", std::vector<int64_t>{end}},
+                {"axes", std::vector<int64_t>{d}}, {"steps", std::vector<int64_t>{step}}});
+}
+
+static TRef sliceOf(Emitter& e, const TRef& x, int64_t d, int64_t start, int64_t end) {
+  ir::Shape s = x.type.shape;
+  s[size_t(d)] = ir::Dim(end - start);
+  return e.emit(OpKind::Slice, {x},
+                {{"starts", std::vector<int64_t>{start}}, {"ends", std::vector<int64_t>{end}},
+                 {"axes", std::vector<int64_t>{d}}, {"steps", std::vector<int64_t>{1}}},
+                TensorType{x.dtype(), s}, "slice");
+}
+
+// x with x[d, start:end:step] replaced by src: a concat of the kept slices
+// for step 1, a scatter along d otherwise.
+Status mapSliceScatter(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(TRef src, e.tensor(1, "src"));
+  SP_ASSIGN(int64_t d, e.integer(2, "dim", 0));
+  SP_ASSIGN(d, normDim(e, d, x.rank()));
+  SP_ASSIGN(int64_t n, concreteDim(e, x, d));
+  SP_ASSIGN(int64_t start, e.integer(3, "start", 0));
+  SP_ASSIGN(int64_t end, e.integer(4, "end", kEnd));
+  SP_ASSIGN(int64_t step, e.integer(5, "step", 1));
+  if (step <= 0) return e.error("fx-arg", "slice step " + std::to_string(step) + " must be positive");
+  start = clampBound(start, n);
+  end = std::max(start, clampBound(end, n));
+  TRef s = e.cast(src, x.dtype());
+  if (step == 1) {
+    std::vector<TRef> parts;
+    if (start > 0) parts.push_back(sliceOf(e, x, d, 0, start));
+    parts.push_back(s);
+    if (end < n) parts.push_back(sliceOf(e, x, d, end, n));
+    if (parts.size() == 1) return e.outValue(0, s);
+    return e.out(0, OpKind::Concat, parts, {{"axis", d}});
+  }
+  int64_t count = (end - start + step - 1) / step;
+  TRef r = e.emit(OpKind::Range, {},
+                  {{"start", double(start)}, {"limit", double(start + count * step)},
+                   {"delta", double(step)}, {"dtype", DType::I64}},
+                  TensorType{DType::I64, {ir::Dim(count)}}, "range");
+  ir::Shape rs(size_t(x.rank()), ir::Dim(1));
+  rs[size_t(d)] = ir::Dim(count);
+  TRef idx = e.expand(e.reshape(r, rs), s.type.shape);
+  return e.out(0, OpKind::ScatterElements, {x, idx, s}, {{"axis", d}});
+}
+
+Status mapSelect(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(int64_t d, e.integer(1, "dim"));
+  SP_ASSIGN(d, normDim(e, d, x.rank()));
+  SP_ASSIGN(int64_t n, concreteDim(e, x, d));
+  SP_ASSIGN(int64_t i, e.integer(2, "index"));
+  if (i < -n || i >= n)
+    return e.error("fx-index", "index " + std::to_string(i) + " is out of range for size " + std::to_string(n));
+  if (i < 0) i += n;
+  TRef s = sliceOf(e, x, d, i, i + 1);
+  return e.out(0, OpKind::Squeeze, {s}, {{"axes", std::vector<int64_t>{d}}});
+}
+
+// x[..., i0, i1, ...] with adjacent integer index tensors starting at dim p:
+// one index is a gather along p; several are linearized over the indexed
+// dims (row-major) and gathered from x with those dims merged.
+Status mapIndex(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(auto list, e.tensorList(1, "indices"));
+  std::vector<int64_t> pos;
+  for (size_t k = 0; k < list.size(); ++k)
+    if (list[k]) pos.push_back(int64_t(k));
+  if (pos.empty()) return e.outValue(0, x);
+  for (size_t k = 1; k < pos.size(); ++k)
+    if (pos[k] != pos[k - 1] + 1)
+      return e.error("fx-unsupported", "index with non-adjacent index tensors is not supported");
+  for (int64_t p : pos) {
+    DType t = list[size_t(p)]->dtype();
+    if (t == DType::Bool || t == DType::U8)
+      return e.error("fx-unsupported", "boolean mask indexing has a data-dependent shape");
+    if (!ir::isInteger(t)) return e.error("fx-arg", "index tensors must be integers");
+  }
+  int64_t p0 = pos[0], k = int64_t(pos.size());
+  if (p0 + k > x.rank()) return e.error("fx-index", "too many indices for a tensor of rank " + std::to_string(x.rank()));
+  if (k == 1) return e.out(0, OpKind::Gather, {x, *list[size_t(p0)]}, {{"axis", p0}});
+  // Linearize: flat = sum_j idx_j * stride_j over the indexed dims.
+  std::vector<int64_t> sizes;
+  for (int64_t j = 0; j < k; ++j) {
+    SP_ASSIGN(int64_t n, concreteDim(e, x, p0 + j));
+    sizes.push_back(n);
+  }
+  std::optional<TRef> flat;
+  int64_t stride = 1;
+  for (int64_t j = k - 1; j >= 0; --j) {
+    TRef idx = e.cast(*list[size_t(p0 + j)], DType::I64);
+    if (stride != 1) idx = e.binary(OpKind::Mul, idx, e.constant(DType::I64, double(stride)));
+    flat = flat ? e.binary(OpKind::Add, *flat, idx) : idx;
+    stride *= sizes[size_t(j)];
+  }
+  ir::Shape merged;
+  for (int64_t d = 0; d < p0; ++d) merged.push_back(x.type.shape[size_t(d)]);
+  merged.push_back(ir::Dim(stride));
+  for (int64_t d = p0 + k; d < x.rank(); ++d) merged.push_back(x.type.shape[size_t(d)]);
+  return e.out(0, OpKind::Gather, {e.reshape(x, merged), *flat}, {{"axis", p0}});
+}
+
+// x[mask] = v (mask over leading dims) as where(mask, v, x); x[idx] = v with a
+// 1-D integer index on dim 0 as a scatter (reduction add if accumulate).
+Status mapIndexPut(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(auto list, e.tensorList(1, "indices"));
+  SP_ASSIGN(TRef v, e.tensor(2, "values"));
+  SP_ASSIGN(bool acc, e.boolean(3, "accumulate", false));
+  if (list.size() != 1 || !list[0])
+    return e.error("fx-unsupported", "index_put supports one index tensor on dim 0, got " +
+                                         std::to_string(list.size()));
+  TRef idx = *list[0];
+  v = e.cast(v, x.dtype());
+  if (idx.dtype() == DType::Bool) {
+    int64_t mr = idx.rank();
+    bool prefix = mr <= x.rank();
+    for (int64_t d = 0; prefix && d < mr; ++d) prefix = idx.type.shape[size_t(d)] == x.type.shape[size_t(d)];
+    if (!prefix)
+      return e.error("fx-unsupported", "index_put mask " + idx.type.str() +
+                                           " must match the leading dims of " + x.type.str());
+    auto b = broadcastShapes(v.type.shape, x.type.shape);
+    if (!b || *b != x.type.shape)
+      return e.error("fx-unsupported", "index_put values " + v.type.str() +
+                                           " must broadcast to " + x.type.str());
+    std::vector<int64_t> axes;
+    for (int64_t d = mr; d < x.rank(); ++d) axes.push_back(d);
+    TRef m = e.unsqueeze(idx, axes);
+    if (acc) v = e.binary(OpKind::Add, x, v);
+    return e.out(0, OpKind::Where, {m, v, x});
+  }
+  if (!ir::isInteger(idx.dtype()) || idx.rank() != 1 || x.rank() == 0)
+    return e.error("fx-unsupported", "index_put with index " + idx.type.str() + " is not supported");
+  ir::Shape us = x.type.shape;
+  us[0] = idx.type.shape[0];
+  ir::Shape is(size_t(x.rank()), ir::Dim(1));
+  is[0] = idx.type.shape[0];
+  auto b = broadcastShapes(v.type.shape, us);
+  if (!b || *b != us)
+    return e.error("fx-unsupported", "index_put values " + v.type.str() + " must broadcast to " +
+                                         ir::shapeStr(us));
+  TRef ix = e.expand(e.reshape(e.cast(idx, DType::I64), is), us);
+  return e.out(0, OpKind::ScatterElements, {x, ix, e.expand(v, us)},
+               {{"axis", int64_t(0)}, {"reduction", std::string(acc ? "add" : "none")}});
+}
+
+Status mapIndexSelect(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(int64_t d, e.integer(1, "dim"));
+  SP_ASSIGN(d, normDim(e, d, x.rank()));
+  SP_ASSIGN(TRef idx, e.tensor(2, "index"));
+  return e.out(0, OpKind::Gather, {x, idx}, {{"axis", d}});
+}
+
+Status mapEmbedding(Emitter& e) {
+  SP_ASSIGN(TRef w, e.tensor(0, "weight"));
+  SP_ASSIGN(TRef idx, e.tensor(1, "indices"));
+  return e.out(0, OpKind::Gather, {w, idx}, {{"axis", int64_t(0)}});
+}
+
+// clone, detach, _to_copy, lift_fresh_copy, wait_tensor...: the value, cast
+// to the declared dtype. A `self.<attr>` operand takes the declared type.
+Status mapIdentity(Emitter& e) {
+  SP_ASSIGN(TensorType t, e.outType(0));
+  const Expr* a = e.arg(0, "self");
+  if (!a) a = e.arg(0, "input");
+  if (a && a->kind == Expr::Kind::Name && !e.env.count(a->s) && e.attrs.count(a->s))
+    SP_TRY(e.resolveAttr(a->s, t));
+  if (!a) return e.error("fx-arg", "missing tensor argument 0");
+  SP_ASSIGN(TRef x, e.tensorOf(*a));
+  if (x.dtype() != t.dtype) return e.out(0, OpKind::Cast, {x}, {{"to", t.dtype}});
+  return e.outValue(0, x);
+}
+
+// copy(dst, src): src cast to dst's dtype and broadcast to its shape.
+Status mapCopy(Emitter& e) {
+  SP_ASSIGN(TRef dst, e.tensor(0, "self"));
+  SP_ASSIGN(TRef src, e.tensor(1, "src"));
+  TRef s = e.cast(src, dst.dtype());
+  if (s.type.shape != dst.type.shape) return e.out(0, OpKind::Expand, {s}, {{"shape", dst.type.shape}});
+  return e.outValue(0, s);
+}
+
+}  // namespace sp::frontend::fx

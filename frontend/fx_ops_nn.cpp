@@ -1,0 +1,258 @@
+// Linear algebra, normalization, dropout, factories and collectives.
+#include <algorithm>
+
+#include "frontend/fx_ops.h"
+
+namespace sp::frontend::fx {
+
+using ir::DType;
+using ir::OpKind;
+using ir::TensorType;
+
+namespace {
+
+ir::Shape matmulShape(const TRef& a, const TRef& b) {
+  ir::Shape s = a.type.shape;
+  s.back() = b.type.shape.back();
+  return s;
+}
+
+// Layer-norm statistics over dims [axis, rank): mean and 1/sqrt(var + eps),
+// computed in the declared statistics dtype and bound to outputs 1 and 2.
+Status normStats(Emitter& e, const TRef& x, int64_t axis, double eps, size_t meanOut,
+                 size_t rstdOut, bool centered) {
+  if (!e.wanted(meanOut) && !e.wanted(rstdOut)) return okStatus();
+  SP_ASSIGN(TensorType st, e.outType(e.wanted(rstdOut) ? rstdOut : meanOut));
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < x.rank(); ++d) axes.push_back(d);
+  TRef xs = e.cast(x, st.dtype);
+  ir::Shape ks = xs.type.shape;
+  for (int64_t d : axes) ks[size_t(d)] = ir::Dim(1);
+  TensorType kt{st.dtype, ks};
+  ir::AttrMap ra{{"axes", axes}, {"keepdims", int64_t(1)}};
+  std::optional<TRef> mean;
+  if (centered) {
+    if (e.wanted(meanOut)) {
+      SP_ASSIGN(mean, e.bind(meanOut, OpKind::ReduceMean, {xs}, ra, kt));
+      if (mean->type.shape != ks) mean = e.reshape(*mean, ks);
+    } else {
+      mean = e.reduce(OpKind::ReduceMean, xs, axes, true);
+    }
+  }
+  if (!e.wanted(rstdOut)) return okStatus();
+  TRef c = centered ? e.binary(OpKind::Sub, xs, *mean) : xs;
+  TRef var = e.reduce(OpKind::ReduceMean, e.binary(OpKind::Mul, c, c), axes, true);
+  TRef ve = e.binary(OpKind::Add, var, e.constant(st.dtype, eps));
+  SP_TRY(e.bind(rstdOut, OpKind::Rsqrt, {ve}, {}, kt));
+  return okStatus();
+}
+
+Result<int64_t> normAxisFor(Emitter& e, const TRef& x, const std::vector<int64_t>& ns) {
+  int64_t axis = x.rank() - int64_t(ns.size());
+  if (axis < 0 || ns.empty())
+    return e.error("fx-arg", "normalized_shape of rank " + std::to_string(ns.size()) +
+                                 " does not fit " + x.type.str());
+  for (size_t k = 0; k < ns.size(); ++k)
+    if (!(x.type.shape[size_t(axis) + k] == ir::Dim(ns[k])))
+      return e.error("fx-arg", "normalized_shape does not match the trailing dims of " + x.type.str());
+  return axis;
+}
+
+}  // namespace
+
+Status mapMatMul(Emitter& e) {
+  SP_ASSIGN(TRef a, e.tensor(0, "self"));
+  SP_ASSIGN(TRef b, e.tensor(1, "mat2"));
+  return e.out(0, OpKind::MatMul, {a, b});
+}
+
+// addmm / baddbmm: beta * self + alpha * (m1 @ m2). With beta = 0 the buffer
+// is ignored (it may be uninitialized memory, as in Megatron's attention).
+Status mapAddMM(Emitter& e) {
+  SP_ASSIGN(TRef self, e.tensor(0, "self"));
+  SP_ASSIGN(TRef a, e.tensor(1, baseName(e.op) == "addmm" ? "mat1" : "batch1"));
+  SP_ASSIGN(TRef b, e.tensor(2, baseName(e.op) == "addmm" ? "mat2" : "batch2"));
+  SP_ASSIGN(double beta, e.number(3, "beta", 1.0));
+  SP_ASSIGN(double alpha, e.number(4, "alpha", 1.0));
+  DType dt = a.dtype();
+  if (beta == 0 && alpha == 1) return e.out(0, OpKind::MatMul, {a, b});
+  TRef p = e.emit(OpKind::MatMul, {a, b}, {}, TensorType{dt, matmulShape(a, b)});
+  if (beta == 0) return e.out(0, OpKind::Mul, {p, e.constant(dt, alpha)});
+  if (alpha != 1) p = e.binary(OpKind::Mul, p, e.constant(dt, alpha));
+  TRef s = e.cast(self, dt);
+  if (beta != 1) s = e.binary(OpKind::Mul, s, e.constant(dt, beta));
+  return e.out(0, OpKind::Add, {p, s});
+}
+
+Status mapLinear(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "input"));
+  SP_ASSIGN(TRef w, e.tensor(1, "weight"));
+  SP_ASSIGN(auto bias, e.optTensor(2, "bias"));
+  if (w.rank() != 2) return e.error("fx-arg", "linear weight must be 2-d, got " + w.type.str());
+  TRef wt = e.emit(OpKind::Transpose, {w}, {{"perm", std::vector<int64_t>{1, 0}}},
+                   TensorType{w.dtype(), {w.type.shape[1], w.type.shape[0]}}, "wt");
+  if (!bias) return e.out(0, OpKind::MatMul, {x, wt});
+  TRef p = e.emit(OpKind::MatMul, {x, wt}, {}, TensorType{x.dtype(), matmulShape(x, wt)});
+  return e.out(0, OpKind::Add, {p, *bias});
+}
+
+// native_layer_norm(x, normalized_shape, weight, bias, eps) -> (out, mean, rstd).
+Status mapLayerNorm(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "input"));
+  SP_ASSIGN(auto ns, e.ints(1, "normalized_shape"));
+  SP_ASSIGN(auto w, e.optTensor(2, "weight"));
+  SP_ASSIGN(auto b, e.optTensor(3, "bias"));
+  SP_ASSIGN(double eps, e.number(4, "eps"));
+  SP_ASSIGN(int64_t axis, normAxisFor(e, x, ns));
+  if (e.wanted(0)) {
+    std::vector<TRef> in{x};
+    if (b && !w) w = e.expand(e.constant(x.dtype(), 1.0), ir::shapeOf(ns));
+    if (w) in.push_back(*w);
+    if (b) in.push_back(*b);
+    SP_TRY(e.out(0, OpKind::LayerNorm, in, {{"axis", axis}, {"epsilon", eps}}));
+  }
+  return normStats(e, x, axis, eps, 1, 2, true);
+}
+
+// apex fused_layer_norm_affine_fwd(x, w, b, normalized_shape, eps) and
+// fused_layer_norm_fwd(x, normalized_shape, eps) -> (out, mean, invvar) with
+// flattened statistics.
+Status mapApexLayerNorm(Emitter& e) {
+  bool affine = baseName(e.op) == "fused_layer_norm_affine_fwd";
+  SP_ASSIGN(TRef x, e.tensor(0, "input"));
+  std::vector<TRef> in{x};
+  if (affine) {
+    SP_ASSIGN(TRef w, e.tensor(1, "weight"));
+    SP_ASSIGN(TRef b, e.tensor(2, "bias"));
+    in.push_back(w);
+    in.push_back(b);
+  }
+  size_t k = affine ? 3 : 1;
+  SP_ASSIGN(auto ns, e.ints(k, "normalized_shape"));
+  SP_ASSIGN(double eps, e.number(k + 1, "eps"));
+  SP_ASSIGN(int64_t axis, normAxisFor(e, x, ns));
+  if (e.wanted(0)) SP_TRY(e.out(0, OpKind::LayerNorm, in, {{"axis", axis}, {"epsilon", eps}}));
+  return normStats(e, x, axis, eps, 1, 2, true);
+}
+
+// apex fused_rms_norm_affine_fwd(x, w, normalized_shape, eps) -> (out, invvar).
+Status mapApexRmsNorm(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "input"));
+  SP_ASSIGN(TRef w, e.tensor(1, "weight"));
+  SP_ASSIGN(auto ns, e.ints(2, "normalized_shape"));
+  SP_ASSIGN(double eps, e.number(3, "eps"));
+  SP_ASSIGN(int64_t axis, normAxisFor(e, x, ns));
+  if (e.wanted(0)) SP_TRY(e.out(0, OpKind::RmsNorm, {x, w}, {{"axis", axis}, {"epsilon", eps}}));
+  return normStats(e, x, axis, eps, /*meanOut: none*/ 99, 1, false);
+}
+
+// native_dropout(x, p, train) -> (y, mask). The random stream is explicit: a
+// graph input `<node>_rng`, f32 uniform [0, 1) laid out like x.
+Status mapDropout(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "input"));
+  SP_ASSIGN(double p, e.number(1, "p"));
+  SP_ASSIGN(bool train, e.boolean(2, "train", true));
+  if (p < 0 || p > 1) return e.error("fx-arg", "dropout probability " + std::to_string(p) + " is outside [0, 1]");
+  if (!train) {
+    if (e.wanted(0)) SP_TRY(e.outValue(0, x));
+    if (e.wanted(1))
+      SP_TRY(e.out(1, OpKind::Expand, {e.constant(DType::Bool, 1)}, {{"shape", x.type.shape}}));
+    return okStatus();
+  }
+  std::string rng = e.fresh(e.nodeName + "_rng");
+  TensorType rt{DType::F32, x.type.shape};
+  e.leaves.push_back({rng, rt, false, std::nullopt, e.src});
+  return e.outAll(OpKind::Dropout, {x, TRef{rng, rt}}, {{"ratio", p}}, 2);
+}
+
+// zeros/ones/empty/full and their _like/new_ forms: a scalar constant
+// expanded to the declared type. empty = zeros: an uninitialized buffer must
+// be overwritten before it is read, so its value never matters.
+Status mapFactory(Emitter& e) {
+  SP_ASSIGN(TensorType t, e.outType(0));
+  std::string n = baseName(e.op);
+  double v = 0;
+  if (n == "ones" || n == "ones_like" || n == "new_ones") v = 1;
+  else if (n == "full") { SP_ASSIGN(v, e.number(1, "fill_value")); }
+  else if (n == "full_like") { SP_ASSIGN(v, e.number(1, "fill_value")); }
+  else if (n == "new_full") { SP_ASSIGN(v, e.number(2, "fill_value")); }
+  else if (n == "scalar_tensor") { SP_ASSIGN(v, e.number(0, "s")); }
+  else if (n == "fill") { SP_ASSIGN(v, e.number(1, "value")); }
+  if (t.shape.empty())
+    return e.out(0, OpKind::Constant, {}, {{"value", ir::Tensor::scalar(t.dtype, v)}});
+  return e.out(0, OpKind::Expand, {e.constant(t.dtype, v)}, {{"shape", t.shape}});
+}
+
+Status mapArange(Emitter& e) {
+  SP_ASSIGN(TensorType t, e.outType(0));
+  double start = 0, end = 0, step = 1;
+  std::string ov = overloadName(e.op);
+  if (ov == "default") {
+    SP_ASSIGN(end, e.number(0, "end"));
+  } else {
+    SP_ASSIGN(start, e.number(0, "start"));
+    SP_ASSIGN(end, e.number(1, "end"));
+    if (ov == "start_step") { SP_ASSIGN(step, e.number(2, "step", 1.0)); }
+  }
+  if (step == 0) return e.error("fx-arg", "arange step is zero");
+  return e.out(0, OpKind::Range, {},
+               {{"start", start}, {"limit", end}, {"delta", step}, {"dtype", t.dtype}});
+}
+
+// c10d functional collectives. The group id (last argument) maps to an IR
+// group through FxOptions; gathers and scatters act on dim 0.
+Status mapCollective(Emitter& e) {
+  std::string n = baseName(e.op);
+  SP_ASSIGN(TRef x, e.tensor(0, "input"));
+  size_t gi = n == "all_reduce" || n == "all_gather_into_tensor" || n == "broadcast" ? 2
+              : 3;
+  SP_ASSIGN(std::string g, e.string(gi, "group_name"));
+  std::string group = e.groupFor(g);
+  auto reduceOp = [&]() -> Result<std::string> {
+    SP_ASSIGN(std::string r, e.string(1, "reduceOp"));
+    std::transform(r.begin(), r.end(), r.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    if (r != "sum" && r != "avg" && r != "max" && r != "min")
+      return e.error("fx-unsupported", "reduce op '" + r + "' is not supported (sum, avg, max, min)");
+    return r;
+  };
+  if (n == "all_reduce") {
+    SP_ASSIGN(std::string r, reduceOp());
+    return e.out(0, OpKind::AllReduce, {x}, {{"group", group}, {"reduce", r}});
+  }
+  if (n == "all_gather_into_tensor")
+    return e.out(0, OpKind::AllGather, {x}, {{"group", group}, {"dim", int64_t(0)}});
+  if (n == "reduce_scatter_tensor") {
+    SP_ASSIGN(std::string r, reduceOp());
+    return e.out(0, OpKind::ReduceScatter, {x}, {{"group", group}, {"dim", int64_t(0)}, {"reduce", r}});
+  }
+  if (n == "all_to_all_single") {
+    for (size_t k : {size_t(1), size_t(2)}) {
+      if (!e.has(k, k == 1 ? "output_split_sizes" : "input_split_sizes")) continue;
+      SP_ASSIGN(auto sizes, e.ints(k, k == 1 ? "output_split_sizes" : "input_split_sizes"));
+      for (int64_t s : sizes)
+        if (s != sizes[0])
+          return e.error("fx-unsupported", "all_to_all_single with unequal splits is not supported");
+    }
+    return e.out(0, OpKind::AllToAll, {x},
+                 {{"group", group}, {"split_dim", int64_t(0)}, {"concat_dim", int64_t(0)}});
+  }
+  // broadcast(input, src, group): src is a global rank; IR wants its index in the group.
+  SP_ASSIGN(int64_t src, e.integer(1, "src"));
+  int64_t root = src;
+  if (auto it = e.opts.namedGroups.find(group); it != e.opts.namedGroups.end()) {
+    root = -1;
+    for (const auto& members : it->second)
+      for (size_t k = 0; k < members.size(); ++k)
+        if (members[k] == src) root = int64_t(k);
+  } else if (const ir::MeshAxis* ax = e.opts.mesh.axis(group)) {
+    size_t idx = size_t(ax - e.opts.mesh.axes.data());
+    if (src >= 0 && src < e.opts.mesh.worldSize()) root = e.opts.mesh.coords(src)[idx];
+  } else if (group.find('+') != std::string::npos) {
+    return e.error("fx-unsupported", "broadcast over the multi-axis group '" + group + "'");
+  }
+  if (root < 0) return e.error("fx-group", "broadcast source rank " + std::to_string(src) +
+                                               " is not in group '" + group + "'");
+  return e.out(0, OpKind::Broadcast, {x}, {{"group", group}, {"root", root}});
+}
+
+}  // namespace sp::frontend::fx

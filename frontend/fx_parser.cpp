@@ -1,0 +1,540 @@
+#include "frontend/fx_parser.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace sp::frontend::fx {
+
+namespace {
+
+struct Token {
+  enum class Kind { Name, Int, Float, Str, Punct, Newline, Comment, End };
+  Kind kind;
+  std::string text;  // Name, Str (unescaped), Punct, Comment (after '#'), number text
+  int line;
+  int col;
+};
+
+class Lexer {
+ public:
+  Lexer(const std::string& text, const std::string& path) : t_(text), path_(path) {}
+
+  Result<std::vector<Token>> run() {
+    std::vector<Token> out;
+    int depth = 0;
+    while (pos_ < t_.size()) {
+      char c = t_[pos_];
+      int line = line_, col = col_;
+      if (c == '\n') {
+        if (depth == 0) out.push_back({Token::Kind::Newline, "", line, col});
+        advance();
+      } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
+        advance();
+      } else if (c == '\\' && peek(1) == '\n') {
+        advance();
+        advance();
+      } else if (c == '#') {
+        size_t end = t_.find('\n', pos_);
+        if (end == std::string::npos) end = t_.size();
+        std::string text = t_.substr(pos_ + 1, end - pos_ - 1);
+        while (pos_ < end) advance();
+        if (depth == 0) out.push_back({Token::Kind::Comment, text, line, col});
+      } else if (std::isalpha(uchar(c)) || c == '_') {
+        size_t start = pos_;
+        while (pos_ < t_.size() && (std::isalnum(uchar(t_[pos_])) || t_[pos_] == '_')) advance();
+        out.push_back({Token::Kind::Name, t_.substr(start, pos_ - start), line, col});
+      } else if (std::isdigit(uchar(c)) || (c == '.' && std::isdigit(uchar(peek(1))))) {
+        size_t start = pos_;
+        bool isFloat = false;
+        while (pos_ < t_.size()) {
+          char d = t_[pos_];
+          if (std::isdigit(uchar(d)) || d == '_') {
+            advance();
+          } else if (d == '.') {
+            isFloat = true;
+            advance();
+          } else if ((d == 'e' || d == 'E') &&
+                     (std::isdigit(uchar(peek(1))) ||
+                      ((peek(1) == '-' || peek(1) == '+') && std::isdigit(uchar(peek(2)))))) {
+            isFloat = true;
+            advance();
+            if (t_[pos_] == '-' || t_[pos_] == '+') advance();
+          } else {
+            break;
+          }
+        }
+        if (pos_ < t_.size() && (std::isalpha(uchar(t_[pos_])) || t_[pos_] == '_'))
+          return err(line_, col_, "malformed number '" + t_.substr(start, pos_ - start + 1) + "'");
+        out.push_back({isFloat ? Token::Kind::Float : Token::Kind::Int,
+                       t_.substr(start, pos_ - start), line, col});
+      } else if (c == '\'' || c == '"') {
+        SP_ASSIGN(std::string s, lexString(c));
+        out.push_back({Token::Kind::Str, std::move(s), line, col});
+      } else if (c == '-' && peek(1) == '>') {
+        advance();
+        advance();
+        out.push_back({Token::Kind::Punct, "->", line, col});
+      } else if (std::string_view("()[]{},:=.;-+*@").find(c) != std::string_view::npos) {
+        if (c == '(' || c == '[' || c == '{') ++depth;
+        if (c == ')' || c == ']' || c == '}') {
+          if (depth == 0) return err(line, col, std::string("unmatched '") + c + "'");
+          --depth;
+        }
+        advance();
+        out.push_back({Token::Kind::Punct, std::string(1, c), line, col});
+      } else {
+        return err(line, col, std::string("unexpected character '") + c + "'");
+      }
+    }
+    if (depth != 0) return err(line_, col_, "unclosed bracket at end of file");
+    out.push_back({Token::Kind::Newline, "", line_, col_});
+    out.push_back({Token::Kind::End, "", line_, col_});
+    return out;
+  }
+
+ private:
+  static unsigned char uchar(char c) { return static_cast<unsigned char>(c); }
+  char peek(size_t k) const { return pos_ + k < t_.size() ? t_[pos_ + k] : '\0'; }
+  void advance() {
+    if (t_[pos_] == '\n') {
+      ++line_;
+      col_ = 1;
+    } else {
+      ++col_;
+    }
+    ++pos_;
+  }
+  Error err(int line, int col, const std::string& msg) const {
+    return makeError("fx-syntax", msg, path_ + ":" + std::to_string(line) + ":" + std::to_string(col));
+  }
+  Result<std::string> lexString(char quote) {
+    int line = line_, col = col_;
+    advance();
+    std::string s;
+    while (true) {
+      if (pos_ >= t_.size() || t_[pos_] == '\n') return err(line, col, "unterminated string");
+      char c = t_[pos_];
+      if (c == quote) {
+        advance();
+        return s;
+      }
+      if (c == '\\' && pos_ + 1 < t_.size()) {
+        advance();
+        char e = t_[pos_];
+        s += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+        advance();
+        continue;
+      }
+      s += c;
+      advance();
+    }
+  }
+
+  const std::string& t_;
+  const std::string& path_;
+  size_t pos_ = 0;
+  int line_ = 1;
+  int col_ = 1;
+};
+
+class Parser {
+ public:
+  Parser(std::vector<Token> toks, const std::string& path) : toks_(std::move(toks)), path_(path) {}
+
+  Result<Module> run() {
+    Module m;
+    m.path = path_;
+    // Skip the preamble up to `def forward(`.
+    bool found = false;
+    while (cur().kind != Token::Kind::End) {
+      if (isName("def") && toks_[pos_ + 1].text == "forward") {
+        found = true;
+        break;
+      }
+      ++pos_;
+    }
+    if (!found) return err(cur(), "no 'def forward(' in the capture");
+    SP_TRY(parseSignature(m));
+    ir::SourceLoc src;
+    while (true) {
+      const Token& t = cur();
+      if (t.kind == Token::Kind::End) return err(t, "forward has no return statement");
+      if (t.kind == Token::Kind::Newline) { ++pos_; continue; }
+      if (t.kind == Token::Kind::Comment) {
+        updateSource(t.text, src);
+        ++pos_;
+        continue;
+      }
+      if (isName("return")) {
+        Stmt s;
+        s.kind = Stmt::Kind::Return;
+        s.line = t.line;
+        s.col = t.col;
+        s.src = src;
+        ++pos_;
+        SP_ASSIGN(s.value, parseExpr());
+        SP_TRY(endStatement());
+        m.body.push_back(std::move(s));
+        return m;
+      }
+      SP_ASSIGN(Stmt s, parseAssign());
+      s.src = src;
+      m.body.push_back(std::move(s));
+      if (cur().kind == Token::Kind::Punct && cur().text == ";") {
+        ++pos_;
+        continue;
+      }
+      SP_TRY(endStatement());
+    }
+  }
+
+ private:
+  const Token& cur() const { return toks_[pos_]; }
+  bool isName(const char* n) const { return cur().kind == Token::Kind::Name && cur().text == n; }
+  bool isPunct(const char* p) const { return cur().kind == Token::Kind::Punct && cur().text == p; }
+  Error err(const Token& t, const std::string& msg) const {
+    return makeError("fx-syntax", msg, path_ + ":" + std::to_string(t.line) + ":" + std::to_string(t.col));
+  }
+  std::string describe(const Token& t) const {
+    switch (t.kind) {
+      case Token::Kind::Newline: return "end of line";
+      case Token::Kind::End: return "end of file";
+      case Token::Kind::Comment: return "comment";
+      case Token::Kind::Str: return "string '" + t.text + "'";
+      default: return "'" + t.text + "'";
+    }
+  }
+  Status expect(const char* p) {
+    if (!isPunct(p)) return err(cur(), std::string("expected '") + p + "', got " + describe(cur()));
+    ++pos_;
+    return okStatus();
+  }
+  Status endStatement() {
+    if (cur().kind == Token::Kind::Comment) ++pos_;
+    if (cur().kind != Token::Kind::Newline && cur().kind != Token::Kind::End)
+      return err(cur(), "expected end of statement, got " + describe(cur()));
+    return okStatus();
+  }
+
+  Status parseSignature(Module& m) {
+    pos_ += 2;  // def forward
+    SP_TRY(expect("("));
+    bool first = true;
+    while (!isPunct(")")) {
+      if (!first) {
+        SP_TRY(expect(","));
+        if (isPunct(")")) break;
+      }
+      first = false;
+      if (cur().kind != Token::Kind::Name) return err(cur(), "expected a parameter name, got " + describe(cur()));
+      Param p{cur().text, std::nullopt, cur().line, cur().col};
+      ++pos_;
+      if (isPunct(":")) {
+        ++pos_;
+        if (cur().kind == Token::Kind::Str) {
+          p.annotation = cur().text;
+          ++pos_;
+        } else {
+          SP_ASSIGN(Expr ignored, parseExpr());  // e.g. a Python type name
+          (void)ignored;
+        }
+      }
+      if (p.name != "self") m.params.push_back(std::move(p));
+    }
+    ++pos_;
+    if (isPunct("->")) {
+      ++pos_;
+      SP_ASSIGN(Expr ignored, parseExpr());
+      (void)ignored;
+    }
+    SP_TRY(expect(":"));
+    return endStatement();
+  }
+
+  Result<Stmt> parseAssign() {
+    const Token& t = cur();
+    if (t.kind != Token::Kind::Name) return err(t, "expected a statement, got " + describe(t));
+    Stmt s;
+    s.target = t.text;
+    s.line = t.line;
+    s.col = t.col;
+    ++pos_;
+    if (isPunct(":")) {
+      ++pos_;
+      if (cur().kind != Token::Kind::Str)
+        return err(cur(), "expected a quoted type annotation, got " + describe(cur()));
+      s.annotation = cur().text;
+      ++pos_;
+    }
+    SP_TRY(expect("="));
+    SP_ASSIGN(s.value, parseExpr());
+    return s;
+  }
+
+  Result<Expr> parseExpr() {
+    const Token& t = cur();
+    Expr e;
+    e.line = t.line;
+    e.col = t.col;
+    if (isPunct("-") || isPunct("+")) {
+      bool neg = isPunct("-");
+      ++pos_;
+      SP_ASSIGN(Expr inner, parseExpr());
+      if (inner.kind == Expr::Kind::Int) {
+        inner.i = neg ? -inner.i : inner.i;
+      } else if (inner.kind == Expr::Kind::Float) {
+        inner.f = neg ? -inner.f : inner.f;
+      } else {
+        return err(t, "unary '" + t.text + "' applies only to numbers, got " + inner.str());
+      }
+      inner.line = e.line;
+      inner.col = e.col;
+      return inner;
+    }
+    if (t.kind == Token::Kind::Int) {
+      e.kind = Expr::Kind::Int;
+      std::string digits;
+      for (char c : t.text)
+        if (c != '_') digits += c;
+      uint64_t v = 0;
+      auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+      if (ec != std::errc() || v > uint64_t(std::numeric_limits<int64_t>::max()))
+        return err(t, "integer " + t.text + " does not fit in 64 bits");
+      e.i = int64_t(v);
+      ++pos_;
+      return postfix(std::move(e));
+    }
+    if (t.kind == Token::Kind::Float) {
+      e.kind = Expr::Kind::Float;
+      e.f = std::strtod(t.text.c_str(), nullptr);
+      ++pos_;
+      return postfix(std::move(e));
+    }
+    if (t.kind == Token::Kind::Str) {
+      e.kind = Expr::Kind::Str;
+      e.s = t.text;
+      ++pos_;
+      return postfix(std::move(e));
+    }
+    if (isPunct("[") || isPunct("(")) {
+      bool list = isPunct("[");
+      const char* close = list ? "]" : ")";
+      ++pos_;
+      e.kind = list ? Expr::Kind::List : Expr::Kind::Tuple;
+      bool trailingComma = false;
+      while (!isPunct(close)) {
+        SP_ASSIGN(Expr item, parseExpr());
+        e.items.push_back(std::move(item));
+        trailingComma = false;
+        if (isPunct(",")) {
+          ++pos_;
+          trailingComma = true;
+        } else if (!isPunct(close)) {
+          return err(cur(), std::string("expected ',' or '") + close + "', got " + describe(cur()));
+        }
+      }
+      ++pos_;
+      if (!list && e.items.size() == 1 && !trailingComma) return postfix(std::move(e.items[0]));
+      return postfix(std::move(e));
+    }
+    if (t.kind == Token::Kind::Name) {
+      std::string name = t.text;
+      ++pos_;
+      while (isPunct(".") && toks_[pos_ + 1].kind == Token::Kind::Name) {
+        name += "." + toks_[pos_ + 1].text;
+        pos_ += 2;
+      }
+      if (name == "None") {
+        e.kind = Expr::Kind::None;
+      } else if (name == "True" || name == "False") {
+        e.kind = Expr::Kind::Bool;
+        e.b = name == "True";
+      } else if (name == "inf" || name == "math.inf") {
+        e.kind = Expr::Kind::Float;
+        e.f = std::numeric_limits<double>::infinity();
+      } else if (name == "nan" || name == "math.nan") {
+        e.kind = Expr::Kind::Float;
+        e.f = std::numeric_limits<double>::quiet_NaN();
+      } else {
+        e.kind = name.find('.') == std::string::npos ? Expr::Kind::Name : Expr::Kind::Dotted;
+        e.s = std::move(name);
+      }
+      return postfix(std::move(e));
+    }
+    return err(t, "expected an expression, got " + describe(t));
+  }
+
+  Result<Expr> postfix(Expr e) {
+    while (true) {
+      if (isPunct("(")) {
+        if (e.kind != Expr::Kind::Name && e.kind != Expr::Kind::Dotted)
+          return err(cur(), "cannot call " + e.str());
+        Expr call;
+        call.kind = Expr::Kind::Call;
+        call.s = e.s;
+        call.line = e.line;
+        call.col = e.col;
+        ++pos_;
+        bool first = true;
+        while (!isPunct(")")) {
+          if (!first) {
+            SP_TRY(expect(","));
+            if (isPunct(")")) break;
+          }
+          first = false;
+          if (cur().kind == Token::Kind::Name && toks_[pos_ + 1].kind == Token::Kind::Punct &&
+              toks_[pos_ + 1].text == "=") {
+            std::string key = cur().text;
+            pos_ += 2;
+            SP_ASSIGN(Expr v, parseExpr());
+            call.kwargs.emplace_back(std::move(key), std::move(v));
+          } else {
+            if (!call.kwargs.empty()) return err(cur(), "positional argument after keyword argument");
+            SP_ASSIGN(Expr v, parseExpr());
+            call.items.push_back(std::move(v));
+          }
+        }
+        ++pos_;
+        e = std::move(call);
+      } else if (isPunct("[")) {
+        Expr sub;
+        sub.kind = Expr::Kind::Subscript;
+        sub.line = e.line;
+        sub.col = e.col;
+        ++pos_;
+        SP_ASSIGN(Expr index, parseExpr());
+        SP_TRY(expect("]"));
+        sub.items.push_back(std::move(e));
+        sub.items.push_back(std::move(index));
+        e = std::move(sub);
+      } else {
+        return e;
+      }
+    }
+  }
+
+  // `# File: /path/x.py:456 in fn, code: text` sets the location of the nodes
+  // that follow; `# No stacktrace found for following nodes` clears it.
+  static void updateSource(const std::string& comment, ir::SourceLoc& src) {
+    size_t f = comment.find("File: ");
+    if (comment.find("No stacktrace found") != std::string::npos) {
+      src = {};
+      return;
+    }
+    if (f == std::string::npos) return;
+    std::string rest = comment.substr(f + 6);
+    std::string head = rest;
+    if (size_t c = rest.find(", code: "); c != std::string::npos) head = rest.substr(0, c);
+    size_t in = head.rfind(" in ");
+    std::string where = in == std::string::npos ? head : head.substr(0, in);
+    std::string fn = in == std::string::npos ? "" : head.substr(in + 4);
+    size_t colon = where.rfind(':');
+    ir::SourceLoc loc;
+    loc.file = where;
+    if (colon != std::string::npos) {
+      int line = 0;
+      auto [p, ec] = std::from_chars(where.data() + colon + 1, where.data() + where.size(), line);
+      if (ec == std::errc() && p == where.data() + where.size()) {
+        loc.file = where.substr(0, colon);
+        loc.line = line;
+      }
+    }
+    loc.detail = fn;
+    src = std::move(loc);
+  }
+
+  std::vector<Token> toks_;
+  const std::string& path_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::string Expr::str() const {
+  auto join = [](const std::vector<Expr>& xs) {
+    std::string out;
+    for (size_t k = 0; k < xs.size(); ++k) out += (k ? ", " : "") + xs[k].str();
+    return out;
+  };
+  switch (kind) {
+    case Kind::None: return "None";
+    case Kind::Bool: return b ? "True" : "False";
+    case Kind::Int: return std::to_string(i);
+    case Kind::Float: {
+      if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
+      if (std::isnan(f)) return "nan";
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.17g", f);
+      return buf;
+    }
+    case Kind::Str: return "'" + s + "'";
+    case Kind::Name:
+    case Kind::Dotted: return s;
+    case Kind::List: return "[" + join(items) + "]";
+    case Kind::Tuple: return "(" + join(items) + (items.size() == 1 ? ",)" : ")");
+    case Kind::Call: {
+      std::string out = s + "(" + join(items);
+      for (size_t k = 0; k < kwargs.size(); ++k)
+        out += (k || !items.empty() ? ", " : "") + kwargs[k].first + " = " + kwargs[k].second.str();
+      return out + ")";
+    }
+    case Kind::Subscript: return items[0].str() + "[" + items[1].str() + "]";
+  }
+  return "?";
+}
+
+Result<Module> parseModule(const std::string& text, const std::string& path) {
+  SP_ASSIGN(auto toks, Lexer(text, path).run());
+  return Parser(std::move(toks), path).run();
+}
+
+std::optional<ir::DType> dtypeFromTorchName(const std::string& name) {
+  using ir::DType;
+  static const std::pair<const char*, DType> kNames[] = {
+      {"float32", DType::F32}, {"float", DType::F32},   {"f32", DType::F32},
+      {"float64", DType::F64}, {"double", DType::F64},  {"f64", DType::F64},
+      {"float16", DType::F16}, {"half", DType::F16},    {"f16", DType::F16},
+      {"bfloat16", DType::BF16}, {"bf16", DType::BF16},
+      {"int64", DType::I64},   {"long", DType::I64},    {"i64", DType::I64},
+      {"int32", DType::I32},   {"int", DType::I32},     {"i32", DType::I32},
+      {"int16", DType::I16},   {"short", DType::I16},   {"i16", DType::I16},
+      {"int8", DType::I8},     {"i8", DType::I8},
+      {"uint8", DType::U8},    {"u8", DType::U8},
+      {"bool", DType::Bool},   {"b8", DType::Bool},
+  };
+  std::string n = name.rfind("torch.", 0) == 0 ? name.substr(6) : name;
+  for (const auto& [k, t] : kNames)
+    if (n == k) return t;
+  return std::nullopt;
+}
+
+Result<ir::TensorType> parseTensorAnnotation(const std::string& text) {
+  size_t open = text.find('[');
+  if (open == std::string::npos || text.empty() || text.back() != ']')
+    return makeError("fx-type", "type annotation '" + text + "' is not dtype[dims]");
+  std::string dt = text.substr(0, open);
+  auto dtype = dtypeFromTorchName(dt);
+  if (!dtype || dt.find('.') != std::string::npos)
+    return makeError("fx-type", "unsupported dtype '" + dt + "' in type annotation '" + text + "'");
+  ir::TensorType t;
+  t.dtype = *dtype;
+  std::string inner = text.substr(open + 1, text.size() - open - 2);
+  size_t start = 0;
+  while (start < inner.size()) {
+    size_t comma = inner.find(',', start);
+    if (comma == std::string::npos) comma = inner.size();
+    std::string part = inner.substr(start, comma - start);
+    std::string trimmed;
+    for (char c : part)
+      if (c != ' ') trimmed += c;
+    auto d = ir::parseDim(trimmed);
+    if (!d) return makeError("fx-type", "bad dim '" + trimmed + "' in type annotation '" + text + "'");
+    t.shape.push_back(*d);
+    start = comma + 1;
+  }
+  return t;
+}
+
+}  // namespace sp::frontend::fx

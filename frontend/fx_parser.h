@@ -1,0 +1,68 @@
+#pragma once
+// Parser for the Python subset that torch.fx prints for an ATen GraphModule
+// (GraphModule.print_readable / the `code` of a traced module): the typed
+// `def forward(self, x: "f32[8, 16]", ...)` signature, one assignment per node,
+// `# File: path:line in fn, code: ...` source comments, and the return.
+// The result is a small syntax tree; fx_import.cpp gives it meaning.
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/support.h"
+#include "ir/tensor.h"
+
+namespace sp::frontend::fx {
+
+struct Expr {
+  enum class Kind { None, Bool, Int, Float, Str, Name, Dotted, List, Tuple, Call, Subscript };
+  Kind kind = Kind::None;
+  bool b = false;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;            // Str: text; Name/Dotted: "torch.float32"; Call: callee
+  std::vector<Expr> items;  // List/Tuple items; Call positional args; Subscript: base, index
+  std::vector<std::pair<std::string, Expr>> kwargs;  // Call keyword args, in order
+  int line = 0;
+  int col = 0;
+
+  bool isNumber() const { return kind == Kind::Int || kind == Kind::Float || kind == Kind::Bool; }
+  double number() const { return kind == Kind::Float ? f : kind == Kind::Int ? double(i) : b; }
+  std::string str() const;  // Python-like rendering for messages
+};
+
+struct Stmt {
+  enum class Kind { Assign, Return };
+  Kind kind = Kind::Assign;
+  std::string target;                     // Assign: the node name
+  std::optional<std::string> annotation;  // "f32[8, 16]" (without quotes)
+  Expr value;
+  int line = 0;
+  int col = 0;
+  ir::SourceLoc src;  // from the last `# File:` comment; empty if none
+};
+
+struct Param {
+  std::string name;
+  std::optional<std::string> annotation;
+  int line = 0;
+  int col = 0;
+};
+
+struct Module {
+  std::string path;
+  std::vector<Param> params;
+  std::vector<Stmt> body;  // ends with the Return statement
+};
+
+// Errors: id "fx-syntax" with location "path:line:col".
+Result<Module> parseModule(const std::string& text, const std::string& path);
+
+// "f32[8, 1536]", "b8[]", "bf16[s0, 768]" -> tensor type. Errors name the text.
+Result<ir::TensorType> parseTensorAnnotation(const std::string& text);
+
+// torch dtype token ("torch.float32", "torch.long") or capture token ("f32", "b8").
+std::optional<ir::DType> dtypeFromTorchName(const std::string& name);
+
+}  // namespace sp::frontend::fx
