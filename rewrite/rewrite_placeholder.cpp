@@ -1,1 +1,0 @@
-// replaced when rewrite/ gains its first sources
