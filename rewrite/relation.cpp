@@ -1,0 +1,303 @@
+// Relation expressions: integer expressions, rank spaces, factories, printing.
+#include "rewrite/relation.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+namespace sp::rewrite {
+
+RankSpace RankSpace::of(const ir::Program& p) { return RankSpace{p.mesh(), p.namedGroups()}; }
+
+Result<std::vector<int64_t>> RankSpace::members(const std::string& name, int64_t rank) const {
+  int64_t world = worldSize();
+  if (rank < 0 || rank >= world)
+    return makeError("rank-out-of-range", "rank " + std::to_string(rank) + " is outside the world of " +
+                                              std::to_string(world) + " ranks");
+  if (auto it = groups.find(name); it != groups.end()) {
+    for (const auto& m : it->second)
+      if (std::find(m.begin(), m.end(), rank) != m.end()) return m;
+    return makeError("rank-not-in-group",
+                     "rank " + std::to_string(rank) + " is not a member of group '" + name + "'");
+  }
+  std::set<size_t> sel;
+  std::stringstream ss(name);
+  std::string part;
+  while (std::getline(ss, part, '+')) {
+    size_t idx = mesh.axes.size();
+    for (size_t i = 0; i < mesh.axes.size(); ++i)
+      if (mesh.axes[i].name == part) idx = i;
+    if (idx == mesh.axes.size())
+      return makeError("unknown-group", "process group '" + name + "' does not exist");
+    sel.insert(idx);
+  }
+  auto key = mesh.coords(rank);
+  for (size_t i : sel) key[i] = -1;
+  std::vector<int64_t> out;
+  for (int64_t r = 0; r < world; ++r) {
+    auto c = mesh.coords(r);
+    for (size_t i : sel) c[i] = -1;
+    if (c == key) out.push_back(r);
+  }
+  return out;
+}
+
+IntExpr IntExpr::constant(int64_t v) {
+  IntExpr e;
+  e.kind = Kind::Const;
+  e.value = v;
+  return e;
+}
+IntExpr IntExpr::var(std::string name) {
+  IntExpr e;
+  e.kind = Kind::Var;
+  e.name = std::move(name);
+  return e;
+}
+IntExpr IntExpr::index(IntExpr rank, std::string group) {
+  IntExpr e;
+  e.kind = Kind::Index;
+  e.name = std::move(group);
+  e.args = {std::move(rank)};
+  return e;
+}
+IntExpr operator+(IntExpr a, IntExpr b) {
+  IntExpr e;
+  e.kind = IntExpr::Kind::Add;
+  e.args = {std::move(a), std::move(b)};
+  return e;
+}
+IntExpr operator-(IntExpr a, IntExpr b) {
+  IntExpr e;
+  e.kind = IntExpr::Kind::Sub;
+  e.args = {std::move(a), std::move(b)};
+  return e;
+}
+IntExpr operator*(IntExpr a, int64_t c) {
+  IntExpr e;
+  e.kind = IntExpr::Kind::MulC;
+  e.value = c;
+  e.args = {std::move(a)};
+  return e;
+}
+IntExpr IntExpr::divC(int64_t c) const {
+  SP_ASSERT(c > 0, "divC by a non-positive constant");
+  IntExpr e;
+  e.kind = Kind::DivC;
+  e.value = c;
+  e.args = {*this};
+  return e;
+}
+IntExpr IntExpr::modC(int64_t c) const {
+  SP_ASSERT(c > 0, "modC by a non-positive constant");
+  IntExpr e;
+  e.kind = Kind::ModC;
+  e.value = c;
+  e.args = {*this};
+  return e;
+}
+
+bool IntExpr::operator==(const IntExpr& o) const {
+  return kind == o.kind && value == o.value && name == o.name && args == o.args;
+}
+
+static int64_t floorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+Result<int64_t> IntExpr::eval(const IntVars& vars, const RankSpace* ranks) const {
+  switch (kind) {
+    case Kind::Const: return value;
+    case Kind::Var: {
+      auto it = vars.find(name);
+      if (it == vars.end()) return makeError("unbound-variable", "variable '" + name + "' is not bound");
+      return it->second;
+    }
+    case Kind::Add: case Kind::Sub: {
+      SP_ASSIGN(int64_t a, args[0].eval(vars, ranks));
+      SP_ASSIGN(int64_t b, args[1].eval(vars, ranks));
+      return kind == Kind::Add ? a + b : a - b;
+    }
+    case Kind::MulC: {
+      SP_ASSIGN(int64_t a, args[0].eval(vars, ranks));
+      return a * value;
+    }
+    case Kind::DivC: case Kind::ModC: {
+      SP_ASSIGN(int64_t a, args[0].eval(vars, ranks));
+      int64_t q = floorDiv(a, value);
+      return kind == Kind::DivC ? q : a - q * value;
+    }
+    case Kind::Index: {
+      SP_ASSIGN(int64_t r, args[0].eval(vars, ranks));
+      if (!ranks) return makeError("no-rank-space", "idx(" + args[0].str() + ", " + name + ") needs a mesh");
+      SP_ASSIGN(auto m, ranks->members(name, r));
+      return int64_t(std::find(m.begin(), m.end(), r) - m.begin());
+    }
+  }
+  return int64_t(0);
+}
+
+namespace {
+// Precedence: 1 = additive, 2 = multiplicative, 3 = atom.
+int prec(const IntExpr& e) {
+  switch (e.kind) {
+    case IntExpr::Kind::Add: case IntExpr::Kind::Sub: return 1;
+    case IntExpr::Kind::MulC: case IntExpr::Kind::DivC: case IntExpr::Kind::ModC: return 2;
+    case IntExpr::Kind::Const: return e.value < 0 ? 1 : 3;
+    default: return 3;
+  }
+}
+std::string wrap(const IntExpr& e, int need) {
+  return prec(e) < need ? "(" + e.str() + ")" : e.str();
+}
+}  // namespace
+
+std::string IntExpr::str() const {
+  switch (kind) {
+    case Kind::Const: return std::to_string(value);
+    case Kind::Var: return name;
+    case Kind::Add: return args[0].str() + "+" + wrap(args[1], 2);
+    case Kind::Sub: return args[0].str() + "-" + wrap(args[1], 2);
+    case Kind::MulC: return wrap(args[0], 2) + "*" + (value < 0 ? "(" + std::to_string(value) + ")" : std::to_string(value));
+    case Kind::DivC: return wrap(args[0], 2) + "/" + std::to_string(value);
+    case Kind::ModC: return wrap(args[0], 2) + "%" + std::to_string(value);
+    case Kind::Index: return "idx(" + args[0].str() + "," + name + ")";
+  }
+  return "?";
+}
+
+std::string_view relOpName(RelOp op) {
+  switch (op) {
+    case RelOp::Seq: return "seq";
+    case RelOp::Dist: return "dist";
+    case RelOp::Concat: return "concat";
+    case RelOp::Sum: return "sum";
+    case RelOp::Slice: return "slice";
+    case RelOp::Reshape: return "reshape";
+    case RelOp::Permute: return "permute";
+    case RelOp::Scale: return "scale";
+    case RelOp::For: return "for";
+  }
+  return "?";
+}
+
+std::string RankDomain::str() const {
+  return isRange ? std::to_string(lo) + ".." + std::to_string(hi) : group;
+}
+
+RelPtr Rel::seq(std::string name) {
+  auto r = std::make_shared<Rel>();
+  r->op = RelOp::Seq;
+  r->name = std::move(name);
+  return r;
+}
+RelPtr Rel::dist(IntExpr rank, std::string name) {
+  auto r = std::make_shared<Rel>();
+  r->op = RelOp::Dist;
+  r->rank = std::move(rank);
+  r->name = std::move(name);
+  return r;
+}
+RelPtr Rel::concat(int64_t dim, std::vector<RelPtr> parts) {
+  SP_ASSERT(!parts.empty(), "concat of no parts");
+  auto r = std::make_shared<Rel>();
+  r->op = RelOp::Concat;
+  r->dim = dim;
+  r->args = std::move(parts);
+  return r;
+}
+RelPtr Rel::sum(std::vector<RelPtr> parts) {
+  SP_ASSERT(!parts.empty(), "sum of no parts");
+  auto r = std::make_shared<Rel>();
+  r->op = RelOp::Sum;
+  r->args = std::move(parts);
+  return r;
+}
+RelPtr Rel::slice(RelPtr x, int64_t dim, IntExpr start, IntExpr end) {
+  auto r = std::make_shared<Rel>();
+  r->op = RelOp::Slice;
+  r->dim = dim;
+  r->start = std::move(start);
+  r->end = std::move(end);
+  r->args = {std::move(x)};
+  return r;
+}
+RelPtr Rel::reshape(RelPtr x, ir::Shape shape) {
+  auto r = std::make_shared<Rel>();
+  r->op = RelOp::Reshape;
+  r->shape = std::move(shape);
+  r->args = {std::move(x)};
+  return r;
+}
+RelPtr Rel::permute(RelPtr x, std::vector<int64_t> perm) {
+  auto r = std::make_shared<Rel>();
+  r->op = RelOp::Permute;
+  r->perm = std::move(perm);
+  r->args = {std::move(x)};
+  return r;
+}
+RelPtr Rel::scale(RelPtr x, double factor) {
+  auto r = std::make_shared<Rel>();
+  r->op = RelOp::Scale;
+  r->factor = factor;
+  r->args = {std::move(x)};
+  return r;
+}
+RelPtr Rel::forEach(std::string var, RankDomain domain, RelPtr body) {
+  auto r = std::make_shared<Rel>();
+  r->op = RelOp::For;
+  r->name = std::move(var);
+  r->domain = std::move(domain);
+  r->args = {std::move(body)};
+  return r;
+}
+
+bool equal(const Rel& a, const Rel& b) {
+  if (a.op != b.op || a.name != b.name || !(a.rank == b.rank) || a.dim != b.dim ||
+      !(a.start == b.start) || !(a.end == b.end) || a.shape != b.shape || a.perm != b.perm ||
+      a.factor != b.factor || !(a.domain == b.domain) || a.args.size() != b.args.size())
+    return false;
+  for (size_t i = 0; i < a.args.size(); ++i)
+    if (!equal(*a.args[i], *b.args[i])) return false;
+  return true;
+}
+
+static std::string fmtFactor(double f) {
+  std::ostringstream os;
+  os.precision(17);
+  os << f;
+  return os.str();
+}
+
+std::string str(const Rel& r) {
+  auto joinArgs = [&]() {
+    std::string s;
+    for (const auto& a : r.args) s += (s.empty() ? "" : ", ") + str(*a);
+    return s;
+  };
+  switch (r.op) {
+    case RelOp::Seq: return "seq." + r.name;
+    case RelOp::Dist: return "dist[" + r.rank.str() + "]." + r.name;
+    case RelOp::Concat: return "concat(dim=" + std::to_string(r.dim) + ", " + joinArgs() + ")";
+    case RelOp::Sum: return "sum(" + joinArgs() + ")";
+    case RelOp::Slice:
+      return "slice(" + str(*r.args[0]) + ", dim=" + std::to_string(r.dim) + ", start=" +
+             r.start.str() + ", end=" + r.end.str() + ")";
+    case RelOp::Reshape: {
+      std::string s;
+      for (const auto& d : r.shape) s += (s.empty() ? "" : ", ") + d.str();
+      return "reshape(" + str(*r.args[0]) + ", [" + s + "])";
+    }
+    case RelOp::Permute: {
+      std::string s;
+      for (int64_t p : r.perm) s += (s.empty() ? "" : ", ") + std::to_string(p);
+      return "permute(" + str(*r.args[0]) + ", [" + s + "])";
+    }
+    case RelOp::Scale: return "scale(" + str(*r.args[0]) + ", " + fmtFactor(r.factor) + ")";
+    case RelOp::For: return "for " + r.name + " in " + r.domain.str() + ": " + str(*r.args[0]);
+  }
+  return "?";
+}
+
+}  // namespace sp::rewrite

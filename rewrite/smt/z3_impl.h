@@ -1,0 +1,43 @@
+#pragma once
+// INTERNAL to rewrite/smt/: the Context's state. Included only by
+// rewrite/smt/*.cpp - the one place Z3 headers may appear.
+#include <z3++.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "rewrite/smt/smt.h"
+
+namespace sp::smt {
+
+struct FoldInfo {
+  FoldOp op;
+  z3::expr var, lo, hi, body;
+};
+
+struct Context::Impl {
+  z3::context z;
+  std::vector<z3::expr> terms;
+  std::map<std::string, uint32_t> vars;   // name -> term id
+  std::vector<z3::func_decl> funcs;
+  std::map<std::string, uint32_t> funcByName;
+  std::map<unsigned, FoldInfo> folds;     // placeholder ast id -> fold
+  std::map<std::pair<int, unsigned>, z3::func_decl> abstractions;  // (op, body id)
+  int freshCounter = 0;
+  Stats stats;
+  std::string lastReason;
+
+  uint32_t put(z3::expr e);
+
+  unsigned astId(const z3::expr& e) const { return Z3_get_ast_id(z, e); }
+  // Runs one solver query: is `f` satisfiable? Counts it in stats.
+  z3::check_result solve(const z3::expr_vector& fs, unsigned timeoutMs, z3::model* model);
+  // Is `goal` implied by `ctx`? (A small internal query; false if unknown.)
+  bool implied(const std::vector<z3::expr>& ctx, const z3::expr& goal, unsigned timeoutMs);
+  // Replaces every fold placeholder in e by a sound abstraction.
+  z3::expr normalize(const z3::expr& e, std::vector<z3::expr>& ctx, unsigned timeoutMs,
+                     bool* abstracted);
+};
+
+}  // namespace sp::smt
