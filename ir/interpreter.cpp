@@ -1,1 +1,174 @@
-// filled in by the owner of this file
+// Single-graph execution: node-by-node kernels with type sanity checks.
+#include "ir/interpreter.h"
+
+#include "ir/interpreter_impl.h"
+
+namespace sp::ir {
+namespace detail {
+
+std::string nodeWhere(const Node& n) {
+  std::string out = std::string(opName(n.op)) + " '" + n.name + "'";
+  std::string loc = n.loc.str();
+  if (!loc.empty()) out += " (" + loc + ")";
+  return out;
+}
+
+Error atNode(const Node& n, const Error& e, const std::string& prefix) {
+  Error out = e;
+  out.message = prefix + nodeWhere(n) + ": " + e.message;
+  return out;
+}
+
+Result<AttrMap> bindAttrs(const AttrMap& attrs, const Bindings& b) {
+  bool symbolic = false;
+  for (const auto& [_, v] : attrs)
+    if (const Shape* s = std::get_if<Shape>(&v)) symbolic = symbolic || !isConcrete(*s);
+  if (!symbolic) return attrs;
+  AttrMap out = attrs;
+  for (auto& [name, v] : out) {
+    Shape* s = std::get_if<Shape>(&v);
+    if (!s || isConcrete(*s)) continue;
+    auto dims = bindShape(*s, b);
+    if (!dims) return makeError(dims.error().id, "attribute '" + name + "': " + dims.error().message);
+    *s = shapeOf(*dims);
+  }
+  return out;
+}
+
+Result<std::vector<Tensor>> runKernel(OpKind op, const AttrMap& attrs, std::span<const Tensor> in) {
+  const OpInfo& info = opInfo(op);
+  std::vector<Tensor> out;
+  if (info.category == OpCategory::Collective) {
+    SP_TRY(info.kernel(op, attrs, in, out));  // reports collective-outside-program
+    return makeError("collective-outside-program",
+                     std::string(info.name) + ": collectives run only inside a distributed program");
+  }
+  std::vector<TensorType> types;
+  types.reserve(in.size());
+  for (const Tensor& t : in) {
+    if (!t.defined()) return makeError("undefined-tensor", "an input tensor has no data");
+    types.push_back(t.type());
+  }
+  InferCtx ctx{op, attrs, types, nullptr};
+  SP_ASSIGN(auto outTypes, info.infer(ctx));
+  SP_TRY(info.kernel(op, attrs, in, out));
+  if (out.size() != outTypes.size())
+    return makeError("kernel-output-mismatch",
+                     "kernel produced " + std::to_string(out.size()) + " outputs but the shape " +
+                         "function says " + std::to_string(outTypes.size()));
+  for (size_t k = 0; k < out.size(); ++k)
+    if (!out[k].defined() || !(out[k].type() == outTypes[k]))
+      return makeError("kernel-output-mismatch",
+                       "kernel produced " + (out[k].defined() ? out[k].type().str() : "nothing") +
+                           " for output " + std::to_string(k) + " but the shape function says " +
+                           outTypes[k].str());
+  return out;
+}
+
+Status checkBound(const Value& v, const Tensor& t, const Bindings& b) {
+  SP_ASSIGN(auto dims, bindShape(v.type.shape, b));
+  if (t.dtype() != v.type.dtype || t.dims() != dims)
+    return makeError("bound-type-mismatch",
+                     "value '" + v.name + "' is " + t.type().str() + " at run time but " +
+                         v.type.str() + " is " + TensorType{v.type.dtype, shapeOf(dims)}.str() +
+                         " under the bindings");
+  return okStatus();
+}
+
+std::vector<int64_t> lastUses(const Graph& g) {
+  std::vector<int64_t> last(g.values().size(), -1);
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    for (ValueId v : g.nodes()[i].inputs) last[size_t(v)] = int64_t(i);
+  for (ValueId v : g.outputs()) last[size_t(v)] = kKeepValue;
+  return last;
+}
+
+Status execNode(const Graph& g, const Node& n, std::vector<Tensor>& vals, const Bindings& b) {
+  std::vector<Tensor> in;
+  in.reserve(n.inputs.size());
+  for (ValueId v : n.inputs) {
+    SP_ASSERT(vals[size_t(v)].defined(), "value '" + g.value(v).name + "' read after release");
+    in.push_back(vals[size_t(v)]);
+  }
+  auto attrs = bindAttrs(n.attrs, b);
+  if (!attrs) return atNode(n, attrs.error());
+  auto out = runKernel(n.op, *attrs, in);
+  if (!out) return atNode(n, out.error());
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    const Value& v = g.value(n.outputs[k]);
+    auto ok = checkBound(v, (*out)[k], b);
+    if (!ok) return atNode(n, ok.error());
+    vals[size_t(n.outputs[k])] = std::move((*out)[k]);
+  }
+  return okStatus();
+}
+
+void freeAfter(const Graph& g, size_t idx, const std::vector<int64_t>& lastUse,
+               std::vector<Tensor>& vals) {
+  const Node& n = g.nodes()[idx];
+  for (ValueId v : n.inputs)
+    if (lastUse[size_t(v)] == int64_t(idx)) vals[size_t(v)] = Tensor();
+  for (ValueId v : n.outputs)
+    if (lastUse[size_t(v)] < 0) vals[size_t(v)] = Tensor();
+}
+
+}  // namespace detail
+
+namespace {
+
+Result<std::vector<Tensor>> runGraphImpl(const Graph& g, const TensorMap& given,
+                                         const RunOptions& opts, bool keepAll) {
+  Bindings b;
+  SP_ASSIGN(TensorMap inputs, prepareInputs(g, given, opts, &b));
+  std::vector<Tensor> vals(g.values().size());
+  for (auto& [name, t] : inputs) vals[size_t(*g.findValue(name))] = std::move(t);
+  std::vector<int64_t> last;
+  if (!keepAll) last = detail::lastUses(g);
+  size_t total = g.nodes().size();
+  for (size_t i = 0; i < total; ++i) {
+    if (opts.onNode) opts.onNode(0, i, total);
+    SP_TRY(detail::execNode(g, g.nodes()[i], vals, b));
+    if (!keepAll) detail::freeAfter(g, i, last, vals);
+  }
+  return vals;
+}
+
+}  // namespace
+
+Result<TensorMap> runGraph(const Graph& g, const TensorMap& given, const RunOptions& opts) {
+  SP_ASSIGN(auto vals, runGraphImpl(g, given, opts, false));
+  TensorMap out;
+  for (ValueId v : g.outputs()) out[g.value(v).name] = vals[size_t(v)];
+  return out;
+}
+
+Result<std::vector<Tensor>> runGraphAll(const Graph& g, const TensorMap& given,
+                                        const RunOptions& opts) {
+  return runGraphImpl(g, given, opts, true);
+}
+
+Result<std::vector<Tensor>> evalOp(OpKind op, const AttrMap& attrs,
+                                   const std::vector<Tensor>& inputs) {
+  const OpInfo& info = opInfo(op);
+  int n = int(inputs.size());
+  if (n < info.minInputs || (info.maxInputs >= 0 && n > info.maxInputs))
+    return makeError("arity", std::string(info.name) + ": got " + std::to_string(n) +
+                                  " inputs, expects " + std::to_string(info.minInputs) +
+                                  (info.maxInputs < 0 ? " or more"
+                                                      : " to " + std::to_string(info.maxInputs)));
+  SP_ASSIGN(AttrMap complete, completeAttrs(op, attrs));
+  for (const auto& [name, v] : complete)
+    if (const Shape* s = std::get_if<Shape>(&v); s && !isConcrete(*s))
+      return makeError("unbound-dim", std::string(info.name) + ": attribute '" + name +
+                                          "' has symbolic dims " + shapeStr(*s));
+  auto out = detail::runKernel(op, complete, inputs);
+  if (!out) {
+    Error e = out.error();
+    if (e.message.rfind(std::string(info.name) + ":", 0) != 0)
+      e.message = std::string(info.name) + ": " + e.message;
+    return e;
+  }
+  return out;
+}
+
+}  // namespace sp::ir

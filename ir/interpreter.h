@@ -23,30 +23,59 @@ struct RunOptions {
   int64_t defaultSymbolValue = 4;  // for symbols bound by nothing else
   int threads = 0;          // 0: hardware concurrency
   // Called before each node runs (rank, node index, total): progress reporting.
+  // runGraph reports rank 0.
   std::function<void(int64_t, size_t, size_t)> onNode;
+  // When false, an input or parameter that is neither given nor carries data
+  // in the model is an error (missing-input) instead of being drawn at random.
+  bool fillMissing = true;
 };
 
-// Deterministic random tensor for a value: floats ~ U(-1, 1) scaled by
-// 1/sqrt(last dim) for parameters, integers in [0, hi) with hi from
-// `intHigh` (or the smallest dim as a safe index bound), bools ~ Bernoulli(0.5).
+// Deterministic random tensor for a value. `symbols` must bind every symbol
+// of `type` (asserted). The stream is std::mt19937_64 seeded with
+// splitmix64(fnv1a64(name) ^ splitmix64(seed)), mapped by hand so results do
+// not depend on the standard library:
+//   floats  ~ U(-1, 1) from the top 53 bits; parameters (`isParam`) are
+//             scaled by 1/sqrt(last dim);
+//   integers ~ U[0, hi) with hi = intHigh if > 0, else 2 (multiply-high map);
+//   bools   ~ Bernoulli(0.5) from the top bit.
+// The rank is not mixed in: a value with the same name gets the same data on
+// every rank, so replicated weights agree.
 Tensor randomTensor(const TensorType& type, const Bindings& symbols, uint64_t seed,
-                    const std::string& name, int64_t intHigh = 0);
+                    const std::string& name, int64_t intHigh = 0, bool isParam = false);
+
+// Safe exclusive upper bound for random integers of input/param `v`:
+// the smallest valid index extent among its uses (gather / gather_elements /
+// scatter_elements indices: the data dim along `axis`; cross_entropy target:
+// the class dim 1 of the logits; one_hot: depth); if it has none of those
+// uses, the smallest dim 0 of a rank-2 float parameter (an embedding-table
+// look-alike); else 2. Extents are evaluated under `symbols`; at least 1.
+int64_t intHighFor(const Graph& g, ValueId v, const Bindings& symbols);
 
 // Bind symbolic dims from given inputs (errors on conflicts), then fill
-// missing inputs/params (param data from the model, else random).
+// missing inputs/params (param data from the model, else random). Given
+// names must be inputs or parameters of `g`; dtype, rank and dims must match
+// the declared types. Symbols are bound from given tensors, then from
+// opts.symbols (a conflict with a given tensor is an error), then set to
+// opts.defaultSymbolValue. `boundOut` receives the final bindings.
 Result<TensorMap> prepareInputs(const Graph& g, const TensorMap& given, const RunOptions& opts,
                                 Bindings* boundOut = nullptr);
 
 // Runs the graph; returns every graph output by name. Inputs not in `given`
-// are drawn from the seed. Errors name the node and its location.
+// are drawn from the seed. Errors name the node and its location:
+// "matmul 'mm3' (model.onnx node 'MatMul_3'): ...". Intermediates are freed
+// after their last use.
 Result<TensorMap> runGraph(const Graph& g, const TensorMap& given, const RunOptions& opts = {});
 
-// Also returns every intermediate value (for witnesses and debugging).
+// Also returns every intermediate value (for witnesses and debugging),
+// indexed by ValueId.
 Result<std::vector<Tensor>> runGraphAll(const Graph& g, const TensorMap& given,
                                         const RunOptions& opts = {});
 
-// Runs every rank; given[r] holds rank r's inputs. Returns outputs per rank.
-// Deadlock or mismatched collectives are errors naming the ranks and ops.
+// Runs every rank; given[r] holds rank r's inputs (`given` may be empty: all
+// inputs drawn). Returns outputs per rank. Collectives reduce in group member
+// order; send is buffered (never blocks), recv blocks until a message with
+// the same (src, dst, tag) arrives, FIFO. Deadlock, mismatched collectives
+// and sends never received are errors naming the ranks, ops and nodes.
 Result<std::vector<TensorMap>> runProgram(const Program& p, const std::vector<TensorMap>& given,
                                           const RunOptions& opts = {});
 Result<std::vector<std::vector<Tensor>>> runProgramAll(const Program& p,
@@ -54,7 +83,8 @@ Result<std::vector<std::vector<Tensor>>> runProgramAll(const Program& p,
                                                        const RunOptions& opts = {});
 
 // Run one node's kernel on concrete inputs (checks input types against the
-// shape function first). Used by tests and by the lemma checker.
+// shape function first). Used by tests and by the lemma checker. Collectives
+// are an error (collective-outside-program).
 Result<std::vector<Tensor>> evalOp(OpKind op, const AttrMap& attrs,
                                    const std::vector<Tensor>& inputs);
 

@@ -1,0 +1,277 @@
+// The rank scheduler: runs every rank of a distributed program in-process,
+// single-threaded and deterministic. Each round advances every rank (in rank
+// order) until it finishes or blocks at a group collective or at a recv whose
+// message has not arrived; then every group whose members all wait at a
+// collective on that group executes it. A round without progress is a
+// deadlock. Sends are buffered and never block.
+#include <deque>
+#include <tuple>
+
+#include "ir/collectives.h"
+#include "ir/interpreter.h"
+#include "ir/interpreter_impl.h"
+
+namespace sp::ir {
+namespace {
+
+using detail::nodeWhere;
+
+std::string groupStr(const std::string& name, const std::vector<int64_t>& members) {
+  std::string out = "group " + name + " [";
+  for (size_t i = 0; i < members.size(); ++i) out += (i ? ", " : "") + std::to_string(members[i]);
+  return out + "]";
+}
+
+struct Message {
+  Tensor tensor;
+  int64_t src;
+  const Node* node;
+};
+
+struct RankState {
+  const Graph* g = nullptr;
+  Bindings b;
+  std::vector<Tensor> vals;
+  std::vector<int64_t> lastUse;
+  size_t pc = 0;
+  size_t reported = SIZE_MAX;      // last node index passed to onNode
+  std::vector<int64_t> members;    // group of the collective at pc, when blocked there
+  bool done() const { return pc >= g->nodes().size(); }
+  const Node& at() const { return g->nodes()[pc]; }
+};
+
+class Scheduler {
+ public:
+  Scheduler(const Program& p, const RunOptions& opts, bool keepAll)
+      : p_(p), opts_(opts), keepAll_(keepAll) {}
+
+  Result<std::vector<std::vector<Tensor>>> run(const std::vector<TensorMap>& given) {
+    int64_t world = p_.worldSize();
+    if (!given.empty() && int64_t(given.size()) != world)
+      return makeError("bad-given", "inputs given for " + std::to_string(given.size()) +
+                                        " ranks but the program has " + std::to_string(world));
+    ranks_.resize(size_t(world));
+    static const TensorMap kNone;
+    for (int64_t r = 0; r < world; ++r) {
+      RankState& st = ranks_[size_t(r)];
+      st.g = &p_.rank(r);
+      auto in = prepareInputs(*st.g, given.empty() ? kNone : given[size_t(r)], opts_, &st.b);
+      if (!in) return prefixed(r, in.error());
+      st.vals.resize(st.g->values().size());
+      for (auto& [name, t] : *in) st.vals[size_t(*st.g->findValue(name))] = std::move(t);
+      st.lastUse = detail::lastUses(*st.g);
+    }
+    for (;;) {
+      bool progress = false;
+      for (int64_t r = 0; r < world; ++r) {
+        size_t before = ranks_[size_t(r)].pc;
+        SP_TRY(advance(r));
+        progress = progress || ranks_[size_t(r)].pc != before;
+      }
+      for (int64_t r = 0; r < world; ++r) {
+        SP_ASSIGN(bool ran, tryCollective(r));
+        progress = progress || ran;
+      }
+      bool allDone = true;
+      for (const auto& st : ranks_) allDone = allDone && st.done();
+      if (allDone) break;
+      if (!progress) return deadlock();
+    }
+    for (const auto& [key, q] : channels_) {
+      if (q.empty()) continue;
+      const Message& m = q.front();
+      return makeError("unreceived-send",
+                       "rank " + std::to_string(m.src) + ": " + nodeWhere(*m.node) + " to rank " +
+                           std::to_string(std::get<1>(key)) + " tag " +
+                           std::to_string(std::get<2>(key)) + " was never received");
+    }
+    std::vector<std::vector<Tensor>> out;
+    for (auto& st : ranks_) out.push_back(std::move(st.vals));
+    return out;
+  }
+
+ private:
+  static Error prefixed(int64_t r, const Error& e) {
+    Error out = e;
+    out.message = "rank " + std::to_string(r) + ": " + e.message;
+    return out;
+  }
+  static std::string rankStr(int64_t r) { return "rank " + std::to_string(r) + ": "; }
+
+  void finishNode(RankState& st) {
+    if (!keepAll_) detail::freeAfter(*st.g, st.pc, st.lastUse, st.vals);
+    ++st.pc;
+    st.members.clear();
+  }
+
+  Status setOutput(int64_t r, const Node& n, Tensor t) {
+    RankState& st = ranks_[size_t(r)];
+    auto ok = detail::checkBound(st.g->value(n.outputs[0]), t, st.b);
+    if (!ok) return detail::atNode(n, ok.error(), rankStr(r));
+    st.vals[size_t(n.outputs[0])] = std::move(t);
+    return okStatus();
+  }
+
+  // Runs rank r until it finishes or blocks.
+  Status advance(int64_t r) {
+    RankState& st = ranks_[size_t(r)];
+    size_t total = st.g->nodes().size();
+    while (!st.done()) {
+      const Node& n = st.at();
+      if (opts_.onNode && st.reported != st.pc) {
+        st.reported = st.pc;
+        opts_.onNode(r, st.pc, total);
+      }
+      if (n.op == OpKind::Send) {
+        int64_t peer = attrInt(n.attrs, "peer");
+        channels_[{r, peer, attrInt(n.attrs, "tag")}].push_back(
+            {st.vals[size_t(n.inputs[0])], r, &n});
+        finishNode(st);
+        continue;
+      }
+      if (n.op == OpKind::Recv) {
+        int64_t peer = attrInt(n.attrs, "peer");
+        auto& q = channels_[{peer, r, attrInt(n.attrs, "tag")}];
+        if (q.empty()) return okStatus();  // blocked
+        Message m = std::move(q.front());
+        q.pop_front();
+        auto want = bindShape(attrDims(n.attrs, "shape"), st.b);
+        if (!want) return detail::atNode(n, want.error(), rankStr(r));
+        TensorType expect{attrType(n.attrs, "dtype"), shapeOf(*want)};
+        if (!(m.tensor.type() == expect))
+          return makeError("recv-mismatch",
+                           rankStr(r) + nodeWhere(n) + " from rank " + std::to_string(peer) +
+                               " tag " + std::to_string(attrInt(n.attrs, "tag")) + " expects " +
+                               expect.str() + " but " + nodeWhere(*m.node) + " on rank " +
+                               std::to_string(m.src) + " sent " + m.tensor.type().str());
+        SP_TRY(setOutput(r, n, std::move(m.tensor)));
+        finishNode(st);
+        continue;
+      }
+      if (opInfo(n.op).category == OpCategory::Collective) {
+        if (st.members.empty()) {
+          auto m = p_.groupOf(attrStr(n.attrs, "group"), r);
+          if (!m) return detail::atNode(n, m.error(), rankStr(r));
+          st.members = std::move(*m);
+        }
+        return okStatus();  // blocked until the group executes it
+      }
+      SP_TRY([&]() -> Status {
+        auto s = detail::execNode(*st.g, n, st.vals, st.b);
+        if (!s) return prefixed(r, s.error());
+        return okStatus();
+      }());
+      finishNode(st);
+    }
+    return okStatus();
+  }
+
+  // An int or string attribute as text; dims normalized against the input rank.
+  static std::string showAttr(const std::string& name, const AttrValue& v, const Tensor& in) {
+    if (const auto* i = std::get_if<int64_t>(&v)) {
+      int64_t x = *i;
+      if ((name == "dim" || name == "split_dim" || name == "concat_dim") && x < 0) x += in.rank();
+      return std::to_string(x);
+    }
+    if (const auto* s = std::get_if<std::string>(&v)) return *s;
+    return "(" + std::string(attrKindName(kindOf(v))) + ")";
+  }
+
+  bool waitsAtGroupCollective(const RankState& st) const {
+    return !st.done() && !st.members.empty();
+  }
+
+  // Executes the collective rank r waits at, if r leads its group and every
+  // member waits at a collective on the same group.
+  Result<bool> tryCollective(int64_t r) {
+    const RankState& lead = ranks_[size_t(r)];
+    if (!waitsAtGroupCollective(lead) || lead.members[0] != r) return false;
+    const std::vector<int64_t> members = lead.members;  // copy: finishNode clears it
+    for (int64_t m : members) {
+      const RankState& st = ranks_[size_t(m)];
+      if (!waitsAtGroupCollective(st) || st.members != members) return false;
+    }
+    const Node& ln = lead.at();
+    std::string group = groupStr(attrStr(ln.attrs, "group"), members);
+    auto describe = [&](int64_t m) {
+      return "rank " + std::to_string(m) + " is at " + nodeWhere(ranks_[size_t(m)].at());
+    };
+    std::vector<Tensor> inputs;
+    for (int64_t m : members) {
+      const RankState& st = ranks_[size_t(m)];
+      const Node& n = st.at();
+      if (n.op != ln.op)
+        return makeError("collective-mismatch", group + ": " + describe(r) + " but " + describe(m));
+      const Tensor& t = st.vals[size_t(n.inputs[0])];
+      for (const auto& [name, v] : ln.attrs) {
+        if (name == "group") continue;
+        std::string a = showAttr(name, v, inputs.empty() ? t : inputs[0]);
+        std::string b = showAttr(name, n.attrs.at(name), t);
+        if (a != b)
+          return makeError("collective-mismatch", group + ": " + describe(r) + " with " + name +
+                                                      " " + a + " but " + describe(m) + " with " +
+                                                      name + " " + b);
+      }
+      if (!inputs.empty() && !(t.type() == inputs[0].type()))
+        return makeError("collective-mismatch", group + ": " + describe(r) + " with input " +
+                                                    inputs[0].type().str() + " but " +
+                                                    describe(m) + " with input " + t.type().str());
+      inputs.push_back(t);
+    }
+    auto outs = execCollective(ln.op, ln.attrs, inputs);
+    if (!outs) return detail::atNode(ln, outs.error(), group + ": ");
+    for (size_t i = 0; i < members.size(); ++i) {
+      RankState& st = ranks_[size_t(members[i])];
+      SP_TRY(setOutput(members[i], st.at(), std::move((*outs)[i])));
+      finishNode(st);
+    }
+    return true;
+  }
+
+  Error deadlock() const {
+    std::string msg = "deadlock: ";
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      const RankState& st = ranks_[r];
+      msg += r ? "; " : "";
+      if (st.done()) {
+        msg += "rank " + std::to_string(r) + " finished";
+        continue;
+      }
+      const Node& n = st.at();
+      msg += "rank " + std::to_string(r) + " waits at " + nodeWhere(n);
+      if (n.op == OpKind::Recv)
+        msg += " from rank " + std::to_string(attrInt(n.attrs, "peer")) + " tag " +
+               std::to_string(attrInt(n.attrs, "tag"));
+      else
+        msg += " in " + groupStr(attrStr(n.attrs, "group"), st.members);
+    }
+    return makeError("deadlock", msg);
+  }
+
+  const Program& p_;
+  const RunOptions& opts_;
+  bool keepAll_;
+  std::vector<RankState> ranks_;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::deque<Message>> channels_;  // (src, dst, tag)
+};
+
+}  // namespace
+
+Result<std::vector<std::vector<Tensor>>> runProgramAll(const Program& p,
+                                                       const std::vector<TensorMap>& given,
+                                                       const RunOptions& opts) {
+  return Scheduler(p, opts, true).run(given);
+}
+
+Result<std::vector<TensorMap>> runProgram(const Program& p, const std::vector<TensorMap>& given,
+                                          const RunOptions& opts) {
+  SP_ASSIGN(auto vals, Scheduler(p, opts, false).run(given));
+  std::vector<TensorMap> out(vals.size());
+  for (size_t r = 0; r < vals.size(); ++r) {
+    const Graph& g = p.rank(int64_t(r));
+    for (ValueId v : g.outputs()) out[r][g.value(v).name] = vals[r][size_t(v)];
+  }
+  return out;
+}
+
+}  // namespace sp::ir
