@@ -123,7 +123,11 @@ Result<std::vector<Tensor>> runGraphImpl(const Graph& g, const TensorMap& given,
   std::vector<Tensor> vals(g.values().size());
   for (auto& [name, t] : inputs) vals[size_t(*g.findValue(name))] = std::move(t);
   std::vector<int64_t> last;
-  if (!keepAll) last = detail::lastUses(g);
+  if (!keepAll) {
+    last = detail::lastUses(g);
+    for (size_t v = 0; v < vals.size(); ++v)
+      if (last[v] < 0) vals[v] = Tensor();  // inputs nothing reads
+  }
   size_t total = g.nodes().size();
   for (size_t i = 0; i < total; ++i) {
     if (opts.onNode) opts.onNode(0, i, total);

@@ -82,6 +82,24 @@ TEST(InterpGraph, NodeErrorsNameOpNodeAndLocation) {
       << out.error().message;
 }
 
+TEST(InterpGraph, KernelErrorsNameOpNodeAndLocation) {
+  GraphBuilder gb("g");
+  ASSERT_TRUE(gb.addInput("ids", {DType::I64, {2}}).ok());
+  ASSERT_TRUE(gb.addParam("table", {DType::F32, {5, 3}}).ok());
+  ASSERT_TRUE(gb.addNode(OpKind::Gather, {"table", "ids"}, {"e"}, {},
+                         SourceLoc{"model.onnx", 0, 0, "Gather_1"}, "emb")
+                  .ok());
+  ASSERT_TRUE(gb.addOutput("e").ok());
+  Graph g = test::finish(std::move(gb));
+  Tensor ids(DType::I64, {2});
+  ids.setFromDouble(1, 9);
+  auto out = runGraph(g, {{"ids", ids}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error().id, "index-out-of-range");
+  EXPECT_EQ(out.error().message,
+            "gather 'emb' (model.onnx node 'Gather_1'): index 9 is out of range for dim 5");
+}
+
 TEST(InterpGraph, SymbolicReshapeAttributesAreBound) {
   GraphBuilder gb("g");
   ASSERT_TRUE(gb.addInput("x", {DType::F32, {Dim::sym("b"), Dim::sym("s")}}).ok());

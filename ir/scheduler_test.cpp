@@ -339,6 +339,22 @@ TEST(InterpProgramErrors, InputErrorsNameTheRank) {
   EXPECT_EQ(r.error().message, "rank 0: input 'x' (f32[2]) was not given and has no data in the model");
 }
 
+TEST(InterpProgramErrors, LocalNodeErrorsNameTheRank) {
+  ProgramBuilder pb(2, Mesh{{{"tp", 2}}});
+  for (int64_t r = 0; r < 2; ++r) {
+    GraphBuilder gb("r");
+    EXPECT_TRUE(gb.addInput("x", {DType::I32, {1}}).ok());
+    EXPECT_TRUE(gb.addParam("t", {DType::F32, {3, 2}}).ok());
+    EXPECT_TRUE(gb.addNode(OpKind::Gather, {"t", "x"}, {"e"}, {}, SourceLoc{"m.py", 7, 0, ""}, "g").ok());
+    EXPECT_TRUE(gb.addNode(OpKind::AllReduce, {"e"}, {"y"}, grp("tp")).ok());
+    EXPECT_TRUE(gb.addOutput("y").ok());
+    ASSERT_TRUE(pb.setRank(r, std::move(gb)).ok());
+  }
+  std::vector<TensorMap> in{{{"x", Tensor(DType::I32, {1})}}, {{"x", Tensor::scalar(DType::I32, 3).reshaped({1})}}};
+  expectError(build(std::move(pb)), in, "index-out-of-range",
+              "rank 1: gather 'g' (m.py:7): index 3 is out of range for dim 3");
+}
+
 TEST(InterpCollectiveMath, ReduceAndSplitEdgeCases) {
   Tensor a(DType::I8, {2}), b(DType::I8, {2});
   a.setFromDouble(0, 100);
