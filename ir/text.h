@@ -20,4 +20,15 @@ Result<Module> parseModule(const std::string& text, const std::string& filename)
 Result<Graph> parseGraph(const std::string& text, const std::string& filename);
 Result<Program> parseProgram(const std::string& text, const std::string& filename);
 
+std::string printModule(const Module& m);
+
+// Pieces of the format, for other text formats (relations, plans, reports)
+// that embed IR literals. Each is the exact syntax the parser reads back.
+std::string formatFloat(double v);                  // 1.0, 1e-05, -inf, nan
+std::string formatDim(const Dim& d);                // 768, 2*seq, "odd sym"*4
+std::string formatType(const TensorType& t);        // f32[batch, 2*seq]
+std::string formatValueName(const std::string& n);  // %x, %"weird name"
+std::string formatAttr(const AttrValue& v);         // 3, 1.0, "s", [1, 2], f32, dense<...>
+std::string formatLoc(const SourceLoc& loc);        // "" or @ "gpt.py":12 node "MatMul_3"
+
 }  // namespace sp::ir
