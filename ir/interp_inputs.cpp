@@ -53,9 +53,12 @@ Tensor randomTensor(const TensorType& type, const Bindings& symbols, uint64_t se
   if (isFloat(type.dtype)) {
     double scale = 1.0;
     if (isParam && !dims->empty() && dims->back() > 0) scale = 1.0 / std::sqrt(double(dims->back()));
-    for (int64_t i = 0; i < n; ++i) {
-      double u = double(rng() >> 11) * 0x1.0p-53;  // [0, 1)
-      t.setFromDouble(i, (2.0 * u - 1.0) * scale);
+    auto next = [&] { return (2.0 * (double(rng() >> 11) * 0x1.0p-53) - 1.0) * scale; };
+    if (type.dtype == DType::F32) {
+      float* p = t.mutableData<float>();
+      for (int64_t i = 0; i < n; ++i) p[i] = float(next());
+    } else {
+      for (int64_t i = 0; i < n; ++i) t.setFromDouble(i, next());
     }
   } else if (type.dtype == DType::Bool) {
     uint8_t* p = t.mutableData<uint8_t>();

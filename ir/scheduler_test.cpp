@@ -368,6 +368,25 @@ TEST(InterpCollectiveMath, ReduceAndSplitEdgeCases) {
   auto nan = reduceTensors(std::vector<Tensor>{f32({1}, {NAN}), f32({1}, {1})}, ReduceOp::Max);
   ASSERT_TRUE(nan.ok());
   EXPECT_TRUE(std::isnan(nan->getAsDouble(0)));
+  // f16 accumulates in f32 and rounds once: 1024 + 0.5 + 0.5 = 1025 (per-step
+  // f16 rounding would give 1024).
+  std::vector<Tensor> halves;
+  for (float v : {1024.0f, 0.5f, 0.5f}) halves.push_back(Tensor::fromFloats(DType::F16, {1}, std::vector<float>{v}));
+  auto h = reduceTensors(halves, ReduceOp::Sum);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->getAsDouble(0), 1025);
+  Tensor t(DType::Bool, {2}), u(DType::Bool, {2});
+  t.setFromDouble(0, 1);
+  u.setFromDouble(0, 1);
+  u.setFromDouble(1, 1);
+  EXPECT_EQ(vals(*reduceTensors(std::vector<Tensor>{t, u}, ReduceOp::Min)), (std::vector<double>{1, 0}));
+  EXPECT_EQ(vals(*reduceTensors(std::vector<Tensor>{t, u}, ReduceOp::Sum)), (std::vector<double>{1, 1}));
+  // all_to_all along one dim: member j gets chunk j of every member, in order.
+  auto a2a = execCollective(OpKind::AllToAll, {{"split_dim", int64_t(0)}, {"concat_dim", int64_t(0)}},
+                            std::vector<Tensor>{f32({2}, {1, 2}), f32({2}, {3, 4})});
+  ASSERT_TRUE(a2a.ok());
+  EXPECT_EQ(vals((*a2a)[0]), (std::vector<double>{1, 3}));
+  EXPECT_EQ(vals((*a2a)[1]), (std::vector<double>{2, 4}));
   auto split = splitTensor(Tensor(DType::F32, {5, 2}), 0, 2);
   ASSERT_FALSE(split.ok());
   EXPECT_EQ(split.error().message, "dim 0 of f32[5, 2] (extent 5) does not divide into 2 parts");
