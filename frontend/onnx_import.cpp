@@ -1,1 +1,221 @@
-// filled in by the owner of this file
+// ONNX model loading: protobuf parsing, external data, the ONNX checker and
+// shape inference (with data propagation), then the graph walk that maps
+// every node through the op table (onnx_ops.cpp) into a GraphBuilder.
+#include "frontend/onnx_import.h"
+
+#include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "frontend/onnx_context.h"
+
+namespace sp::frontend {
+
+using namespace onnx_detail;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+Result<std::string> readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return makeError("file-not-found", "cannot open '" + path + "'", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Replace external data references by raw_data read from files next to the model.
+Status resolveExternal(onnx::TensorProto& t, const std::string& dir, const std::string& path) {
+  if (t.data_location() != onnx::TensorProto::EXTERNAL) return okStatus();
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    try {
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset")
+        offset = std::stoll(kv.value());
+      else if (kv.key() == "length")
+        length = std::stoll(kv.value());
+    } catch (const std::exception&) {
+      return makeError("onnx-external-data",
+                       "tensor '" + t.name() + "': bad external data entry '" + kv.key() + "' = '" +
+                           kv.value() + "'",
+                       path);
+    }
+  }
+  fs::path rel(location);
+  bool escapes = location.empty() || rel.is_absolute();
+  for (const auto& part : rel)
+    if (part == "..") escapes = true;
+  if (escapes)
+    return makeError("onnx-external-data",
+                     "tensor '" + t.name() + "': external data location '" + location +
+                         "' must be a relative path inside the model directory",
+                     path);
+  std::string file = (fs::path(dir) / rel).string();
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    return makeError("onnx-external-data",
+                     "tensor '" + t.name() + "': cannot open external data file '" + file + "'",
+                     path);
+  in.seekg(0, std::ios::end);
+  int64_t size = int64_t(in.tellg());
+  if (length < 0) length = size - offset;
+  if (offset < 0 || length < 0 || offset + length > size)
+    return makeError("onnx-external-data",
+                     "tensor '" + t.name() + "': external range [" + std::to_string(offset) + ", " +
+                         std::to_string(offset + length) + ") exceeds file '" + file + "' of " +
+                         std::to_string(size) + " bytes",
+                     path);
+  std::string data(size_t(length), '\0');
+  in.seekg(offset);
+  in.read(data.data(), length);
+  t.set_raw_data(std::move(data));
+  t.clear_external_data();
+  t.set_data_location(onnx::TensorProto::DEFAULT);
+  return okStatus();
+}
+
+Status resolveAllExternal(onnx::GraphProto& g, const std::string& dir, const std::string& path) {
+  for (auto& t : *g.mutable_initializer()) SP_TRY(resolveExternal(t, dir, path));
+  for (auto& n : *g.mutable_node())
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_t()) SP_TRY(resolveExternal(*a.mutable_t(), dir, path));
+      if (a.has_g()) SP_TRY(resolveAllExternal(*a.mutable_g(), dir, path));
+    }
+  return okStatus();
+}
+
+Result<onnx::ModelProto> parseAndCheck(const std::string& bytes, const std::string& path,
+                                       const std::string& dir) {
+  onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromString(bytes))
+    return makeError("onnx-parse",
+                     "cannot parse the onnx model (" + std::to_string(bytes.size()) +
+                         " bytes): truncated or not an onnx protobuf",
+                     path);
+  if (!model.has_graph()) return makeError("onnx-parse", "the onnx model has no graph", path);
+  SP_TRY(resolveAllExternal(*model.mutable_graph(), dir, path));
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    return makeError("onnx-checker", std::string("onnx checker rejects the model: ") + e.what(),
+                     path);
+  }
+  try {
+    onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/1,
+                                        /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    return makeError("onnx-shape-inference", std::string("onnx shape inference fails: ") + e.what(),
+                     path);
+  }
+  return model;
+}
+
+std::string symPrefix(const std::string& name) {
+  std::string s = name;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s + "_dim";
+}
+
+Status walkGraph(const onnx::ModelProto& model, Importer& im, const std::string& path) {
+  const onnx::GraphProto& g = model.graph();
+  for (const auto& in : g.input()) im.reserveName(in.name());
+  for (const auto& t : g.initializer()) im.reserveName(t.name());
+  for (const auto& n : g.node())
+    for (const auto& o : n.output()) im.reserveName(o);
+  std::set<std::string> inits;
+  for (const auto& t : g.initializer()) {
+    if (!g.sparse_initializer().empty()) break;
+    SP_ASSIGN(ir::Tensor data, tensorFromProto(t, "initializer '" + t.name() + "'"));
+    SP_TRY(im.addInitializer(t.name(), std::move(data)));
+    inits.insert(t.name());
+  }
+  if (!g.sparse_initializer().empty())
+    return makeError("onnx-unsupported-type", "sparse initializers are not supported", path);
+  for (const auto& in : g.input()) {
+    if (inits.count(in.name())) continue;  // a parameter with a default value
+    auto t = typeFromOnnx(in.type(), "input '" + in.name() + "'", symPrefix(in.name()));
+    if (!t) return makeError(t.error().id, t.error().message, path);
+    SP_TRY(im.addGraphInput(in.name(), *t));
+  }
+  auto declare = [&](const onnx::ValueInfoProto& vi) -> Status {
+    auto t = typeFromOnnx(vi.type(), "value '" + vi.name() + "'", symPrefix(vi.name()));
+    if (t) {
+      im.declare(vi.name(), *t);
+    } else if (t.error().id == "bad-dim") {
+      return makeError(t.error().id, t.error().message, path);
+    }
+    return okStatus();  // partially known types are not checked
+  };
+  for (const auto& vi : g.value_info()) SP_TRY(declare(vi));
+  for (const auto& vi : g.output()) SP_TRY(declare(vi));
+  for (int i = 0; i < g.node_size(); ++i) {
+    im.setNode(&g.node(i), size_t(i));
+    SP_TRY(mapNode(im));
+  }
+  for (const auto& o : g.output()) SP_TRY(im.addGraphOutput(o.name()));
+  return okStatus();
+}
+
+int64_t defaultOpset(const onnx::ModelProto& m) {
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+  return 0;
+}
+
+Result<ir::GraphBuilder> importBytesToBuilder(const std::string& bytes, const std::string& path,
+                                              const OnnxOptions& opts) {
+  std::string dir = fs::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  SP_ASSIGN(onnx::ModelProto model, parseAndCheck(bytes, path, dir));
+  std::string name =
+      model.graph().name().empty() ? fs::path(path).stem().string() : model.graph().name();
+  ir::GraphBuilder b(name);
+  Importer im(path, opts, defaultOpset(model), b);
+  SP_TRY(walkGraph(model, im, path));
+  return b;
+}
+
+}  // namespace
+
+Result<ir::GraphBuilder> importOnnxToBuilder(const std::string& path, const OnnxOptions& opts) {
+  SP_ASSIGN(std::string bytes, readFile(path));
+  return importBytesToBuilder(bytes, path, opts);
+}
+
+Result<ir::Graph> importOnnxBytes(const std::string& bytes, const std::string& name,
+                                  const OnnxOptions& opts, const ir::GroupSizeFn* groupSize) {
+  OnnxOptions o = opts;
+  if (groupSize && !o.groupSize) o.groupSize = *groupSize;
+  SP_ASSIGN(ir::GraphBuilder b, importBytesToBuilder(bytes, name, o));
+  const ir::GroupSizeFn* gs = o.groupSize ? &o.groupSize : nullptr;
+  return std::move(b).finish(gs);
+}
+
+Result<ir::Graph> importOnnxFile(const std::string& path, const OnnxOptions& opts,
+                                 const ir::GroupSizeFn* groupSize) {
+  SP_ASSIGN(std::string bytes, readFile(path));
+  return importOnnxBytes(bytes, path, opts, groupSize);
+}
+
+Result<ir::Tensor> readOnnxTensor(const std::string& path) {
+  SP_ASSIGN(std::string bytes, readFile(path));
+  onnx::TensorProto t;
+  if (!t.ParseFromString(bytes))
+    return makeError("onnx-parse", "cannot parse an onnx TensorProto", path);
+  std::string dir = fs::path(path).parent_path().string();
+  SP_TRY(resolveExternal(t, dir.empty() ? "." : dir, path));
+  auto r = tensorFromProto(t, "tensor '" + t.name() + "'");
+  if (!r) return makeError(r.error().id, r.error().message, path);
+  return r;
+}
+
+}  // namespace sp::frontend
