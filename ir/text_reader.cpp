@@ -4,25 +4,23 @@
 #include <cmath>
 #include <limits>
 
-#include "ir/graph.h"
 
 namespace sp::ir::text {
 
 namespace {
 
+// Levenshtein distance with adjacent transpositions ("inptu" is 1 from "input").
 size_t editDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
-  }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
 }  // namespace
@@ -40,8 +38,6 @@ std::string suggest(std::string_view word, const std::vector<std::string_view>& 
   }
   return pick.empty() ? "" : " (did you mean '" + std::string(pick) + "'?)";
 }
-
-bool isFloatType(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16; }
 
 Result<std::string> TokenReader::name(const std::string& what) {
   if (peek().kind == Tok::Ident || peek().kind == Tok::String) return next().text;
@@ -114,7 +110,18 @@ Result<TensorType> TokenReader::type() {
     } while (accept(","));
     SP_TRY(expect("]"));
   }
-  if (auto st = checkType(tt, "type"); !st) return err(start, st.error().id, st.error().message);
+  // Element count within 2^40 (checked here without overflow: each dim
+  // coefficient is at most 2^40, so a product can exceed int64).
+  int64_t n = 1;
+  for (const Dim& d : tt.shape) {
+    if (d.coef == 0) {
+      n = 0;
+      break;
+    }
+    if (n > kMaxElements / d.coef)
+      return err(start, "bad-dim", tt.str() + " has more than 2^40 elements");
+    n *= d.coef;
+  }
   return tt;
 }
 

@@ -1,0 +1,4 @@
+graph g {
+  input %x: f32[1048576, 1048576, 4]
+  output %x
+}

@@ -1,0 +1,4 @@
+graph g {
+  input %"a\qb": f32[4]
+  output %"a\qb"
+}

@@ -1,0 +1,4 @@
+graph g {
+  input %x: f32[4, 8x]
+  output %x
+}

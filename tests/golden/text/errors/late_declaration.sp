@@ -1,0 +1,8 @@
+program p {
+  world 2
+  rank 0..1 {
+    input %x: f32[4]
+    output %x
+  }
+  group all = [[0, 1]]
+}

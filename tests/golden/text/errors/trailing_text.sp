@@ -1,0 +1,6 @@
+graph g {
+  input %x: f32[4]
+  output %x
+}
+graph h {
+}

@@ -1,0 +1,5 @@
+graph g {
+  input %x: f32[4, 8]
+  %y = add(%x, %bias)
+  output %y
+}

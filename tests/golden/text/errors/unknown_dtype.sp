@@ -1,0 +1,4 @@
+graph g {
+  input %x: fp32[4, 8]
+  output %x
+}

@@ -1,0 +1,3 @@
+graph g {
+  inptu %x: f32[4, 8]
+}
