@@ -123,14 +123,14 @@ void printNode(std::string& out, const Graph& g, const Node& n, size_t index,
 }
 
 void printBody(std::string& out, const Graph& g, const std::string& indent) {
-  for (const Value& v : g.values()) {
+  for (ValueId id = 0; id < ValueId(g.values().size()); ++id) {
+    const Value& v = g.value(id);
     if (v.kind == ValueKind::NodeOutput) continue;
     bool param = v.kind == ValueKind::Param;
     out += indent + (param ? "param " : "input ") + formatValueName(v.name) + ": " +
            formatType(v.type);
     if (param) {
-      auto id = g.findValue(v.name);
-      if (const Tensor* data = id ? g.paramData(*id) : nullptr)
+      if (const Tensor* data = g.paramData(id))
         out += " = dense<" + formatElements(*data) + ">";
     }
     printLocSuffix(out, v.loc);
