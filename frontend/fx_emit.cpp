@@ -305,7 +305,7 @@ TRef Emitter::reduce(OpKind o, const TRef& x, std::vector<int64_t> axes, bool ke
 // ---------------------------------------------------------------- state
 
 Result<TRef> Emitter::resolveAttr(const std::string& fxName, const TensorType& type) {
-  const std::string& attr = attrs.at(fxName);
+  const std::string attr = attrs.at(fxName);
   PendingLeaf leaf{attr, type, true, std::nullopt, src};
   if (auto it = opts.tensorConstants.find(attr); it != opts.tensorConstants.end()) {
     if (!(it->second.type() == type))

@@ -179,9 +179,11 @@ class Parser {
         m.body.push_back(std::move(s));
         return m;
       }
-      SP_ASSIGN(Stmt s, parseAssign());
-      s.src = src;
-      m.body.push_back(std::move(s));
+      SP_ASSIGN(std::vector<Stmt> stmts, parseAssign());
+      for (auto& s : stmts) {
+        s.src = src;
+        m.body.push_back(std::move(s));
+      }
       if (cur().kind == Token::Kind::Punct && cur().text == ";") {
         ++pos_;
         continue;
@@ -253,7 +255,8 @@ class Parser {
     return endStatement();
   }
 
-  Result<Stmt> parseAssign() {
+  // `a: "t" = expr`, or a chain `a = b = expr` (one statement per target).
+  Result<std::vector<Stmt>> parseAssign() {
     const Token& t = cur();
     if (t.kind != Token::Kind::Name) return err(t, "expected a statement, got " + describe(t));
     Stmt s;
@@ -270,7 +273,21 @@ class Parser {
     }
     SP_TRY(expect("="));
     SP_ASSIGN(s.value, parseExpr());
-    return s;
+    std::vector<Stmt> out{s};
+    while (isPunct("=")) {
+      if (out.back().value.kind != Expr::Kind::Name || out.back().annotation)
+        return err(cur(), "unexpected '=' after " + out.back().value.str());
+      Stmt next = out.back();
+      next.target = next.value.s;
+      next.line = next.value.line;
+      next.col = next.value.col;
+      ++pos_;
+      SP_ASSIGN(Expr v, parseExpr());
+      for (auto& st : out) st.value = v;
+      next.value = v;
+      out.push_back(std::move(next));
+    }
+    return out;
   }
 
   Result<Expr> parseExpr() {
