@@ -165,7 +165,9 @@ TEST(TextGolden, CoversEveryDiagnostic) {
         "unexpected-eof", "bad-dim", "unknown-group", "unterminated-string", "unexpected-char",
         "missing-attr", "duplicate-attr", "unknown-dtype", "bad-tensor", "bad-literal", "int-range",
         "bad-number", "bad-escape", "unexpected-token", "cycle", "arity", "shape-mismatch",
-        "missing-rank", "duplicate-rank", "mesh-size", "late-declaration", "bad-peer", "bad-group"})
+        "missing-rank", "duplicate-rank", "mesh-size", "late-declaration", "bad-peer", "bad-group",
+        "bad-world", "duplicate-axis", "missing-world", "bad-rank-range", "float-range",
+        "duplicate-declaration", "bad-location"})
     EXPECT_TRUE(ids.count(id)) << "no error golden for " << id;
   EXPECT_GE(spFiles(goldenDir()).size(), 8u);
 }

@@ -1,0 +1,4 @@
+program p {
+  world 4
+  mesh [tp = 2, tp = 2]
+}

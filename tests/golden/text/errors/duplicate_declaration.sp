@@ -1,0 +1,4 @@
+program p {
+  world 2
+  world 4
+}
