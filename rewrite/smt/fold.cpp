@@ -147,13 +147,13 @@ struct FoldNormalizer {
       for (const auto& [_, c] : fv) dom.push_back(c.get_sort());
       std::string name = std::string(op == FoldOp::Sum ? "sum" : op == FoldOp::Max ? "max" : "min") +
                          "!" + std::to_string(impl.abstractions.size());
-      it = impl.abstractions.emplace(key, impl.z.function(name.c_str(), dom, impl.z.real_sort())).first;
+      it = impl.abstractions.emplace(key, std::make_pair(impl.z.function(name.c_str(), dom, impl.z.real_sort()), body)).first;
     }
     z3::expr_vector args(impl.z);
     args.push_back(n);
     for (const auto& [_, c] : fv) args.push_back(c);
     *abstracted = true;
-    return it->second(args);
+    return it->second.first(args);
   }
 
   z3::expr abstract(FoldOp op, const z3::expr& v, const z3::expr& lo, const z3::expr& hi,
@@ -260,12 +260,13 @@ z3::expr Context::Impl::normalize(const z3::expr& e, std::vector<z3::expr>& ctx,
   FoldNormalizer fn{*this, timeoutMs, abstracted};
   for (const auto& ph : phs) {
     const FoldInfo& f = folds.at(astId(ph));
+    z3::expr lo = canon(f.lo), hi = canon(f.hi);
     std::vector<z3::expr> inner = ctx;
-    inner.push_back(f.lo <= f.var);
-    inner.push_back(f.var < f.hi);
-    z3::expr body = normalize(f.body, inner, timeoutMs, abstracted).simplify();
+    inner.push_back(lo <= f.var);
+    inner.push_back(f.var < hi);
+    z3::expr body = normalize(canon(f.body), inner, timeoutMs, abstracted).simplify();
     from.push_back(ph);
-    to.push_back(fn.range(f.op, f.var, f.lo, f.hi, body, ctx, 0));
+    to.push_back(fn.range(f.op, f.var, lo.simplify(), hi.simplify(), body, ctx, 0));
   }
   return z3::expr(e).substitute(from, to);
 }

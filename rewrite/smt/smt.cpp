@@ -3,6 +3,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
 #include <set>
 #include <sstream>
 
@@ -314,6 +317,49 @@ void collectConsts(const z3::expr& e, std::map<std::string, z3::expr>& out,
 }
 }  // namespace
 
+namespace {
+bool isVar(const z3::expr& e) {
+  return e.is_const() && e.decl().decl_kind() == Z3_OP_UNINTERPRETED && e.is_int();
+}
+std::string nameOf(const z3::expr& e) { return e.decl().name().str(); }
+}  // namespace
+
+// Union-find over Int variables equated by top-level assumptions.
+static void computeEqualities(Context::Impl& impl, const std::vector<Term>& assumptions) {
+  std::map<std::string, std::string> parent;
+  std::map<std::string, z3::expr> byName;
+  std::function<std::string(const std::string&)> find = [&](const std::string& x) {
+    auto it = parent.find(x);
+    if (it == parent.end() || it->second == x) return x;
+    return it->second = find(it->second);
+  };
+  std::function<void(const z3::expr&)> visit = [&](const z3::expr& e) {
+    if (e.is_app() && e.decl().decl_kind() == Z3_OP_AND) {
+      for (unsigned i = 0; i < e.num_args(); ++i) visit(e.arg(i));
+      return;
+    }
+    if (!(e.is_app() && e.decl().decl_kind() == Z3_OP_EQ && isVar(e.arg(0)) && isVar(e.arg(1)))) return;
+    std::string a = nameOf(e.arg(0)), b = nameOf(e.arg(1));
+    byName.emplace(a, e.arg(0));
+    byName.emplace(b, e.arg(1));
+    parent.emplace(a, a);
+    parent.emplace(b, b);
+    std::string ra = find(a), rb = find(b);
+    if (ra == rb) return;
+    if (rb < ra) std::swap(ra, rb);
+    parent[rb] = ra;  // the smaller name represents the class
+  };
+  for (Term t : assumptions) visit(impl.terms[t.id()]);
+  impl.eqFrom = z3::expr_vector(impl.z);
+  impl.eqTo = z3::expr_vector(impl.z);
+  for (const auto& [name, _] : parent) {
+    std::string r = find(name);
+    if (r == name) continue;
+    impl.eqFrom.push_back(byName.at(name));
+    impl.eqTo.push_back(byName.at(r));
+  }
+}
+
 CheckResult Context::check(const std::vector<Term>& assumptions, Term goal,
                            const CheckOptions& opts) {
   auto t0 = Clock::now();
@@ -322,13 +368,19 @@ CheckResult Context::check(const std::vector<Term>& assumptions, Term goal,
     std::vector<z3::expr> ctx;
     bool abstracted = false;
     z3::expr_vector fs(impl_->z);
+    computeEqualities(*impl_, assumptions);
     for (Term a : assumptions) {
-      z3::expr e = impl_->normalize(SP_Z(a), ctx, opts.timeoutMs, &abstracted);
+      z3::expr e = impl_->normalize(impl_->canon(SP_Z(a)), ctx, opts.timeoutMs, &abstracted);
       ctx.push_back(e);
       fs.push_back(e);
     }
-    z3::expr g = impl_->normalize(SP_Z(goal), ctx, opts.timeoutMs, &abstracted);
+    z3::expr g = impl_->normalize(impl_->canon(SP_Z(goal)), ctx, opts.timeoutMs, &abstracted);
+    // The eliminated equalities stay asserted, so models stay complete.
+    for (unsigned k = 0; k < impl_->eqFrom.size(); ++k) fs.push_back(impl_->eqFrom[k] == impl_->eqTo[k]);
+    impl_->eqFrom = z3::expr_vector(impl_->z);
+    impl_->eqTo = z3::expr_vector(impl_->z);
     fs.push_back(!g);
+    if (std::getenv("SP_SMT_DEBUG")) std::cerr << "query:\n" << fs << "\n";
     z3::model m(impl_->z);
     z3::check_result r = impl_->solve(fs, opts.timeoutMs, &m);
     if (r == z3::unsat) {

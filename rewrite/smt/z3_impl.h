@@ -23,12 +23,19 @@ struct Context::Impl {
   std::vector<z3::func_decl> funcs;
   std::map<std::string, uint32_t> funcByName;
   std::map<unsigned, FoldInfo> folds;     // placeholder ast id -> fold
-  std::map<std::pair<int, unsigned>, z3::func_decl> abstractions;  // (op, body id)
+  // (op, body id) -> (function, body): the body is kept so its id stays unique.
+  std::map<std::pair<int, unsigned>, std::pair<z3::func_decl, z3::expr>> abstractions;
   int freshCounter = 0;
   Stats stats;
   std::string lastReason;
 
   uint32_t put(z3::expr e);
+  // During check(): variables equal by an assumption `x == y`, replaced by
+  // one representative everywhere (variable elimination; equisatisfiable).
+  z3::expr_vector eqFrom{z}, eqTo{z};
+  z3::expr canon(const z3::expr& e) {
+    return eqFrom.empty() ? e : z3::expr(e).substitute(eqFrom, eqTo);
+  }
 
   unsigned astId(const z3::expr& e) const { return Z3_get_ast_id(z, e); }
   // Runs one solver query: is `f` satisfiable? Counts it in stats.

@@ -1,0 +1,116 @@
+#pragma once
+// Lemmas as data: rewrite rules loaded from rewrite/lemmas/*.rules (format in
+// docs/lemmas.md), each proven with Z3 by rewrite/lemma_prove.cpp.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/interpreter.h"
+#include "ir/op.h"
+#include "ir/support.h"
+
+namespace sp::rewrite {
+
+// An attribute argument of a pattern: a literal or a lemma variable (only
+// for the integer bounds of slice and the factor of scale).
+struct PatAttr {
+  enum class Kind : uint8_t { Int, Float, Ints, Str, Var };
+  std::string name;
+  Kind kind = Kind::Int;
+  int64_t i = 0;
+  double f = 0;
+  std::vector<int64_t> ints;
+  std::string text;  // Str value or Var name
+};
+
+struct Pattern;
+using PatPtr = std::shared_ptr<const Pattern>;
+
+// The relation operators that lemma patterns use besides IR ops; concat and
+// slice shadow the IR ops of the same name (same meaning, single axis).
+enum class PatOp : uint8_t { Var, Ir, Concat, Sum, Slice, Scale, Permute };
+
+struct Pattern {
+  PatOp op = PatOp::Var;
+  std::string name;           // Var: variable name; else the op name
+  ir::OpKind irOp = ir::OpKind::Identity;  // Ir
+  std::vector<PatPtr> args;
+  std::vector<PatAttr> attrs; // as written
+  const PatAttr* attr(const std::string& n) const;
+  std::string str() const;
+};
+
+// Integer terms of side conditions.
+struct CondTerm {
+  enum class Kind : uint8_t { Const, Size, Rank, Var, Add, Sub, Mul };
+  Kind kind = Kind::Const;
+  int64_t value = 0;     // Const; Size: the dim (may be negative)
+  std::string var;       // Size/Rank: tensor variable; Var: attribute variable
+  std::vector<CondTerm> args;
+  std::string str() const;
+};
+
+enum class CmpOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
+
+struct Cond {
+  CondTerm lhs;
+  CmpOp op = CmpOp::Eq;
+  CondTerm rhs;
+  std::string str() const;
+};
+
+struct Lemma {
+  std::string name;        // stable kebab-case id
+  PatPtr lhs, rhs;
+  std::vector<Cond> conds; // conjunction
+  std::string location;    // file:line
+  std::string str() const; // the rule, re-printed
+};
+
+struct LemmaLibrary {
+  std::vector<Lemma> lemmas;  // ordered by file name, then line
+  const Lemma* find(const std::string& name) const;
+};
+
+// Parses one rules file. Errors carry file:line:col.
+Result<std::vector<Lemma>> parseLemmas(const std::string& text, const std::string& file);
+// Loads every *.rules file of `dir` (sorted by name); duplicate names are errors.
+Result<LemmaLibrary> loadLemmas(const std::string& dir);
+// $SHARDPROOF_LEMMA_DIR if set, else the source tree's rewrite/lemmas.
+std::string defaultLemmaDir();
+
+// ---- proofs (rewrite/lemma_prove.cpp) and numeric checks ----
+
+using EvalOpFn = std::function<Result<std::vector<ir::Tensor>>(
+    ir::OpKind, const ir::AttrMap&, const std::vector<ir::Tensor>&)>;
+
+struct ProveOptions {
+  int maxRank = 3;            // default tensor rank instances proven: 1..maxRank
+  unsigned timeoutMs = 20000; // per query
+  EvalOpFn evalOp;            // numeric check; empty: skipped
+  int numericTrials = 2;
+  uint64_t seed = 1;
+  std::vector<std::string> only;  // lemma names; empty: all
+};
+
+enum class NumericState : uint8_t { Skipped, Ok, Failed };
+
+struct LemmaStatus {
+  std::string name;
+  bool proven = false;
+  std::string reason;          // unproven: why (query verdict, unsupported op, ...)
+  std::vector<int> ranks;      // default-rank instances proven
+  NumericState numeric = NumericState::Skipped;
+  double maxError = 0;
+  std::string numericNote;     // skipped/failed: why
+  double millis = 0;
+};
+
+std::vector<LemmaStatus> proveLemmas(const LemmaLibrary& lib, const ProveOptions& opts);
+// The `shardproof lemmas --prove` table: one line per lemma plus a summary.
+std::string renderLemmaTable(const std::vector<LemmaStatus>& st);
+
+}  // namespace sp::rewrite

@@ -1,0 +1,388 @@
+// Loader of lemma rule files: parsing and checks (unknown ops, arity,
+// attribute names and kinds, unbound variables).
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "rewrite/lemma.h"
+#include "rewrite/lexer.h"
+
+#ifndef SP_LEMMA_DIR
+#define SP_LEMMA_DIR "rewrite/lemmas"
+#endif
+
+namespace sp::rewrite {
+
+const PatAttr* Pattern::attr(const std::string& n) const {
+  for (const auto& a : attrs)
+    if (a.name == n) return &a;
+  return nullptr;
+}
+
+static std::string attrStr(const PatAttr& a) {
+  switch (a.kind) {
+    case PatAttr::Kind::Int: return std::to_string(a.i);
+    case PatAttr::Kind::Float: { std::ostringstream os; os << a.f; return os.str(); }
+    case PatAttr::Kind::Ints: {
+      std::string s;
+      for (int64_t v : a.ints) s += (s.empty() ? "" : ", ") + std::to_string(v);
+      return "[" + s + "]";
+    }
+    case PatAttr::Kind::Str: return a.text;
+    case PatAttr::Kind::Var: return "?" + a.text;
+  }
+  return "?";
+}
+
+std::string Pattern::str() const {
+  if (op == PatOp::Var) return "?" + name;
+  std::string s = name + "(";
+  bool first = true;
+  for (const auto& a : args) { s += (first ? "" : ", ") + a->str(); first = false; }
+  for (const auto& a : attrs) { s += (first ? "" : ", ") + a.name + "=" + attrStr(a); first = false; }
+  return s + ")";
+}
+
+std::string CondTerm::str() const {
+  switch (kind) {
+    case Kind::Const: return std::to_string(value);
+    case Kind::Size: return "size(?" + var + ", " + std::to_string(value) + ")";
+    case Kind::Rank: return "rank(?" + var + ")";
+    case Kind::Var: return "?" + var;
+    case Kind::Add: return "(" + args[0].str() + " + " + args[1].str() + ")";
+    case Kind::Sub: return "(" + args[0].str() + " - " + args[1].str() + ")";
+    case Kind::Mul: return args[0].str() + " * " + args[1].str();
+  }
+  return "?";
+}
+
+static const char* cmpText(CmpOp op) {
+  static const char* t[] = {"==", "!=", "<", "<=", ">", ">="};
+  return t[int(op)];
+}
+std::string Cond::str() const { return lhs.str() + " " + cmpText(op) + " " + rhs.str(); }
+
+std::string Lemma::str() const {
+  std::string s = name + ": " + lhs->str() + " => " + rhs->str();
+  for (size_t i = 0; i < conds.size(); ++i) s += (i ? " && " : " if ") + conds[i].str();
+  return s;
+}
+
+const Lemma* LemmaLibrary::find(const std::string& name) const {
+  for (const auto& l : lemmas)
+    if (l.name == name) return &l;
+  return nullptr;
+}
+
+std::string defaultLemmaDir() {
+  if (const char* e = std::getenv("SHARDPROOF_LEMMA_DIR"); e && *e) return e;
+  return SP_LEMMA_DIR;
+}
+
+namespace {
+
+struct RelOpSpec {
+  const char* name;
+  PatOp op;
+  int minArgs, maxArgs;
+  std::vector<std::pair<std::string, PatAttr::Kind>> attrs;  // all required
+};
+
+const std::vector<RelOpSpec>& relOps() {
+  static const std::vector<RelOpSpec> ops = {
+      {"concat", PatOp::Concat, 1, -1, {{"dim", PatAttr::Kind::Int}}},
+      {"sum", PatOp::Sum, 1, -1, {}},
+      {"slice", PatOp::Slice, 1, 1, {{"dim", PatAttr::Kind::Int}, {"start", PatAttr::Kind::Int}, {"end", PatAttr::Kind::Int}}},
+      {"scale", PatOp::Scale, 1, 1, {{"factor", PatAttr::Kind::Float}}},
+      {"permute", PatOp::Permute, 1, 1, {{"perm", PatAttr::Kind::Ints}}},
+  };
+  return ops;
+}
+
+bool isKebab(const std::string& s) {
+  if (s.empty() || !std::islower(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-')) return false;
+  return s.back() != '-';
+}
+
+struct LemmaParser {
+  Cursor& c;
+  std::map<std::string, bool> tensorVars;  // name -> seen on lhs
+  std::set<std::string> attrVars;
+  bool onLhs = true;
+
+  Status useVar(const Token& t, bool asTensor) {
+    if (asTensor ? attrVars.count(t.text) : tensorVars.count(t.text))
+      return c.errorAt(t, "variable '?" + t.text + "' is used both as a tensor and as an attribute");
+    auto& set = asTensor;
+    (void)set;
+    if (onLhs) {
+      if (asTensor) tensorVars[t.text] = true; else attrVars.insert(t.text);
+    } else if (asTensor ? !tensorVars.count(t.text) : !attrVars.count(t.text)) {
+      return c.errorAt(t, "unbound variable '?" + t.text + "' (not bound by the left side)");
+    }
+    return okStatus();
+  }
+
+  Result<PatAttr> attrValue(const std::string& name, PatAttr::Kind want, const Token& at) {
+    PatAttr a;
+    a.name = name;
+    Token t = c.peek();
+    if (t.kind == Token::Kind::Var) {
+      c.next();
+      if (want != PatAttr::Kind::Int && want != PatAttr::Kind::Float)
+        return c.errorAt(t, "attribute '" + name + "' must be a literal");
+      SP_TRY(useVar(t, false));
+      a.kind = PatAttr::Kind::Var;
+      a.text = t.text;
+      return a;
+    }
+    if (c.isPunct("[")) {
+      c.next();
+      a.kind = PatAttr::Kind::Ints;
+      if (!c.isPunct("]")) {
+        do {
+          bool n = c.accept("-");
+          Token v = c.next();
+          if (v.kind != Token::Kind::Int) return c.errorAt(v, "expected an integer in the list");
+          a.ints.push_back(n ? -v.intValue : v.intValue);
+        } while (c.accept(","));
+      }
+      SP_TRY(c.expect("]"));
+    } else if (t.kind == Token::Kind::Ident) {
+      c.next();
+      a.kind = PatAttr::Kind::Str;
+      a.text = t.text;
+    } else {
+      bool n = c.accept("-");
+      Token v = c.next();
+      if (v.kind == Token::Kind::Int) { a.kind = PatAttr::Kind::Int; a.i = n ? -v.intValue : v.intValue; a.f = double(a.i); }
+      else if (v.kind == Token::Kind::Float) { a.kind = PatAttr::Kind::Float; a.f = n ? -v.floatValue : v.floatValue; }
+      else return c.errorAt(v, "expected a value for attribute '" + name + "', found " + Cursor::describe(v));
+    }
+    bool ok = a.kind == want || (want == PatAttr::Kind::Float && a.kind == PatAttr::Kind::Int);
+    if (!ok) return c.errorAt(at, "attribute '" + name + "' has the wrong kind");
+    if (want == PatAttr::Kind::Float) a.kind = PatAttr::Kind::Float;
+    return a;
+  }
+
+  Result<PatPtr> pattern() {
+    Token t = c.next();
+    auto p = std::make_shared<Pattern>();
+    if (t.kind == Token::Kind::Var) {
+      SP_TRY(useVar(t, true));
+      p->op = PatOp::Var;
+      p->name = t.text;
+      return PatPtr(p);
+    }
+    if (t.kind != Token::Kind::Ident) return c.errorAt(t, "expected a term, found " + Cursor::describe(t));
+    p->name = t.text;
+    const RelOpSpec* rel = nullptr;
+    for (const auto& r : relOps())
+      if (t.text == r.name) rel = &r;
+    const ir::OpInfo* info = nullptr;
+    if (rel) {
+      p->op = rel->op;
+    } else if (auto k = ir::opByName(t.text)) {
+      info = &ir::opInfo(*k);
+      p->op = PatOp::Ir;
+      p->irOp = *k;
+      if (info->category == ir::OpCategory::Collective || info->category == ir::OpCategory::Source ||
+          info->numOutputs != 1)
+        return c.errorAt(t, "op '" + t.text + "' cannot appear in a lemma (collective, source or multi-output)");
+    } else {
+      return c.errorAt(t, "unknown op '" + t.text + "'");
+    }
+    SP_TRY(c.expect("("));
+    while (!c.isPunct(")")) {
+      if (c.peek().kind == Token::Kind::Ident && c.isPunct("=", 1)) {
+        Token n = c.next();
+        c.next();
+        PatAttr::Kind want = PatAttr::Kind::Int;
+        bool known = false;
+        if (rel) {
+          for (const auto& [an, ak] : rel->attrs)
+            if (an == n.text) { want = ak; known = true; }
+        } else if (const ir::AttrSpec* s = info->attr(n.text)) {
+          known = true;
+          switch (s->kind) {
+            case ir::AttrKind::Int: want = PatAttr::Kind::Int; break;
+            case ir::AttrKind::Float: want = PatAttr::Kind::Float; break;
+            case ir::AttrKind::Ints: want = PatAttr::Kind::Ints; break;
+            case ir::AttrKind::String: want = PatAttr::Kind::Str; break;
+            default: return c.errorAt(n, "attribute '" + n.text + "' of " + t.text + " cannot be written in a lemma");
+          }
+        }
+        if (!known) return c.errorAt(n, "op '" + t.text + "' has no attribute '" + n.text + "'");
+        if (p->attr(n.text)) return c.errorAt(n, "attribute '" + n.text + "' given twice");
+        SP_ASSIGN(PatAttr a, attrValue(n.text, want, n));
+        if (a.kind == PatAttr::Kind::Var && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale) && n.text != "dim"))
+          return c.errorAt(n, "attribute '" + n.text + "' must be a literal");
+        p->attrs.push_back(a);
+      } else {
+        if (!p->attrs.empty()) return c.error("operands must come before attributes");
+        SP_ASSIGN(PatPtr a, pattern());
+        p->args.push_back(a);
+      }
+      if (!c.accept(",")) break;
+    }
+    SP_TRY(c.expect(")"));
+    int n = int(p->args.size());
+    int mn = rel ? rel->minArgs : info->minInputs, mx = rel ? rel->maxArgs : info->maxInputs;
+    if (n < mn || (mx >= 0 && n > mx))
+      return c.errorAt(t, "op '" + t.text + "' takes " +
+                              (mx < 0 ? "at least " + std::to_string(mn) : mn == mx ? std::to_string(mn) : std::to_string(mn) + " to " + std::to_string(mx)) +
+                              " operand(s), got " + std::to_string(n));
+    if (rel) {
+      for (const auto& [an, _] : rel->attrs)
+        if (!p->attr(an)) return c.errorAt(t, "op '" + t.text + "' needs attribute '" + an + "'");
+    } else {
+      for (const auto& s : info->attrs)
+        if (!s.defaultValue && !p->attr(s.name))
+          return c.errorAt(t, "op '" + t.text + "' needs attribute '" + s.name + "'");
+    }
+    return PatPtr(p);
+  }
+
+  Result<CondTerm> condAtom() {
+    Token t = c.next();
+    CondTerm ct;
+    if (t.kind == Token::Kind::Int) { ct.value = t.intValue; return ct; }
+    if (t.kind == Token::Kind::Punct && t.text == "-") {
+      Token v = c.next();
+      if (v.kind != Token::Kind::Int) return c.errorAt(v, "expected an integer");
+      ct.value = -v.intValue;
+      return ct;
+    }
+    if (t.kind == Token::Kind::Punct && t.text == "(") {
+      SP_ASSIGN(ct, condTerm());
+      SP_TRY(c.expect(")"));
+      return ct;
+    }
+    if (t.kind == Token::Kind::Var) {
+      SP_TRY(useVar(t, false));
+      ct.kind = CondTerm::Kind::Var;
+      ct.var = t.text;
+      return ct;
+    }
+    if (t.kind == Token::Kind::Ident && (t.text == "size" || t.text == "rank")) {
+      SP_TRY(c.expect("("));
+      Token v = c.next();
+      if (v.kind != Token::Kind::Var) return c.errorAt(v, "expected a tensor variable");
+      SP_TRY(useVar(v, true));
+      ct.var = v.text;
+      ct.kind = t.text == "size" ? CondTerm::Kind::Size : CondTerm::Kind::Rank;
+      if (t.text == "size") {
+        SP_TRY(c.expect(","));
+        bool n = c.accept("-");
+        Token d = c.next();
+        if (d.kind != Token::Kind::Int) return c.errorAt(d, "size() needs a literal dim");
+        ct.value = n ? -d.intValue : d.intValue;
+      }
+      SP_TRY(c.expect(")"));
+      return ct;
+    }
+    return c.errorAt(t, "expected size(?x, d), rank(?x), ?v or an integer, found " + Cursor::describe(t));
+  }
+
+  Result<CondTerm> condTerm() {
+    SP_ASSIGN(CondTerm a, condAtom());
+    while (c.isPunct("+") || c.isPunct("-") || c.isPunct("*")) {
+      std::string op = c.next().text;
+      SP_ASSIGN(CondTerm b, condAtom());
+      CondTerm r;
+      r.kind = op == "+" ? CondTerm::Kind::Add : op == "-" ? CondTerm::Kind::Sub : CondTerm::Kind::Mul;
+      r.args = {a, b};
+      a = r;
+    }
+    return a;
+  }
+
+  Result<Cond> cond() {
+    Cond k;
+    SP_ASSIGN(k.lhs, condTerm());
+    static const std::vector<std::pair<const char*, CmpOp>> ops = {
+        {"==", CmpOp::Eq}, {"!=", CmpOp::Ne}, {"<=", CmpOp::Le}, {">=", CmpOp::Ge}, {"<", CmpOp::Lt}, {">", CmpOp::Gt}};
+    bool found = false;
+    for (const auto& [t, op] : ops)
+      if (c.accept(t)) { k.op = op; found = true; break; }
+    if (!found) return c.error("expected a comparison, found " + Cursor::describe(c.peek()));
+    SP_ASSIGN(k.rhs, condTerm());
+    return k;
+  }
+};
+
+}  // namespace
+
+Result<std::vector<Lemma>> parseLemmas(const std::string& text, const std::string& file) {
+  std::vector<Lemma> out;
+  std::istringstream in(text);
+  std::string line;
+  int lineNo = 0;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    std::string loc = file + ":" + std::to_string(lineNo);
+    size_t start = line.find_first_not_of(" \t");
+    if (start == std::string::npos || line[start] == '#') continue;
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) return makeError("parse-error", "expected 'name: lhs => rhs'", loc);
+    std::string name = line.substr(start, colon - start);
+    while (!name.empty() && name.back() == ' ') name.pop_back();
+    if (!isKebab(name)) return makeError("parse-error", "lemma name '" + name + "' is not kebab-case", loc + ":" + std::to_string(start + 1));
+    std::string body(line.size(), ' ');
+    std::copy(line.begin() + long(colon) + 1, line.end(), body.begin() + long(colon) + 1);
+    SP_ASSIGN(auto toks, lexLine(body, file, lineNo));
+    Cursor c(std::move(toks), file, lineNo);
+    LemmaParser p{c, {}, {}, true};
+    Lemma l;
+    l.name = name;
+    l.location = loc;
+    SP_ASSIGN(l.lhs, p.pattern());
+    if (l.lhs->op == PatOp::Var) return makeError("parse-error", "the left side must be an op, not a variable", loc);
+    SP_TRY(c.expect("=>"));
+    p.onLhs = false;
+    SP_ASSIGN(l.rhs, p.pattern());
+    if (c.isIdent("if")) {
+      c.next();
+      do {
+        SP_ASSIGN(Cond k, p.cond());
+        l.conds.push_back(k);
+      } while (c.accept("&&"));
+    }
+    if (!c.atEnd()) return c.error("unexpected " + Cursor::describe(c.peek()) + " at end of rule");
+    for (const auto& o : out)
+      if (o.name == l.name) return makeError("duplicate-lemma", "lemma '" + l.name + "' is already defined at " + o.location, loc);
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+Result<LemmaLibrary> loadLemmas(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return makeError("lemma-dir-missing", "lemma directory '" + dir + "' does not exist");
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".rules") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  LemmaLibrary lib;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    SP_ASSIGN(auto ls, parseLemmas(ss.str(), f.filename().string()));
+    for (auto& l : ls) {
+      if (const Lemma* prev = lib.find(l.name))
+        return makeError("duplicate-lemma", "lemma '" + l.name + "' is already defined at " + prev->location, l.location);
+      lib.lemmas.push_back(std::move(l));
+    }
+  }
+  return lib;
+}
+
+}  // namespace sp::rewrite
