@@ -1,5 +1,9 @@
+// Tests of the torch.fx importer: hand-written captures in tests/data/fx
+// (structure, types, locations and numbers), diagnostics, and the shared
+// Megatron corpus when it is present.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -9,6 +13,10 @@
 namespace sp::frontend {
 namespace {
 
+using ir::DType;
+using ir::Tensor;
+
+const std::string kData = SP_SOURCE_DIR "/tests/data/fx/";
 const std::string kCorpus = SP_SOURCE_DIR "/../shared/corpus/megatron_gpt_tp2_l1";
 
 std::map<std::string, int> opCounts(const ir::Graph& g) {
@@ -23,22 +31,167 @@ std::string countsStr(const ir::Graph& g) {
   return s;
 }
 
-TEST(FxCorpus, MegatronSeq) {
-  std::string path = kCorpus + "/seq/fw.g0.r0.py";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "corpus absent: " << path;
-  auto g = importFxGraph(path);
-  ASSERT_TRUE(g.ok()) << g.error().str();
-  std::printf("seq: %zu nodes, %zu inputs, %zu params, %zu outputs: %s\n", g->nodes().size(),
-              g->inputs().size(), g->params().size(), g->outputs().size(), countsStr(*g).c_str());
+Tensor floats(std::vector<int64_t> dims, std::vector<float> v) {
+  return Tensor::fromFloats(DType::F32, std::move(dims), v);
 }
 
-TEST(FxCorpus, MegatronDist) {
-  std::vector<std::string> files{kCorpus + "/dist/fw.g0.r0.py", kCorpus + "/dist/fw.g0.r1.py"};
-  if (!std::filesystem::exists(files[0])) GTEST_SKIP() << "corpus absent: " << files[0];
-  auto p = importFxProgram(files);
-  ASSERT_TRUE(p.ok()) << p.error().str();
-  for (const auto& g : p->ranks())
-    std::printf("rank: %zu nodes: %s\n", g.nodes().size(), countsStr(g).c_str());
+Tensor typed(DType t, std::vector<int64_t> dims, std::vector<double> v) {
+  Tensor x(t, std::move(dims));
+  for (size_t i = 0; i < v.size(); ++i) x.setFromDouble(int64_t(i), v[i]);
+  return x;
+}
+
+std::vector<double> values(const Tensor& t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.getAsDouble(i));
+  return v;
+}
+
+const ir::Node& producer(const ir::Graph& g, const std::string& value) {
+  auto id = g.findValue(value);
+  EXPECT_TRUE(id.has_value()) << value;
+  return g.node(g.value(*id).producer);
+}
+
+ir::Graph mustImport(const std::string& file, const FxOptions& opts = {}) {
+  auto g = importFxGraph(kData + file, opts);
+  EXPECT_TRUE(g.ok()) << g.error().str();
+  return g.ok() ? std::move(*g) : ir::Graph();
+}
+
+// ------------------------------------------------------------------ parser
+
+TEST(FxParse, LiteralsKwargsAndChainedDeletes) {
+  std::string text = R"(
+import torch
+class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[2, 3]", m: "b8[2, 3]"):
+        # No stacktrace found for following nodes
+        masked_fill: "f32[2, 3]" = torch.ops.aten.masked_fill.Scalar(x, m, -inf);  x = m = None  # trailing
+        full: "f32[2]" = torch.ops.aten.full.default([2], 1e-05, dtype = torch.float32, layout = torch.strided, device = device(type='cuda', index=0), pin_memory = False)
+        return (masked_fill, full)
+)";
+  auto g = importFxText(text, "inline.py");
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  EXPECT_EQ(g->outputs().size(), 2u);
+  const ir::Node& w = producer(*g, "masked_fill");
+  EXPECT_EQ(w.op, ir::OpKind::Where);
+  EXPECT_TRUE(w.loc.file.empty());  // no stack trace: no framework location
+  auto out = ir::runGraph(*g, {{"x", floats({2, 3}, {1, 2, 3, 4, 5, 6})},
+                               {"m", typed(DType::Bool, {2, 3}, {1, 0, 0, 0, 0, 1})}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  auto mf = values(out->at("masked_fill"));
+  EXPECT_TRUE(std::isinf(mf[0]) && mf[0] < 0);
+  EXPECT_EQ(mf[1], 2);
+  EXPECT_FLOAT_EQ(float(values(out->at("full"))[1]), 1e-05f);
+}
+
+TEST(FxParse, SourceLocationsFromFileComments) {
+  ir::Graph g = mustImport("mlp_seq.py");
+  const ir::Node& mm = producer(g, "mm");
+  EXPECT_EQ(mm.loc.file, "/src/mlp.py");
+  EXPECT_EQ(mm.loc.line, 12);
+  EXPECT_EQ(mm.loc.detail, "forward");
+  EXPECT_EQ(producer(g, "gelu").loc.line, 11);
+  EXPECT_EQ(attrStr(producer(g, "gelu").attrs, "approximate"), "tanh");
+}
+
+TEST(FxParse, MalformedLineReportsLineAndColumn) {
+  std::string text =
+      "class GraphModule(torch.nn.Module):\n"
+      "    def forward(self, x: \"f32[2]\"):\n"
+      "        y: \"f32[2]\" = torch.ops.aten.neg.default(x,, )\n"
+      "        return [y]\n";
+  auto g = importFxText(text, "bad.py");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().id, "fx-syntax");
+  EXPECT_EQ(g.error().location, "bad.py:3:52");
+  EXPECT_EQ(g.error().message, "expected an expression, got ','");
+}
+
+TEST(FxParse, MissingForwardAndBadAnnotation) {
+  auto g = importFxText("import torch\n", "empty.py");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().message, "no 'def forward(' in the capture");
+  auto h = importFxText("def forward(self, x: \"c64[2]\"):\n    return [x]\n", "c.py");
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.error().id, "fx-type");
+  EXPECT_EQ(h.error().location, "c.py:1");
+  EXPECT_EQ(h.error().message,
+            "forward argument 'x': unsupported dtype 'c64' in type annotation 'c64[2]'");
+  auto u = importFxText("def forward(self, x):\n    return [x]\n", "u.py");
+  ASSERT_FALSE(u.ok());
+  EXPECT_EQ(u.error().str(), "u.py:1: forward argument 'x' has no type annotation");
+}
+
+// ------------------------------------------------------------------ diagnostics
+
+TEST(FxErrors, UnsupportedOpNamesOpAndLine) {
+  std::string text =
+      "def forward(self, x: \"f32[2]\"):\n"
+      "    y: \"f32[2]\" = torch.ops.aten.neg.default(x)\n"
+      "    z: \"f32[2]\" = torch.ops.aten.digamma.default(y)\n"
+      "    return [z]\n";
+  auto g = importFxText(text, "u.py");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().id, "fx-unsupported-op");
+  EXPECT_EQ(g.error().str(), "u.py:3: unsupported op aten.digamma.default (node 'z')");
+}
+
+TEST(FxErrors, DeclaredTypeMismatchPointsAtCaptureLine) {
+  std::string text =
+      "def forward(self, a: \"f32[2, 3]\", b: \"f32[3, 4]\"):\n"
+      "    # File: /src/m.py:7 in f, code: c = a @ b\n"
+      "    mm: \"f32[2, 5]\" = torch.ops.aten.mm.default(a, b)\n"
+      "    return [mm]\n";
+  auto g = importFxText(text, "t.py");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().id, "type-mismatch");
+  EXPECT_EQ(g.error().location, "t.py:3");
+  EXPECT_NE(g.error().message.find("declared f32[2, 5]"), std::string::npos) << g.error().message;
+}
+
+TEST(FxErrors, PromotionMismatchAndUndefinedValue) {
+  std::string text =
+      "def forward(self, a: \"f32[2]\", b: \"i64[2]\"):\n"
+      "    mul: \"i64[2]\" = torch.ops.aten.mul.Tensor(a, b)\n"
+      "    return [mul]\n";
+  auto g = importFxText(text, "p.py");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().str(),
+            "p.py:2: aten.mul.Tensor 'mul': operands promote to f32 but the result is declared i64");
+  std::string text2 =
+      "def forward(self, a: \"f32[2]\"):\n"
+      "    neg: \"f32[2]\" = torch.ops.aten.neg.default(q)\n"
+      "    return [neg]\n";
+  auto h = importFxText(text2, "q.py");
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.error().str(), "q.py:2: aten.neg.default 'neg': value 'q' is not defined");
+}
+
+TEST(FxErrors, UnsupportedCollectiveReduceAndMaskIndexing) {
+  std::string text =
+      "def forward(self, a: \"f32[2]\", m: \"b8[2]\"):\n"
+      "    all_reduce: \"f32[2]\" = torch.ops._c10d_functional.all_reduce.default(a, 'product', '0')\n"
+      "    return [all_reduce]\n";
+  auto g = importFxText(text, "c.py");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().str(), "c.py:2: _c10d_functional.all_reduce.default 'all_reduce': reduce op "
+                             "'product' is not supported (sum, avg, max, min)");
+  std::string text2 =
+      "def forward(self, a: \"f32[2]\", m: \"b8[2]\"):\n"
+      "    index: \"f32[1]\" = torch.ops.aten.index.Tensor(a, [m])\n"
+      "    return [index]\n";
+  auto h = importFxText(text2, "i.py");
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.error().id, "fx-unsupported");
+  EXPECT_EQ(h.error().location, "i.py:2");
+}
+
+TEST(FxErrors, RankFileOrder) {
+  auto p = importFxProgram({kData + "mlp_tp.r1.py", kData + "mlp_tp.r0.py"});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().id, "fx-rank-order");
 }
 
 }  // namespace
