@@ -91,6 +91,34 @@ Status resolveAllExternal(onnx::GraphProto& g, const std::string& dir, const std
   return okStatus();
 }
 
+// Absurd dims are rejected before the checker and shape inference see them.
+Status validateDims(const onnx::GraphProto& g, const std::string& path) {
+  auto checkDims = [&](const std::vector<int64_t>& dims, const std::string& what) -> Status {
+    int64_t numel = 1;
+    for (int64_t d : dims) {
+      if (d < 0 || d > ir::kMaxElements)
+        return makeError("bad-dim", what + ": dim " + std::to_string(d) +
+                                        " is out of range [0, 2^40]", path);
+      if (d != 0 && numel > ir::kMaxElements / d)
+        return makeError("bad-dim", what + ": more than 2^40 elements", path);
+      numel *= d;
+    }
+    return okStatus();
+  };
+  for (const auto& t : g.initializer())
+    SP_TRY(checkDims({t.dims().begin(), t.dims().end()}, "initializer '" + t.name() + "'"));
+  for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
+    for (const auto& vi : *list) {
+      if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) continue;
+      std::vector<int64_t> dims;
+      for (const auto& d : vi.type().tensor_type().shape().dim())
+        if (d.has_dim_value()) dims.push_back(d.dim_value());
+      std::string kind = list == &g.input() ? "input" : "value";
+      SP_TRY(checkDims(dims, kind + " '" + vi.name() + "'"));
+    }
+  return okStatus();
+}
+
 Result<onnx::ModelProto> parseAndCheck(const std::string& bytes, const std::string& path,
                                        const std::string& dir) {
   onnx::ModelProto model;
@@ -101,6 +129,7 @@ Result<onnx::ModelProto> parseAndCheck(const std::string& bytes, const std::stri
                      path);
   if (!model.has_graph()) return makeError("onnx-parse", "the onnx model has no graph", path);
   SP_TRY(resolveAllExternal(*model.mutable_graph(), dir, path));
+  SP_TRY(validateDims(model.graph(), path));
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {

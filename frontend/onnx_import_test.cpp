@@ -1,1 +1,180 @@
+// ONNX importer tests: PyTorch-exported fixtures (tests/fixtures/onnx, made
+// by tests/fixtures/make_fixtures.py) run through the interpreter and
+// compared with torch's outputs; dynamic axes; and malformed models
+// (tests/data/onnx_bad, made by tests/fixtures/make_bad_onnx.py), each
+// asserting its diagnostic.
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "frontend/onnx_import.h"
+#include "ir/interpreter.h"
+#include "ir/npy.h"
+
+namespace sp::frontend {
+namespace {
+
+using ir::Tensor;
+
+std::string fixture(const std::string& f) {
+  return std::string(SP_SOURCE_DIR) + "/tests/fixtures/onnx/" + f;
+}
+std::string bad(const std::string& f) { return std::string(SP_SOURCE_DIR) + "/tests/data/onnx_bad/" + f; }
+
+struct Model {
+  std::string name;
+  std::vector<std::string> inputs, outputs;
+  // Bound on max|got - want| / max(1, max|want|). f32 with a different
+  // summation order (BLAS matmul, reductions) differs from torch by a few
+  // ulps per op; 1e-5 holds with margin for these depths.
+  double tol = 1e-5;
+};
+
+const std::vector<Model>& models() {
+  static const std::vector<Model> m = {
+      {"gpt2_block", {"x"}, {"y"}},
+      {"llama_block", {"x"}, {"y"}},
+      {"gpt_lm", {"idx", "targets"}, {"logits", "loss"}},
+      {"moe_block", {"x"}, {"y"}},
+  };
+  return m;
+}
+
+// Returns max|got - want| / max(1, max|want|).
+double relError(const Tensor& got, const Tensor& want) {
+  double maxDiff = 0, maxWant = 1;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double w = want.getAsDouble(i), g = got.getAsDouble(i);
+    if (std::isnan(g) != std::isnan(w)) return INFINITY;
+    maxWant = std::max(maxWant, std::fabs(w));
+    maxDiff = std::max(maxDiff, std::fabs(g - w));
+  }
+  return maxDiff / maxWant;
+}
+
+void runAndCompare(const Model& m, const ir::Graph& g, const std::string& set,
+                   const std::string& variant) {
+  ir::TensorMap given;
+  for (const auto& in : m.inputs) {
+    auto t = ir::readNpy(fixture(m.name + "." + (set == "1" ? "in" : "in2") + "." + in + ".npy"));
+    ASSERT_TRUE(t.ok()) << t.error().str();
+    given[in] = *t;
+  }
+  auto out = ir::runGraph(g, given);
+  ASSERT_TRUE(out.ok()) << variant << ": " << out.error().str();
+  for (const auto& o : m.outputs) {
+    auto want = ir::readNpy(fixture(m.name + "." + (set == "1" ? "out" : "out2") + "." + o + ".npy"));
+    ASSERT_TRUE(want.ok()) << want.error().str();
+    ASSERT_TRUE(out->count(o)) << variant << ": no output " << o;
+    const Tensor& got = out->at(o);
+    ASSERT_EQ(got.dims(), want->dims()) << variant << " " << o;
+    double err = relError(got, *want);
+    std::printf("  %-22s set %s output %-7s max rel err %.3g (bound %.0e)\n", variant.c_str(),
+                set.c_str(), o.c_str(), err, m.tol);
+    EXPECT_LE(err, m.tol) << variant << " " << o;
+  }
+}
+
+class OnnxFixture : public ::testing::TestWithParam<std::tuple<int, int, bool>> {};
+
+TEST_P(OnnxFixture, MatchesTorch) {
+  auto [mi, opset, dyn] = GetParam();
+  const Model& m = models()[size_t(mi)];
+  std::string variant = m.name + "_op" + std::to_string(opset) + (dyn ? "_dyn" : "");
+  auto g = importOnnxFile(fixture(variant + ".onnx"));
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  // Inputs keep their ONNX names; dynamic axes become symbols.
+  ASSERT_EQ(g->inputs().size(), m.inputs.size());
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const auto& v = g->value(g->inputs()[i]);
+    EXPECT_EQ(v.name, m.inputs[i]);
+    std::string shape = v.type.str();
+    if (dyn) {
+      EXPECT_EQ(v.type.shape.at(0), ir::Dim::sym("batch")) << shape;
+      EXPECT_EQ(v.type.shape.at(1), ir::Dim::sym("seq")) << shape;
+    } else {
+      EXPECT_TRUE(ir::isConcrete(v.type.shape)) << shape;
+    }
+  }
+  EXPECT_FALSE(g->params().empty());
+  for (ir::ValueId p : g->params()) EXPECT_NE(g->paramData(p), nullptr);
+  runAndCompare(m, *g, "1", variant);
+  if (dyn) runAndCompare(m, *g, "2", variant);  // other batch and seq
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, OnnxFixture,
+    ::testing::Combine(::testing::Range(0, 4), ::testing::Values(13, 17), ::testing::Bool()),
+    [](const auto& info) {
+      return models()[size_t(std::get<0>(info.param))].name + "_op" +
+             std::to_string(std::get<1>(info.param)) + (std::get<2>(info.param) ? "_dyn" : "");
+    });
+
+TEST(OnnxImport, SourceLocationsNameOnnxNodes) {
+  auto g = importOnnxFile(fixture("gpt2_block_op17.onnx"));
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  bool sawLayerNorm = false;
+  for (const auto& n : g->nodes()) {
+    EXPECT_FALSE(n.loc.detail.empty());
+    EXPECT_NE(n.loc.file.find("gpt2_block_op17.onnx"), std::string::npos);
+    if (n.op == ir::OpKind::LayerNorm) sawLayerNorm = true;
+  }
+  EXPECT_TRUE(sawLayerNorm);
+}
+
+TEST(OnnxImport, DynamicReshapeTargetsAreSymbolic) {
+  auto g = importOnnxFile(fixture("gpt2_block_op13_dyn.onnx"));
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  bool symbolicReshape = false;
+  for (const auto& n : g->nodes())
+    if (n.op == ir::OpKind::Reshape && !ir::isConcrete(ir::attrDims(n.attrs, "shape")))
+      symbolicReshape = true;
+  EXPECT_TRUE(symbolicReshape);
+}
+
+struct BadCase {
+  const char* file;
+  const char* id;
+  const char* message;  // substring of Error::str()
+};
+
+TEST(OnnxImport, BadInputsReportTheirError) {
+  const BadCase cases[] = {
+      {"truncated.onnx", "onnx-parse", "cannot parse the onnx model"},
+      {"corrupt.onnx", "onnx-parse", "cannot parse the onnx model"},
+      {"unknown_op.onnx", "onnx-unsupported-op",
+       "bad/unknown_op.onnx: node 'Bar_12': unsupported onnx op 'com.foo::Bar' (node 'Bar_12')"},
+      {"undefined_input.onnx", "onnx-checker", "input 'w' of node"},
+      {"absurd_dims_input.onnx", "bad-dim", "input 'x': dim 4611686018427387904 is out of range"},
+      {"absurd_dims_value_info.onnx", "bad-dim", "value 'h': dim 4611686018427387904 is out of range"},
+      {"absurd_dims_initializer.onnx", "bad-dim",
+       "initializer 'w': dim 4611686018427387904 is out of range"},
+      {"shape_mismatch.onnx", "onnx-shape-inference", "MatMul"},
+      {"declared_mismatch.onnx", "onnx-shape-inference",
+       "Inferred shape and existing shape differ in dimension 0: (6) vs (3)"},
+      {"cycle.onnx", "onnx-checker", "topologically sorted"},
+      {"not_constant.onnx", "onnx-not-constant",
+       "node 'Reshape_7': Reshape: shape ('s') is not constant after folding"},
+      {"no_such_file.onnx", "file-not-found", "cannot open"},
+  };
+  for (const auto& c : cases) {
+    auto g = importOnnxFile(bad(c.file));
+    ASSERT_FALSE(g.ok()) << c.file;
+    std::printf("  %-30s %s: %s\n", c.file, g.error().id.c_str(), g.error().str().c_str());
+    EXPECT_EQ(g.error().id, c.id) << c.file << ": " << g.error().str();
+    EXPECT_NE(g.error().str().find(c.message), std::string::npos)
+        << c.file << ": " << g.error().str();
+  }
+}
+
+TEST(OnnxImport, BytesApiMatchesFileApi) {
+  auto g = importOnnxBytes(std::string("\x08\x07\x12", 3), "mem.onnx");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().location, "mem.onnx");
+}
+
+}  // namespace
+}  // namespace sp::frontend
