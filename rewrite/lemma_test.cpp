@@ -44,7 +44,7 @@ void expectError(const std::string& rule, const std::string& text) {
 }
 
 TEST(LemmaLoader, Errors) {
-  expectError("x: exp(?a) => exp(?b)", "t.rules:1:15: unbound variable '?b' (not bound by the left side)");
+  expectError("x: exp(?a) => exp(?b)", "t.rules:1:19: unbound variable '?b' (not bound by the left side)");
   expectError("x: exp(?a) => ?a if size(?q, 0) == 1", "t.rules:1:26: unbound variable '?q' (not bound by the left side)");
   expectError("x: add(?a) => ?a", "t.rules:1:4: op 'add' takes 2 operand(s), got 1");
   expectError("x: frobnicate(?a) => ?a", "t.rules:1:4: unknown op 'frobnicate'");
