@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
-#include <iostream>
 #include <set>
 #include <sstream>
 
@@ -380,7 +379,6 @@ CheckResult Context::check(const std::vector<Term>& assumptions, Term goal,
     impl_->eqFrom = z3::expr_vector(impl_->z);
     impl_->eqTo = z3::expr_vector(impl_->z);
     fs.push_back(!g);
-    if (std::getenv("SP_SMT_DEBUG")) std::cerr << "query:\n" << fs << "\n";
     z3::model m(impl_->z);
     z3::check_result r = impl_->solve(fs, opts.timeoutMs, &m);
     if (r == z3::unsat) {
