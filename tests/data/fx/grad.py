@@ -25,4 +25,4 @@ class GraphModule(torch.nn.Module):
 
         # File: /src/grad.py:12 in backward, code: embedding
         embedding_dense_backward: "f32[5, 4]" = torch.ops.aten.embedding_dense_backward.default(primals_6, primals_5, 5, 1, False)
-        return [_softmax_backward_data, gelu_backward, gelu_backward_1, sigmoid_backward, threshold_backward, getitem, getitem_3, getitem_4, getitem_5, embedding_dense_backward]
+        return [_softmax, _softmax_backward_data, gelu_backward, gelu_backward_1, sigmoid_backward, threshold_backward, getitem, getitem_3, getitem_4, getitem_5, embedding_dense_backward]

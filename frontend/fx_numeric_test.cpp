@@ -1,0 +1,372 @@
+// Numeric and structural tests of the torch.fx importer on the hand-written
+// captures in tests/data/fx, and the Megatron corpus when present.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "frontend/fx_import.h"
+#include "ir/interpreter.h"
+
+namespace sp::frontend {
+namespace {
+
+using ir::DType;
+using ir::Tensor;
+
+const std::string kData = SP_SOURCE_DIR "/tests/data/fx/";
+const std::string kCorpus = SP_SOURCE_DIR "/../shared/corpus/megatron_gpt_tp2_l1";
+
+std::map<std::string, int> opCounts(const ir::Graph& g) {
+  std::map<std::string, int> c;
+  for (const auto& n : g.nodes()) ++c[std::string(ir::opName(n.op))];
+  return c;
+}
+
+std::string countsStr(const ir::Graph& g) {
+  std::string s;
+  for (const auto& [k, v] : opCounts(g)) s += k + "=" + std::to_string(v) + " ";
+  return s;
+}
+
+Tensor typed(DType t, std::vector<int64_t> dims, std::vector<double> v) {
+  Tensor x(t, std::move(dims));
+  for (size_t i = 0; i < v.size(); ++i) x.setFromDouble(int64_t(i), v[i]);
+  return x;
+}
+
+std::vector<double> values(const Tensor& t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.getAsDouble(i));
+  return v;
+}
+
+std::vector<double> iota(size_t n, double start = 0, double step = 1) {
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = start + step * double(i);
+  return v;
+}
+
+// Deterministic pseudo-random values in [-1, 1).
+std::vector<double> noise(size_t n, uint32_t seed) {
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    v[i] = double(seed >> 8) / double(1u << 23) - 1.0;
+  }
+  return v;
+}
+
+void expectNear(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << what << " [" << i << "]";
+}
+
+ir::Graph mustImport(const std::string& file, const FxOptions& opts = {}) {
+  auto g = importFxGraph(kData + file, opts);
+  EXPECT_TRUE(g.ok()) << g.error().str();
+  return g.ok() ? std::move(*g) : ir::Graph();
+}
+
+// ------------------------------------------------------------------ tensor parallel MLP
+
+TEST(FxProgram, TensorParallelMlpMatchesSequential) {
+  ir::Graph seq = mustImport("mlp_seq.py");
+  FxOptions opts;
+  opts.groups["3"] = "tp";
+  opts.mesh.axes = {{"tp", 2}};
+  auto prog = importFxProgram({kData + "mlp_tp.r0.py", kData + "mlp_tp.r1.py"}, opts);
+  ASSERT_TRUE(prog.ok()) << prog.error().str();
+  const ir::Graph& r0 = prog->rank(0);
+  auto c = opCounts(r0);
+  EXPECT_EQ(c["all_reduce"], 1);
+  EXPECT_EQ(c["matmul"], 2);
+  const ir::Node& ar = r0.node(r0.value(*r0.findValue("all_reduce")).producer);
+  EXPECT_EQ(attrStr(ar.attrs, "group"), "tp");
+  EXPECT_EQ(attrStr(ar.attrs, "reduce"), "sum");
+  EXPECT_EQ(ar.loc.file, "/src/tp.py");
+
+  auto w1 = noise(32, 1), b1 = noise(8, 2), w2 = noise(32, 3), x = noise(24, 4);
+  ir::TensorMap sIn{{"primals_1", typed(DType::F32, {8, 4}, w1)},
+                    {"primals_2", typed(DType::F32, {8}, b1)},
+                    {"primals_3", typed(DType::F32, {4, 8}, w2)},
+                    {"primals_4", typed(DType::F32, {2, 3, 4}, x)}};
+  auto sOut = ir::runGraph(seq, sIn);
+  ASSERT_TRUE(sOut.ok()) << sOut.error().str();
+  std::vector<ir::TensorMap> dIn(2);
+  for (int r = 0; r < 2; ++r) {
+    std::vector<double> w1r(w1.begin() + 16 * r, w1.begin() + 16 * (r + 1));
+    std::vector<double> b1r(b1.begin() + 4 * r, b1.begin() + 4 * (r + 1));
+    std::vector<double> w2r;
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) w2r.push_back(w2[size_t(i * 8 + 4 * r + j)]);
+    dIn[size_t(r)] = {{"primals_1", typed(DType::F32, {4, 4}, w1r)},
+                      {"primals_2", typed(DType::F32, {4}, b1r)},
+                      {"primals_3", typed(DType::F32, {4, 4}, w2r)},
+                      {"primals_4", typed(DType::F32, {2, 3, 4}, x)}};
+  }
+  auto dOut = ir::runProgram(*prog, dIn);
+  ASSERT_TRUE(dOut.ok()) << dOut.error().str();
+  for (int r = 0; r < 2; ++r)
+    expectNear(values((*dOut)[size_t(r)].at("wait_tensor")), values(sOut->at("view_3")), 1e-5,
+               "rank " + std::to_string(r));
+}
+
+TEST(FxProgram, CollectivesOnTwoRanks) {
+  auto prog = importFxProgram({kData + "collectives.r0.py", kData + "collectives.r1.py"});
+  ASSERT_TRUE(prog.ok()) << prog.error().str();
+  auto c = opCounts(prog->rank(1));
+  EXPECT_EQ(c["all_gather"], 1);
+  EXPECT_EQ(c["reduce_scatter"], 1);
+  EXPECT_EQ(c["all_to_all"], 1);
+  EXPECT_EQ(c["broadcast"], 1);
+  EXPECT_EQ(c["all_reduce"], 1);
+  EXPECT_EQ(c["identity"], 5);  // wait_tensor
+  std::vector<double> a{1, 2, 3, 4, 5, 6}, b{10, 20, 30, 40, 50, 60};
+  auto out = ir::runProgram(*prog, {{{"primals_1", typed(DType::F32, {2, 3}, a)}},
+                                    {{"primals_1", typed(DType::F32, {2, 3}, b)}}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  const auto& o0 = (*out)[0];
+  const auto& o1 = (*out)[1];
+  expectNear(values(o0.at("wait_tensor")), {1, 2, 3, 4, 5, 6, 10, 20, 30, 40, 50, 60}, 0, "all_gather");
+  expectNear(values(o0.at("wait_tensor_1")), {11, 22, 33}, 0, "reduce_scatter r0");
+  expectNear(values(o1.at("wait_tensor_1")), {44, 55, 66}, 0, "reduce_scatter r1");
+  expectNear(values(o0.at("wait_tensor_2")), {1, 2, 3, 10, 20, 30}, 0, "all_to_all r0");
+  expectNear(values(o1.at("wait_tensor_2")), {4, 5, 6, 40, 50, 60}, 0, "all_to_all r1");
+  expectNear(values(o0.at("wait_tensor_3")), b, 0, "broadcast from rank 1");
+  expectNear(values(o1.at("wait_tensor_4")), {5.5, 11, 16.5, 22, 27.5, 33}, 1e-6, "all_reduce avg");
+}
+
+// ------------------------------------------------------------------ layout and math
+
+TEST(FxOps, LayoutAndIndexing) {
+  FxOptions opts;
+  opts.tensorConstants["_tensor_constant0"] = Tensor::scalar(DType::F32, -1);
+  ir::Graph g = mustImport("layout.py", opts);
+  ASSERT_EQ(g.params().size(), 1u);
+  auto x = iota(24);  // x[i][j] = 6 i + j
+  auto out = ir::runGraph(g, {{"primals_1", typed(DType::F32, {4, 6}, x)},
+                              {"primals_2", typed(DType::I64, {3}, {2, 0, 3})},
+                              {"primals_3", typed(DType::Bool, {4}, {0, 1, 0, 1})},
+                              {"primals_4", typed(DType::F32, {2, 6}, iota(12, 100))}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  auto& o = *out;
+  expectNear(values(o.at("slice_1")), {2, 3, 4, 5, 8, 9, 10, 11, 14, 15, 16, 17, 20, 21, 22, 23}, 0, "slice sentinel");
+  expectNear(values(o.at("slice_2")), {0, 1, 2, 3, 4, 5, 12, 13, 14, 15, 16, 17}, 0, "slice step");
+  expectNear(values(o.at("select")), iota(6, 18), 0, "select -1");
+  std::vector<double> ss = x;
+  for (int i = 0; i < 12; ++i) ss[size_t(6 + i)] = 100 + i;
+  expectNear(values(o.at("slice_scatter")), ss, 0, "slice_scatter");
+  std::vector<double> ss2 = x;
+  for (int j = 0; j < 6; ++j) ss2[size_t(j)] = 100 + j, ss2[size_t(12 + j)] = 106 + j;
+  expectNear(values(o.at("slice_scatter_1")), ss2, 0, "slice_scatter step 2");
+  std::vector<double> idx;
+  for (int r : {2, 0, 3})
+    for (int j = 0; j < 6; ++j) idx.push_back(6 * r + j);
+  expectNear(values(o.at("index")), idx, 0, "index");
+  expectNear(values(o.at("embedding")), idx, 0, "embedding");
+  expectNear(values(o.at("index_1")), {14, 0, 21}, 0, "index 2 tensors");
+  expectNear(values(o.at("index_2")), {2, 0, 3, 8, 6, 9, 14, 12, 15, 20, 18, 21}, 0, "index dim 1");
+  std::vector<double> ip = x;
+  for (int j = 0; j < 6; ++j) ip[size_t(6 + j)] = -1, ip[size_t(18 + j)] = -1;
+  expectNear(values(o.at("index_put")), ip, 0, "index_put mask");
+  std::vector<double> acc = x;
+  for (int r : {2, 0, 3})
+    for (int j = 0; j < 6; ++j) acc[size_t(6 * r + j)] += 18 + j;
+  expectNear(values(o.at("index_put_1")), acc, 0, "index_put accumulate");
+  auto cat = x;
+  for (int i = 0; i < 12; ++i) cat.push_back(100 + i);
+  expectNear(values(o.at("cat")), cat, 0, "cat");
+  expectNear(values(o.at("getitem_1")), {4, 5, 10, 11, 16, 17, 22, 23}, 0, "split");
+  EXPECT_EQ(values(o.at("permute"))[1], 6);
+  EXPECT_EQ(o.at("expand").dims(), (std::vector<int64_t>{4, 3, 6}));
+  expectNear(values(o.at("squeeze")), x, 0, "squeeze");
+  expectNear(values(o.at("arange")), {1, 3, 5, 7, 9}, 0, "arange");
+  EXPECT_TRUE(std::isinf(values(o.at("full"))[3]));
+}
+
+TEST(FxOps, ElementwisePromotionAndReductions) {
+  ir::Graph g = mustImport("math.py");
+  // mul.Tensor(f32, i64) casts the integer operand; sum of bool gives i64.
+  const ir::Node& mul = g.node(g.value(*g.findValue("mul")).producer);
+  EXPECT_EQ(g.value(mul.inputs[1]).type.dtype, DType::F32);
+  std::vector<double> a{-2, -0.5, 0, 0.5, 1, 3}, b{0, 1, 2, 3, 4, 9};
+  auto out = ir::runGraph(g, {{"primals_1", typed(DType::F32, {2, 3}, a)},
+                              {"primals_2", typed(DType::I64, {2, 3}, b)},
+                              {"primals_3", typed(DType::Bool, {2, 3}, {1, 0, 1, 0, 0, 1})}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  auto& o = *out;
+  auto each = [&](auto f) {
+    std::vector<double> r;
+    for (size_t i = 0; i < 6; ++i) r.push_back(f(a[i], b[i], i));
+    return r;
+  };
+  expectNear(values(o.at("add")), each([](double x, double y, size_t) { return x + 2 * y; }), 1e-6, "add alpha");
+  expectNear(values(o.at("add_1")), each([](double x, double, size_t) { return x + 1.5; }), 1e-6, "add scalar");
+  expectNear(values(o.at("sub")), each([](double, double y, size_t) { return y - 1; }), 0, "sub int");
+  expectNear(values(o.at("rsub")), each([](double x, double, size_t) { return 1 - x; }), 1e-6, "rsub");
+  expectNear(values(o.at("mul")), each([](double x, double y, size_t) { return x * y; }), 1e-6, "mul");
+  expectNear(values(o.at("div")), each([](double, double y, size_t) { return y / 4; }), 1e-6, "true div");
+  expectNear(values(o.at("div_1")), each([](double, double y, size_t) { return std::floor(y / 4); }), 0, "floor div");
+  expectNear(values(o.at("pow_1")), each([](double x, double, size_t) { return x * x; }), 1e-6, "pow");
+  expectNear(values(o.at("sigmoid")), each([](double x, double, size_t) { return 1 / (1 + std::exp(-x)); }), 1e-6, "sigmoid");
+  expectNear(values(o.at("lt")), {1, 1, 1, 0, 0, 0}, 0, "lt scalar float vs int");
+  expectNear(values(o.at("eq")), {0, 0, 0, 0, 0, 0}, 0, "eq");
+  expectNear(values(o.at("bitwise_or")), {1, 1, 1, 0, 0, 1}, 0, "or");
+  expectNear(values(o.at("bitwise_not")), {0, 0, 0, 1, 1, 0}, 0, "not");
+  expectNear(values(o.at("where")), {-2, 0, 0, 0, 0, 3}, 0, "where scalar");
+  expectNear(values(o.at("sum_1")), {-2.5, 4.5}, 1e-6, "sum keepdim");
+  EXPECT_EQ(o.at("sum_1").dims(), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(o.at("sum_2").dtype(), DType::I64);
+  EXPECT_EQ(values(o.at("sum_2"))[0], 3);
+  expectNear(values(o.at("mean")), {-0.75, 0.25, 1.5}, 1e-6, "mean dim 0");
+  expectNear(values(o.at("amax")), {0, 3}, 0, "amax");
+  expectNear(values(o.at("getitem")), {0, 3}, 0, "max.dim values");
+  expectNear(values(o.at("getitem_1")), {2, 2}, 0, "max.dim indices");
+  expectNear(values(o.at("_to_copy")), b, 0, "to f32");
+  expectNear(values(o.at("clamp")), {-1, -0.5, 0, 0.5, 1, 1}, 0, "clamp");
+  expectNear(values(o.at("ones_like")), std::vector<double>(6, 1), 0, "ones_like");
+  auto sm = values(o.at("_softmax"));
+  EXPECT_NEAR(sm[0] + sm[1] + sm[2], 1.0, 1e-6);
+}
+
+// ------------------------------------------------------------------ attention, dropout
+
+TEST(FxOps, AttentionBlockStructureAndDropoutStream) {
+  ir::Graph g = mustImport("attention.py");
+  auto c = opCounts(g);
+  EXPECT_EQ(c["dropout"], 1);
+  EXPECT_EQ(c["layer_norm"], 1);
+  EXPECT_EQ(c["matmul"], 4);
+  EXPECT_EQ(c["expand"], 0) << "the empty buffer of baddbmm(beta=0) is dropped";
+  // The random stream of native_dropout is an explicit f32 input shaped like x.
+  auto rng = g.findValue("native_dropout_rng");
+  ASSERT_TRUE(rng.has_value());
+  EXPECT_EQ(g.value(*rng).kind, ir::ValueKind::Input);
+  EXPECT_EQ(g.value(*rng).type.str(), "f32[2, 2, 4, 4]");
+  const ir::Node& d = g.node(g.value(*g.findValue("getitem_3")).producer);
+  EXPECT_EQ(d.op, ir::OpKind::Dropout);
+  EXPECT_DOUBLE_EQ(attrFloat(d.attrs, "ratio"), 0.25);
+  EXPECT_EQ(d.loc.line, 35);
+  // Stream values >= p keep an element: mask = stream >= 0.25.
+  auto out = ir::runGraph(g, {{"native_dropout_rng", typed(DType::F32, {2, 2, 4, 4}, std::vector<double>(64, 0.5))},
+                              {"primals_6", typed(DType::F32, {8}, std::vector<double>(8, 1))},
+                              {"primals_7", typed(DType::F32, {8}, std::vector<double>(8, 0))}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  expectNear(values(out->at("getitem_4")), std::vector<double>(64, 1), 0, "mask");
+  // Layer-norm statistics: mean 0 and rstd 1/sqrt(var + eps) of the output rows.
+  // Layer-norm statistics: the normalized rows have mean ~0; mean/rstd keep dims.
+  auto ln = values(out->at("getitem_5"));
+  double row = 0;
+  for (int i = 0; i < 8; ++i) row += ln[size_t(i)];
+  EXPECT_NEAR(row, 0, 1e-4);
+  EXPECT_EQ(out->at("getitem_7").dims(), (std::vector<int64_t>{4, 2, 1}));
+  EXPECT_EQ(out->at("getitem_6").dims(), (std::vector<int64_t>{4, 2, 1}));
+}
+
+// ------------------------------------------------------------------ backward ops
+
+TEST(FxOps, BackwardOpsMatchFiniteDifferences) {
+  ir::Graph g = mustImport("grad.py");
+  auto x = noise(12, 7), gy = noise(12, 8), w = noise(4, 9), b = noise(4, 10), ge = noise(24, 11);
+  std::vector<double> ids{1, 4, 1, 0, 2, 4};
+  ir::TensorMap in{{"primals_1", typed(DType::F32, {3, 4}, x)}, {"primals_2", typed(DType::F32, {3, 4}, gy)},
+                   {"primals_3", typed(DType::F32, {4}, w)},    {"primals_4", typed(DType::F32, {4}, b)},
+                   {"primals_5", typed(DType::I64, {2, 3}, ids)}, {"primals_6", typed(DType::F32, {2, 3, 4}, ge)}};
+  auto out = ir::runGraph(g, in);
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  auto& o = *out;
+  // d/dx of sum(gy * f(x)) by central differences, f evaluated by the same graph.
+  auto fd = [&](const std::string& fwd, const std::vector<double>& xs, const std::string& param) {
+    std::vector<double> grad(xs.size());
+    const double h = 1e-2;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      double s[2];
+      for (int k = 0; k < 2; ++k) {
+        auto xp = xs;
+        xp[i] += k ? -h : h;
+        ir::TensorMap in2 = in;
+        in2[param] = typed(DType::F32, in.at(param).dims(), xp);
+        auto r = ir::runGraph(g, in2);
+        EXPECT_TRUE(r.ok());
+        auto y = values(r->at(fwd));
+        s[k] = 0;
+        for (size_t j = 0; j < y.size(); ++j) s[k] += y[j] * gy[j];
+      }
+      grad[i] = (s[0] - s[1]) / (2 * h);
+    }
+    return grad;
+  };
+  // gelu: derivative of x * Phi(x) computed directly.
+  std::vector<double> gel, sig;
+  for (size_t i = 0; i < 12; ++i) {
+    double cdf = 0.5 * (1 + std::erf(x[i] / std::sqrt(2.0)));
+    double pdf = std::exp(-0.5 * x[i] * x[i]) / std::sqrt(2 * M_PI);
+    gel.push_back(gy[i] * (cdf + x[i] * pdf));
+    double s = 1 / (1 + std::exp(-x[i]));
+    sig.push_back(gy[i] * s * (1 - s));
+  }
+  expectNear(values(o.at("gelu_backward")), gel, 1e-5, "gelu_backward");
+  expectNear(values(o.at("sigmoid_backward")), sig, 1e-5, "sigmoid_backward");
+  std::vector<double> thr;
+  for (size_t i = 0; i < 12; ++i) thr.push_back(x[i] <= 0 ? 0 : gy[i]);
+  expectNear(values(o.at("threshold_backward")), thr, 0, "threshold_backward");
+  expectNear(values(o.at("_softmax_backward_data")), fd("_softmax", x, "primals_1"), 2e-3, "softmax_backward");
+  expectNear(values(o.at("getitem_3")), fd("getitem", x, "primals_1"), 2e-3, "layer_norm grad_input");
+  expectNear(values(o.at("getitem_4")), fd("getitem", w, "primals_3"), 2e-3, "layer_norm grad_weight");
+  expectNear(values(o.at("getitem_5")), fd("getitem", b, "primals_4"), 2e-3, "layer_norm grad_bias");
+  // tanh-approximate gelu vs the exact one: close for small x.
+  expectNear(values(o.at("gelu_backward_1")), gel, 2e-3, "gelu_backward tanh");
+  // embedding_dense_backward: rows summed by index, padding row 1 left zero.
+  std::vector<double> emb(20, 0);
+  for (size_t p = 0; p < 6; ++p)
+    if (ids[p] != 1)
+      for (size_t j = 0; j < 4; ++j) emb[size_t(ids[p]) * 4 + j] += ge[p * 4 + j];
+  expectNear(values(o.at("embedding_dense_backward")), emb, 1e-6, "embedding_dense_backward");
+}
+
+// ------------------------------------------------------------------ corpus
+
+TEST(FxCorpus, MegatronSequential) {
+  std::string path = kCorpus + "/seq/fw.g0.r0.py";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "corpus absent: " << path;
+  auto g = importFxGraph(path);
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  std::printf("seq: %zu nodes, %zu inputs, %zu params, %zu outputs: %s\n", g->nodes().size(),
+              g->inputs().size(), g->params().size(), g->outputs().size(), countsStr(*g).c_str());
+  auto c = opCounts(*g);
+  EXPECT_EQ(c["dropout"], 4);
+  EXPECT_EQ(c["layer_norm"], 3);
+  EXPECT_EQ(c["all_reduce"], 3);  // the vocab-parallel cross entropy over a group of one
+  EXPECT_EQ(g->params().size(), 2u);  // _tensor_constant0/1
+  EXPECT_EQ(g->inputs().size(), 22u + 4u);  // primals + one random stream per dropout
+  EXPECT_EQ(g->outputs().size(), 47u);
+}
+
+TEST(FxCorpus, MegatronTensorParallel) {
+  std::vector<std::string> files{kCorpus + "/dist/fw.g0.r0.py", kCorpus + "/dist/fw.g0.r1.py"};
+  if (!std::filesystem::exists(files[0])) GTEST_SKIP() << "corpus absent: " << files[0];
+  auto p = importFxProgram(files);
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  for (const auto& g : p->ranks()) {
+    std::printf("%s: %zu nodes: %s\n", g.name().c_str(), g.nodes().size(), countsStr(g).c_str());
+    auto c = opCounts(g);
+    EXPECT_EQ(c["all_gather"], 3);
+    EXPECT_EQ(c["reduce_scatter"], 2);
+    EXPECT_EQ(c["all_reduce"], 4);
+    EXPECT_EQ(c["dropout"], 4);
+  }
+  // Rank-dependent constants survive: the vocab range of rank 1 starts at 49152.
+  const ir::Graph& r1 = p->rank(1);
+  const ir::Node& lt = r1.node(r1.value(*r1.findValue("lt")).producer);
+  const ir::Node& k = r1.node(r1.value(lt.inputs[1]).producer);
+  EXPECT_EQ(attrTensor(k.attrs, "value").getAsDouble(0), 49152);
+  const ir::Node& slice = r1.node(r1.value(*r1.findValue("slice_4")).producer);
+  EXPECT_EQ(attrInts(slice.attrs, "starts"), (std::vector<int64_t>{768}));
+  EXPECT_EQ(slice.loc.file, "/opt/tiger/Megatron-LM/megatron/core/tensor_parallel/mappings.py");
+}
+
+}  // namespace
+}  // namespace sp::frontend
