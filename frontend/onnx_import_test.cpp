@@ -3,6 +3,8 @@
 // compared with torch's outputs; dynamic axes; and malformed models
 // (tests/data/onnx_bad, made by tests/fixtures/make_bad_onnx.py), each
 // asserting its diagnostic.
+#include "frontend/onnx_import.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "frontend/onnx_import.h"
 #include "ir/interpreter.h"
 #include "ir/npy.h"
 
@@ -22,7 +23,9 @@ using ir::Tensor;
 std::string fixture(const std::string& f) {
   return std::string(SP_SOURCE_DIR) + "/tests/fixtures/onnx/" + f;
 }
-std::string bad(const std::string& f) { return std::string(SP_SOURCE_DIR) + "/tests/data/onnx_bad/" + f; }
+std::string bad(const std::string& f) {
+  return std::string(SP_SOURCE_DIR) + "/tests/data/onnx_bad/" + f;
+}
 
 struct Model {
   std::string name;
@@ -66,7 +69,8 @@ void runAndCompare(const Model& m, const ir::Graph& g, const std::string& set,
   auto out = ir::runGraph(g, given);
   ASSERT_TRUE(out.ok()) << variant << ": " << out.error().str();
   for (const auto& o : m.outputs) {
-    auto want = ir::readNpy(fixture(m.name + "." + (set == "1" ? "out" : "out2") + "." + o + ".npy"));
+    auto want =
+        ir::readNpy(fixture(m.name + "." + (set == "1" ? "out" : "out2") + "." + o + ".npy"));
     ASSERT_TRUE(want.ok()) << want.error().str();
     ASSERT_TRUE(out->count(o)) << variant << ": no output " << o;
     const Tensor& got = out->at(o);
@@ -105,13 +109,14 @@ TEST_P(OnnxFixture, MatchesTorch) {
   if (dyn) runAndCompare(m, *g, "2", variant);  // other batch and seq
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, OnnxFixture,
-    ::testing::Combine(::testing::Range(0, 4), ::testing::Values(13, 17), ::testing::Bool()),
-    [](const auto& info) {
-      return models()[size_t(std::get<0>(info.param))].name + "_op" +
-             std::to_string(std::get<1>(info.param)) + (std::get<2>(info.param) ? "_dyn" : "");
-    });
+INSTANTIATE_TEST_SUITE_P(Fixtures, OnnxFixture,
+                         ::testing::Combine(::testing::Range(0, 4), ::testing::Values(13, 17),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return models()[size_t(std::get<0>(info.param))].name + "_op" +
+                                  std::to_string(std::get<1>(info.param)) +
+                                  (std::get<2>(info.param) ? "_dyn" : "");
+                         });
 
 TEST(OnnxImport, SourceLocationsNameOnnxNodes) {
   auto g = importOnnxFile(fixture("gpt2_block_op17.onnx"));
@@ -149,7 +154,8 @@ TEST(OnnxImport, BadInputsReportTheirError) {
        "bad/unknown_op.onnx: node 'Bar_12': unsupported onnx op 'com.foo::Bar' (node 'Bar_12')"},
       {"undefined_input.onnx", "onnx-checker", "input 'w' of node"},
       {"absurd_dims_input.onnx", "bad-dim", "input 'x': dim 4611686018427387904 is out of range"},
-      {"absurd_dims_value_info.onnx", "bad-dim", "value 'h': dim 4611686018427387904 is out of range"},
+      {"absurd_dims_value_info.onnx", "bad-dim",
+       "value 'h': dim 4611686018427387904 is out of range"},
       {"absurd_dims_initializer.onnx", "bad-dim",
        "initializer 'w': dim 4611686018427387904 is out of range"},
       {"shape_mismatch.onnx", "onnx-shape-inference", "MatMul"},

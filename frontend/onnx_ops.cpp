@@ -255,6 +255,10 @@ Status topk(Importer& im) {
 
 Status oneHot(Importer& im) {
   SP_ASSIGN(std::string idx, im.input(0));
+  // ONNX accepts any numeric indices; non-integer ones are truncated.
+  if (ir::isFloat(im.val(idx).type.dtype)) {
+    SP_ASSIGN(idx, im.emit1(OpKind::Cast, {idx}, {{"to", DType::I64}}));
+  }
   SP_ASSIGN(double depth, im.constScalar(1, "depth"));
   SP_ASSIGN(Tensor values, im.constTensor(2, "values"));
   if (values.numel() != 2)

@@ -145,6 +145,83 @@ void addActivations(std::map<std::string, Handler>& m) {
     SP_TRY(im.emit1(OpKind::Mul, {p, g}, {}, im.output(0)));
     return okStatus();
   };
+  m["CastLike"] = [](Importer& im) -> Status {
+    SP_ASSIGN(std::string x, im.input(0));
+    SP_ASSIGN(std::string like, im.input(1));
+    SP_TRY(im.emit1(OpKind::Cast, {x}, {{"to", im.val(like).type.dtype}}, im.output(0)));
+    return okStatus();
+  };
+  m["Tan"] = [](Importer& im) -> Status {
+    SP_ASSIGN(std::string x, im.input(0));
+    SP_ASSIGN(std::string sn, im.emit1(OpKind::Sin, {x}, {}));
+    SP_ASSIGN(std::string cs, im.emit1(OpKind::Cos, {x}, {}));
+    SP_TRY(im.emit1(OpKind::Div, {sn, cs}, {}, im.output(0)));
+    return okStatus();
+  };
+  for (bool isSinh : {true, false})
+    m[isSinh ? "Sinh" : "Cosh"] = [isSinh](Importer& im) -> Status {
+      SP_ASSIGN(std::string x, im.input(0));
+      SP_ASSIGN(std::string ep, im.emit1(OpKind::Exp, {x}, {}));
+      SP_ASSIGN(std::string nx, im.emit1(OpKind::Neg, {x}, {}));
+      SP_ASSIGN(std::string en, im.emit1(OpKind::Exp, {nx}, {}));
+      SP_ASSIGN(std::string c, im.emit1(isSinh ? OpKind::Sub : OpKind::Add, {ep, en}, {}));
+      SP_ASSIGN(std::string half, scalarLike(im, x, 0.5));
+      SP_TRY(im.emit1(OpKind::Mul, {c, half}, {}, im.output(0)));
+      return okStatus();
+    };
+  m["Celu"] = [](Importer& im) -> Status {
+    SP_ASSIGN(std::string x, im.input(0));
+    double alpha = attrFloat(im, "alpha", 1.0);
+    SP_ASSIGN(std::string a, scalarLike(im, x, alpha));
+    SP_ASSIGN(std::string xa, im.emit1(OpKind::Div, {x, a}, {}));
+    SP_ASSIGN(std::string n, expm1Scaled(im, xa, alpha));
+    SP_ASSIGN(std::string zero, scalarLike(im, x, 0));
+    SP_ASSIGN(std::string neg, im.emit1(OpKind::Min, {n, zero}, {}));
+    SP_ASSIGN(std::string pos, im.emit1(OpKind::Relu, {x}, {}));
+    SP_TRY(im.emit1(OpKind::Add, {pos, neg}, {}, im.output(0)));
+    return okStatus();
+  };
+  m["ThresholdedRelu"] = [](Importer& im) -> Status {
+    SP_ASSIGN(std::string x, im.input(0));
+    SP_ASSIGN(std::string a, scalarLike(im, x, attrFloat(im, "alpha", 1.0)));
+    SP_ASSIGN(std::string zero, scalarLike(im, x, 0));
+    SP_ASSIGN(std::string c, im.emit1(OpKind::Gt, {x, a}, {}));
+    SP_TRY(im.emit1(OpKind::Where, {c, x, zero}, {}, im.output(0)));
+    return okStatus();
+  };
+  m["PRelu"] = [](Importer& im) -> Status {
+    SP_ASSIGN(std::string x, im.input(0));
+    SP_ASSIGN(std::string slope, im.input(1));
+    SP_ASSIGN(std::string sx, im.emit1(OpKind::Mul, {x, slope}, {}));
+    SP_TRY(piecewise(im, x, sx, im.output(0)));
+    return okStatus();
+  };
+  m["IsNaN"] = [](Importer& im) -> Status {
+    SP_ASSIGN(std::string x, im.input(0));
+    SP_TRY(im.emit1(OpKind::Ne, {x, x}, {}, im.output(0)));
+    return okStatus();
+  };
+  // Tile: unsqueeze a repeat axis before each dim, expand it, merge.
+  m["Tile"] = [](Importer& im) -> Status {
+    SP_ASSIGN(std::string x, im.input(0));
+    SP_ASSIGN(auto reps, im.constInts(1, "repeats"));
+    ir::Shape s = im.val(x).type.shape;
+    if (reps.size() != s.size())
+      return im.err("onnx-bad-attr-input", "Tile: " + std::to_string(reps.size()) +
+                                               " repeats for rank " + std::to_string(s.size()));
+    std::vector<int64_t> axes;
+    ir::Shape wide, out;
+    for (size_t i = 0; i < s.size(); ++i) {
+      axes.push_back(int64_t(2 * i));
+      wide.push_back(Dim(reps[i]));
+      wide.push_back(s[i]);
+      out.push_back(Dim(reps[i]) * s[i]);
+    }
+    SP_ASSIGN(std::string u, im.emit1(OpKind::Unsqueeze, {x}, {{"axes", axes}}));
+    SP_ASSIGN(std::string e, im.emit1(OpKind::Expand, {u}, {{"shape", wide}}));
+    SP_TRY(im.emit1(OpKind::Reshape, {e}, {{"shape", out}}, im.output(0)));
+    return okStatus();
+  };
 }
 
 }  // namespace sp::frontend::onnx_detail
