@@ -282,8 +282,10 @@ TRef Emitter::unsqueeze(const TRef& x, std::vector<int64_t> axes) {
 }
 
 TRef Emitter::binary(OpKind o, const TRef& a, const TRef& b) {
+  // Shapes that do not broadcast (a malformed capture) keep a's shape here;
+  // shape inference then reports them at the capture line.
   auto s = broadcastShapes(a.type.shape, b.type.shape);
-  SP_ASSERT(s.has_value(), "fx mapping: shapes do not broadcast: " + a.type.str() + " " + b.type.str());
+  if (!s) s = a.type.shape;
   ir::OpCategory cat = ir::opInfo(o).category;
   DType t = cat == ir::OpCategory::Compare ? DType::Bool : a.dtype();
   return emit(o, {a, b}, {}, TensorType{t, *s});

@@ -70,10 +70,11 @@ Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
   } else {
     size_t n = size_t(m->tupleOutputs);
     if (getitems)
-      for (const auto& [k, st] : *getitems)
-        if (k < 0) return makeError("fx-getitem", "negative tuple index " + std::to_string(k),
-                                    lineLoc(path, st->line));
-        else n = std::max(n, size_t(k) + 1);
+      for (const auto& [k, st] : *getitems) {
+        if (k < 0)
+          return makeError("fx-getitem", "negative tuple index " + std::to_string(k), lineLoc(path, st->line));
+        n = std::max(n, size_t(k) + 1);
+      }
     e.outNames.assign(n, "");
     e.outTypes.assign(n, std::nullopt);
     if (getitems)

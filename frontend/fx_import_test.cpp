@@ -17,19 +17,6 @@ using ir::DType;
 using ir::Tensor;
 
 const std::string kData = SP_SOURCE_DIR "/tests/data/fx/";
-const std::string kCorpus = SP_SOURCE_DIR "/../shared/corpus/megatron_gpt_tp2_l1";
-
-std::map<std::string, int> opCounts(const ir::Graph& g) {
-  std::map<std::string, int> c;
-  for (const auto& n : g.nodes()) ++c[std::string(ir::opName(n.op))];
-  return c;
-}
-
-std::string countsStr(const ir::Graph& g) {
-  std::string s;
-  for (const auto& [k, v] : opCounts(g)) s += k + "=" + std::to_string(v) + " ";
-  return s;
-}
 
 Tensor floats(std::vector<int64_t> dims, std::vector<float> v) {
   return Tensor::fromFloats(DType::F32, std::move(dims), v);
