@@ -6,6 +6,7 @@
 #include "frontend/onnx_import.h"
 
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@
 
 #include "ir/interpreter.h"
 #include "ir/npy.h"
+#include "ir/program.h"
 
 namespace sp::frontend {
 namespace {
@@ -180,6 +182,129 @@ TEST(OnnxImport, BytesApiMatchesFileApi) {
   auto g = importOnnxBytes(std::string("\x08\x07\x12", 3), "mem.onnx");
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.error().location, "mem.onnx");
+}
+
+// A one-node-at-a-time ONNX model built in memory.
+struct ModelMaker {
+  onnx::ModelProto m;
+  ModelMaker() {
+    m.set_ir_version(8);
+    auto* o = m.add_opset_import();
+    o->set_version(17);
+    auto* ms = m.add_opset_import();
+    ms->set_domain("com.microsoft");
+    ms->set_version(1);
+    m.mutable_graph()->set_name("made");
+  }
+  static void setType(onnx::ValueInfoProto* vi, const std::string& name, std::vector<int64_t> dims,
+                      int32_t et = onnx::TensorProto::FLOAT) {
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(et);
+    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  void input(const std::string& n, std::vector<int64_t> dims) {
+    setType(m.mutable_graph()->add_input(), n, dims);
+  }
+  void output(const std::string& n, std::vector<int64_t> dims) {
+    setType(m.mutable_graph()->add_output(), n, dims);
+  }
+  void init(const std::string& n, std::vector<int64_t> dims, std::vector<float> v) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(n);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float f : v) t->add_float_data(f);
+  }
+  onnx::NodeProto* node(const std::string& op, std::vector<std::string> ins,
+                        std::vector<std::string> outs, const std::string& domain = "") {
+    auto* n = m.mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_domain(domain);
+    n->set_name(op + "_" + std::to_string(m.graph().node_size() - 1));
+    for (auto& i : ins) n->add_input(i);
+    for (auto& o : outs) n->add_output(o);
+    return n;
+  }
+  std::string write(const std::string& file) {
+    std::string path = ::testing::TempDir() + file;
+    FILE* f = std::fopen(path.c_str(), "wb");
+    std::string bytes = m.SerializeAsString();
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+    return path;
+  }
+};
+
+TEST(OnnxImport, MicrosoftCollectivesBuildPerRankPrograms) {
+  // Row-parallel linear: rank r holds w_r; y = all_reduce(x_r @ w_r), then
+  // all_gather along axis 1.
+  std::vector<std::string> paths;
+  for (int r = 0; r < 2; ++r) {
+    ModelMaker mk;
+    mk.input("x", {2, 2});
+    mk.init("w", {2, 3}, {float(r + 1), 0, 1, 0, float(r + 1), 1});
+    mk.node("MatMul", {"x", "w"}, {"p"});
+    mk.node("AllReduce", {"p"}, {"s"}, "com.microsoft");
+    auto* ag = mk.node("AllGather", {"s"}, {"y"}, "com.microsoft");
+    auto* a = ag->add_attribute();
+    a->set_name("axis");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(1);
+    mk.output("y", {2, 6});
+    paths.push_back(mk.write("tp_r" + std::to_string(r) + ".onnx"));
+  }
+  ir::ProgramBuilder pb(2, {});
+  OnnxOptions opts;
+  opts.groupSize = [](const std::string&) -> Result<int64_t> { return int64_t(2); };
+  for (int r = 0; r < 2; ++r) {
+    auto b = importOnnxToBuilder(paths[size_t(r)], opts);
+    ASSERT_TRUE(b.ok()) << b.error().str();
+    ASSERT_TRUE(pb.setRank(r, std::move(*b)).ok());
+  }
+  auto prog = std::move(pb).finish();
+  ASSERT_TRUE(prog.ok()) << prog.error().str();
+  EXPECT_EQ(prog->rank(0).nodes()[1].op, ir::OpKind::AllReduce);
+  EXPECT_EQ(ir::attrStr(prog->rank(0).nodes()[1].attrs, "group"), "world");
+  Tensor x(ir::DType::F32, {2, 2});
+  for (int i = 0; i < 4; ++i) x.setFromDouble(i, i + 1);  // [[1, 2], [3, 4]]
+  auto out = ir::runProgram(*prog, {{{"x", x}}, {{"x", x}}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  // sum_r x @ w_r = x @ [[3, 0, 2], [0, 3, 2]]; gathered twice along axis 1.
+  const Tensor& y = (*out)[1].at("y");
+  ASSERT_EQ(y.dims(), (std::vector<int64_t>{2, 6}));
+  std::vector<double> want = {3, 6, 6, 3, 6, 6, 9, 12, 14, 9, 12, 14};
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(y.getAsDouble(i), want[size_t(i)]) << i;
+}
+
+TEST(OnnxImport, TrainingDropoutTakesAnExplicitStream) {
+  ModelMaker mk;
+  mk.input("x", {4});
+  mk.node("Constant", {}, {"r"})->add_attribute()->CopyFrom([] {
+    onnx::AttributeProto a;
+    a.set_name("value_float");
+    a.set_type(onnx::AttributeProto::FLOAT);
+    a.set_f(0.5f);
+    return a;
+  }());
+  auto* c = mk.node("Constant", {}, {"t"});
+  auto* a = c->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::BOOL);
+  a->mutable_t()->add_int32_data(1);
+  mk.node("Dropout", {"x", "r", "t"}, {"y"});
+  mk.output("y", {4});
+  auto g = importOnnxFile(mk.write("dropout.onnx"));
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  ASSERT_EQ(g->inputs().size(), 2u);
+  EXPECT_EQ(g->value(g->inputs()[1]).name, "y.stream");
+  Tensor x = Tensor::fromFloats(ir::DType::F32, {4}, std::vector<float>{1, 2, 3, 4});
+  Tensor s = Tensor::fromFloats(ir::DType::F32, {4}, std::vector<float>{0.9f, 0.1f, 0.7f, 0.2f});
+  auto out = ir::runGraph(*g, {{"x", x}, {"y.stream", s}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  std::vector<double> want = {2, 0, 6, 0};  // kept where stream >= 0.5, scaled by 2
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out->at("y").getAsDouble(i), want[size_t(i)]);
 }
 
 }  // namespace
