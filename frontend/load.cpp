@@ -7,6 +7,7 @@
 #include <regex>
 #include <sstream>
 
+#include "frontend/fx_import.h"
 #include "frontend/onnx_import.h"
 
 namespace sp::frontend {
@@ -77,6 +78,11 @@ Result<ir::Program> loadRankDirectory(const std::string& dir) {
     }
     return std::move(pb).finish();
   }
+  if (ext == ".py") {
+    std::vector<std::string> paths;
+    for (const auto& [rank, path] : files) paths.push_back(path);
+    return importFxProgram(paths);
+  }
   return makeError("unsupported-format", "directory '" + dir + "': per-rank " + ext +
                                              " files are not supported (use .onnx or .py rank "
                                              "files, or one text IR program file)");
@@ -96,17 +102,25 @@ Result<ir::Module> loadModel(const std::string& path) {
     SP_ASSIGN(auto g, importOnnxFile(path));
     return ir::Module(std::move(g));
   }
+  if (ext == ".py") {
+    SP_ASSIGN(auto g, importFxGraph(path));
+    return ir::Module(std::move(g));
+  }
   if (isTextIr(ext)) {
     SP_ASSIGN(auto text, readText(path));
     return ir::parseModule(text, path);
   }
   return makeError("unsupported-format", "'" + path + "': unknown model format '" + ext +
-                                             "' (expected .onnx, .sp, or a directory of rank files)");
+                                             "' (expected .onnx, .sp, a torch.fx capture .py, or a directory of rank "
+                                             "files)");
 }
 
 Result<ir::Graph> loadGraph(const std::string& path) {
   SP_ASSIGN(auto m, loadModel(path));
   if (auto* g = std::get_if<ir::Graph>(&m)) return std::move(*g);
+  // A directory holding a single rank file is that rank's graph.
+  auto& p = std::get<ir::Program>(m);
+  if (p.worldSize() == 1) return ir::Graph(p.rank(0));
   return makeError("expected-graph", "'" + path + "' is a distributed program, expected a single graph");
 }
 

@@ -96,8 +96,10 @@ bool isConcrete(const Shape& s) {
 std::optional<Dim> numElements(const Shape& s) {
   Dim n(1);
   for (const Dim& d : s) {
+    // Both factors are at most 2^40 here, so check before multiplying.
+    if (d.coef < 0 || d.coef > kMaxElements) return std::nullopt;
+    if (d.coef != 0 && n.coef > kMaxElements / d.coef) return std::nullopt;
     n = n * d;
-    if (n.coef > kMaxElements) return std::nullopt;
   }
   return n;
 }

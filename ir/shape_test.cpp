@@ -96,6 +96,11 @@ TEST(Shape, HelpersAndBinding) {
 TEST(Shape, NumElementsOverflowIsRejected) {
   Shape big{Dim(int64_t(1) << 30), Dim(int64_t(1) << 30)};
   EXPECT_FALSE(numElements(big).has_value());
+  // Two dims of 2^40 would overflow int64 if multiplied before checking.
+  Shape huge{Dim(int64_t(1) << 40), Dim(int64_t(1) << 40), Dim(8)};
+  EXPECT_FALSE(numElements(huge).has_value());
+  Shape ok{Dim(int64_t(1) << 20), Dim(int64_t(1) << 20)};
+  EXPECT_EQ(numElements(ok)->coef, int64_t(1) << 40);
 }
 
 TEST(Shape, NormAxis) {
