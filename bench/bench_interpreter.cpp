@@ -1,8 +1,9 @@
 // Interpreter time and peak memory per model, as CSV on stdout:
 //   model,nodes,parameters,runs,median_seconds,min_seconds,peak_rss_mb
 // Each model runs in a forked child, so peak RSS is that model's own.
-// Usage: bench_interpreter [--runs N] MODEL...   (default: the bundled
-// Llama block and 2-layer LM fixtures)
+// Usage: bench_interpreter [--runs N] MODEL[@sym=v,sym=v]...
+// (default: the bundled Llama block and 2-layer LM fixtures, both as
+// exported and with dynamic axes bound to batch 256, seq 16 (the models' position tables hold 16))
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,7 +20,27 @@
 
 namespace {
 
-int benchOne(const std::string& path, int runs, int fd) {
+int benchOne(const std::string& spec, int runs, int fd) {
+  std::string path = spec;
+  sp::ir::RunOptions opts;
+  opts.seed = 1;
+  if (auto at = spec.find('@'); at != std::string::npos) {
+    path = spec.substr(0, at);
+    std::string binds = spec.substr(at + 1);
+    size_t pos = 0;
+    while (pos < binds.size()) {
+      size_t comma = binds.find(',', pos);
+      std::string item = binds.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      size_t eq = item.find('=');
+      if (eq == std::string::npos) {
+        std::fprintf(stderr, "error: bad binding '%s' (want sym=value)\n", item.c_str());
+        return 3;
+      }
+      opts.symbols[item.substr(0, eq)] = std::atoll(item.c_str() + eq + 1);
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+  }
   auto g = sp::frontend::loadGraph(path);
   if (!g) {
     std::fprintf(stderr, "error: %s\n", g.error().str().c_str());
@@ -30,8 +51,6 @@ int benchOne(const std::string& path, int runs, int fd) {
     auto n = sp::ir::numElements(g->value(v).type.shape);
     if (n && n->isConcrete()) params += n->coef;
   }
-  sp::ir::RunOptions opts;
-  opts.seed = 1;
   auto inputs = sp::ir::prepareInputs(*g, {}, opts);
   if (!inputs) {
     std::fprintf(stderr, "error: %s\n", inputs.error().str().c_str());
@@ -67,7 +86,9 @@ int main(int argc, char** argv) {
   }
   if (models.empty()) {
     std::string base = std::string(SP_SOURCE_DIR) + "/tests/fixtures/onnx/";
-    models = {base + "llama_block_op17.onnx", base + "gpt_lm2_op17.onnx"};
+    models = {base + "llama_block_op17.onnx", base + "gpt_lm_op17.onnx",
+              base + "llama_block_op17_dyn.onnx@batch=256,seq=16",
+              base + "gpt_lm_op17_dyn.onnx@batch=256,seq=16"};
   }
   std::printf("model,nodes,parameters,runs,median_seconds,min_seconds,peak_rss_mb\n");
   int status = 0;
@@ -91,7 +112,7 @@ int main(int argc, char** argv) {
       status = 1;
       continue;
     }
-    std::printf("%s,%s,%.1f\n", m.c_str(), buf, double(ru.ru_maxrss) / 1024.0);
+    std::printf("\"%s\",%s,%.1f\n", m.c_str(), buf, double(ru.ru_maxrss) / 1024.0);
   }
   return status;
 }
