@@ -1,0 +1,12 @@
+graph mlp_bias {
+  input %x: f32[8, 8]
+  param %w1: f32[8, 16]
+  param %w2: f32[16, 8]
+  param %b: f32[8]
+  %h: f32[8, 16] = matmul(%x, %w1)
+  %g: f32[8, 16] = gelu(%h)
+  %o: f32[8, 8] = matmul(%g, %w2)
+  %ob: f32[8, 8] = add(%o, %b)
+  %y: f32[8, 8] = tanh(%ob)
+  output %y
+}

@@ -1,0 +1,11 @@
+# MLP followed by a layer norm over the hidden dim.
+graph mlp_ln {
+  input %x: f32[8, 8]
+  param %w1: f32[8, 16]
+  param %w2: f32[16, 8]
+  %h: f32[8, 16] = matmul(%x, %w1)
+  %g: f32[8, 16] = gelu(%h)
+  %o: f32[8, 8] = matmul(%g, %w2)
+  %y: f32[8, 8] = layer_norm(%o)
+  output %y
+}
