@@ -1,0 +1,17 @@
+# Sequence parallel TP=2: each rank norms its token slice; the replicated
+# weight's gradient is all-reduced over tp.
+program ln_grad_sp2 {
+  world 2
+  mesh [tp = 2]
+  rank 0..1 {
+    input %x: f32[4, 8]
+    input %dy: f32[4, 8]
+    param %gamma: f32[8]
+    %n: f32[4, 8] = layer_norm(%x)
+    %y: f32[4, 8] = mul(%n, %gamma)
+    %ndy: f32[4, 8] = mul(%n, %dy)
+    %dgl: f32[8] = reduce_sum(%ndy) {axes = [0], keepdims = 0}
+    %dgamma: f32[8] = all_reduce(%dgl) {group = "tp"}
+    output %y, %dgamma
+  }
+}
