@@ -11,6 +11,7 @@ std::string_view stopReasonName(StopReason r) {
     case StopReason::IterationLimit: return "iteration-limit";
     case StopReason::NodeLimit: return "node-limit";
     case StopReason::TimeLimit: return "time-limit";
+    case StopReason::GoalReached: return "goal-reached";
   }
   return "?";
 }
@@ -156,7 +157,7 @@ bool EGraph::matchData(const std::vector<PatData>& pd, const std::vector<int64_t
   return true;
 }
 
-void EGraph::matchAt(const Pattern& p, ClassId c, Subst s, std::vector<Subst>& out) const {
+void EGraph::matchAt(const EPattern& p, ClassId c, Subst s, std::vector<Subst>& out) const {
   c = find(c);
   if (p.isVar) {
     ClassId& slot = s.classes[size_t(p.var)];
@@ -180,7 +181,7 @@ void EGraph::matchAt(const Pattern& p, ClassId c, Subst s, std::vector<Subst>& o
   }
 }
 
-std::vector<std::pair<ClassId, Subst>> EGraph::match(const Pattern& p, int numClassVars,
+std::vector<std::pair<ClassId, Subst>> EGraph::match(const EPattern& p, int numClassVars,
                                                      int numIntVars) const {
   std::vector<std::pair<ClassId, Subst>> out;
   Subst empty{std::vector<ClassId>(size_t(numClassVars), -1),
@@ -193,7 +194,7 @@ std::vector<std::pair<ClassId, Subst>> EGraph::match(const Pattern& p, int numCl
   return out;
 }
 
-std::optional<ClassId> EGraph::instantiate(const Pattern& p, const Subst& s, const TypeFn& typeOf) {
+std::optional<ClassId> EGraph::instantiate(const EPattern& p, const Subst& s, const TypeFn& typeOf) {
   if (p.isVar) {
     ClassId c = s.classes[size_t(p.var)];
     SP_ASSERT(c >= 0, "pattern variable unbound at instantiation");

@@ -38,12 +38,12 @@ struct PatData {
   bool isVar = false;
   int64_t value = 0;  // literal, or variable index
 };
-struct Pattern {
+struct EPattern {
   bool isVar = false;
   int var = -1;       // class variable index, if isVar
   int32_t op = 0;
   std::vector<PatData> data;
-  std::vector<Pattern> kids;
+  std::vector<EPattern> kids;
 };
 
 struct Subst {
@@ -51,8 +51,8 @@ struct Subst {
   std::vector<std::optional<int64_t>> ints;  // by int variable index
 };
 
-enum class StopReason { Saturated, IterationLimit, NodeLimit, TimeLimit };
-std::string_view stopReasonName(StopReason r);  // "saturated", "iteration-limit", ...
+enum class StopReason { Saturated, IterationLimit, NodeLimit, TimeLimit, GoalReached };
+std::string_view stopReasonName(StopReason r);  // "saturated", "iteration-limit", ..., "goal-reached"
 
 struct Budget {
   int iterations = 30;
@@ -81,15 +81,15 @@ class EGraph {
   std::vector<ClassId> canonicalClasses() const;
 
   // All matches of `p` (rooted anywhere), as (root class, substitution).
-  std::vector<std::pair<ClassId, Subst>> match(const Pattern& p, int numClassVars,
+  std::vector<std::pair<ClassId, Subst>> match(const EPattern& p, int numClassVars,
                                                int numIntVars) const;
   // Matches of `p` rooted at class c.
-  void matchAt(const Pattern& p, ClassId c, Subst s, std::vector<Subst>& out) const;
+  void matchAt(const EPattern& p, ClassId c, Subst s, std::vector<Subst>& out) const;
   // Instantiates a pattern under a substitution, adding nodes as needed.
   // typeOf computes the type of a new node from its children's types; it
   // returns nullopt when the instance is ill-typed (then nothing is added).
   using TypeFn = std::function<std::optional<ir::TensorType>(const ENode&, const EGraph&)>;
-  std::optional<ClassId> instantiate(const Pattern& p, const Subst& s, const TypeFn& typeOf);
+  std::optional<ClassId> instantiate(const EPattern& p, const Subst& s, const TypeFn& typeOf);
 
   // Cheapest term per class under `cost` (node cost given children costs;
   // return nullopt to forbid a node). Returns the chosen node per class.

@@ -1,0 +1,321 @@
+// Lemmas as e-graph rewrites: matching lemma patterns (rank-relative dims,
+// IR attributes completed with their defaults), the well-formedness the
+// proofs assume, side conditions (concrete, or through Z3 when shapes are
+// symbolic), proven-rank limits, instantiation and saturation.
+#include <bit>
+#include <chrono>
+
+#include "rewrite/engine.h"
+#include "rewrite/smt/smt.h"
+
+namespace sp::rewrite {
+
+std::vector<Rule> compileRules(const LemmaLibrary& lib, const std::vector<LemmaStatus>& status) {
+  std::map<std::string, const LemmaStatus*> byName;
+  for (const auto& s : status) byName[s.name] = &s;
+  std::vector<Rule> out;
+  for (const auto& l : lib.lemmas) {
+    auto it = byName.find(l.name);
+    if (it == byName.end() || !it->second->proven) continue;  // unproven lemmas are never used
+    Rule r;
+    r.lemma = &l;
+    for (const auto& c : l.conds) {
+      if (c.op != CmpOp::Eq) continue;
+      if (c.lhs.kind == CondTerm::Kind::Rank && c.rhs.kind == CondTerm::Kind::Const) r.fixedRanks[c.lhs.var] = int(c.rhs.value);
+      if (c.rhs.kind == CondTerm::Kind::Rank && c.lhs.kind == CondTerm::Kind::Const) r.fixedRanks[c.rhs.var] = int(c.lhs.value);
+    }
+    r.ranks = it->second->ranks;
+    r.general = !r.ranks.empty();
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+namespace {
+
+struct Bind {
+  std::map<std::string, ClassId> t;
+  std::map<std::string, int64_t> i;  // slice bounds; scale factors as bits
+};
+
+}  // namespace
+
+struct RuleMatcher {
+  Engine& e;
+  const EGraph& g;
+
+  int64_t rankOf(ClassId c) const { return int64_t(g.type(c).shape.size()); }
+
+  static ir::AttrMap patAttrs(const Pattern& p) {
+    ir::AttrMap m;
+    for (const auto& a : p.attrs) {
+      switch (a.kind) {
+        case PatAttr::Kind::Int: m[a.name] = a.i; break;
+        case PatAttr::Kind::Float: m[a.name] = a.f; break;
+        case PatAttr::Kind::Ints: m[a.name] = a.ints; break;
+        case PatAttr::Kind::Str: m[a.name] = a.text; break;
+        case PatAttr::Kind::Var: break;
+      }
+    }
+    return m;
+  }
+
+  bool bindInt(const PatAttr* a, int64_t v, Bind& b) const {
+    if (!a) return false;
+    if (a->kind == PatAttr::Kind::Var) {
+      auto [it, fresh] = b.i.emplace(a->text, v);
+      return fresh || it->second == v;
+    }
+    if (a->kind == PatAttr::Kind::Float) return std::bit_cast<int64_t>(a->f) == v;
+    return a->i == v;
+  }
+
+  // The well-formedness the prover assumes of the left side (docs/lemmas.md):
+  // binary operands of equal shapes, matmul of equal ranks >= 2 with equal
+  // batch dims, norm weights of rank 1.
+  bool wellFormed(ir::OpKind op, const std::vector<ClassId>& kids) const {
+    const auto& info = ir::opInfo(op);
+    if (info.category == ir::OpCategory::Binary)
+      return g.type(kids[0]).shape == g.type(kids[1]).shape;
+    if (op == ir::OpKind::MatMul) {
+      const auto& a = g.type(kids[0]).shape;
+      const auto& b = g.type(kids[1]).shape;
+      if (a.size() < 2 || a.size() != b.size()) return false;
+      for (size_t d = 0; d + 2 < a.size(); ++d)
+        if (a[d] != b[d]) return false;
+      return true;
+    }
+    if (info.category == ir::OpCategory::Norm)
+      for (size_t k = 1; k < kids.size(); ++k)
+        if (g.type(kids[k]).shape.size() != 1) return false;
+    return true;
+  }
+
+  void match(const Pattern& p, ClassId c, Bind b, std::vector<Bind>& out) const {
+    c = g.find(c);
+    if (p.op == PatOp::Var) {
+      auto [it, fresh] = b.t.emplace(p.name, c);
+      if (fresh || g.find(it->second) == c) out.push_back(std::move(b));
+      return;
+    }
+    const std::vector<ENode> nodes = g.nodes(c);
+    for (const ENode& n : nodes) {
+      if (n.kids.size() != p.args.size()) continue;
+      Bind nb = b;
+      bool ok = false;
+      switch (p.op) {
+        case PatOp::Concat:
+          ok = n.op == kOpConcat && normDim(p.attr("dim")->i, rankOf(c)) == n.data[0];
+          break;
+        case PatOp::Sum: ok = n.op == kOpSum; break;
+        case PatOp::Slice:
+          ok = n.op == kOpSlice && normDim(p.attr("dim")->i, rankOf(c)) == n.data[0] &&
+               bindInt(p.attr("start"), n.data[1], nb) && bindInt(p.attr("end"), n.data[2], nb);
+          break;
+        case PatOp::Scale: ok = n.op == kOpScale && bindInt(p.attr("factor"), n.data[0], nb); break;
+        case PatOp::Permute: ok = n.op == kOpPermute && p.attr("perm") && p.attr("perm")->ints == n.data; break;
+        case PatOp::Ir: {
+          if (n.op != int32_t(p.irOp) || n.data[1] != 0) break;
+          auto full = ir::completeAttrs(p.irOp, patAttrs(p));
+          if (!full.ok()) break;
+          int64_t inRank = n.kids.empty() ? 0 : rankOf(n.kids[0]);
+          ok = e.in_.attrs(p.irOp, *full, inRank) == n.data[0] && wellFormed(p.irOp, n.kids);
+          break;
+        }
+        case PatOp::Var: break;
+      }
+      if (!ok) continue;
+      std::vector<Bind> partial{std::move(nb)};
+      for (size_t k = 0; k < p.args.size() && !partial.empty(); ++k) {
+        std::vector<Bind> next;
+        for (auto& pb : partial) match(*p.args[k], n.kids[k], std::move(pb), next);
+        partial = std::move(next);
+      }
+      for (auto& pb : partial) out.push_back(std::move(pb));
+    }
+  }
+
+  // Proven-rank limits: variables of the default rank share one rank that
+  // the proof covers; fixed ranks are conditions (checked below).
+  bool ranksCovered(const Rule& r, const Bind& b) const {
+    if (!r.general) return true;
+    std::optional<int64_t> shared;
+    for (const auto& [name, c] : b.t) {
+      if (r.fixedRanks.count(name)) continue;
+      int64_t k = rankOf(c);
+      if (shared && *shared != k) return false;
+      shared = k;
+    }
+    if (!shared) return true;
+    return std::find(r.ranks.begin(), r.ranks.end(), int(*shared)) != r.ranks.end();
+  }
+
+  // Integer value of a condition term: concrete, or a Z3 term when a size
+  // is symbolic (a monomial coef*sym... becomes coef * an Int variable named
+  // by the symbol product, >= 1; treating products as opaque only weakens
+  // the assumptions, so a proof stays sound).
+  struct Val {
+    std::optional<int64_t> c;
+    smt::Term t;
+  };
+  Val dimVal(const ir::Dim& d, smt::Context* z, std::vector<smt::Term>& assume) const {
+    if (d.isConcrete()) return {d.value(), {}};
+    if (!z) return {std::nullopt, {}};
+    std::string name;
+    for (const auto& s : d.syms) name += (name.empty() ? "" : "*") + s;
+    smt::Term v = z->intVar("sym." + name);
+    assume.push_back(z->ge(v, z->intVal(1)));
+    return {std::nullopt, z->mulConst(v, d.coef)};
+  }
+  std::optional<Val> term(const CondTerm& t, const Bind& b, smt::Context* z, std::vector<smt::Term>& assume) const {
+    switch (t.kind) {
+      case CondTerm::Kind::Const: return Val{t.value, {}};
+      case CondTerm::Kind::Var: {
+        auto it = b.i.find(t.var);
+        if (it == b.i.end()) return std::nullopt;
+        return Val{it->second, {}};
+      }
+      case CondTerm::Kind::Rank: {
+        auto it = b.t.find(t.var);
+        if (it == b.t.end()) return std::nullopt;
+        return Val{rankOf(it->second), {}};
+      }
+      case CondTerm::Kind::Size: {
+        auto it = b.t.find(t.var);
+        if (it == b.t.end()) return std::nullopt;
+        int64_t r = rankOf(it->second), d = normDim(t.value, r);
+        if (d < 0 || d >= r) return std::nullopt;
+        Val v = dimVal(g.type(it->second).shape[size_t(d)], z, assume);
+        if (!v.c && !v.t.valid()) return std::nullopt;
+        return v;
+      }
+      default: {
+        auto x = term(t.args[0], b, z, assume), y = term(t.args[1], b, z, assume);
+        if (!x || !y) return std::nullopt;
+        if (x->c && y->c) {
+          int64_t r = t.kind == CondTerm::Kind::Add ? *x->c + *y->c : t.kind == CondTerm::Kind::Sub ? *x->c - *y->c : *x->c * *y->c;
+          return Val{r, {}};
+        }
+        if (!z) return std::nullopt;
+        smt::Term a = x->c ? z->intVal(*x->c) : x->t, c = y->c ? z->intVal(*y->c) : y->t;
+        if (t.kind == CondTerm::Kind::Mul && !x->c && !y->c) return std::nullopt;  // nonlinear
+        return Val{std::nullopt, t.kind == CondTerm::Kind::Add ? z->add(a, c) : t.kind == CondTerm::Kind::Sub ? z->sub(a, c) : z->mul(a, c)};
+      }
+    }
+  }
+  static bool cmp(CmpOp op, int64_t a, int64_t b) {
+    switch (op) {
+      case CmpOp::Eq: return a == b;
+      case CmpOp::Ne: return a != b;
+      case CmpOp::Lt: return a < b;
+      case CmpOp::Le: return a <= b;
+      case CmpOp::Gt: return a > b;
+      case CmpOp::Ge: return a >= b;
+    }
+    return false;
+  }
+  bool conditions(const Rule& r, const Bind& b) {
+    for (const auto& c : r.lemma->conds) {
+      std::vector<smt::Term> assume;
+      auto x = term(c.lhs, b, nullptr, assume), y = term(c.rhs, b, nullptr, assume);
+      if (x && y && x->c && y->c) {
+        if (!cmp(c.op, *x->c, *y->c)) return false;
+        continue;
+      }
+      // Symbolic sizes: prove the condition with Z3 (linear integer arithmetic).
+      if (!e.smt_) e.smt_ = std::make_unique<smt::Context>();
+      smt::Context* z = e.smt_.get();
+      x = term(c.lhs, b, z, assume);
+      y = term(c.rhs, b, z, assume);
+      if (!x || !y) return false;
+      smt::Term a = x->c ? z->intVal(*x->c) : x->t, d = y->c ? z->intVal(*y->c) : y->t;
+      smt::Term goal = c.op == CmpOp::Eq ? z->eq(a, d) : c.op == CmpOp::Ne ? z->ne(a, d) : c.op == CmpOp::Lt ? z->lt(a, d)
+                     : c.op == CmpOp::Le ? z->le(a, d) : c.op == CmpOp::Gt ? z->gt(a, d) : z->ge(a, d);
+      ++e.stats_.z3Queries;
+      if (z->check(assume, goal, {2000}).verdict != smt::Verdict::Proved) return false;
+    }
+    return true;
+  }
+
+  std::optional<ClassId> build(const Pattern& p, const Bind& b) {
+    if (p.op == PatOp::Var) return g.find(b.t.at(p.name));
+    std::vector<ClassId> kids;
+    for (const auto& a : p.args) {
+      auto k = build(*a, b);
+      if (!k) return std::nullopt;
+      kids.push_back(*k);
+    }
+    auto intAttr = [&](const char* n) -> int64_t {
+      const PatAttr* a = p.attr(n);
+      return a->kind == PatAttr::Kind::Var ? b.i.at(a->text) : a->i;
+    };
+    switch (p.op) {
+      case PatOp::Concat: return e.concat(p.attr("dim")->i, kids);
+      case PatOp::Sum: return e.sum(kids);
+      case PatOp::Slice: return e.slice(kids[0], p.attr("dim")->i, intAttr("start"), intAttr("end"));
+      case PatOp::Scale: {
+        const PatAttr* a = p.attr("factor");
+        double f = a->kind == PatAttr::Kind::Var ? std::bit_cast<double>(b.i.at(a->text))
+                 : a->kind == PatAttr::Kind::Float ? a->f : double(a->i);
+        return e.scale(kids[0], f);
+      }
+      case PatOp::Permute: return e.permute(kids[0], p.attr("perm")->ints);
+      case PatOp::Ir: return e.irNodeInfer(p.irOp, patAttrs(p), kids);
+      case PatOp::Var: break;
+    }
+    return std::nullopt;
+  }
+};
+
+int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, const Budget& budget) {
+  RuleMatcher m{*this, g_};
+  struct Hit {
+    const Rule* rule;
+    ClassId root;
+    Bind bind;
+  };
+  std::vector<Hit> hits;
+  for (const Rule& r : rules_) {
+    for (ClassId c : g_.canonicalClasses()) {
+      std::vector<Bind> found;
+      m.match(*r.lemma->lhs, c, Bind{}, found);
+      for (auto& b : found)
+        if (m.ranksCovered(r, b)) hits.push_back({&r, c, std::move(b)});
+    }
+    if (std::chrono::steady_clock::now() > deadline) break;
+  }
+  int changed = 0;
+  for (auto& h : hits) {
+    if (g_.numNodes() > budget.nodes || std::chrono::steady_clock::now() > deadline) break;
+    if (!m.conditions(*h.rule, h.bind)) continue;
+    size_t before = g_.numNodes();
+    auto rhs = m.build(*h.rule->lemma->rhs, h.bind);
+    if (!rhs) continue;
+    bool merged = g_.find(*rhs) != g_.find(h.root) && mergeChecked(h.root, *rhs);
+    if (merged || g_.numNodes() != before) {
+      ++changed;
+      ++stats_.lemmasApplied;
+      ++stats_.perLemma[h.rule->lemma->name];
+    }
+  }
+  g_.rebuild();
+  return changed;
+}
+
+StopReason Engine::saturate(const Budget& b, const std::function<bool()>& done) {
+  auto deadline = std::chrono::steady_clock::now() + b.time;
+  g_.rebuild();
+  for (int it = 0; it < b.iterations; ++it) {
+    if (done && done()) return StopReason::GoalReached;
+    ++stats_.iterations;
+    int changed = applyRules(deadline, b);
+    stats_.nodes = std::max<int64_t>(stats_.nodes, int64_t(g_.numNodes()));
+    if (changed == 0) return StopReason::Saturated;
+    if (g_.numNodes() > b.nodes) return StopReason::NodeLimit;
+    if (std::chrono::steady_clock::now() > deadline) return StopReason::TimeLimit;
+  }
+  if (done && done()) return StopReason::GoalReached;
+  return StopReason::IterationLimit;
+}
+
+}  // namespace sp::rewrite

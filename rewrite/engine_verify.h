@@ -1,0 +1,58 @@
+#pragma once
+// Internals of verify() shared by its source files: input-relation
+// inversion, concrete relation terms, the witness.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/interpreter.h"
+#include "rewrite/lower.h"
+#include "rewrite/verify.h"
+
+namespace sp::rewrite {
+
+// What is known about one S value: clean terms over D, all equal to it.
+struct SeqRel {
+  RelPtr best;                // cheapest clean term
+  std::vector<RelPtr> alts;   // other clean terms (dist leaves of its class)
+};
+
+// Expands comprehensions and evaluates integer expressions: a relation with
+// constant ranks and bounds only.
+Result<RelPtr> concretize(const Rel& r, const RelScope& scope);
+
+// Inverts the input relations: every S input that D inputs cover (whole, or
+// slices along one dim that tile it, through concat/scale/permute/reshape)
+// gets a clean relation; D inputs holding the same S piece become facts.
+// Also checks that every D input (parameters included) is covered.
+struct InputInversion {
+  std::map<std::string, SeqRel> seq;            // S input name -> relation
+  std::map<std::string, std::string> missing;   // S input name -> why not
+};
+Result<InputInversion> invertInputs(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
+                                    DistModel& model);
+
+// Witness: runs S and D on related random inputs.
+struct WitnessRun {
+  std::vector<ir::Tensor> seq;                  // by S value id
+  std::vector<ir::TensorMap> dist;              // per rank, by name
+};
+// Estimated multiply-adds of running S and D once (symbols at the
+// interpreter's default value).
+double estimateWork(const ir::Graph& seq, const ir::Program& dist);
+Result<WitnessRun> runWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
+                              uint64_t seed);
+ErrorStat compareTensors(const ir::Tensor& got, const ir::Tensor& want);
+// The natural ways to rebuild S value `want` from D tensors `names` (same
+// shape on a rank, sum or concat over a group, a chunk of a gathered
+// tensor): the best match, with its description. nullopt: no D tensor of a
+// compatible shape.
+struct Candidate {
+  std::string what;  // "dist[0].y", "sum over tp of y", ...
+  ErrorStat err;
+};
+std::optional<Candidate> bestCandidate(const ir::Tensor& want, const WitnessRun& run, const ir::Program& dist,
+                                       const std::vector<std::pair<int64_t, std::string>>& names);
+
+}  // namespace sp::rewrite

@@ -1,0 +1,268 @@
+// Lowering of D: collective matching across ranks and per-node equations.
+#include "rewrite/lower.h"
+
+#include <deque>
+
+#include "ir/collectives.h"
+#include "ir/text.h"
+
+namespace sp::rewrite {
+
+namespace {
+
+std::string where(const ir::Program& p, int64_t r, ir::NodeId n) {
+  const auto& node = p.rank(r).node(n);
+  return "rank " + std::to_string(r) + ": " + std::string(ir::opName(node.op)) + " '" + node.name + "'";
+}
+
+std::string attrsStr(const ir::AttrMap& a) {
+  std::string s;
+  for (const auto& [k, v] : a) s += (s.empty() ? "" : ", ") + k + " = " + ir::formatAttr(v);
+  return "{" + s + "}";
+}
+
+}  // namespace
+
+Result<DistModel> lowerProgram(const ir::Program& p) {
+  DistModel m;
+  m.prog = &p;
+  size_t world = size_t(p.worldSize());
+  m.collOf.resize(world);
+  m.recvFrom.resize(world);
+  m.sendTo.resize(world);
+  m.outputs.resize(world);
+  // Collective instances keyed by (member list, occurrence on that list).
+  std::map<std::pair<std::vector<int64_t>, int>, int> instOf;
+  std::map<std::pair<int64_t, ir::NodeId>, bool> seenOnMember;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::deque<ir::NodeId>> sends, recvs;
+  for (int64_t r = 0; r < p.worldSize(); ++r) {
+    const ir::Graph& g = p.rank(r);
+    for (ir::ValueId o : g.outputs()) m.outputs[size_t(r)].insert(o);
+    std::map<std::vector<int64_t>, int> count;
+    for (ir::NodeId n = 0; n < ir::NodeId(g.nodes().size()); ++n) {
+      const ir::Node& node = g.node(n);
+      ++m.numNodes;
+      if (node.op == ir::OpKind::Constant || node.op == ir::OpKind::Range) m.sources.emplace_back(r, n);
+      if (ir::opInfo(node.op).category != ir::OpCategory::Collective) continue;
+      if (node.op == ir::OpKind::Send) {
+        sends[{r, ir::attrInt(node.attrs, "peer"), ir::attrInt(node.attrs, "tag")}].push_back(n);
+        continue;
+      }
+      if (node.op == ir::OpKind::Recv) {
+        recvs[{ir::attrInt(node.attrs, "peer"), r, ir::attrInt(node.attrs, "tag")}].push_back(n);
+        continue;
+      }
+      SP_ASSIGN(auto members, p.groupOf(ir::attrStr(node.attrs, "group"), r));
+      int k = count[members]++;
+      auto key = std::make_pair(members, k);
+      auto it = instOf.find(key);
+      if (it == instOf.end()) {
+        CollInstance ci;
+        ci.op = node.op;
+        ci.attrs = node.attrs;
+        ci.attrs.erase("group");
+        ci.members = members;
+        ci.nodes.assign(members.size(), -1);
+        it = instOf.emplace(key, int(m.colls.size())).first;
+        m.colls.push_back(std::move(ci));
+      }
+      CollInstance& ci = m.colls[size_t(it->second)];
+      ir::AttrMap a = node.attrs;
+      a.erase("group");
+      size_t idx = size_t(std::find(members.begin(), members.end(), r) - members.begin());
+      if (ci.op != node.op || attrsStr(ci.attrs) != attrsStr(a)) {
+        int64_t first = -1;
+        for (size_t i = 0; i < ci.nodes.size() && first < 0; ++i)
+          if (ci.nodes[i] >= 0) first = int64_t(i);
+        return makeError("mismatched-collective",
+                         where(p, r, n) + " " + attrsStr(a) + " is collective #" + std::to_string(k) +
+                             " of its group, but " + where(p, members[size_t(first)], ci.nodes[size_t(first)]) +
+                             " " + attrsStr(ci.attrs) + " is");
+      }
+      ci.nodes[idx] = n;
+      m.collOf[size_t(r)][n] = it->second;
+    }
+  }
+  for (const auto& ci : m.colls)
+    for (size_t i = 0; i < ci.members.size(); ++i)
+      if (ci.nodes[i] < 0) {
+        size_t have = 0;
+        while (ci.nodes[have] < 0) ++have;
+        return makeError("unmatched-collective", where(p, ci.members[have], ci.nodes[have]) +
+                                                     " has no matching collective on rank " +
+                                                     std::to_string(ci.members[i]));
+      }
+  for (auto& [key, q] : sends) {
+    auto& rq = recvs[key];
+    auto [src, dst, tag] = key;
+    if (q.size() != rq.size())
+      return makeError("unmatched-send-recv", "rank " + std::to_string(src) + " sends " + std::to_string(q.size()) +
+                                                  " message(s) with tag " + std::to_string(tag) + " to rank " +
+                                                  std::to_string(dst) + ", which receives " + std::to_string(rq.size()));
+    for (size_t i = 0; i < q.size(); ++i) {
+      const auto& sv = p.rank(src).value(p.rank(src).node(q[i]).inputs[0]).type;
+      const auto& rv = p.rank(dst).value(p.rank(dst).node(rq[i]).outputs[0]).type;
+      if (!(sv == rv))
+        return makeError("mismatched-send-recv", where(p, src, q[i]) + " sends " + sv.str() + " but " +
+                                                     where(p, dst, rq[i]) + " receives " + rv.str());
+      m.recvFrom[size_t(dst)][rq[i]] = {src, q[i]};
+      m.sendTo[size_t(src)][q[i]] = {dst, rq[i]};
+    }
+  }
+  for (auto& [key, rq] : recvs)
+    if (!rq.empty() && !sends.count(key))
+      return makeError("unmatched-send-recv", where(p, std::get<1>(key), rq.front()) + " receives from rank " +
+                                                  std::to_string(std::get<0>(key)) + ", which sends nothing with tag " +
+                                                  std::to_string(std::get<2>(key)));
+  return m;
+}
+
+namespace {
+
+std::vector<DistLeaf> addCollective(Engine& e, const DistModel& m, const CollInstance& ci) {
+  const ir::Program& p = *m.prog;
+  std::vector<ClassId> xs, ys;
+  std::vector<DistLeaf> outs;
+  for (size_t i = 0; i < ci.members.size(); ++i) {
+    const ir::Node& n = p.rank(ci.members[i]).node(ci.nodes[i]);
+    xs.push_back(e.dist(ci.members[i], n.inputs[0]));
+    ys.push_back(e.dist(ci.members[i], n.outputs[0]));
+    outs.emplace_back(ci.members[i], n.outputs[0]);
+  }
+  int64_t g = int64_t(xs.size());
+  auto reduce = [&](const std::string& red) -> std::optional<ClassId> {
+    if (red == "sum") return e.sum(xs);
+    if (red == "avg") {
+      auto s = e.sum(xs);
+      return s ? e.scale(*s, 1.0 / double(g)) : std::nullopt;
+    }
+    ir::OpKind k = red == "max" ? ir::OpKind::Max : ir::OpKind::Min;
+    std::optional<ClassId> acc = xs[0];
+    for (size_t i = 1; i < xs.size() && acc; ++i) acc = e.irNodeInfer(k, {}, {*acc, xs[i]});
+    return acc;
+  };
+  switch (ci.op) {
+    case ir::OpKind::AllReduce: {
+      auto r = reduce(ir::attrStr(ci.attrs, "reduce"));
+      if (r)
+        for (ClassId y : ys) e.mergeChecked(y, *r);
+      break;
+    }
+    case ir::OpKind::AllGather: {
+      auto c = e.concat(ir::attrInt(ci.attrs, "dim"), xs);
+      if (c)
+        for (ClassId y : ys) e.mergeChecked(y, *c);
+      break;
+    }
+    case ir::OpKind::ReduceScatter: {
+      auto r = reduce(ir::attrStr(ci.attrs, "reduce"));
+      int64_t rank = int64_t(e.graph().type(xs[0]).shape.size());
+      int64_t d = normDim(ir::attrInt(ci.attrs, "dim"), rank);
+      const ir::Dim& ext = e.graph().type(ys[0]).shape[size_t(d)];
+      if (!r) break;
+      if (ext.isConcrete())
+        for (size_t i = 0; i < ys.size(); ++i)
+          if (auto s = e.slice(*r, d, int64_t(i) * ext.value(), int64_t(i + 1) * ext.value())) e.mergeChecked(ys[i], *s);
+      if (auto c = e.concat(d, ys)) e.mergeChecked(*c, *r);
+      break;
+    }
+    case ir::OpKind::AllToAll: {
+      int64_t rank = int64_t(e.graph().type(xs[0]).shape.size());
+      int64_t sd = normDim(ir::attrInt(ci.attrs, "split_dim"), rank);
+      int64_t cd = normDim(ir::attrInt(ci.attrs, "concat_dim"), rank);
+      const ir::Dim& ext = e.graph().type(xs[0]).shape[size_t(sd)];
+      if (!ext.isConcrete() || ext.value() % g != 0) break;
+      int64_t k = ext.value() / g;
+      for (size_t j = 0; j < ys.size(); ++j) {
+        std::vector<ClassId> parts;
+        for (size_t i = 0; i < xs.size(); ++i)
+          if (auto s = e.slice(xs[i], sd, int64_t(j) * k, int64_t(j + 1) * k)) parts.push_back(*s);
+        if (parts.size() != xs.size()) break;
+        if (auto c = e.concat(cd, parts)) e.mergeChecked(ys[j], *c);
+      }
+      break;
+    }
+    case ir::OpKind::Broadcast: {
+      int64_t root = ir::attrInt(ci.attrs, "root");
+      if (root >= 0 && root < g)
+        for (ClassId y : ys) e.mergeChecked(y, xs[size_t(root)]);
+      break;
+    }
+    default: break;
+  }
+  return outs;
+}
+
+}  // namespace
+
+std::vector<DistLeaf> addDistNode(Engine& e, const DistModel& m, int64_t r, ir::NodeId n) {
+  const ir::Graph& g = m.prog->rank(r);
+  const ir::Node& node = g.node(n);
+  if (auto it = m.collOf[size_t(r)].find(n); it != m.collOf[size_t(r)].end())
+    return addCollective(e, m, m.colls[size_t(it->second)]);
+  if (node.op == ir::OpKind::Send) {
+    auto it = m.sendTo[size_t(r)].find(n);
+    if (it == m.sendTo[size_t(r)].end()) return {};
+    auto [dst, rn] = it->second;
+    ir::ValueId y = m.prog->rank(dst).node(rn).outputs[0];
+    e.mergeChecked(e.dist(dst, y), e.dist(r, node.inputs[0]));
+    return {{dst, y}};
+  }
+  if (node.op == ir::OpKind::Recv) {
+    auto it = m.recvFrom[size_t(r)].find(n);
+    if (it == m.recvFrom[size_t(r)].end()) return {};
+    auto [src, sn] = it->second;
+    ir::ValueId x = m.prog->rank(src).node(sn).inputs[0];
+    e.mergeChecked(e.dist(r, node.outputs[0]), e.dist(src, x));
+    return {{r, node.outputs[0]}};
+  }
+  std::vector<ClassId> kids;
+  for (ir::ValueId v : node.inputs) kids.push_back(e.dist(r, v));
+  std::vector<DistLeaf> outs;
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    ir::ValueId o = node.outputs[k];
+    ClassId leaf = e.dist(r, o);
+    auto c = e.irNode(node.op, node.attrs, kids, int(k), g.value(o).type);
+    if (c) e.mergeChecked(leaf, *c);
+    outs.emplace_back(r, o);
+  }
+  return outs;
+}
+
+void addFacts(Engine& e, const DistModel& m, const DistLeaf& leaf, std::set<DistLeaf>& done) {
+  if (!done.insert(leaf).second) return;
+  auto it = m.facts.find(leaf);
+  if (it == m.facts.end()) return;
+  for (const auto& [a, b] : it->second) {
+    auto ca = e.addRel(*a);
+    auto cb = e.addRel(*b);
+    if (ca.ok() && cb.ok()) e.mergeChecked(*ca, *cb);
+  }
+}
+
+void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& seeds, int hops) {
+  std::set<DistLeaf> factsDone;
+  std::set<std::pair<int64_t, ir::NodeId>> visited;
+  std::deque<std::pair<DistLeaf, int>> q;
+  for (const auto& s : seeds) q.emplace_back(s, 0);
+  std::set<DistLeaf> queued(seeds.begin(), seeds.end());
+  while (!q.empty()) {
+    auto [leaf, depth] = q.front();
+    q.pop_front();
+    addFacts(e, m, leaf, factsDone);
+    if (depth >= hops) continue;
+    const ir::Graph& g = m.prog->rank(leaf.first);
+    for (ir::NodeId n : g.users(leaf.second)) {
+      if (!visited.insert({leaf.first, n}).second) continue;
+      const ir::Node& node = g.node(n);
+      for (ir::ValueId in : node.inputs) addFacts(e, m, {leaf.first, in}, factsDone);
+      for (const auto& out : addDistNode(e, m, leaf.first, n))
+        if (queued.insert(out).second) q.emplace_back(out, depth + 1);
+    }
+  }
+  // Facts of every leaf the equations brought in (other members' inputs).
+  for (ClassId c : e.graph().canonicalClasses())
+    for (const auto& l : e.distLeaves(c)) addFacts(e, m, l, factsDone);
+}
+
+}  // namespace sp::rewrite

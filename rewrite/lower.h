@@ -1,0 +1,60 @@
+#pragma once
+// Lowering of the distributed program D to e-graph equations: every D value
+// on rank r is a leaf dist(r, v); a node gives dist(r, out) = op(dist(r,
+// in)...); collectives are matched across ranks like the interpreter's
+// scheduler does (the k-th collective on the same member list, on each
+// member; send/recv FIFO per (src, dst, tag)) and become relation operators:
+//   all_reduce sum -> sum over members (member order); avg -> scale(sum, 1/g);
+//   max/min -> a chain of elementwise max/min; all_gather(dim) -> concat;
+//   reduce_scatter(dim) -> slice of the sum, and the members' outputs
+//   concatenated are the sum; all_to_all -> concats of slices; broadcast ->
+//   the root's tensor; send/recv -> the sent tensor.
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+#include "rewrite/engine.h"
+
+namespace sp::rewrite {
+
+struct CollInstance {
+  ir::OpKind op = ir::OpKind::AllReduce;
+  ir::AttrMap attrs;
+  std::vector<int64_t> members;     // group order
+  std::vector<ir::NodeId> nodes;    // per member
+};
+
+struct DistModel {
+  const ir::Program* prog = nullptr;
+  std::vector<CollInstance> colls;
+  std::vector<std::map<ir::NodeId, int>> collOf;                        // per rank
+  std::vector<std::map<ir::NodeId, std::pair<int64_t, ir::NodeId>>> recvFrom;  // recv -> (src, send)
+  std::vector<std::map<ir::NodeId, std::pair<int64_t, ir::NodeId>>> sendTo;    // send -> (dst, recv)
+  // Equalities between D terms known from the input relations (two D
+  // inputs holding the same S slice), indexed by every leaf they mention.
+  std::map<DistLeaf, std::vector<std::pair<RelPtr, RelPtr>>> facts;
+  // Source nodes (constant, range) by op and attributes: S constants are
+  // related to identical D constants.
+  std::vector<std::pair<int64_t, ir::NodeId>> sources;
+  std::vector<std::set<ir::ValueId>> outputs;  // per rank: graph outputs
+  int64_t numNodes = 0;
+};
+
+// Matches collectives; mismatched or unmatched ones are errors naming the
+// ranks and nodes (`mismatched-collective`, `unmatched-collective`).
+Result<DistModel> lowerProgram(const ir::Program& p);
+
+// Adds node `n` of rank `r` (for collectives: the whole instance) to the
+// engine; returns the D values it defines.
+std::vector<DistLeaf> addDistNode(Engine& e, const DistModel& m, int64_t r, ir::NodeId n);
+
+// Adds the equations of every D node reachable forward from `seeds` within
+// `hops` nodes, and the input facts of every leaf that appears.
+void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& seeds, int hops);
+
+// Adds the facts of a leaf (and of the leaves those facts mention).
+void addFacts(Engine& e, const DistModel& m, const DistLeaf& leaf, std::set<DistLeaf>& done);
+
+}  // namespace sp::rewrite

@@ -1,0 +1,267 @@
+// verify(): iterative relation inference over S in topological order
+// (DESIGN.md), then the verdict, with a witness when a relation is missing.
+#include "rewrite/verify.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+
+#include "rewrite/engine_verify.h"
+
+namespace sp::rewrite {
+
+std::string groupName(const ir::Program& p, std::vector<int64_t> ranks);
+std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,
+                           const std::vector<const SeqRel*>& inputs, const std::string& value);
+Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
+                         const VerifyOptions& opts, const std::vector<std::string>& unproven,
+                         const std::map<std::string, RelPtr>& expected, VerifyReport& rep);
+
+std::string_view verdictName(Verdict v) {
+  switch (v) {
+    case Verdict::Verified: return "verified";
+    case Verdict::Refuted: return "refuted";
+    case Verdict::Inconclusive: return "inconclusive";
+  }
+  return "?";
+}
+
+namespace {
+
+// Lemma libraries are proven once per directory and process.
+struct ProvenLibrary {
+  LemmaLibrary lib;
+  std::vector<LemmaStatus> status;
+};
+Result<const ProvenLibrary*> provenLibrary(const std::string& dir) {
+  static std::mutex mu;
+  static std::map<std::string, ProvenLibrary> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(dir); it != cache.end()) return &it->second;
+  SP_ASSIGN(LemmaLibrary lib, loadLemmas(dir));
+  ProvenLibrary pl{std::move(lib), {}};
+  pl.status = proveLemmas(pl.lib, {});
+  return &cache.emplace(dir, std::move(pl)).first->second;
+}
+
+void collectLeaves(const Rel& r, const ir::Program& p, std::vector<DistLeaf>& out) {
+  if (r.op == RelOp::Dist) {
+    int64_t rank = r.rank.eval({}, nullptr).value();
+    if (auto v = p.rank(rank).findValue(r.name)) out.emplace_back(rank, *v);
+  }
+  for (const auto& a : r.args) collectLeaves(*a, p, out);
+}
+
+double peakRss() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return double(ru.ru_maxrss) / 1024.0;
+}
+
+}  // namespace
+
+Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const RelationFile& relations,
+                            const VerifyOptions& opts) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  VerifyReport rep;
+  rep.assumptions = {"real arithmetic (no rounding, overflow or NaN) in lemmas and collective sums",
+                     "lemmas applied only at the tensor ranks their proofs cover"};
+  SP_ASSIGN(const ProvenLibrary* lib, provenLibrary(opts.lemmaDir.empty() ? defaultLemmaDir() : opts.lemmaDir));
+  std::vector<Rule> rules = compileRules(lib->lib, lib->status);
+  SP_ASSIGN(DistModel model, lowerProgram(dist));
+  SP_ASSIGN(InputInversion inv, invertInputs(seq, dist, relations, model));
+  RankSpace ranks = RankSpace::of(dist);
+  rep.stats.seqOps = int64_t(seq.nodes().size());
+  rep.stats.distOps = model.numNodes;
+
+  // Requested outputs and their expected relations.
+  std::vector<std::string> wanted = opts.outputs;
+  if (wanted.empty())
+    for (ir::ValueId o : seq.outputs()) wanted.push_back(seq.value(o).name);
+  for (const auto& w : wanted) {
+    auto v = seq.findValue(w);
+    if (!v || std::find(seq.outputs().begin(), seq.outputs().end(), *v) == seq.outputs().end())
+      return makeError("unknown-output", "'" + w + "' is not an output of the sequential graph");
+  }
+  std::map<std::string, RelPtr> expected;
+  for (const auto& o : relations.outputs) {
+    RelScope s;
+    s.ranks = &ranks;
+    auto c = concretize(*o.expr, s);
+    if (!c.ok()) return makeError(c.error().id, c.error().message, o.location);
+    expected[o.name] = *c;
+  }
+
+  Interner interner;
+  EngineStats es;
+  std::map<ir::ValueId, SeqRel> known;
+  for (const auto& [name, sr] : inv.seq) known[*seq.findValue(name)] = sr;
+  std::map<std::string, OutputResult> done;
+  std::vector<std::string> unproven;
+  auto isWanted = [&](const std::string& n) { return std::find(wanted.begin(), wanted.end(), n) != wanted.end(); };
+  auto isOutputLeaf = [&](const DistLeaf& l) { return model.outputs[size_t(l.first)].count(l.second) > 0; };
+
+  size_t total = seq.nodes().size();
+  for (size_t ni = 0; ni < total && !rep.failure; ++ni) {
+    const ir::Node& node = seq.node(ir::NodeId(ni));
+    if (opts.progress) opts.progress(ni, total, node.name);
+    std::string what = std::string(ir::opName(node.op)) + " '" + node.name + "'";
+    if (elapsed() > opts.timeLimitSeconds) {
+      rep.reason = "time limit of " + std::to_string(opts.timeLimitSeconds) + " s reached at " + what;
+      rep.failure = Failure{what, seq.value(node.outputs[0]).name, node.loc, rep.reason, {}, std::nullopt};
+      break;
+    }
+    std::vector<const SeqRel*> ins;
+    std::string missingInput;
+    for (ir::ValueId in : node.inputs) {
+      auto it = known.find(in);
+      ins.push_back(it == known.end() ? nullptr : &it->second);
+      if (it == known.end() && missingInput.empty()) {
+        const std::string& n = seq.value(in).name;
+        missingInput = "S input '" + n + "' has no relation to D inputs: " +
+                       (inv.missing.count(n) ? inv.missing[n] : "unknown tensor");
+      }
+    }
+    if (!missingInput.empty()) {
+      rep.failure = Failure{what, seq.value(node.outputs[0]).name, node.loc, missingInput, {}, std::nullopt};
+      break;
+    }
+    Engine eng(interner, rules, es, dist);
+    std::vector<ClassId> kids;
+    std::vector<DistLeaf> seeds;
+    bool bad = false;
+    for (const SeqRel* sr : ins) {
+      auto c = eng.addRel(*sr->best);
+      if (!c.ok()) return c.error();
+      for (const auto& a : sr->alts)
+        if (auto ca = eng.addRel(*a); ca.ok()) eng.mergeChecked(*c, *ca);
+      collectLeaves(*sr->best, dist, seeds);
+      for (const auto& a : sr->alts) collectLeaves(*a, dist, seeds);
+      kids.push_back(*c);
+    }
+    exploreDist(eng, model, seeds, opts.exploreHops);
+    if (node.op == ir::OpKind::Constant || node.op == ir::OpKind::Range)
+      for (const auto& [r, n] : model.sources)
+        if (dist.rank(r).node(n).op == node.op &&
+            interner.attrs(node.op, dist.rank(r).node(n).attrs, 0) == interner.attrs(node.op, node.attrs, 0))
+          addDistNode(eng, model, r, n);
+    std::vector<ClassId> targets;
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      auto c = eng.irNode(node.op, node.attrs, kids, int(k), seq.value(node.outputs[k]).type);
+      if (!c) { bad = true; break; }
+      targets.push_back(*c);
+    }
+    if (bad) return makeError("internal", what + ": its type disagrees with its inputs' relations");
+    std::map<size_t, ClassId> expCls;
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      const std::string& n = seq.value(node.outputs[k]).name;
+      if (!isWanted(n) || !expected.count(n)) continue;
+      auto c = eng.addRel(*expected[n]);
+      if (!c.ok()) return makeError(c.error().id, "expected relation of '" + n + "': " + c.error().message);
+      if (!(eng.graph().type(*c) == eng.graph().type(targets[k])))
+        return makeError("relation-shape-mismatch", "expected relation of '" + n + "' has type " +
+                                                        eng.graph().type(*c).str() + ", S has " +
+                                                        eng.graph().type(targets[k]).str());
+      expCls[k] = *c;
+    }
+    auto goal = [&] {
+      for (size_t k = 0; k < targets.size(); ++k) {
+        if (eng.distLeaves(targets[k]).empty()) return false;
+        if (expCls.count(k) && eng.graph().find(expCls[k]) != eng.graph().find(targets[k])) return false;
+      }
+      return true;
+    };
+    StopReason stop = eng.saturate(opts.perOpBudget, goal);
+    for (size_t k = 0; k < node.outputs.size() && !rep.failure; ++k) {
+      const std::string& n = seq.value(node.outputs[k]).name;
+      RelPtr best = eng.extractClean(targets[k], [](const DistLeaf&) { return true; });
+      if (!best) {
+        std::string msg = explainFailure(seq, dist, node, ins, n);
+        bool budget = stop != StopReason::Saturated && stop != StopReason::GoalReached;
+        if (budget) rep.reason = "e-graph budget ran out at " + what + " (" + std::string(stopReasonName(stop)) + ")";
+        Failure f{what, n, node.loc, msg, {}, std::nullopt};
+        // Closest D tensors: same shape, or a shape that concatenates to it.
+        const auto& want = seq.value(node.outputs[k]).type.shape;
+        std::vector<std::pair<int, std::string>> cands;
+        for (ClassId c : eng.graph().canonicalClasses())
+          for (const auto& l : eng.distLeaves(c)) {
+            const auto& s = dist.rank(l.first).value(l.second).type.shape;
+            int score = s == want ? 0 : (s.size() == want.size() ? 1 : 9);
+            if (score == 1) {
+              int diff = 0;
+              for (size_t d = 0; d < s.size(); ++d) diff += s[d] != want[d];
+              score = diff == 1 ? 1 : 9;
+            }
+            if (score < 9)
+              cands.emplace_back(score, "r" + std::to_string(l.first) + ":" + dist.rank(l.first).value(l.second).name);
+          }
+        std::sort(cands.begin(), cands.end());
+        cands.erase(std::unique(cands.begin(), cands.end()), cands.end());
+        for (size_t i = 0; i < cands.size() && f.closestDist.size() < 6; ++i) f.closestDist.push_back(cands[i].second);
+        rep.failure = f;
+        break;
+      }
+      SeqRel sr;
+      sr.best = best;
+      for (const auto& l : eng.distLeaves(targets[k]))
+        sr.alts.push_back(Rel::dist(IntExpr::constant(l.first), dist.rank(l.first).value(l.second).name));
+      known[node.outputs[k]] = sr;
+      if (!isWanted(n)) continue;
+      if (expCls.count(k)) {
+        if (eng.graph().find(expCls[k]) == eng.graph().find(targets[k])) {
+          done[n] = OutputResult{n, str(*expected[n]), expected[n]};
+        } else {
+          unproven.push_back(n);
+          rep.failure = Failure{what, n, node.loc,
+                                "S output '" + n + "' is " + str(*best) + ", not proven equal to the expected " +
+                                    str(*expected[n]),
+                                {}, std::nullopt};
+        }
+        continue;
+      }
+      RelPtr viaOutputs = eng.extractClean(targets[k], isOutputLeaf);
+      if (viaOutputs) {
+        done[n] = OutputResult{n, str(*viaOutputs), viaOutputs};
+      } else {
+        unproven.push_back(n);
+        rep.failure = Failure{what, n, node.loc,
+                              "S output '" + n + "' is " + str(*best) + " over D intermediates, but no D output rebuilds it",
+                              {}, std::nullopt};
+        std::vector<DistLeaf> ls;
+        collectLeaves(*best, dist, ls);
+        for (const auto& l : ls)
+          if (rep.failure->closestDist.size() < 6)
+            rep.failure->closestDist.push_back("r" + std::to_string(l.first) + ":" + dist.rank(l.first).value(l.second).name);
+      }
+    }
+  }
+  // Outputs that are S inputs, and outputs never reached.
+  for (const auto& w : wanted) {
+    if (done.count(w) || std::find(unproven.begin(), unproven.end(), w) != unproven.end()) continue;
+    ir::ValueId v = *seq.findValue(w);
+    if (seq.value(v).kind != ir::ValueKind::NodeOutput && known.count(v) && !expected.count(w)) {
+      done[w] = OutputResult{w, str(*known[v].best), known[v].best};
+      continue;
+    }
+    unproven.push_back(w);
+  }
+  for (const auto& w : wanted)
+    if (done.count(w)) rep.outputs.push_back(done[w]);
+    else rep.outputs.push_back(OutputResult{w, "", nullptr});
+  rep.stats.lemmasApplied = es.lemmasApplied;
+  rep.stats.z3Queries = es.z3Queries;
+  if (unproven.empty() && !rep.failure) {
+    rep.verdict = Verdict::Verified;
+  } else {
+    if (!rep.failure) rep.failure = Failure{"", unproven.front(), {}, "no relation found for S output '" + unproven.front() + "'", {}, std::nullopt};
+    SP_TRY(decideWithWitness(seq, dist, relations, opts, unproven, expected, rep));
+  }
+  rep.stats.seconds = elapsed();
+  rep.stats.peakRssMb = peakRss();
+  return rep;
+}
+
+}  // namespace sp::rewrite

@@ -1,0 +1,214 @@
+// Input relations, inverted: from "D input = f(S inputs)" to "S input =
+// clean expression over D inputs".
+#include <algorithm>
+
+#include "rewrite/engine_verify.h"
+
+namespace sp::rewrite {
+
+Result<RelPtr> concretize(const Rel& r, const RelScope& scope) {
+  auto c = [](int64_t v) { return IntExpr::constant(v); };
+  switch (r.op) {
+    case RelOp::Seq: return Rel::seq(r.name);
+    case RelOp::Dist: {
+      SP_ASSIGN(int64_t rank, r.rank.eval(scope.vars, scope.ranks));
+      return Rel::dist(c(rank), r.name);
+    }
+    case RelOp::Concat: case RelOp::Sum: {
+      std::vector<RelPtr> parts;
+      for (const auto& a : r.args) {
+        if (a->op != RelOp::For) {
+          SP_ASSIGN(RelPtr p, concretize(*a, scope));
+          parts.push_back(p);
+          continue;
+        }
+        std::vector<int64_t> values;
+        if (a->domain.isRange) {
+          for (int64_t v = a->domain.lo; v <= a->domain.hi; ++v) values.push_back(v);
+        } else {
+          if (!scope.ranks) return makeError("no-rank-space", "for " + a->name + " in " + a->domain.group + ": no mesh");
+          SP_ASSIGN(values, scope.ranks->members(a->domain.group, scope.anchorRank));
+        }
+        for (int64_t v : values) {
+          RelScope inner = scope;
+          inner.vars[a->name] = v;
+          inner.anchorRank = v;
+          SP_ASSIGN(RelPtr p, concretize(*a->args[0], inner));
+          parts.push_back(p);
+        }
+      }
+      if (parts.empty()) return makeError("empty-relation", str(r) + ": no parts");
+      return r.op == RelOp::Concat ? Rel::concat(r.dim, parts) : Rel::sum(parts);
+    }
+    case RelOp::Slice: {
+      SP_ASSIGN(RelPtr x, concretize(*r.args[0], scope));
+      SP_ASSIGN(int64_t s, r.start.eval(scope.vars, scope.ranks));
+      SP_ASSIGN(int64_t e, r.end.eval(scope.vars, scope.ranks));
+      return Rel::slice(x, r.dim, c(s), c(e));
+    }
+    case RelOp::Reshape: {
+      SP_ASSIGN(RelPtr x, concretize(*r.args[0], scope));
+      return Rel::reshape(x, r.shape);
+    }
+    case RelOp::Permute: {
+      SP_ASSIGN(RelPtr x, concretize(*r.args[0], scope));
+      return Rel::permute(x, r.perm);
+    }
+    case RelOp::Scale: {
+      SP_ASSIGN(RelPtr x, concretize(*r.args[0], scope));
+      return Rel::scale(x, r.factor);
+    }
+    case RelOp::For: break;
+  }
+  return makeError("comprehension-outside-concat", "'" + str(r) + "' must be a part of concat or sum");
+}
+
+namespace {
+
+struct Piece {
+  std::string seq;
+  int64_t dim = -1;  // -1: the whole tensor
+  int64_t start = 0, end = 0;
+  RelPtr dist;       // D-side expression equal to the piece
+};
+
+int64_t constOf(const IntExpr& e) { return e.eval({}, nullptr).value(); }
+
+// E (over seq tensors) == D (over dist tensors): split into pieces of S inputs.
+Status decompose(const Rel& e, RelPtr d, const TypeLookup& types, std::vector<Piece>& out, bool& inexact) {
+  switch (e.op) {
+    case RelOp::Seq: out.push_back({e.name, -1, 0, 0, d}); return okStatus();
+    case RelOp::Slice:
+      if (e.args[0]->op == RelOp::Seq) {
+        SP_ASSIGN(ir::TensorType t, types.seq(e.args[0]->name));
+        int64_t dim = normDim(e.dim, int64_t(t.shape.size()));
+        out.push_back({e.args[0]->name, dim, constOf(e.start), constOf(e.end), d});
+        return okStatus();
+      }
+      inexact = true;
+      return okStatus();
+    case RelOp::Concat: {
+      int64_t off = 0;
+      for (const auto& p : e.args) {
+        SP_ASSIGN(ir::TensorType t, inferType(*p, types, {}));
+        int64_t dim = normDim(e.dim, int64_t(t.shape.size()));
+        if (!t.shape[size_t(dim)].isConcrete()) { inexact = true; return okStatus(); }
+        int64_t n = t.shape[size_t(dim)].value();
+        SP_TRY(decompose(*p, Rel::slice(d, dim, IntExpr::constant(off), IntExpr::constant(off + n)), types, out, inexact));
+        off += n;
+      }
+      return okStatus();
+    }
+    case RelOp::Scale:
+      if (e.factor == 0) { inexact = true; return okStatus(); }
+      return decompose(*e.args[0], Rel::scale(d, 1.0 / e.factor), types, out, inexact);
+    case RelOp::Permute: {
+      std::vector<int64_t> inv(e.perm.size());
+      for (size_t i = 0; i < e.perm.size(); ++i) inv[size_t(e.perm[i])] = int64_t(i);
+      return decompose(*e.args[0], Rel::permute(d, inv), types, out, inexact);
+    }
+    case RelOp::Reshape: {
+      SP_ASSIGN(ir::TensorType t, inferType(*e.args[0], types, {}));
+      return decompose(*e.args[0], Rel::reshape(d, t.shape), types, out, inexact);
+    }
+    default: inexact = true; return okStatus();
+  }
+}
+
+void addFact(DistModel& m, const RelPtr& a, const RelPtr& b) {
+  std::vector<DistLeaf> leaves;
+  std::function<void(const Rel&)> walk = [&](const Rel& r) {
+    if (r.op == RelOp::Dist) {
+      const auto& g = m.prog->rank(constOf(r.rank));
+      if (auto v = g.findValue(r.name)) leaves.emplace_back(constOf(r.rank), *v);
+    }
+    for (const auto& x : r.args) walk(*x);
+  };
+  walk(*a);
+  walk(*b);
+  for (const auto& l : leaves) m.facts[l].emplace_back(a, b);
+}
+
+}  // namespace
+
+Result<InputInversion> invertInputs(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
+                                    DistModel& model) {
+  RankSpace ranks = RankSpace::of(dist);
+  SP_ASSIGN(auto bound, expandInputs(rel, ranks));
+  TypeLookup types;
+  types.seq = [&](const std::string& n) -> Result<ir::TensorType> {
+    auto v = seq.findValue(n);
+    if (!v) return makeError("unknown-tensor", "S has no tensor '" + n + "'");
+    return seq.value(*v).type;
+  };
+  // Every D input and parameter must be covered.
+  std::set<std::pair<int64_t, std::string>> covered;
+  for (const auto& b : bound) covered.insert({b.rank, b.name});
+  for (int64_t r = 0; r < dist.worldSize(); ++r) {
+    const auto& g = dist.rank(r);
+    std::vector<ir::ValueId> leaves = g.inputs();
+    leaves.insert(leaves.end(), g.params().begin(), g.params().end());
+    for (ir::ValueId v : leaves)
+      if (!covered.count({r, g.value(v).name}))
+        return makeError("missing-input-relation", "rank " + std::to_string(r) + ": no relation for D " +
+                                                       (g.value(v).kind == ir::ValueKind::Param ? "parameter" : "input") +
+                                                       " '" + g.value(v).name + "'");
+  }
+  std::vector<Piece> pieces;
+  for (const auto& b : bound) {
+    auto v = dist.rank(b.rank).findValue(b.name);
+    if (!v) return makeError("unknown-tensor", "rank " + std::to_string(b.rank) + " has no input '" + b.name + "'", b.location);
+    SP_ASSIGN(RelPtr e, concretize(*b.expr, b.scope));
+    bool inexact = false;
+    SP_TRY(decompose(*e, Rel::dist(IntExpr::constant(b.rank), b.name), types, pieces, inexact));
+  }
+  InputInversion inv;
+  std::map<std::string, std::vector<Piece>> bySeq;
+  for (auto& p : pieces) bySeq[p.seq].push_back(p);
+  std::vector<ir::ValueId> sins = seq.inputs();
+  sins.insert(sins.end(), seq.params().begin(), seq.params().end());
+  for (ir::ValueId sv : sins) {
+    const std::string& name = seq.value(sv).name;
+    auto& ps = bySeq[name];
+    SeqRel sr;
+    // Equal pieces (same S slice) become facts; whole pieces are alternatives.
+    std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<RelPtr>> byPiece;
+    for (const auto& p : ps) byPiece[{p.dim, p.start, p.end}].push_back(p.dist);
+    for (const auto& [key, ds] : byPiece)
+      for (size_t i = 1; i < ds.size(); ++i) addFact(model, ds[0], ds[i]);
+    if (auto it = byPiece.find({-1, 0, 0}); it != byPiece.end()) {
+      sr.best = it->second[0];
+      sr.alts = it->second;
+    }
+    const auto& shape = seq.value(sv).type.shape;
+    for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+      if (!shape[size_t(d)].isConcrete()) continue;
+      int64_t n = shape[size_t(d)].value(), pos = 0;
+      std::vector<RelPtr> parts;
+      while (pos < n) {
+        int64_t bestEnd = -1;
+        RelPtr part;
+        for (const auto& [key, ds] : byPiece)
+          if (std::get<0>(key) == d && std::get<1>(key) == pos && std::get<2>(key) > bestEnd && std::get<2>(key) <= n) {
+            bestEnd = std::get<2>(key);
+            part = ds[0];
+          }
+        if (bestEnd <= pos) break;
+        parts.push_back(part);
+        pos = bestEnd;
+      }
+      if (pos != n || parts.empty()) continue;
+      RelPtr c = parts.size() == 1 ? parts[0] : Rel::concat(d, parts);
+      if (!sr.best) sr.best = c;
+      else addFact(model, sr.best, c);
+      sr.alts.push_back(c);
+    }
+    if (sr.best)
+      inv.seq[name] = sr;
+    else
+      inv.missing[name] = ps.empty() ? "no D input is related to it" : "the D inputs related to it do not tile it";
+  }
+  return inv;
+}
+
+}  // namespace sp::rewrite
