@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "ir/text.h"
@@ -49,6 +50,7 @@ VerifyReport runCase(const Case& c) {
   VerifyOptions o;
   auto r = verify(c.seq, c.dist, c.rel, o);
   SP_ASSERT(r.ok(), r.ok() ? "" : r.error().str());
+  std::cout << describe(*r) << "\n";
   return *r;
 }
 
@@ -112,7 +114,7 @@ TEST(Verify, MissingAllReduceRefuted) {
 }
 
 TEST(Verify, PartialSumsIntoNonlinearOpLocalized) {
-  Case c = load("mlp2_seq.sp", "mlp2_tp2_no_allreduce.sp", "mlp_tp2.rel");
+  Case c = load("mlp2_seq.sp", "mlp2_tp2_no_allreduce.sp", "mlp2_tp2.rel");
   auto rep = runCase(c);
   ASSERT_EQ(rep.verdict, Verdict::Refuted) << test::describe(rep);
   EXPECT_EQ(rep.failure->seqOp, "layer_norm 'n'");
@@ -123,7 +125,7 @@ TEST(Verify, PartialSumsIntoNonlinearOpLocalized) {
 }
 
 TEST(Verify, PartialSumsIntoNonlinearOpFixedTwinVerified) {
-  Case c = load("mlp2_seq.sp", "mlp2_tp2.sp", "mlp_tp2.rel");
+  Case c = load("mlp2_seq.sp", "mlp2_tp2.sp", "mlp2_tp2.rel");
   auto rep = runCase(c);
   ASSERT_EQ(rep.verdict, Verdict::Verified) << test::describe(rep);
 }

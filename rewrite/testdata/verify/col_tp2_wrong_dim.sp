@@ -1,0 +1,12 @@
+program col_tp2_wrong_dim {
+  world 2
+  mesh [tp = 2]
+  rank 0..1 {
+    input %x: f32[8, 16]
+    param %w1: f32[16, 16]
+    %hl: f32[8, 16] = matmul(%x, %w1)
+    %hg: f32[16, 16] = all_gather(%hl) {group = "tp", dim = 0}
+    %h: f32[8, 32] = reshape(%hg) {shape = [8, 32]}
+    output %h
+  }
+}
