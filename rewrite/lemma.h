@@ -3,6 +3,7 @@
 // docs/lemmas.md), each proven with Z3 by rewrite/lemma_prove.cpp.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -88,10 +89,10 @@ using EvalOpFn = std::function<Result<std::vector<ir::Tensor>>(
     ir::OpKind, const ir::AttrMap&, const std::vector<ir::Tensor>&)>;
 
 struct ProveOptions {
-  int maxRank = 3;            // default tensor rank instances proven: 1..maxRank
+  int maxRank = 3;            // each default-rank tensor variable takes every rank 1..maxRank
   unsigned timeoutMs = 20000; // per query
   EvalOpFn evalOp;            // numeric check; empty: skipped
-  int numericTrials = 2;
+  int numericTrials = 2;      // solved instances per rank assignment (plus random ones)
   uint64_t seed = 1;
   std::vector<std::string> only;  // lemma names; empty: all
 };
@@ -102,12 +103,25 @@ struct LemmaStatus {
   std::string name;
   bool proven = false;
   std::string reason;          // unproven: why (query verdict, unsupported op, ...)
-  std::vector<int> ranks;      // default-rank instances proven
+  std::vector<int> ranks;      // ranks of default-rank variables in the proven instances
   NumericState numeric = NumericState::Skipped;
   double maxError = 0;
   std::string numericNote;     // skipped/failed: why
   double millis = 0;
 };
+
+// Concrete shapes (and integer attribute variables) of one instance of a
+// lemma's variables where the left side is well typed and the conditions
+// hold; solved by the prover for the numeric check.
+struct LemmaInstance {
+  std::map<std::string, std::vector<int64_t>> dims;
+  std::map<std::string, int64_t> ints;
+};
+
+// Runs both sides with opts.evalOp on random values: on each solved
+// instance, and on random shapes the interpreter accepts for the left side.
+void checkLemmaNumerically(const Lemma& l, const std::vector<LemmaInstance>& solved, const ProveOptions& opts,
+                           LemmaStatus& st);
 
 std::vector<LemmaStatus> proveLemmas(const LemmaLibrary& lib, const ProveOptions& opts);
 // The `shardproof lemmas --prove` table: one line per lemma plus a summary.

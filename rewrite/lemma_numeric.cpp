@@ -1,6 +1,7 @@
 // Numeric check of lemmas with the interpreter's kernels on random concrete
 // shapes that satisfy the side conditions, and the lemma status table.
 #include <cmath>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -57,6 +58,12 @@ bool holds(const Cond& c, const Instance& in) {
   return false;
 }
 
+std::string dimsStr(const std::vector<int64_t>& d) {
+  std::string s;
+  for (int64_t v : d) s += (s.empty() ? "" : ", ") + std::to_string(v);
+  return "[" + s + "]";
+}
+
 Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalOpFn& ev) {
   using ir::OpKind;
   if (p.op == PatOp::Var) return in.tensors.at(p.name);
@@ -77,12 +84,25 @@ Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalO
   };
   switch (p.op) {
     case PatOp::Concat: return one(OpKind::Concat, {{"axis", p.attr("dim")->i}}, xs);
-    case PatOp::Slice:
-      return one(OpKind::Slice, {{"starts", std::vector<int64_t>{intOf("start")}}, {"ends", std::vector<int64_t>{intOf("end")}},
-                                 {"axes", std::vector<int64_t>{p.attr("dim")->i}}}, xs);
-    case PatOp::Sum: {
+    case PatOp::Slice: {  // the relation operator: 0 <= start <= end <= size, no clamping
+      int64_t rank = xs[0].rank(), dim = p.attr("dim")->i, s = intOf("start"), e = intOf("end");
+      int64_t d = dim < 0 ? dim + rank : dim;
+      if (d < 0 || d >= rank)
+        return makeError("bad-axis", "slice: dim " + std::to_string(dim) + " out of range for rank " + std::to_string(rank));
+      if (!(0 <= s && s <= e && e <= xs[0].dims()[size_t(d)]))
+        return makeError("slice-out-of-bounds", "slice dim " + std::to_string(dim) + " [" + std::to_string(s) + ", " +
+                                                    std::to_string(e) + ") of extent " + std::to_string(xs[0].dims()[size_t(d)]));
+      return one(OpKind::Slice, {{"starts", std::vector<int64_t>{s}}, {"ends", std::vector<int64_t>{e}},
+                                 {"axes", std::vector<int64_t>{dim}}}, xs);
+    }
+    case PatOp::Sum: {  // the relation operator: parts of identical shape, no broadcasting
       ir::Tensor acc = xs[0];
-      for (size_t k = 1; k < xs.size(); ++k) { SP_ASSIGN(acc, one(OpKind::Add, {}, {acc, xs[k]})); }
+      for (size_t k = 1; k < xs.size(); ++k) {
+        if (xs[k].dims() != xs[0].dims())
+          return makeError("shape-mismatch", "sum: part " + std::to_string(k) + " has shape " + dimsStr(xs[k].dims()) +
+                                                 ", part 0 has " + dimsStr(xs[0].dims()));
+        SP_ASSIGN(acc, one(OpKind::Add, {}, {acc, xs[k]}));
+      }
       return acc;
     }
     case PatOp::Scale: {
@@ -116,60 +136,114 @@ Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalO
 
 }  // namespace
 
-void checkLemmaNumerically(const Lemma& l, const std::vector<int>& ranks, const ProveOptions& opts, LemmaStatus& st) {
+namespace {
+
+std::string instanceStr(const Instance& in) {
+  std::string s;
+  for (const auto& [n, t] : in.tensors) s += (s.empty() ? "" : ", ") + ("?" + n + " " + dimsStr(t.dims()));
+  for (const auto& [n, v] : in.ints) s += (s.empty() ? "" : ", ") + ("?" + n + " = " + std::to_string(v));
+  return s;
+}
+
+ir::Tensor randomTensor(const std::vector<int64_t>& dims, std::mt19937_64& rng) {
+  ir::Tensor t(ir::DType::F32, dims);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int64_t k = 0; k < t.numel(); ++k) t.setFromDouble(k, u(rng));
+  return t;
+}
+
+enum class Check { Ok, LhsRejected, Failed, Unimplemented };
+
+// Evaluates both sides on `in`; on failure sets st's numeric state and note.
+Check compareSides(const Lemma& l, const Instance& in, const ProveOptions& opts, LemmaStatus& st, std::string* lhsErr) {
+  auto a = evalPattern(*l.lhs, in, opts.evalOp);
+  if (!a.ok()) {
+    *lhsErr = a.error().message;
+    return a.error().id == "unimplemented" ? Check::Unimplemented : Check::LhsRejected;
+  }
+  auto fail = [&](const std::string& why) {
+    st.numeric = NumericState::Failed;
+    st.numericNote = why + " on " + instanceStr(in);
+    return Check::Failed;
+  };
+  auto b = evalPattern(*l.rhs, in, opts.evalOp);
+  if (!b.ok()) return fail("right side ill-typed (" + b.error().message + ")");
+  if (a->dims() != b->dims()) return fail("shapes differ: left " + dimsStr(a->dims()) + ", right " + dimsStr(b->dims()));
+  double scale = 1, err = 0;
+  for (int64_t k = 0; k < a->numel(); ++k) scale = std::max(scale, std::abs(a->getAsDouble(k)));
+  for (int64_t k = 0; k < a->numel(); ++k) {
+    double e = std::abs(a->getAsDouble(k) - b->getAsDouble(k));
+    err = std::isnan(e) ? INFINITY : std::max(err, e);
+    if (std::isinf(err)) break;
+  }
+  st.maxError = std::max(st.maxError, err);
+  if (!(err <= 1e-4 * scale)) return fail("max error " + std::to_string(err));
+  return Check::Ok;
+}
+
+}  // namespace
+
+void checkLemmaNumerically(const Lemma& l, const std::vector<LemmaInstance>& solved, const ProveOptions& opts,
+                           LemmaStatus& st) {
   if (!opts.evalOp) { st.numeric = NumericState::Skipped; st.numericNote = "no interpreter"; return; }
   std::map<std::string, bool> tv, iv, rv;
   collectVars(*l.lhs, tv, iv, rv);
+  std::mt19937_64 rng(opts.seed);
+  auto reals = [&](Instance& in) {
+    for (const auto& [n, _] : rv) in.reals[n] = 0.5 + double(rng() % 100) / 50.0;
+  };
+  int checked = 0;
+  std::string lastErr;
+  // 1. Instances solved from the left side's typing and the conditions: the
+  // interpreter must accept the left side (else the prover's typing model is
+  // wrong) and the right side must agree.
+  for (const auto& s : solved) {
+    Instance in;
+    for (const auto& [n, dims] : s.dims) in.tensors[n] = randomTensor(dims, rng);
+    in.ints = s.ints;
+    reals(in);
+    switch (compareSides(l, in, opts, st, &lastErr)) {
+      case Check::Ok: ++checked; break;
+      case Check::Failed: return;
+      case Check::Unimplemented: st.numeric = NumericState::Skipped; st.numericNote = lastErr; return;
+      case Check::LhsRejected:
+        st.numeric = NumericState::Failed;
+        st.numericNote = "left side rejected by the interpreter (" + lastErr + ") on " + instanceStr(in) +
+                         ", which the prover types as well formed";
+        return;
+    }
+  }
+  // 2. Random shapes (each default-rank variable of rank 1..maxRank, dims
+  // 1..3) that the interpreter accepts for the left side and that satisfy the
+  // conditions: independent of the prover's typing model.
   std::map<std::string, int> explicitRank;
   for (const auto& c : l.conds)
     if (c.op == CmpOp::Eq && c.lhs.kind == CondTerm::Kind::Rank && c.rhs.kind == CondTerm::Kind::Const)
       explicitRank[c.lhs.var] = int(c.rhs.value);
-  std::mt19937_64 rng(opts.seed);
-  int checked = 0;
-  std::string lastErr;
-  for (int rank : ranks) {
-    for (int trial = 0; trial < opts.numericTrials; ++trial) {
-      bool found = false;
-      for (int attempt = 0; attempt < 400 && !found; ++attempt) {
-        Instance in;
-        for (const auto& [n, _] : tv) {
-          int r = explicitRank.count(n) ? explicitRank[n] : rank;
-          std::vector<int64_t> dims;
-          for (int d = 0; d < r; ++d) dims.push_back(int64_t(1 + rng() % 3));
-          ir::Tensor t(ir::DType::F32, dims);
-          std::uniform_real_distribution<double> u(-1, 1);
-          for (int64_t k = 0; k < t.numel(); ++k) t.setFromDouble(k, u(rng));
-          in.tensors[n] = t;
-        }
-        for (const auto& [n, _] : iv) in.ints[n] = int64_t(rng() % 4);
-        for (const auto& [n, _] : rv) in.reals[n] = 0.5 + double(rng() % 100) / 50.0;
-        bool ok = true;
-        for (const auto& c : l.conds) ok = ok && holds(c, in);
-        if (!ok) continue;
-        auto a = evalPattern(*l.lhs, in, opts.evalOp);
-        if (!a.ok()) { lastErr = a.error().message; if (a.error().id == "unimplemented") break; continue; }
-        found = true;
-        auto b = evalPattern(*l.rhs, in, opts.evalOp);
-        if (!b.ok()) { st.numeric = NumericState::Failed; st.numericNote = "right side: " + b.error().message; return; }
-        if (a->dims() != b->dims()) { st.numeric = NumericState::Failed; st.numericNote = "shapes differ"; return; }
-        double scale = 1;
-        for (int64_t k = 0; k < a->numel(); ++k) scale = std::max(scale, std::abs(a->getAsDouble(k)));
-        for (int64_t k = 0; k < a->numel(); ++k) {
-          double e = std::abs(a->getAsDouble(k) - b->getAsDouble(k));
-          if (!(e <= st.maxError)) st.maxError = std::isnan(e) ? INFINITY : std::max(st.maxError, e);
-        }
-        if (!(st.maxError <= 1e-4 * scale)) {
-          st.numeric = NumericState::Failed;
-          st.numericNote = "max error " + std::to_string(st.maxError);
-          return;
-        }
-        ++checked;
-      }
+  int randomChecked = 0;
+  for (int attempt = 0; attempt < 2000 && randomChecked < 4 * opts.numericTrials; ++attempt) {
+    Instance in;
+    for (const auto& [n, _] : tv) {
+      int r = explicitRank.count(n) ? explicitRank[n] : int(1 + rng() % uint64_t(std::max(opts.maxRank, 1)));
+      std::vector<int64_t> dims;
+      for (int d = 0; d < r; ++d) dims.push_back(int64_t(1 + rng() % 3));
+      in.tensors[n] = randomTensor(dims, rng);
+    }
+    for (const auto& [n, _] : iv) in.ints[n] = int64_t(rng() % 4);
+    reals(in);
+    bool ok = true;
+    for (const auto& c : l.conds) ok = ok && holds(c, in);
+    if (!ok) continue;
+    switch (compareSides(l, in, opts, st, &lastErr)) {
+      case Check::Ok: ++checked; ++randomChecked; break;
+      case Check::Failed: return;
+      case Check::Unimplemented: st.numeric = NumericState::Skipped; st.numericNote = lastErr; return;
+      case Check::LhsRejected: break;
     }
   }
   if (checked == 0) {
     st.numeric = NumericState::Skipped;
-    st.numericNote = lastErr.empty() ? "no instance satisfying the conditions found" : lastErr;
+    st.numericNote = "no well-typed instance of the left side found" + (lastErr.empty() ? "" : " (" + lastErr + ")");
     return;
   }
   st.numeric = NumericState::Ok;

@@ -3,10 +3,15 @@
 // Variables are uninterpreted functions; layout ops are index arithmetic;
 // add/sub/mul/neg/scale/div/max/min/relu/abs are exact real arithmetic; other
 // elementwise ops are uninterpreted functions; reductions, matmul and norms
-// use smt folds. The goal: under the side conditions and the left side being
-// well formed, the right side is well formed, has the same shape, and equals
-// the left side at every index in bounds.
+// use smt folds. Binary IR ops, matmul batch dims and norm weights broadcast
+// as in the IR (numpy); the relation operators sum and concat need equal
+// shapes (off the concat dim). The goal: under the side conditions and the
+// left side being well typed as IR, the right side is well typed, has the
+// same shape, and equals the left side at every index in bounds.
+#include <algorithm>
 #include <chrono>
+#include <random>
+#include <set>
 #include <sstream>
 
 #include "rewrite/lemma.h"
@@ -25,12 +30,35 @@ struct SymTensor {
 
 struct Unsupported { std::string why; };
 
+// Numpy broadcasting of two shapes: well-typedness facts, output shape and,
+// per operand dim, whether it may broadcast (read index 0 when its size is 1)
+// or is known to equal the output dim (read the output index).
+struct Broadcast {
+  std::vector<Term> shape;
+  std::vector<Term> wf;
+  std::vector<bool> directA, directB;
+  // Index into an operand of shape `xs` for an output index (aligned right).
+  static std::vector<Term> index(smt::Context& z, const std::vector<Term>& xs, const std::vector<bool>& direct,
+                                 const std::vector<Term>& idx) {
+    std::vector<Term> j;
+    size_t off = idx.size() - xs.size();
+    for (size_t k = 0; k < xs.size(); ++k)
+      j.push_back(direct[k] ? idx[k + off] : z.ite(xs[k] == z.intVal(1), z.intVal(0), idx[k + off]));
+    return j;
+  }
+};
+
 struct Builder {
   smt::Context& z;
   int defaultRank;
-  std::map<std::string, int> ranks;             // explicit rank(?x) == k
+  std::map<std::string, int> ranks;             // rank of every tensor variable (this instance)
   std::map<std::string, SymTensor> vars;
   std::vector<Term>* wf = nullptr;              // well-formedness facts of the side being built
+  // Facts known to hold (conditions, left side typing): a broadcast pair of
+  // dims they prove equal is encoded without the size-1 case, which keeps
+  // fold bodies syntactically equal. Empty: no simplification.
+  std::vector<Term> facts;
+  unsigned timeoutMs = 20000;
   std::optional<std::string> error;             // structural: not applicable / unsupported
 
   Term i(int64_t v) { return z.intVal(v); }
@@ -67,6 +95,33 @@ struct Builder {
     return t;
   }
 
+  bool provablyEqual(Term x, Term y) {
+    if (x.id() == y.id()) return true;
+    return !facts.empty() && z.check(facts, x == y, {timeoutMs}).verdict == smt::Verdict::Proved;
+  }
+
+  Broadcast broadcast(const std::vector<Term>& a, const std::vector<Term>& b) {
+    Broadcast out;
+    size_t r = std::max(a.size(), b.size());
+    out.directA.assign(a.size(), true);
+    out.directB.assign(b.size(), true);
+    Term one = z.intVal(1);
+    for (size_t d = 0; d < r; ++d) {
+      bool hasA = d >= r - a.size(), hasB = d >= r - b.size();
+      if (!(hasA && hasB)) {
+        out.shape.push_back(hasA ? a[d - (r - a.size())] : b[d - (r - b.size())]);
+        continue;
+      }
+      size_t ka = d - (r - a.size()), kb = d - (r - b.size());
+      Term x = a[ka], y = b[kb];
+      if (provablyEqual(x, y)) { out.shape.push_back(x); continue; }
+      out.wf.push_back(z.or_({x == y, x == one, y == one}));
+      out.shape.push_back(z.ite(x == one, y, x));
+      out.directA[ka] = out.directB[kb] = false;
+    }
+    return out;
+  }
+
   Term uf1(const std::string& name, Term x) {
     return z.apply(z.func("op." + name, {smt::Sort::Real}, smt::Sort::Real), {x});
   }
@@ -74,6 +129,7 @@ struct Builder {
   Result<SymTensor> build(const Pattern& p);
   Result<SymTensor> buildIr(const Pattern& p, std::vector<SymTensor>& xs);
   Result<SymTensor> reduce(const Pattern& p, const SymTensor& x);
+  Result<SymTensor> matmul(SymTensor a, SymTensor b);
   Result<SymTensor> norm(const Pattern& p, std::vector<SymTensor>& xs);
 };
 
@@ -84,8 +140,7 @@ Result<SymTensor> Builder::build(const Pattern& p) {
     SP_ASSIGN(SymTensor t, build(*a));
     xs.push_back(std::move(t));
   }
-  bool sameRank = p.op == PatOp::Concat || p.op == PatOp::Sum ||
-                  (p.op == PatOp::Ir && ir::opInfo(p.irOp).category == ir::OpCategory::Binary);
+  bool sameRank = p.op == PatOp::Concat || p.op == PatOp::Sum;
   for (size_t k = 1; sameRank && k < xs.size(); ++k)
     if (xs[k].shape.size() != xs[0].shape.size())
       return makeError("rank-mismatch", p.name + ": operands have ranks " + std::to_string(xs[0].shape.size()) +
@@ -187,8 +242,10 @@ Result<SymTensor> Builder::buildIr(const Pattern& p, std::vector<SymTensor>& xs)
     }
   }
   if (info.category == ir::OpCategory::Binary) {
-    sameShape(xs[0], xs[1]);
-    SymTensor out = xs[0], a = xs[0], b = xs[1];
+    Broadcast bc = broadcast(xs[0].shape, xs[1].shape);
+    wf->insert(wf->end(), bc.wf.begin(), bc.wf.end());
+    SymTensor out, a = xs[0], b = xs[1];
+    out.shape = bc.shape;
     std::function<Term(Term, Term)> f;
     switch (p.irOp) {
       case OpKind::Add: f = [](Term x, Term y) { return x + y; }; break;
@@ -202,31 +259,19 @@ Result<SymTensor> Builder::buildIr(const Pattern& p, std::vector<SymTensor>& xs)
         f = [zc, g](Term x, Term y) { return zc->apply(g, {x, y}); };
       }
     }
-    out.at = [a, b, f](const std::vector<Term>& idx) { return f(a.at(idx), b.at(idx)); };
-    return out;
-  }
-  if (p.irOp == OpKind::MatMul) {
-    size_t r = xs[0].shape.size();
-    if (r < 2) return makeError("rank-too-small", "matmul needs rank >= 2, got " + std::to_string(r));
-    SymTensor a = xs[0], b = xs[1], out = xs[0];
-    for (size_t d = 0; d + 2 < r; ++d) wf->push_back(a.shape[d] == b.shape[d]);
-    wf->push_back(a.shape[r - 1] == b.shape[r - 2]);
-    out.shape[r - 1] = b.shape[r - 1];
-    Term k = a.shape[r - 1];
-    out.at = [zc, a, b, k, r](const std::vector<Term>& idx) {
-      Term t = zc->freshInt("k");
-      auto ia = idx, ib = idx;
-      ia[r - 1] = t;
-      ib[r - 2] = t;
-      return zc->fold(smt::FoldOp::Sum, t, zc->intVal(0), k, a.at(ia) * b.at(ib));
+    out.at = [zc, a, b, f, bc](const std::vector<Term>& idx) {
+      return f(a.at(Broadcast::index(*zc, a.shape, bc.directA, idx)), b.at(Broadcast::index(*zc, b.shape, bc.directB, idx)));
     };
     return out;
   }
+  if (p.irOp == OpKind::MatMul) return matmul(xs[0], xs[1]);
   if (info.category == ir::OpCategory::Reduce) return reduce(p, xs[0]);
   if (info.category == ir::OpCategory::Norm) return norm(p, xs);
   if (p.irOp == OpKind::Transpose) {
-    const auto& perm = p.attr("perm")->ints;
     SymTensor out, x = xs[0];
+    std::vector<int64_t> perm = p.attr("perm") ? p.attr("perm")->ints : std::vector<int64_t>{};
+    if (perm.empty())  // the IR default: reverse the dims
+      for (size_t k = x.shape.size(); k-- > 0;) perm.push_back(int64_t(k));
     std::vector<int64_t> sorted = perm;
     std::sort(sorted.begin(), sorted.end());
     for (size_t k = 0; k < sorted.size(); ++k)
@@ -241,6 +286,60 @@ Result<SymTensor> Builder::buildIr(const Pattern& p, std::vector<SymTensor>& xs)
     return out;
   }
   return makeError("unsupported-op", std::string(info.name) + " has no smt meaning in lemma proofs");
+}
+
+// Numpy matmul: a rank-1 a is [1, K] and b [K, 1] (the dim removed after);
+// batch dims broadcast.
+Result<SymTensor> Builder::matmul(SymTensor a, SymTensor b) {
+  if (a.shape.empty() || b.shape.empty()) return makeError("rank-too-small", "matmul operands need rank >= 1");
+  bool vecA = a.shape.size() == 1, vecB = b.shape.size() == 1;
+  if (vecA) {
+    SymTensor v = a;
+    a.shape = {i(1), v.shape[0]};
+    a.at = [v](const std::vector<Term>& idx) { return v.at({idx[1]}); };
+  }
+  if (vecB) {
+    SymTensor v = b;
+    b.shape = {v.shape[0], i(1)};
+    b.at = [v](const std::vector<Term>& idx) { return v.at({idx[0]}); };
+  }
+  size_t ra = a.shape.size(), rb = b.shape.size();
+  std::vector<Term> batchA(a.shape.begin(), a.shape.end() - 2), batchB(b.shape.begin(), b.shape.end() - 2);
+  Broadcast bc = broadcast(batchA, batchB);
+  wf->insert(wf->end(), bc.wf.begin(), bc.wf.end());
+  wf->push_back(a.shape[ra - 1] == b.shape[rb - 2]);
+  SymTensor out;
+  out.shape = bc.shape;
+  size_t nb = bc.shape.size();
+  out.shape.push_back(a.shape[ra - 2]);
+  out.shape.push_back(b.shape[rb - 1]);
+  Term k = a.shape[ra - 1];
+  smt::Context* zc = &z;
+  out.at = [zc, a, b, k, nb, batchA, batchB, bc](const std::vector<Term>& idx) {
+    Term t = zc->freshInt("k");
+    std::vector<Term> batch(idx.begin(), idx.begin() + long(nb));
+    auto ia = Broadcast::index(*zc, batchA, bc.directA, batch), ib = Broadcast::index(*zc, batchB, bc.directB, batch);
+    ia.push_back(idx[nb]);
+    ia.push_back(t);
+    ib.push_back(t);
+    ib.push_back(idx[nb + 1]);
+    return zc->fold(smt::FoldOp::Sum, t, zc->intVal(0), k, a.at(ia) * b.at(ib));
+  };
+  if (vecA || vecB) {  // drop the inserted dims
+    SymTensor full = out;
+    size_t r = full.shape.size();
+    out.shape.clear();
+    for (size_t d = 0; d < r; ++d)
+      if (!((vecA && d == r - 2) || (vecB && d == r - 1))) out.shape.push_back(full.shape[d]);
+    Term zero = i(0);
+    out.at = [full, r, vecA, vecB, zero](const std::vector<Term>& idx) {
+      std::vector<Term> j;
+      size_t q = 0;
+      for (size_t d = 0; d < r; ++d) j.push_back((vecA && d == r - 2) || (vecB && d == r - 1) ? zero : idx[q++]);
+      return full.at(j);
+    };
+  }
+  return out;
 }
 
 Result<SymTensor> Builder::reduce(const Pattern& p, const SymTensor& x) {
@@ -258,7 +357,8 @@ Result<SymTensor> Builder::reduce(const Pattern& p, const SymTensor& x) {
   if (!a || a->ints.empty()) for (size_t d = 0; d < r; ++d) axes.push_back(int64_t(d));
   else for (int64_t v : a->ints) { SP_ASSIGN(int64_t d, normDim(v, r)); axes.push_back(d); }
   std::sort(axes.begin(), axes.end());
-  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    return makeError("bad-axes", p.name + ": repeated axis for rank " + std::to_string(r));
   const PatAttr* kd = p.attr("keepdims");
   bool keep = !kd || kd->i != 0;
   SymTensor out;
@@ -314,9 +414,16 @@ Result<SymTensor> Builder::norm(const Pattern& p, std::vector<SymTensor>& xs) {
     return out;
   }
   if (size_t(axis) != r - 1) return makeError("unsupported-op", p.name + " proofs need axis=-1");
+  std::vector<std::vector<bool>> wdirect;
+  // Weights broadcast to the normalized shape [n]: rank 0, or rank 1 of size n or 1.
   for (size_t k = 1; k < xs.size(); ++k) {
-    if (xs[k].shape.size() != 1) return makeError("rank-mismatch", p.name + ": weights must have rank 1");
-    wf->push_back(xs[k].shape[0] == x.shape[r - 1]);
+    if (xs[k].shape.size() > 1)
+      return makeError("rank-mismatch", p.name + ": weight of rank " + std::to_string(xs[k].shape.size()) +
+                                            " does not broadcast to the normalized shape of rank 1");
+    Broadcast bc = broadcast(xs[k].shape, {x.shape[r - 1]});
+    if (!bc.directA.empty() && !bc.directA[0])  // a weight may broadcast into the row, not beyond it
+      wf->push_back(z.or_({xs[k].shape[0] == x.shape[r - 1], xs[k].shape[0] == i(1)}));
+    wdirect.push_back(bc.directA);
   }
   const PatAttr* ep = p.attr("epsilon");
   double epsv = ep ? ep->f : (p.irOp == OpKind::LayerNorm ? 1e-5 : 1e-6);
@@ -324,7 +431,7 @@ Result<SymTensor> Builder::norm(const Pattern& p, std::vector<SymTensor>& xs) {
   bool layer = p.irOp == OpKind::LayerNorm;
   std::vector<SymTensor> w(xs.begin() + 1, xs.end());
   SymTensor out = x;
-  out.at = [this, zc, x, r, eps, layer, w](const std::vector<Term>& idx) {
+  out.at = [this, zc, x, r, eps, layer, w, wdirect](const std::vector<Term>& idx) {
     Term n = zc->toReal(x.shape[r - 1]);
     auto at = [&](Term t) { auto j = idx; j[r - 1] = t; return x.at(j); };
     Term t1 = zc->freshInt("n");
@@ -340,8 +447,9 @@ Result<SymTensor> Builder::norm(const Pattern& p, std::vector<SymTensor>& xs) {
       Term ms = zc->realDiv(zc->fold(smt::FoldOp::Sum, t2, zc->intVal(0), x.shape[r - 1], at(t2) * at(t2)), n);
       v = x.at(idx) * uf1("rsqrt", ms + eps);
     }
-    if (!w.empty()) v = v * w[0].at({idx[r - 1]});
-    if (w.size() > 1) v = v + w[1].at({idx[r - 1]});
+    std::vector<Term> last{idx[r - 1]};
+    if (!w.empty()) v = v * w[0].at(Broadcast::index(*zc, w[0].shape, wdirect[0], last));
+    if (w.size() > 1) v = v + w[1].at(Broadcast::index(*zc, w[1].shape, wdirect[1], last));
     return v;
   };
   return out;
@@ -363,11 +471,12 @@ std::map<std::string, int> explicitRanks(const Lemma& l) {
   return out;
 }
 
-bool mentionsDefaultRank(const Pattern& p, const std::map<std::string, int>& ranks) {
-  if (p.op == PatOp::Var) return !ranks.count(p.name);
-  for (const auto& a : p.args)
-    if (mentionsDefaultRank(*a, ranks)) return true;
-  return false;
+// Tensor variables and integer attribute variables (slice bounds) of a pattern.
+void patternVars(const Pattern& p, std::set<std::string>& tensors, std::set<std::string>& ints) {
+  if (p.op == PatOp::Var) { tensors.insert(p.name); return; }
+  for (const auto& a : p.attrs)
+    if (a.kind == PatAttr::Kind::Var && p.op != PatOp::Scale) ints.insert(a.text);
+  for (const auto& a : p.args) patternVars(*a, tensors, ints);
 }
 
 Result<Term> condTerm(Builder& b, const CondTerm& t) {
@@ -394,9 +503,62 @@ Result<Term> condTerm(Builder& b, const CondTerm& t) {
 
 enum class Outcome { Proven, Unproven, NotApplicable };
 
-Outcome proveInstance(const Lemma& l, int rank, const ProveOptions& opts, std::string* reason) {
+// Concrete instances of the variables satisfying `facts` (conditions, left
+// side well-typedness, sizes >= 1): each variable is pinned in turn (random
+// order) to a random small value if that stays satisfiable; size 1 is drawn
+// often so that broadcasting instances occur. Deterministic for a seed.
+std::vector<LemmaInstance> solveInstances(Builder& b, const std::set<std::string>& intVars, std::vector<Term> facts,
+                                          int count, std::mt19937_64& rng, unsigned timeoutMs) {
+  smt::Context& z = b.z;
+  struct Unknown { Term t; std::string tensor; size_t dim; std::string name; };
+  std::vector<Unknown> unknowns;
+  for (const auto& [name, t] : b.vars)
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      unknowns.push_back({t.shape[d], name, d, name + ".size" + std::to_string(d)});
+      facts.push_back(z.le(t.shape[d], z.intVal(6)));
+    }
+  for (const auto& n : intVars) {
+    Term t = z.intVar(n);
+    unknowns.push_back({t, "", 0, n});
+    facts.push_back(z.le(z.intVal(-12), t));
+    facts.push_back(z.le(t, z.intVal(12)));
+  }
+  std::vector<LemmaInstance> out;
+  for (int trial = 0; trial < count; ++trial) {
+    std::vector<Term> pinned = facts;
+    std::vector<size_t> order(unknowns.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::shuffle(order.begin(), order.end(), rng);
+    std::map<size_t, int64_t> value;
+    for (size_t k : order) {
+      int64_t v = !unknowns[k].tensor.empty() ? (rng() % 3 == 0 ? 1 : int64_t(2 + rng() % 3)) : int64_t(rng() % 5);
+      pinned.push_back(unknowns[k].t == z.intVal(v));
+      if (z.satisfiable(pinned, {timeoutMs}).verdict == smt::Verdict::Refuted) { value[k] = v; continue; }
+      pinned.pop_back();
+    }
+    smt::CheckResult m = z.satisfiable(pinned, {timeoutMs});
+    if (m.verdict != smt::Verdict::Refuted) continue;
+    LemmaInstance inst;
+    for (const auto& [name, t] : b.vars) inst.dims[name].assign(t.shape.size(), 0);
+    bool complete = true;
+    for (size_t k = 0; k < unknowns.size(); ++k) {
+      std::optional<int64_t> v = value.count(k) ? std::optional<int64_t>(value[k]) : m.model.intValue(unknowns[k].name);
+      if (!v) { complete = false; break; }
+      if (!unknowns[k].tensor.empty()) inst.dims[unknowns[k].tensor][unknowns[k].dim] = *v;
+      else inst.ints[unknowns[k].name] = *v;
+    }
+    if (complete) out.push_back(std::move(inst));
+  }
+  return out;
+}
+
+// One rank assignment. `prove` false: only decide applicability and solve
+// instances (after an earlier assignment failed).
+Outcome proveInstance(const Lemma& l, const std::map<std::string, int>& ranks, const std::set<std::string>& intVars,
+                      bool prove, const ProveOptions& opts, std::mt19937_64& rng, std::string* reason,
+                      std::vector<LemmaInstance>* instances) {
   smt::Context z;
-  Builder b{z, rank, explicitRanks(l), {}, nullptr, std::nullopt};
+  Builder b{z, 1, ranks, {}, nullptr, {}, opts.timeoutMs, std::nullopt};
   std::vector<Term> assumptions, lhsWf, rhsWf;
   b.wf = &lhsWf;
   auto L = b.build(*l.lhs);
@@ -415,8 +577,20 @@ Outcome proveInstance(const Lemma& l, int rank, const ProveOptions& opts, std::s
     assumptions.push_back(f);
   }
   assumptions.insert(assumptions.end(), lhsWf.begin(), lhsWf.end());
-  // Conditions that are structurally false for this rank make the instance vacuous.
+  // Conditions that are structurally false for these ranks make the instance vacuous.
   if (z.satisfiable(assumptions, {opts.timeoutMs}).verdict == smt::Verdict::Proved) return Outcome::NotApplicable;
+  // Rebuild the left side knowing its typing and the conditions (broadcast
+  // pairs they prove equal lose the size-1 case), then the right side.
+  b.facts = assumptions;
+  std::vector<Term> lhsWf2;
+  b.wf = &lhsWf2;
+  L = b.build(*l.lhs);
+  if (!L.ok()) { *reason = "left side: " + L.error().message; return Outcome::Unproven; }
+  if (opts.evalOp) {
+    auto solved = solveInstances(b, intVars, assumptions, opts.numericTrials, rng, opts.timeoutMs);
+    instances->insert(instances->end(), solved.begin(), solved.end());
+  }
+  if (!prove) return Outcome::Unproven;
   b.wf = &rhsWf;
   auto R = b.build(*l.rhs);
   if (!R.ok()) { *reason = "right side: " + R.error().message; return Outcome::Unproven; }
@@ -440,10 +614,14 @@ Outcome proveInstance(const Lemma& l, int rank, const ProveOptions& opts, std::s
   return Outcome::Unproven;
 }
 
-}  // namespace
+std::string rankText(const std::map<std::string, int>& ranks, const std::map<std::string, int>& fixed) {
+  std::string s;
+  for (const auto& [n, r] : ranks)
+    if (!fixed.count(n)) s += (s.empty() ? "" : ", ") + ("rank(?" + n + ") = " + std::to_string(r));
+  return s;
+}
 
-// Numeric check, defined in lemma_numeric.cpp.
-void checkLemmaNumerically(const Lemma& l, const std::vector<int>& ranks, const ProveOptions& opts, LemmaStatus& st);
+}  // namespace
 
 std::vector<LemmaStatus> proveLemmas(const LemmaLibrary& lib, const ProveOptions& opts) {
   std::vector<LemmaStatus> out;
@@ -452,23 +630,43 @@ std::vector<LemmaStatus> proveLemmas(const LemmaLibrary& lib, const ProveOptions
     auto t0 = std::chrono::steady_clock::now();
     LemmaStatus st;
     st.name = l.name;
-    bool general = mentionsDefaultRank(*l.lhs, explicitRanks(l));
-    int maxR = general ? opts.maxRank : 1;
-    bool failed = false;
-    for (int r = 1; r <= maxR && !failed; ++r) {
+    std::set<std::string> tensors, intVars;
+    patternVars(*l.lhs, tensors, intVars);
+    std::map<std::string, int> fixed = explicitRanks(l);
+    // Every default-rank variable takes every rank 1..maxRank independently
+    // (binary ops broadcast across ranks).
+    std::vector<std::string> free;
+    std::map<std::string, int> ranks;
+    for (const auto& n : tensors) {
+      if (fixed.count(n)) ranks[n] = fixed[n];
+      else { free.push_back(n); ranks[n] = 1; }
+    }
+    bool general = !free.empty();
+    std::mt19937_64 rng(opts.seed);
+    std::vector<LemmaInstance> instances;
+    std::set<int> provenRanks;
+    bool failed = false, anyProven = false;
+    while (true) {
       std::string why;
-      switch (proveInstance(l, r, opts, &why)) {
-        case Outcome::Proven: st.ranks.push_back(r); break;
+      switch (proveInstance(l, ranks, intVars, !failed, opts, rng, &why, &instances)) {
+        case Outcome::Proven:
+          anyProven = true;
+          for (const auto& n : free) provenRanks.insert(ranks[n]);
+          break;
         case Outcome::NotApplicable: break;
         case Outcome::Unproven:
+          if (!failed) st.reason = (general ? rankText(ranks, fixed) + ": " : "") + why;
           failed = true;
-          st.reason = (general ? "rank " + std::to_string(r) + ": " : "") + why;
       }
+      size_t k = 0;  // next assignment (odometer)
+      while (k < free.size() && ranks[free[k]] == opts.maxRank) ranks[free[k++]] = 1;
+      if (k == free.size()) break;
+      ++ranks[free[k]];
     }
-    st.proven = !failed && !st.ranks.empty();
-    if (!failed && st.ranks.empty()) st.reason = "no applicable instance up to rank " + std::to_string(opts.maxRank);
-    if (!general && st.proven) st.ranks.clear();
-    checkLemmaNumerically(l, general ? st.ranks : std::vector<int>{1}, opts, st);
+    st.proven = !failed && anyProven;
+    if (!failed && !anyProven) st.reason = "no applicable instance up to rank " + std::to_string(opts.maxRank);
+    if (general && st.proven) st.ranks.assign(provenRanks.begin(), provenRanks.end());
+    checkLemmaNumerically(l, instances, opts, st);
     st.millis = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     out.push_back(std::move(st));
   }
