@@ -138,6 +138,11 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
       if (!c.ok()) return c.error();
       for (const auto& a : sr->alts)
         if (auto ca = eng.addRel(*a); ca.ok()) eng.mergeChecked(*c, *ca);
+      ir::ValueId in = node.inputs[kids.size()];
+      if (!(eng.graph().type(*c) == seq.value(in).type))
+        return makeError("relation-shape-mismatch", "S value '" + seq.value(in).name + "' has type " +
+                                                        seq.value(in).type.str() + " but its relation " + str(*sr->best) +
+                                                        " has " + eng.graph().type(*c).str());
       collectLeaves(*sr->best, dist, seeds);
       for (const auto& a : sr->alts) collectLeaves(*a, dist, seeds);
       kids.push_back(*c);

@@ -172,6 +172,54 @@ TEST(Verify, SequenceParallelVerified) {
   test::checkSelfRefinement(c);
 }
 
+TEST(Verify, PipelineSendRecvVerified) {
+  Case c = load("pp_seq.sp", "pp2.sp", "pp2.rel");
+  auto rep = runCase(c);
+  ASSERT_EQ(rep.verdict, Verdict::Verified) << test::describe(rep);
+  EXPECT_EQ(rep.outputs[0].relation, "dist[1].logits");
+  test::checkSelfRefinement(c);
+}
+
+TEST(Verify, PipelineSendsWrongTensorRefuted) {
+  Case c = load("pp_seq.sp", "pp2_wrong_tensor.sp", "pp2.rel");
+  auto rep = runCase(c);
+  ASSERT_EQ(rep.verdict, Verdict::Refuted) << test::describe(rep);
+  EXPECT_EQ(rep.failure->seqValue, "logits");
+  EXPECT_GT(rep.failure->witness->worstOutput.maxRelErr, 1e-3);
+}
+
+// Not a timing assertion: prints CSV (tp, hidden, seconds, lemmas) for the
+// Megatron MLP at growing tensor-parallel degree, like a benchmark.
+TEST(VerifyTiming, MegatronMlpScalingCsv) {
+  std::cout << "tp,tokens,hidden,ffn,verdict,seconds,lemmas_applied\n";
+  for (int tp : {2, 4, 8}) {
+    int tokens = 512, hidden = 768, ffn = 3072, local = ffn / tp;
+    std::string s = "graph mlp {\n  input %x: f32[" + std::to_string(tokens) + ", " + std::to_string(hidden) +
+                    "]\n  param %w1: f32[" + std::to_string(hidden) + ", " + std::to_string(ffn) +
+                    "]\n  param %w2: f32[" + std::to_string(ffn) + ", " + std::to_string(hidden) +
+                    "]\n  %h = matmul(%x, %w1)\n  %g = gelu(%h) {approximate = \"tanh\"}\n  %y = matmul(%g, %w2)\n"
+                    "  %n = layer_norm(%y)\n  output %n\n}\n";
+    std::string d = "program mlp_tp {\n  world " + std::to_string(tp) + "\n  mesh [tp = " + std::to_string(tp) +
+                    "]\n  rank 0.." + std::to_string(tp - 1) + " {\n    input %x: f32[" + std::to_string(tokens) + ", " +
+                    std::to_string(hidden) + "]\n    param %w1: f32[" + std::to_string(hidden) + ", " +
+                    std::to_string(local) + "]\n    param %w2: f32[" + std::to_string(local) + ", " +
+                    std::to_string(hidden) + "]\n    %h = matmul(%x, %w1)\n    %g = gelu(%h) {approximate = \"tanh\"}\n"
+                    "    %o = matmul(%g, %w2)\n    %y = all_reduce(%o) {group = \"tp\"}\n    %n = layer_norm(%y)\n"
+                    "    output %n\n  }\n}\n";
+    auto g = ir::parseGraph(s, "mlp.sp");
+    auto p = ir::parseProgram(d, "mlp_tp.sp");
+    ASSERT_TRUE(g.ok()) << g.error().str();
+    ASSERT_TRUE(p.ok()) << p.error().str();
+    auto f = inferRelations(*g, *p);
+    ASSERT_TRUE(f.ok()) << f.error().str();
+    auto r = verify(*g, *p, *f, {});
+    ASSERT_TRUE(r.ok()) << r.error().str();
+    EXPECT_EQ(r->verdict, Verdict::Verified) << test::describe(*r);
+    std::cout << tp << "," << tokens << "," << hidden << "," << ffn << "," << verdictName(r->verdict) << ","
+              << r->stats.seconds << "," << r->stats.lemmasApplied << "\n";
+  }
+}
+
 TEST(Verify, MissingInputRelationIsAnError) {
   Case c = load("mlp_seq.sp", "mlp_tp2.sp", "mlp_tp2.rel");
   c.rel.inputs.pop_back();
