@@ -1,6 +1,9 @@
 // End-to-end tests of the shardproof binary: help, exit codes, messages.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "ir/npy.h"
 #include "tests/cli_harness.h"
 
 namespace sp::test {
@@ -66,6 +69,103 @@ TEST(Cli, BadInputArgument) {
   auto r = runCli({"run", sourcePath("examples/mlp.sp"), "--input", "novalue", "--out-dir", "/tmp/x"});
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find("is not NAME=FILE.npy"), std::string::npos) << r.err;
+}
+
+TEST(CliInspect, OnnxJsonHasContractFields) {
+  auto r = runCli({"inspect", sourcePath("tests/fixtures/onnx/gpt2_block_op17_dyn.onnx"), "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["inputs"].size(), 1u);
+  EXPECT_EQ(j["inputs"][0]["name"], "x");
+  EXPECT_EQ(j["inputs"][0]["dtype"], "f32");
+  EXPECT_EQ(j["inputs"][0]["shape"][0], "batch");
+  EXPECT_EQ(j["inputs"][0]["shape"][1], "seq");
+  EXPECT_EQ(j["outputs"][0]["name"], "y");
+  EXPECT_GT(j["parameters"].get<int64_t>(), 0);
+  EXPECT_GT(j["ops"]["matmul"].get<int64_t>(), 0);
+  EXPECT_GT(j["ops"]["softmax"].get<int64_t>(), 0);
+}
+
+TEST(CliInspect, PrintIrReparses) {
+  auto dir = tempDir("printir");
+  auto r = runCli({"inspect", sourcePath("tests/fixtures/onnx/llama_block_op17.onnx"), "--print-ir"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("graph "), std::string::npos);
+  std::ofstream(dir / "llama.sp") << r.out;
+  auto again = runCli({"inspect", (dir / "llama.sp").string(), "--print-ir"});
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(again.out, r.out);
+}
+
+TEST(CliInspect, ProgramJson) {
+  auto r = runCli({"inspect", sourcePath("examples/mlp_tp2.sp"), "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["world_size"], 2);
+  EXPECT_EQ(j["mesh"]["tp"], 2);
+  ASSERT_EQ(j["ranks"].size(), 2u);
+  EXPECT_EQ(j["ranks"][1]["ops"]["all_reduce"], 1);
+}
+
+TEST(CliRun, OnnxMatchesTorch) {
+  auto dir = tempDir("run");
+  std::string fx = sourcePath("tests/fixtures/onnx/");
+  auto r = runCli({"run", fx + "gpt2_block_op17.onnx", "--input", "x=" + fx + "gpt2_block.in.x.npy",
+                   "--out-dir", dir.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto got = ir::readNpy((dir / "y.npy").string());
+  auto want = ir::readNpy(fx + "gpt2_block.out.y.npy");
+  ASSERT_TRUE(got.ok() && want.ok());
+  ASSERT_EQ(got->dims(), want->dims());
+  // Elementwise |got - want| <= 1e-6 + 1e-5 |want| (f32 against torch's f32).
+  for (int64_t i = 0; i < got->numel(); ++i) {
+    double w = want->getAsDouble(i);
+    ASSERT_LE(std::abs(got->getAsDouble(i) - w), 1e-6 + 1e-5 * std::abs(w)) << "element " << i;
+  }
+}
+
+TEST(CliRun, OutputNamesAreSanitizedAndSeedsMatter) {
+  auto dir = tempDir("sanitize");
+  std::ofstream(dir / "g.sp") << "graph g {\n  input %x: f32[3]\n  %\"a/b:c\": f32[3] = exp(%x)\n  output %\"a/b:c\"\n}\n";
+  auto r = runCli({"run", (dir / "g.sp").string(), "--seed", "7", "--out-dir", (dir / "o7").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "o7" / "a_b_c.npy"));
+  auto r2 = runCli({"run", (dir / "g.sp").string(), "--seed", "8", "--out-dir", (dir / "o8").string()});
+  ASSERT_EQ(r2.code, 0) << r2.err;
+  auto a = ir::readNpy((dir / "o7" / "a_b_c.npy").string());
+  auto b = ir::readNpy((dir / "o8" / "a_b_c.npy").string());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_FALSE(a->identical(*b));
+}
+
+TEST(CliRun, ProgramWritesPerRankOutputs) {
+  auto dir = tempDir("runprog");
+  auto r = runCli({"run", sourcePath("examples/mlp_tp2.sp"), "--out-dir", dir.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto y0 = ir::readNpy((dir / "r0" / "y.npy").string());
+  auto y1 = ir::readNpy((dir / "r1" / "y.npy").string());
+  ASSERT_TRUE(y0.ok() && y1.ok());
+  EXPECT_TRUE(y0->identical(*y1));  // all-reduced, replicated
+}
+
+TEST(CliRun, WrongInputDtypeIsBadInput) {
+  auto dir = tempDir("wrongdtype");
+  ir::Tensor t(ir::DType::I64, {2, 64});
+  ASSERT_TRUE(ir::writeNpy((dir / "x.npy").string(), t).ok());
+  auto r = runCli({"run", sourcePath("examples/mlp.sp"), "--input", "x=" + (dir / "x.npy").string(),
+                   "--out-dir", (dir / "o").string()});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("input 'x'"), std::string::npos) << r.err;
+}
+
+TEST(CliInspect, MegatronCaptureFromSharedCorpus) {
+  std::string corpus = std::string(SP_SOURCE_DIR) + "/../shared/corpus/megatron_gpt_tp2_l1";
+  if (!std::filesystem::exists(corpus)) GTEST_SKIP() << "shared corpus not found at " << corpus;
+  auto r = runCli({"inspect", corpus + "/dist", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["world_size"], 2);
+  EXPECT_EQ(j["ranks"][0]["ops"]["all_reduce"], j["ranks"][1]["ops"]["all_reduce"]);
 }
 
 }  // namespace

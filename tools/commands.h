@@ -32,3 +32,32 @@ int cmdRun(const RunArgs& a);
 std::string sanitizeFileName(const std::string& name);
 
 }  // namespace sp::tools
+
+namespace sp::tools {
+
+// Exit codes of verify: 0 verified, 1 refuted, 2 inconclusive, 3 bad input.
+inline constexpr int kExitRefuted = 1;
+inline constexpr int kExitInconclusive = 2;
+
+struct VerifyArgs {
+  std::string seq, dist;
+  std::string relationFile;     // --relation
+  bool inferRelations = false;  // --infer-relations
+  std::string writeRelations;   // --write-relations FILE
+  std::string expectFile;       // --expect FILE (expect lines)
+  std::vector<std::string> outputs;
+  std::string format = "text";  // text | json | junit
+  double timeLimit = 300;
+  std::string dotFile;
+  uint64_t seed = 0;
+};
+int cmdVerify(const VerifyArgs& a);
+
+struct LemmasArgs {
+  bool prove = false;
+  std::string dir;                 // empty: the default lemma directory
+  std::vector<std::string> only;   // lemma names
+};
+int cmdLemmas(const LemmasArgs& a);
+
+}  // namespace sp::tools

@@ -37,6 +37,35 @@ int main(int argc, char** argv) {
       ->required();
   rn->add_option("--threads", run.threads, "worker threads (default: all cores)");
 
+  VerifyArgs verify;
+  auto* vf = app.add_subcommand(
+      "verify", "prove that a distributed program refines a sequential model, or refute it.\n"
+                "Exit codes: 0 verified, 1 refuted, 2 inconclusive, 3 bad input");
+  vf->add_option("--seq", verify.seq, "sequential model (.onnx, .sp, .py capture, or a directory)")
+      ->required();
+  vf->add_option("--dist", verify.dist,
+                 "distributed program: a text IR program, or a directory of *.r<N>.<ext> rank files")
+      ->required();
+  vf->add_option("--relation", verify.relationFile, "input relations (docs/relations.md)");
+  vf->add_flag("--infer-relations", verify.inferRelations,
+               "propose input relations from names and shapes, and use them");
+  vf->add_option("--write-relations", verify.writeRelations,
+                 "with --infer-relations: write the proposal to FILE for review");
+  vf->add_option("--expect", verify.expectFile, "expected output relations ('expect' lines)");
+  vf->add_option("--outputs", verify.outputs, "S outputs that must be rebuilt (default: all)")
+      ->delimiter(',');
+  vf->add_option("--format", verify.format, "text, json or junit")
+      ->check(CLI::IsMember({"text", "json", "junit"}));
+  vf->add_option("--time-limit", verify.timeLimit, "seconds before giving up: inconclusive (default 300)");
+  vf->add_option("--dot", verify.dotFile, "write the S graph around the failure as Graphviz");
+  vf->add_option("--seed", verify.seed, "seed of the witness inputs (default 0)");
+
+  LemmasArgs lemmas;
+  auto* lm = app.add_subcommand("lemmas", "list the lemma library; --prove proves every lemma with Z3");
+  lm->add_flag("--prove", lemmas.prove, "prove each lemma (Z3) and check it numerically");
+  lm->add_option("--dir", lemmas.dir, "lemma directory (default: the built-in library)");
+  lm->add_option("--only", lemmas.only, "lemma names")->delimiter(',');
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -50,5 +79,7 @@ int main(int argc, char** argv) {
 
   if (*ins) return cmdInspect(inspect);
   if (*rn) return cmdRun(run);
+  if (*vf) return cmdVerify(verify);
+  if (*lm) return cmdLemmas(lemmas);
   return kExitBadInput;
 }
