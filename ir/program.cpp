@@ -83,16 +83,21 @@ Result<GroupPartition> Program::partition(const std::string& name) const {
   return partitionOf(mesh_, groups_, name);
 }
 
-Result<std::vector<int64_t>> Program::groupOf(const std::string& name, int64_t rank) const {
-  SP_ASSIGN(auto p, partition(name));
+Result<std::vector<int64_t>> groupMembers(const Mesh& mesh,
+                                          const std::map<std::string, GroupPartition>& groups,
+                                          const std::string& name, int64_t rank) {
+  SP_ASSIGN(auto p, partitionOf(mesh, groups, name));
   return memberList(p, name, rank);
+}
+
+Result<std::vector<int64_t>> Program::groupOf(const std::string& name, int64_t rank) const {
+  return groupMembers(mesh_, groups_, name, rank);
 }
 
 GroupSizeFn groupSizeFor(const Mesh& mesh, const std::map<std::string, GroupPartition>& groups,
                          int64_t rank) {
   return [&mesh, &groups, rank](const std::string& name) -> Result<int64_t> {
-    SP_ASSIGN(auto p, partitionOf(mesh, groups, name));
-    SP_ASSIGN(auto m, memberList(p, name, rank));
+    SP_ASSIGN(auto m, groupMembers(mesh, groups, name, rank));
     return int64_t(m.size());
   };
 }

@@ -68,6 +68,12 @@ class ProgramBuilder {
   std::optional<Error> error_;
 };
 
+// Members, in group order, of the group `name` (a named partition, a mesh
+// axis, or axes joined by '+') that contains `rank`.
+Result<std::vector<int64_t>> groupMembers(const Mesh& mesh,
+                                          const std::map<std::string, GroupPartition>& groups,
+                                          const std::string& name, int64_t rank);
+
 // Group size of `name` for `rank` in a program under construction.
 GroupSizeFn groupSizeFor(const Mesh& mesh, const std::map<std::string, GroupPartition>& groups,
                          int64_t rank);

@@ -14,32 +14,7 @@ Result<std::vector<int64_t>> RankSpace::members(const std::string& name, int64_t
   if (rank < 0 || rank >= world)
     return makeError("rank-out-of-range", "rank " + std::to_string(rank) + " is outside the world of " +
                                               std::to_string(world) + " ranks");
-  if (auto it = groups.find(name); it != groups.end()) {
-    for (const auto& m : it->second)
-      if (std::find(m.begin(), m.end(), rank) != m.end()) return m;
-    return makeError("rank-not-in-group",
-                     "rank " + std::to_string(rank) + " is not a member of group '" + name + "'");
-  }
-  std::set<size_t> sel;
-  std::stringstream ss(name);
-  std::string part;
-  while (std::getline(ss, part, '+')) {
-    size_t idx = mesh.axes.size();
-    for (size_t i = 0; i < mesh.axes.size(); ++i)
-      if (mesh.axes[i].name == part) idx = i;
-    if (idx == mesh.axes.size())
-      return makeError("unknown-group", "process group '" + name + "' does not exist");
-    sel.insert(idx);
-  }
-  auto key = mesh.coords(rank);
-  for (size_t i : sel) key[i] = -1;
-  std::vector<int64_t> out;
-  for (int64_t r = 0; r < world; ++r) {
-    auto c = mesh.coords(r);
-    for (size_t i : sel) c[i] = -1;
-    if (c == key) out.push_back(r);
-  }
-  return out;
+  return ir::groupMembers(mesh, groups, name, rank);
 }
 
 IntExpr IntExpr::constant(int64_t v) {
