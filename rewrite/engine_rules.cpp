@@ -4,11 +4,21 @@
 // symbolic), proven-rank limits, instantiation and saturation.
 #include <bit>
 #include <chrono>
+#include <set>
 
 #include "rewrite/engine.h"
 #include "rewrite/smt/smt.h"
 
 namespace sp::rewrite {
+
+namespace {
+
+void tensorVars(const Pattern& p, std::set<std::string>& out) {
+  if (p.op == PatOp::Var) out.insert(p.name);
+  for (const auto& a : p.args) tensorVars(*a, out);
+}
+
+}  // namespace
 
 std::vector<Rule> compileRules(const LemmaLibrary& lib, const std::vector<LemmaStatus>& status) {
   std::map<std::string, const LemmaStatus*> byName;
@@ -25,13 +35,29 @@ std::vector<Rule> compileRules(const LemmaLibrary& lib, const std::vector<LemmaS
       if (c.rhs.kind == CondTerm::Kind::Rank && c.lhs.kind == CondTerm::Kind::Const) r.fixedRanks[c.rhs.var] = int(c.lhs.value);
     }
     r.ranks = it->second->ranks;
-    r.general = !r.ranks.empty();
+    // General: some variable has the default rank, so the proven ranks
+    // (possibly none) limit the matches; decided by the lemma, not the status.
+    std::set<std::string> vars;
+    tensorVars(*l.lhs, vars);
+    for (const auto& v : vars) r.general = r.general || !r.fixedRanks.count(v);
     out.push_back(std::move(r));
   }
   return out;
 }
 
 namespace {
+
+// Numpy broadcasting as the IR types it (ir/infer.cpp): aligned from the
+// right, each dim pair equal or one of them 1.
+bool broadcasts(const ir::Shape& a, const ir::Shape& b) {
+  const ir::Dim one(1);
+  for (size_t k = 1; k <= std::min(a.size(), b.size()); ++k) {
+    const ir::Dim& x = a[a.size() - k];
+    const ir::Dim& y = b[b.size() - k];
+    if (!(x == y || x == one || y == one)) return false;
+  }
+  return true;
+}
 
 struct Bind {
   std::map<std::string, ClassId> t;
@@ -71,23 +97,27 @@ struct RuleMatcher {
   }
 
   // The well-formedness the prover assumes of the left side (docs/lemmas.md):
-  // binary operands of equal shapes, matmul of equal ranks >= 2 with equal
-  // batch dims, norm weights of rank 1.
+  // exactly the IR's typing. Binary ops broadcast (numpy), matmul is numpy's
+  // (rank >= 1, batch dims broadcast), norm weights are rank <= 1 and
+  // broadcast to the normalized row. Every IR node in the e-graph was typed
+  // by the IR when added and classes never change type, so this re-checks
+  // an invariant; it must never accept more than the IR does.
   bool wellFormed(ir::OpKind op, const std::vector<ClassId>& kids) const {
     const auto& info = ir::opInfo(op);
     if (info.category == ir::OpCategory::Binary)
-      return g.type(kids[0]).shape == g.type(kids[1]).shape;
+      return kids.size() == 2 && broadcasts(g.type(kids[0]).shape, g.type(kids[1]).shape);
     if (op == ir::OpKind::MatMul) {
       const auto& a = g.type(kids[0]).shape;
       const auto& b = g.type(kids[1]).shape;
-      if (a.size() < 2 || a.size() != b.size()) return false;
-      for (size_t d = 0; d + 2 < a.size(); ++d)
-        if (a[d] != b[d]) return false;
-      return true;
+      if (a.empty() || b.empty()) return false;
+      if (a.back() != (b.size() == 1 ? b[0] : b[b.size() - 2])) return false;
+      ir::Shape ba(a.begin(), a.end() - std::min<long>(2, long(a.size())));
+      ir::Shape bb(b.begin(), b.end() - std::min<long>(2, long(b.size())));
+      return broadcasts(ba, bb);
     }
     if (info.category == ir::OpCategory::Norm)
       for (size_t k = 1; k < kids.size(); ++k)
-        if (g.type(kids[k]).shape.size() != 1) return false;
+        if (g.type(kids[k]).shape.size() > 1) return false;
     return true;
   }
 
@@ -135,19 +165,22 @@ struct RuleMatcher {
     }
   }
 
-  // Proven-rank limits: variables of the default rank share one rank that
-  // the proof covers; fixed ranks are conditions (checked below).
+  // Proven-rank limits. The prover gives every default-rank variable every
+  // rank 1..maxRank independently and a lemma is proven only when each of
+  // those assignments is proven or cannot be well typed; so a match is
+  // covered when every default-rank variable has one of the proven ranks
+  // (fixed ranks are conditions, checked below). Proofs also assume every
+  // size of a variable is >= 1 (symbolic sizes are assumed so by the SMT
+  // side conditions): a concrete empty dim is not covered.
   bool ranksCovered(const Rule& r, const Bind& b) const {
-    if (!r.general) return true;
-    std::optional<int64_t> shared;
     for (const auto& [name, c] : b.t) {
-      if (r.fixedRanks.count(name)) continue;
+      for (const ir::Dim& d : g.type(c).shape)
+        if (d.isConcrete() && d.value() < 1) return false;
+      if (!r.general || r.fixedRanks.count(name)) continue;
       int64_t k = rankOf(c);
-      if (shared && *shared != k) return false;
-      shared = k;
+      if (std::find(r.ranks.begin(), r.ranks.end(), int(k)) == r.ranks.end()) return false;
     }
-    if (!shared) return true;
-    return std::find(r.ranks.begin(), r.ranks.end(), int(*shared)) != r.ranks.end();
+    return true;
   }
 
   // Integer value of a condition term: concrete, or a Z3 term when a size

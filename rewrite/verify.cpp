@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "rewrite/engine_verify.h"
+#include "rewrite/lemma_cache.h"
 
 namespace sp::rewrite {
 
@@ -30,20 +31,22 @@ std::string_view verdictName(Verdict v) {
 
 namespace {
 
-// Lemma libraries are proven once per directory and process.
+// Lemma libraries are proven once per directory, proof cache and process
+// (and, through the proof cache file, once per lemma text across processes).
 struct ProvenLibrary {
   LemmaLibrary lib;
   std::vector<LemmaStatus> status;
+  ProofCacheStats cache;
 };
-Result<const ProvenLibrary*> provenLibrary(const std::string& dir) {
+Result<const ProvenLibrary*> provenLibrary(const std::string& dir, const std::string& cacheDir) {
   static std::mutex mu;
-  static std::map<std::string, ProvenLibrary> cache;
+  static std::map<std::pair<std::string, std::string>, ProvenLibrary> cache;
   std::lock_guard<std::mutex> lock(mu);
-  if (auto it = cache.find(dir); it != cache.end()) return &it->second;
+  if (auto it = cache.find({dir, cacheDir}); it != cache.end()) return &it->second;
   SP_ASSIGN(LemmaLibrary lib, loadLemmas(dir));
-  ProvenLibrary pl{std::move(lib), {}};
-  pl.status = proveLemmas(pl.lib, {});
-  return &cache.emplace(dir, std::move(pl)).first->second;
+  ProvenLibrary pl{std::move(lib), {}, {}};
+  pl.status = proveLemmasCached(pl.lib, {}, cacheDir, &pl.cache);
+  return &cache.emplace(std::make_pair(dir, cacheDir), std::move(pl)).first->second;
 }
 
 void collectLeaves(const Rel& r, const ir::Program& p, std::vector<DistLeaf>& out) {
@@ -69,7 +72,11 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
   VerifyReport rep;
   rep.assumptions = {"real arithmetic (no rounding, overflow or NaN) in lemmas and collective sums",
                      "lemmas applied only at the tensor ranks their proofs cover"};
-  SP_ASSIGN(const ProvenLibrary* lib, provenLibrary(opts.lemmaDir.empty() ? defaultLemmaDir() : opts.lemmaDir));
+  std::string cacheDir = opts.proofCacheDir.empty() ? defaultProofCacheDir() : opts.proofCacheDir == "-" ? "" : opts.proofCacheDir;
+  SP_ASSIGN(const ProvenLibrary* lib, provenLibrary(opts.lemmaDir.empty() ? defaultLemmaDir() : opts.lemmaDir, cacheDir));
+  if (lib->cache.hits > 0)
+    rep.assumptions.push_back(std::to_string(lib->cache.hits) + " of " + std::to_string(lib->status.size()) +
+                              " lemma proofs read from the proof cache " + lib->cache.file);
   std::vector<Rule> rules = compileRules(lib->lib, lib->status);
   SP_ASSIGN(DistModel model, lowerProgram(dist));
   SP_ASSIGN(InputInversion inv, invertInputs(seq, dist, relations, model));

@@ -27,6 +27,9 @@ struct VerifyOptions {
   uint64_t seed = 0;                 // witness inputs
   double tolerance = 1e-4;           // witness: relative divergence that counts
   std::string lemmaDir;              // empty: defaultLemmaDir()
+  // Lemma proof cache (rewrite/lemma_cache.h): empty: defaultProofCacheDir();
+  // "-": none, every lemma is proven in this process.
+  std::string proofCacheDir;
   // Progress on long runs: (S ops done, S ops total, current S op name).
   std::function<void(size_t, size_t, const std::string&)> progress;
 };

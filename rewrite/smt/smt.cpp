@@ -32,6 +32,8 @@ std::string Model::str() const {
   return out;
 }
 
+std::string solverVersion() { return Z3_get_full_version(); }
+
 std::string_view verdictName(Verdict v) {
   switch (v) {
     case Verdict::Proved: return "proved";

@@ -55,6 +55,8 @@ struct Model {
 
 enum class Verdict : uint8_t { Proved, Refuted, Unknown };
 std::string_view verdictName(Verdict v);  // "proved", "refuted", "unknown"
+// The solver's full version string ("Z3 4.8.12.0"): part of proof cache keys.
+std::string solverVersion();
 
 struct CheckResult {
   Verdict verdict = Verdict::Unknown;
