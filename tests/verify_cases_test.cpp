@@ -4,7 +4,10 @@
 // numerically, with the interpreter, that each case is what it claims: the
 // fixed program rebuilds every checked S output (rel err < 1e-4 for every
 // seed), and the buggy one does not (rel err > 1e-3 on some output for some
-// seed). Verdicts of the verifier are not tested here.
+// seed). It also runs the verifier on every case (VerifyCorpus.Verdicts):
+// a buggy twin is never verified, a fixed program never refuted, S refines
+// S, and the sets of verified fixed cases and refuted buggy cases are
+// asserted exactly, so a regression (or an unexplained gain) fails.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +24,7 @@
 #include "ir/interpreter.h"
 #include "ir/text.h"
 #include "rewrite/relation_text.h"
+#include "rewrite/verify.h"
 
 namespace sp {
 namespace {
@@ -262,6 +266,150 @@ void checkCase(const std::string& id) {
 // skipped until a rebuild). Failures name the case.
 TEST(VerifyCorpus, FixedMatchesBuggyDiverges) {
   for (const auto& id : caseIds()) checkCase(id);
+}
+
+// ---- verdicts ----
+
+// Fixed programs the verifier proves today (the others are inconclusive).
+const std::set<std::string> kFixedVerified = {
+    "allreduce-vs-allgather",
+    "bias-added-every-rank",
+    "collective-rank-order",
+    "missing-allreduce-row-parallel",
+    "pp-crossed-transfers",
+    "reduce-scatter-wrong-dim",
+    "shared-expert-tp-with-sp-input",
+    "sp-layernorm",
+};
+// Buggy twins the verifier refutes with a witness (the others are inconclusive).
+const std::set<std::string> kBugRefuted = {
+    "all-to-all-not-inverse",
+    "allreduce-vs-allgather",
+    "bias-added-every-rank",
+    "collective-rank-order",
+    "cp-rope-offset-zero",
+    "dropout-diff-stream-replicated",
+    "dropout-same-stream-across-tp",
+    "fused-qkv-block-split",
+    "gathered-logits-into-vocab-loss",
+    "gqa-tp-gt-kv-heads",
+    "grad-accum-mean-of-means",
+    "grad-norm-one-shard",
+    "loss-scale-group-mismatch",
+    "missing-allreduce-row-parallel",
+    "pp-crossed-transfers",
+    "pp-send-wrong-stage",
+    "reduce-scatter-wrong-dim",
+    "replicated-into-reduce",
+    "reshape-moves-sharded-dim",
+    "router-grad-partial",
+    "shared-expert-tp-with-sp-input",
+    "sp-local-size-mixed",
+    "sp-norm-weight-grad-not-reduced",
+    "vocab-ce-missing-max",
+    "vocab-embedding-no-mask",
+    "wrong-group",
+    "wrong-shard-dim",
+};
+// Refuted twins localized to another S value than case.txt's `localize`
+// (printed with both values; every other refuted twin must agree).
+const std::set<std::string> kLocalizeDiffers = {
+    "all-to-all-not-inverse",
+    "bias-added-every-rank",
+    "dropout-diff-stream-replicated",
+    "fused-qkv-block-split",
+    "gqa-tp-gt-kv-heads",
+    "grad-accum-mean-of-means",
+    "grad-norm-one-shard",
+    "loss-scale-group-mismatch",
+    "pp-send-wrong-stage",
+    "reshape-moves-sharded-dim",
+    "router-grad-partial",
+    "sp-norm-weight-grad-not-reduced",
+    "wrong-group",
+};
+
+std::string describe(const rewrite::VerifyReport& r) {
+  std::string s(rewrite::verdictName(r.verdict));
+  if (!r.reason.empty()) s += ": " + r.reason;
+  if (r.failure) s += " | at " + r.failure->seqOp + " (" + r.failure->seqValue + "): " + r.failure->message;
+  return s;
+}
+
+Result<rewrite::VerifyReport> runVerify(const ir::Graph& seq, const ir::Program& prog, const rewrite::RelationFile& rel,
+                                        const std::vector<std::string>& outputs) {
+  rewrite::VerifyOptions o;
+  o.outputs = outputs;
+  o.timeLimitSeconds = 60;
+  return rewrite::verify(seq, prog, rel, o);
+}
+
+// S refines S: S as a one-rank program with replicated inputs and outputs.
+Result<rewrite::VerifyReport> selfRefinement(const Case& c) {
+  std::string text = ir::printGraph(c.seq);
+  std::string body = text.substr(text.find('{') + 1);
+  body = body.substr(0, body.rfind('}'));
+  SP_ASSIGN(ir::Program p, ir::parseProgram("program self {\n  world 1\n  rank 0 {" + body + "}\n}\n", "self.sp"));
+  std::string rel;
+  std::vector<ir::ValueId> leaves = c.seq.inputs();
+  leaves.insert(leaves.end(), c.seq.params().begin(), c.seq.params().end());
+  for (ir::ValueId v : leaves) rel += "dist[*]." + c.seq.value(v).name + " = seq." + c.seq.value(v).name + "\n";
+  for (const auto& o : c.outputs) rel += "expect seq." + o + " = dist[0]." + o + "\n";
+  SP_ASSIGN(rewrite::RelationFile f, rewrite::parseRelations(rel, "self.rel"));
+  return runVerify(c.seq, p, f, c.outputs);
+}
+
+struct Verdicts {
+  std::string fixed, bug = "-", localized = "-";
+};
+
+Verdicts checkVerdicts(const std::string& id) {
+  SCOPED_TRACE("case " + id);
+  Verdicts out;
+  Case c;
+  if (!loadCase(id, &c)) return out;
+  using rewrite::Verdict;
+  auto self = selfRefinement(c);
+  if (!self.ok()) ADD_FAILURE() << id << ": S refines S: " << self.error().str();
+  else EXPECT_EQ(self->verdict, Verdict::Verified) << id << ": S does not refine S: " << describe(*self);
+
+  auto fixed = runVerify(c.seq, c.dist, c.rel, c.outputs);
+  if (!fixed.ok()) { ADD_FAILURE() << id << " dist.sp: " << fixed.error().str(); return out; }
+  out.fixed = rewrite::verdictName(fixed->verdict);
+  std::printf("[verdict] %-36s fixed %s (%.2f s)\n", id.c_str(), describe(*fixed).c_str(), fixed->stats.seconds);
+  EXPECT_NE(fixed->verdict, Verdict::Refuted) << id << ": correct program refuted: " << describe(*fixed);
+  EXPECT_EQ(fixed->verdict == Verdict::Verified, kFixedVerified.count(id) > 0)
+      << id << ": fixed program is " << describe(*fixed) << (kFixedVerified.count(id) ? " (was verified)" : " (newly verified: add it to kFixedVerified)");
+  if (!c.hasBug) return out;
+
+  auto bug = runVerify(c.seq, c.bug, c.rel, c.outputs);
+  if (!bug.ok()) { ADD_FAILURE() << id << " bug.sp: " << bug.error().str(); return out; }
+  out.bug = rewrite::verdictName(bug->verdict);
+  std::printf("[verdict] %-36s buggy %s (%.2f s)\n", id.c_str(), describe(*bug).c_str(), bug->stats.seconds);
+  EXPECT_NE(bug->verdict, Verdict::Verified) << id << ": buggy program verified";
+  EXPECT_EQ(bug->verdict == Verdict::Refuted, kBugRefuted.count(id) > 0)
+      << id << ": buggy program is " << describe(*bug) << (kBugRefuted.count(id) ? " (was refuted)" : " (newly refuted: add it to kBugRefuted)");
+  if (bug->verdict != Verdict::Refuted) return out;
+  EXPECT_TRUE(bug->failure && bug->failure->witness) << id << ": refuted without a witness";
+  if (!bug->failure) return out;
+  out.localized = bug->failure->seqValue;
+  const std::string& want = c.meta["localize"];
+  if (out.localized != want)
+    std::printf("[verdict] %-36s localized at '%s', case.txt says '%s'\n", id.c_str(), out.localized.c_str(), want.c_str());
+  EXPECT_EQ(out.localized == want, kLocalizeDiffers.count(id) == 0)
+      << id << ": localized at '" << out.localized << "', case.txt says '" << want << "'";
+  return out;
+}
+
+TEST(VerifyCorpus, Verdicts) {
+  std::vector<std::pair<std::string, Verdicts>> table;
+  const std::vector<std::string> ids = caseIds();
+  for (const auto& id : ids) table.emplace_back(id, checkVerdicts(id));
+  for (const auto* set : {&kFixedVerified, &kBugRefuted, &kLocalizeDiffers})
+    for (const auto& n : *set) EXPECT_TRUE(std::binary_search(ids.begin(), ids.end(), n)) << "no case '" << n << "'";
+  std::printf("%-36s %-13s %-13s %s\n", "case", "fixed", "buggy", "localized");
+  for (const auto& [id, v] : table)
+    std::printf("%-36s %-13s %-13s %s\n", id.c_str(), v.fixed.c_str(), v.bug.c_str(), v.localized.c_str());
 }
 
 TEST(VerifyCorpus, HasCases) {
