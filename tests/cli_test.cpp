@@ -158,6 +158,89 @@ TEST(CliRun, WrongInputDtypeIsBadInput) {
   EXPECT_NE(r.err.find("input 'x'"), std::string::npos) << r.err;
 }
 
+std::vector<std::string> verifyArgs(const std::string& dist) {
+  return {"verify", "--seq", sourcePath("examples/mlp.sp"), "--dist", sourcePath("examples/" + dist),
+          "--relation", sourcePath("examples/mlp_tp2.rel")};
+}
+
+TEST(CliVerify, ExampleVerifiesWithExitZero) {
+  auto r = runCli(verifyArgs("mlp_tp2.sp"));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict: verified"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("seq.y = dist[0].y"), std::string::npos) << r.out;
+}
+
+TEST(CliVerify, MissingAllReduceIsRefutedWithWitnessJson) {
+  auto args = verifyArgs("mlp_tp2_missing_allreduce.sp");
+  args.insert(args.end(), {"--format", "json"});
+  auto r = runCli(args);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "refuted");
+  EXPECT_EQ(j["outputs"][0]["name"], "y");
+  EXPECT_EQ(j["failure"]["seq_op"], "add 'y'");
+  EXPECT_NE(j["failure"]["location"].get<std::string>().find("mlp.sp:12"), std::string::npos);
+  EXPECT_GT(j["failure"]["witness"]["outputs"]["y"]["max_rel_err"].get<double>(), 1e-3);
+  for (const char* k : {"seconds", "seq_ops", "dist_ops", "lemmas_applied", "z3_queries", "peak_rss_mb"})
+    EXPECT_TRUE(j["stats"].contains(k)) << k;
+}
+
+TEST(CliVerify, JUnitAndDot) {
+  auto dir = tempDir("junit");
+  auto args = verifyArgs("mlp_tp2_missing_allreduce.sp");
+  args.insert(args.end(), {"--format", "junit", "--dot", (dir / "f.dot").string()});
+  auto r = runCli(args);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("<testsuite name=\"shardproof.verify.mlp\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("<failure type=\"refuted\""), std::string::npos) << r.out;
+  std::string dot = slurp((dir / "f.dot").string());
+  EXPECT_EQ(dot.rfind("digraph seq {", 0), 0u) << dot;
+  EXPECT_NE(dot.find("color=red"), std::string::npos) << dot;
+}
+
+TEST(CliVerify, InferredRelationsAreWrittenAndReusable) {
+  auto dir = tempDir("infer");
+  std::string rel = (dir / "proposed.rel").string();
+  auto r = runCli({"verify", "--seq", sourcePath("examples/mlp.sp"), "--dist", sourcePath("examples/mlp_tp2.sp"),
+                   "--infer-relations", "--write-relations", rel});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("input relations (inferred)"), std::string::npos);
+  std::string text = slurp(rel);
+  EXPECT_NE(text.find("dist[*].x = seq.x"), std::string::npos) << text;
+  auto again = runCli({"verify", "--seq", sourcePath("examples/mlp.sp"), "--dist",
+                       sourcePath("examples/mlp_tp2.sp"), "--relation", rel});
+  EXPECT_EQ(again.code, 0) << again.out << again.err;
+}
+
+TEST(CliVerify, BadArgumentsExitThree) {
+  auto both = runCli({"verify", "--seq", sourcePath("examples/mlp.sp"), "--dist", sourcePath("examples/mlp_tp2.sp")});
+  EXPECT_EQ(both.code, 3);
+  EXPECT_NE(both.err.find("exactly one of --relation FILE and --infer-relations"), std::string::npos) << both.err;
+  auto args = verifyArgs("mlp_tp2.sp");
+  args.insert(args.end(), {"--outputs", "nope"});
+  auto out = runCli(args);
+  EXPECT_EQ(out.code, 3);
+  EXPECT_NE(out.err.find("'nope' is not an output"), std::string::npos) << out.err;
+  auto seqAsDist = runCli({"verify", "--seq", sourcePath("examples/mlp.sp"), "--dist", sourcePath("examples/mlp.sp"),
+                           "--infer-relations"});
+  EXPECT_EQ(seqAsDist.code, 3);
+  EXPECT_NE(seqAsDist.err.find("expected a distributed program"), std::string::npos) << seqAsDist.err;
+}
+
+TEST(CliLemmas, ListsLibrary) {
+  auto r = runCli({"lemmas"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("matmul-contract-split"), std::string::npos) << r.out;
+}
+
+TEST(CliLemmas, ProvesOne) {
+  auto r = runCli({"lemmas", "--prove", "--only", "matmul-contract-split"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("proven"), std::string::npos) << r.out;
+  auto bad = runCli({"lemmas", "--only", "no-such-lemma"});
+  EXPECT_EQ(bad.code, 3);
+}
+
 TEST(CliInspect, MegatronCaptureFromSharedCorpus) {
   std::string corpus = std::string(SP_SOURCE_DIR) + "/../shared/corpus/megatron_gpt_tp2_l1";
   if (!std::filesystem::exists(corpus)) GTEST_SKIP() << "shared corpus not found at " << corpus;
