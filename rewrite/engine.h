@@ -130,6 +130,7 @@ class Engine {
   void bridge(ir::OpKind op, const ir::AttrMap& attrs, const std::vector<ClassId>& kids, int outIndex,
               ClassId out);
   int applyRules(const std::chrono::steady_clock::time_point& deadline, const Budget& b);
+  int tileSlices();
 
   friend struct RuleMatcher;
   Interner& in_;

@@ -332,6 +332,44 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
     }
   }
   g_.rebuild();
+  changed += tileSlices();
+  return changed;
+}
+
+// Slice tiling (relation semantics, the converse of the proven lemmas
+// concat-adjacent-slices and slice-full): when slices of one class along
+// one dim tile it exactly, from 0 to its (concrete) extent, the class is
+// the concat of those slices. Two tilings per (class, dim): the finest
+// (smallest next piece) and the coarsest (largest next piece).
+int Engine::tileSlices() {
+  std::map<std::pair<ClassId, int64_t>, std::map<int64_t, std::map<int64_t, ClassId>>> pieces;
+  for (ClassId c : g_.canonicalClasses())
+    for (const ENode& n : g_.nodes(c))
+      if (n.op == kOpSlice) pieces[{g_.find(n.kids[0]), n.data[0]}][n.data[1]][n.data[2]] = c;
+  int changed = 0;
+  for (const auto& [key, byStart] : pieces) {
+    const ir::Dim& ext = g_.type(key.first).shape.at(size_t(key.second));
+    if (!ext.isConcrete()) continue;
+    for (bool finest : {true, false}) {
+      std::vector<ClassId> parts;
+      int64_t pos = 0;
+      while (pos < ext.value()) {
+        auto it = byStart.find(pos);
+        if (it == byStart.end() || it->second.empty()) break;
+        auto pick = finest ? it->second.begin() : std::prev(it->second.end());
+        if (pick->first <= pos) break;
+        parts.push_back(pick->second);
+        pos = pick->first;
+      }
+      if (pos != ext.value() || parts.size() < 2) continue;
+      size_t before = g_.numNodes();
+      auto cat = concat(key.second, parts);
+      if (!cat) continue;
+      bool merged = g_.find(*cat) != g_.find(key.first) && mergeChecked(key.first, *cat);
+      if (merged || g_.numNodes() != before) ++changed;
+    }
+  }
+  if (changed) g_.rebuild();
   return changed;
 }
 

@@ -278,9 +278,11 @@ const std::set<std::string> kFixedVerified = {
     "missing-allreduce-row-parallel",
     "pp-crossed-transfers",
     "reduce-scatter-wrong-dim",
+    "reshape-moves-sharded-dim",
     "shared-expert-tp-with-sp-input",
     "sp-layernorm",
     "tp-mlp",
+    "wrong-shard-dim",
 };
 // Buggy twins the verifier refutes with a witness (the others are inconclusive).
 const std::set<std::string> kBugRefuted = {
@@ -318,7 +320,6 @@ const std::set<std::string> kLocalizeDiffers = {
     "all-to-all-not-inverse",
     "bias-added-every-rank",
     "dropout-diff-stream-replicated",
-    "fused-qkv-block-split",
     "gqa-tp-gt-kv-heads",
     "grad-accum-mean-of-means",
     "grad-norm-one-shard",
