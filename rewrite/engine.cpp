@@ -213,7 +213,9 @@ std::optional<ClassId> Engine::irNodeInfer(ir::OpKind op, const ir::AttrMap& att
   for (ClassId k : kids) ins.push_back(g_.type(k));
   ir::InferCtx ctx{op, in_.attrMap(id), ins, nullptr};
   auto outs = ir::opInfo(op).infer(ctx);
-  if (!outs.ok() || outs->size() != 1) return std::nullopt;
+  // Lemma patterns denote output 0 of a multi-output op (the matcher only
+  // matches output 0 too).
+  if (!outs.ok() || outs->empty()) return std::nullopt;
   return irNode(op, in_.attrMap(id), kids, 0, (*outs)[0]);
 }
 

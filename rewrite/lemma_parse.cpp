@@ -193,7 +193,7 @@ struct LemmaParser {
       p->op = PatOp::Ir;
       p->irOp = *k;
       if (info->category == ir::OpCategory::Collective || info->category == ir::OpCategory::Source ||
-          info->numOutputs != 1)
+          (info->numOutputs != 1 && *k != ir::OpKind::Dropout))  // dropout: output 0, the masked values
         return c.errorAt(t, "op '" + t.text + "' cannot appear in a lemma (collective, source or multi-output)");
     } else {
       return c.errorAt(t, "unknown op '" + t.text + "'");

@@ -265,6 +265,19 @@ Result<SymTensor> Builder::buildIr(const Pattern& p, std::vector<SymTensor>& xs)
     return out;
   }
   if (p.irOp == OpKind::MatMul) return matmul(xs[0], xs[1]);
+  if (p.irOp == OpKind::Dropout) {
+    // Output 0 only: elementwise in (input, stream), same shapes (the IR's
+    // typing), an uninterpreted function per ratio.
+    if (xs[0].shape.size() != xs[1].shape.size()) wf->push_back(i(0) == i(1));  // ill typed: vacuous
+    else sameShape(xs[0], xs[1]);
+    const PatAttr* r = p.attr("ratio");
+    if (r && r->kind == PatAttr::Kind::Var) return makeError("unsupported-attr", "dropout ratio must be a literal");
+    double ratio = r ? (r->kind == PatAttr::Kind::Float ? r->f : double(r->i)) : 0.5;
+    smt::Func g = z.func("op.dropout.ratio=" + std::to_string(ratio), {smt::Sort::Real, smt::Sort::Real}, smt::Sort::Real);
+    SymTensor out = xs[0], a = xs[0], b = xs[1];
+    out.at = [zc, g, a, b](const std::vector<Term>& idx) { return zc->apply(g, {a.at(idx), b.at(idx)}); };
+    return out;
+  }
   if (info.category == ir::OpCategory::Reduce) return reduce(p, xs[0]);
   if (info.category == ir::OpCategory::Norm) return norm(p, xs);
   if (p.irOp == OpKind::Transpose) {

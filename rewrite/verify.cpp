@@ -179,8 +179,13 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
                                                         eng.graph().type(targets[k]).str());
       expCls[k] = *c;
     }
+    // An S value no op reads and no output names needs no relation.
+    auto dead = [&](size_t k) {
+      return seq.users(node.outputs[k]).empty() && !isWanted(seq.value(node.outputs[k]).name);
+    };
     auto goal = [&] {
       for (size_t k = 0; k < targets.size(); ++k) {
+        if (dead(k)) continue;
         if (eng.distLeaves(targets[k]).empty()) return false;
         if (expCls.count(k) && eng.graph().find(expCls[k]) != eng.graph().find(targets[k])) return false;
       }
@@ -189,6 +194,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
     StopReason stop = eng.saturate(opts.perOpBudget, goal);
     for (size_t k = 0; k < node.outputs.size() && !rep.failure; ++k) {
       const std::string& n = seq.value(node.outputs[k]).name;
+      if (dead(k)) continue;  // nothing reads it (a dropout mask): no relation needed
       RelPtr best = eng.extractClean(targets[k], [](const DistLeaf&) { return true; });
       if (!best) {
         std::string msg = explainFailure(seq, dist, node, ins, n);

@@ -275,6 +275,9 @@ const std::set<std::string> kFixedVerified = {
     "allreduce-vs-allgather",
     "bias-added-every-rank",
     "collective-rank-order",
+    "dropout-diff-stream-replicated",
+    "dropout-same-stream-across-tp",
+    "dropout-streams",
     "missing-allreduce-row-parallel",
     "pp-crossed-transfers",
     "reduce-scatter-wrong-dim",
@@ -319,7 +322,6 @@ const std::set<std::string> kBugRefuted = {
 const std::set<std::string> kLocalizeDiffers = {
     "all-to-all-not-inverse",
     "bias-added-every-rank",
-    "dropout-diff-stream-replicated",
     "gqa-tp-gt-kv-heads",
     "grad-accum-mean-of-means",
     "grad-norm-one-shard",
