@@ -1,0 +1,89 @@
+#include "tests/mutate/program_edit.h"
+
+#include <set>
+
+namespace sp::mutate {
+
+int GraphSpec::producer(const std::string& v) const {
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const auto& o : nodes[i].outputs)
+      if (o == v) return int(i);
+  return -1;
+}
+
+void GraphSpec::renameUses(const std::string& from, const std::string& to) {
+  for (auto& n : nodes)
+    for (auto& in : n.inputs)
+      if (in == from) in = to;
+  for (auto& o : outputs)
+    if (o == from) o = to;
+}
+
+std::string GraphSpec::freshName(const std::string& base) const {
+  std::set<std::string> used;
+  for (const auto& l : leaves) used.insert(l.name);
+  for (const auto& n : nodes) used.insert(n.outputs.begin(), n.outputs.end());
+  for (int i = 0;; ++i) {
+    std::string cand = base + "__m" + std::to_string(i);
+    if (!used.count(cand)) return cand;
+  }
+}
+
+ProgramSpec toSpec(const ir::Program& p) {
+  ProgramSpec s;
+  s.worldSize = p.worldSize();
+  s.mesh = p.mesh();
+  s.groups = p.namedGroups();
+  for (const ir::Graph& g : p.ranks()) {
+    GraphSpec gs;
+    gs.name = g.name();
+    auto addLeaf = [&](ir::ValueId v, bool isParam) {
+      const ir::Tensor* data = isParam ? g.paramData(v) : nullptr;
+      gs.leaves.push_back({g.value(v).name, g.value(v).type, isParam,
+                           data ? std::optional<ir::Tensor>(*data) : std::nullopt});
+    };
+    for (ir::ValueId v : g.inputs()) addLeaf(v, false);
+    for (ir::ValueId v : g.params()) addLeaf(v, true);
+    for (const ir::Node& n : g.nodes()) {
+      NodeSpec ns{n.op, {}, {}, {}, n.attrs};
+      for (ir::ValueId v : n.inputs) ns.inputs.push_back(g.value(v).name);
+      for (ir::ValueId v : n.outputs) ns.outputs.push_back(g.value(v).name);
+      if (ns.outputs.empty() || n.name != ns.outputs[0]) ns.name = n.name;
+      gs.nodes.push_back(std::move(ns));
+    }
+    for (ir::ValueId v : g.outputs()) gs.outputs.push_back(g.value(v).name);
+    s.ranks.push_back(std::move(gs));
+  }
+  return s;
+}
+
+Result<ir::Program> build(const ProgramSpec& s) {
+  ir::ProgramBuilder pb(s.worldSize, s.mesh);
+  for (const auto& [name, members] : s.groups) SP_TRY(pb.addGroup(name, members));
+  for (size_t r = 0; r < s.ranks.size(); ++r) {
+    const GraphSpec& gs = s.ranks[r];
+    ir::GraphBuilder gb(gs.name);
+    for (const auto& l : gs.leaves) {
+      if (l.isParam) SP_TRY(gb.addParam(l.name, l.type, l.data));
+      else SP_TRY(gb.addInput(l.name, l.type));
+    }
+    for (const auto& n : gs.nodes) SP_TRY(gb.addNode(n.op, n.inputs, n.outputs, n.attrs, {}, n.name));
+    for (const auto& o : gs.outputs) SP_TRY(gb.addOutput(o));
+    SP_TRY(pb.setRank(int64_t(r), std::move(gb)));
+  }
+  return std::move(pb).finish();
+}
+
+std::vector<std::string> groupNames(const ProgramSpec& s) {
+  std::vector<std::string> out;
+  std::string all;
+  for (const auto& a : s.mesh.axes) {
+    out.push_back(a.name);
+    all += (all.empty() ? "" : "+") + a.name;
+  }
+  if (s.mesh.axes.size() >= 2) out.push_back(all);
+  for (const auto& [name, members] : s.groups) out.push_back(name);
+  return out;
+}
+
+}  // namespace sp::mutate
