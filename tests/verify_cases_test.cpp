@@ -289,6 +289,7 @@ const std::set<std::string> kFixedVerified = {
     "sp-backward-norm-grad",
     "sp-layernorm",
     "sp-norm-weight-grad-not-reduced",
+    "tp-backward-mlp",
     "tp-mlp",
     "wrong-shard-dim",
 };
