@@ -250,6 +250,10 @@ void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& see
     auto [leaf, depth] = q.front();
     q.pop_front();
     addFacts(e, m, leaf, factsDone);
+    // D tensors equal to this one (facts: another rank holding the same S
+    // piece) are explored too: their users are candidates as well.
+    for (const auto& same : e.distLeaves(e.dist(leaf.first, leaf.second)))
+      if (queued.insert(same).second) q.emplace_back(same, depth);
     if (depth >= hops) continue;
     const ir::Graph& g = m.prog->rank(leaf.first);
     for (ir::NodeId n : g.users(leaf.second)) {

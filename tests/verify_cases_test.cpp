@@ -291,6 +291,7 @@ const std::set<std::string> kFixedVerified = {
     "sp-norm-weight-grad-not-reduced",
     "tp-backward-mlp",
     "tp-mlp",
+    "wrong-group",
     "wrong-shard-dim",
 };
 // Buggy twins the verifier refutes with a witness (the others are inconclusive).
@@ -332,7 +333,6 @@ const std::set<std::string> kLocalizeDiffers = {
     "grad-accum-mean-of-means",
     "grad-norm-one-shard",
     "loss-scale-group-mismatch",
-    "wrong-group",
 };
 
 std::string describe(const rewrite::VerifyReport& r) {
