@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/compare.h"
 #include "rewrite/engine_verify.h"
 
 namespace sp::rewrite {
@@ -66,25 +67,8 @@ Result<WitnessRun> runWitness(const ir::Graph& seq, const ir::Program& dist, con
 }
 
 ErrorStat compareTensors(const ir::Tensor& got, const ir::Tensor& want) {
-  ErrorStat e;
-  if (got.dims() != want.dims()) {
-    e.maxAbsErr = e.maxRelErr = std::numeric_limits<double>::infinity();
-    return e;
-  }
-  double scale = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::fabs(want.getAsDouble(i)));
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    double a = got.getAsDouble(i), b = want.getAsDouble(i);
-    double d = std::fabs(a - b);
-    if (std::isnan(a) != std::isnan(b)) d = std::numeric_limits<double>::infinity();
-    else if (std::isnan(a)) d = 0;
-    e.maxAbsErr = std::max(e.maxAbsErr, d);
-  }
-  // Relative to the magnitude of the reference tensor (elementwise relative
-  // errors blow up at values near zero).
-  e.maxRelErr = e.maxAbsErr / std::max(scale, 1e-30);
-  if (e.maxAbsErr == 0) e.maxRelErr = 0;
-  return e;
+  ir::TensorDiff d = ir::diffTensors(got, want);
+  return ErrorStat{d.maxAbsErr, d.maxRelErr};
 }
 
 std::optional<Candidate> bestCandidate(const ir::Tensor& want, const WitnessRun& run, const ir::Program& dist,

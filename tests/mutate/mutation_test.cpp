@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/compare.h"
 #include "ir/interpreter.h"
 #include "ir/text.h"
 #include "rewrite/relation_text.h"
@@ -82,18 +83,7 @@ std::vector<Case> allCases() {
   return out;
 }
 
-double relErr(const ir::Tensor& got, const ir::Tensor& want) {
-  if (got.dims() != want.dims()) return INFINITY;
-  double diff = 0, scale = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    double a = got.getAsDouble(i), b = want.getAsDouble(i);
-    if (std::isnan(a) != std::isnan(b)) return INFINITY;
-    if (std::isnan(a)) continue;
-    diff = std::max(diff, std::abs(a - b));
-    scale = std::max(scale, std::abs(b));
-  }
-  return diff / std::max(scale, 1e-12);
-}
+double relErr(const ir::Tensor& got, const ir::Tensor& want) { return ir::diffTensors(got, want).maxRelErr; }
 
 // S inputs and outputs per seed, computed once per case.
 struct SeqRun {
