@@ -1,0 +1,557 @@
+// Verification time and peak memory over the published grid (DESIGN.md,
+// "Targets"): GPT-style (TP + sequence parallel) and Llama-style (GQA,
+// RMSNorm, RoPE, SwiGLU; TP) transformer stacks at real model sizes, for
+// tp x layers, in Megatron's [seq, batch, hidden] layout. CSV on stdout:
+//   model,tp,layers,verdict,seconds,peak_rss_mb,seq_ops,dist_ops,lemmas_applied,reason
+// The sequential graph, the per-rank distributed program and the relation
+// file (with comprehensions) are generated as text and parsed. Each cell runs
+// verify() in a forked child, so peak RSS is the cell's own; the lemma proof
+// cache is warmed once first, in its own child (reported on stderr).
+//
+// Usage: bench_verify [--models gpt,llama] [--tp 2,4,6,8] [--layers 1,2,4,8]
+//                     [--blocks mlp|full] [--time-limit SECONDS]
+//                     [--batch N] [--seq N] [--dump DIR]
+//   --blocks mlp:  each layer is [norm + TP MLP + residual] (GPT: layer norm,
+//                  GELU MLP, sequence parallel; Llama: RMSNorm, SwiGLU)
+//   --blocks full: each layer is attention + MLP (default)
+//   --layout sbh:  activations [seq, batch, hidden] (Megatron's layout; default)
+//   --layout sh:   batch 1 folded away: activations [seq, hidden]
+//   --dump DIR:    also write each cell's seq.sp, dist.sp, relations.rel
+//
+// Model shapes: GPT hidden 768, 12 heads (head dim 64), ffn 3072; Llama
+// hidden 2048, 32 query heads, 8 KV heads (head dim 64), ffn 5632. Batch 1,
+// seq 2048 by default (concrete dims). Simplifications, stated: no biases on
+// the linear layers, no causal mask, no dropout; RoPE cos/sin are inputs.
+// A cell whose heads / KV heads / ffn do not divide by tp is a "skipped" row
+// with the reason.
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <tuple>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ir/text.h"
+#include "rewrite/relation_text.h"
+#include "rewrite/verify.h"
+
+namespace {
+
+struct ModelShape {
+  std::string name;
+  int64_t hidden, heads, kvHeads, ffn;
+  bool llama;  // GQA, RMSNorm, RoPE, SwiGLU, TP only; else GPT: LN, GELU, TP + SP
+};
+
+ModelShape gptShape() { return {"gpt", 768, 12, 12, 3072, false}; }
+ModelShape llamaShape() { return {"llama", 2048, 32, 8, 5632, true}; }
+
+struct Cell {
+  ModelShape m;
+  int tp;
+  int layers;
+  bool full;
+  int64_t batch, seq;
+  bool flat = false;  // tokens [seq, hidden] (batch 1 folded away) instead of [seq, batch, hidden]
+};
+
+struct Texts {
+  std::string seq, dist, rel;
+};
+
+std::string S(int64_t v) { return std::to_string(v); }
+
+// Why a cell cannot be built, or nullopt.
+std::optional<std::string> skipReason(const Cell& c) {
+  std::vector<std::string> bad;
+  if (c.full && c.m.heads % c.tp) bad.push_back(S(c.m.heads) + " query heads");
+  if (c.full && c.m.llama && c.m.kvHeads % c.tp && c.tp % c.m.kvHeads)
+    bad.push_back(S(c.m.kvHeads) + " KV heads");
+  if (c.m.ffn % c.tp) bad.push_back("ffn " + S(c.m.ffn));
+  if (!c.m.llama && c.seq % c.tp) bad.push_back("seq " + S(c.seq) + " (sequence parallel)");
+  if (bad.empty()) return std::nullopt;
+  std::string r;
+  for (size_t i = 0; i < bad.size(); ++i) r += (i ? ", " : "") + bad[i];
+  return r + " not divisible by tp " + S(c.tp);
+}
+
+// Generates seq graph, dist program and relations for one cell.
+Texts generate(const Cell& c) {
+  const auto& m = c.m;
+  const int64_t H = m.hidden, F = m.ffn, nh = m.heads, nkv = m.kvHeads, hd = H / nh;
+  const int64_t B = -1, T = c.seq, tp = c.tp;  // B: the batch marker (see L)
+  const bool sp = !m.llama;  // GPT: sequence parallel; tokens sharded on dim 1
+  const int64_t Tl = sp ? T / tp : T;
+  // Per rank.
+  const int64_t Hl = H / tp, Fl = F / tp, nhl = nh / tp;
+  const bool kvRepl = m.llama && tp > nkv;  // each KV head held by tp/nkv ranks
+  const int64_t nkvl = m.llama ? (kvRepl ? 1 : nkv / tp) : nhl;
+  const int64_t grp = m.llama ? nh / nkv : 1;  // query heads per KV head
+  const std::string scale = "dense<f32[], [" + std::to_string(1.0 / std::sqrt(double(hd))) + "]>";
+  // A dims list; B marks the batch dim: its size, or dropped in the flat layout.
+  auto L = [&](std::initializer_list<int64_t> ds) {
+    std::string o = "[";
+    for (int64_t d : ds) {
+      if (d == B && c.flat) continue;
+      o += (o.size() > 1 ? ", " : "") + S(d == B ? c.batch : d);
+    }
+    return o + "]";
+  };
+  auto t3 = [&](int64_t t, int64_t h) { return "f32" + L({t, B, h}); };
+  auto t4 = [&](int64_t a, int64_t b, int64_t cc, int64_t d) { return "f32" + L({a, b, cc, d}); };
+  auto sh4 = [&](int64_t a, int64_t b, int64_t cc, int64_t d) { return L({a, b, cc, d}); };
+  // flat: the batch dim is gone, axes after it shift down by one
+  auto ax = [&](int a) { return S(c.flat && a > 1 ? a - 1 : a); };
+  auto perm = [&](const char* full, const char* flat) { return std::string(c.flat ? flat : full); };
+
+  std::ostringstream sq, ds, rl;
+  sq << "# generated by bench_verify: " << m.name << " " << (c.full ? "full" : "mlp") << ", "
+     << c.layers << " layers\ngraph " << m.name << " {\n";
+  ds << "program " << m.name << "_tp" << tp << " {\n  world " << tp << "\n  mesh [tp = " << tp
+     << "]\n  rank 0.." << tp - 1 << " {\n";
+  std::string sI = "  ", dI = "    ";
+  sq << sI << "input %x0: " << t3(T, H) << "\n";
+  ds << dI << "input %x0: " << t3(Tl, H) << "\n";
+  if (sp)
+    rl << "for r in tp: dist[r].x0 = slice(seq.x0, dim=0, start=idx(r,tp)*" << Tl
+       << ", end=(idx(r,tp)+1)*" << Tl << ")\n";
+  else
+    rl << "dist[*].x0 = seq.x0\n";
+  if (c.full && m.llama) {
+    std::string ty = c.flat ? "f32[" + S(T) + ", 1, " + S(hd / 2) + "]"
+                            : "f32[" + S(T) + ", 1, 1, " + S(hd / 2) + "]";
+    sq << sI << "input %cos: " << ty << "\n" << sI << "input %sin: " << ty << "\n";
+    ds << dI << "input %cos: " << ty << "\n" << dI << "input %sin: " << ty << "\n";
+    rl << "dist[*].cos = seq.cos\ndist[*].sin = seq.sin\n";
+  }
+  auto shard = [&](const std::string& n, int dim, int64_t w) {
+    rl << "for r in tp: dist[r]." << n << " = slice(seq." << n << ", dim=" << dim
+       << ", start=idx(r,tp)*" << w << ", end=(idx(r,tp)+1)*" << w << ")\n";
+  };
+  auto repl = [&](const std::string& n) { rl << "dist[*]." << n << " = seq." << n << "\n"; };
+  // Both sides: op line with the given (seq type, dist type).
+  auto both = [&](const std::string& lhs, const std::string& sty, const std::string& dty,
+                  const std::string& rhs, const std::string& drhs = "") {
+    sq << sI << "%" << lhs << ": " << sty << " = " << rhs << "\n";
+    ds << dI << "%" << lhs << ": " << dty << " = " << (drhs.empty() ? rhs : drhs) << "\n";
+  };
+  auto norm = [&](const std::string& p, const std::string& out, const std::string& in, int64_t t) {
+    // t: tokens on the dist side
+    if (m.llama) {
+      sq << sI << "param %" << p << "g: f32[" << H << "]\n";
+      ds << dI << "param %" << p << "g: f32[" << H << "]\n";
+      repl(p + "g");
+      both(out, t3(T, H), t3(t, H), "rms_norm(%" + in + ", %" + p + "g)");
+    } else {
+      sq << sI << "param %" << p << "g: f32[" << H << "]\n" << sI << "param %" << p << "b: f32[" << H << "]\n";
+      ds << dI << "param %" << p << "g: f32[" << H << "]\n" << dI << "param %" << p << "b: f32[" << H << "]\n";
+      repl(p + "g");
+      repl(p + "b");
+      both(out, t3(T, H), t3(t, H), "layer_norm(%" + in + ", %" + p + "g, %" + p + "b)");
+    }
+  };
+  // Dist: tokens of a normed activation gathered (SP) or as is.
+  auto gatherIn = [&](const std::string& n) -> std::string {
+    if (!sp) return n;
+    ds << dI << "%" << n << "_ag: " << t3(T, H) << " = all_gather(%" << n
+       << ") {group = \"tp\", dim = 0}\n";
+    return n + "_ag";
+  };
+  // Dist: partial sums out of a row-parallel matmul reduced (SP: scattered).
+  auto reduceOut = [&](const std::string& n, const std::string& out) {
+    if (sp)
+      ds << dI << "%" << out << ": " << t3(Tl, H) << " = reduce_scatter(%" << n
+         << ") {group = \"tp\", dim = 0}\n";
+    else
+      ds << dI << "%" << out << ": " << t3(T, H) << " = all_reduce(%" << n << ") {group = \"tp\"}\n";
+  };
+  auto param2 = [&](const std::string& n, int64_t r, int64_t cc, int64_t dr, int64_t dc) {
+    sq << sI << "param %" << n << ": f32[" << r << ", " << cc << "]\n";
+    ds << dI << "param %" << n << ": f32[" << dr << ", " << dc << "]\n";
+  };
+
+  std::string x = "x0";
+  for (int l = 0; l < c.layers; ++l) {
+    std::string p = "l" + S(l) + "_";
+    std::string y = x;
+    if (c.full) {
+      // ---- attention ----
+      norm(p + "n1", p + "n1", x, Tl);
+      std::string din = gatherIn(p + "n1");
+      std::string sin_ = p + "n1";
+      std::string q, k, v;  // names (same on both sides)
+      if (!m.llama) {
+        // fused QKV, column parallel: rank shard is [q_r | k_r | v_r]
+        param2(p + "wqkv", H, 3 * H, H, 3 * Hl);
+        rl << "for r in tp: dist[r]." << p << "wqkv = concat(dim=1";
+        for (int j = 0; j < 3; ++j)
+          rl << ", slice(seq." << p << "wqkv, dim=1, start=" << j * H << "+idx(r,tp)*" << Hl
+             << ", end=" << j * H << "+(idx(r,tp)+1)*" << Hl << ")";
+        rl << ")\n";
+        sq << sI << "%" << p << "qkv: " << t3(T, 3 * H) << " = matmul(%" << sin_ << ", %" << p << "wqkv)\n";
+        ds << dI << "%" << p << "qkv: " << t3(T, 3 * Hl) << " = matmul(%" << din << ", %" << p << "wqkv)\n";
+        sq << sI << "%" << p << "q: " << t3(T, H) << ", %" << p << "k: " << t3(T, H) << ", %" << p
+           << "v: " << t3(T, H) << " = split(%" << p << "qkv) {axis = " << ax(2) << ", sizes = [" << H << ", " << H
+           << ", " << H << "]}\n";
+        ds << dI << "%" << p << "q: " << t3(T, Hl) << ", %" << p << "k: " << t3(T, Hl) << ", %" << p
+           << "v: " << t3(T, Hl) << " = split(%" << p << "qkv) {axis = " << ax(2) << ", sizes = [" << Hl << ", "
+           << Hl << ", " << Hl << "]}\n";
+      } else {
+        param2(p + "wq", H, H, H, Hl);
+        param2(p + "wk", H, nkv * hd, H, nkvl * hd);
+        param2(p + "wv", H, nkv * hd, H, nkvl * hd);
+        shard(p + "wq", 1, Hl);
+        for (const char* w : {"wk", "wv"}) {
+          if (kvRepl) {
+            int64_t per = tp / nkv;  // ranks per KV head
+            rl << "for r in tp: dist[r]." << p << w << " = slice(seq." << p << w
+               << ", dim=1, start=(idx(r,tp)/" << per << ")*" << hd << ", end=(idx(r,tp)/" << per
+               << ")*" << hd << "+" << hd << ")\n";
+          } else {
+            shard(p + w, 1, nkvl * hd);
+          }
+        }
+        both(p + "q", t3(T, H), t3(T, Hl), "matmul(%" + sin_ + ", %" + p + "wq)",
+             "matmul(%" + din + ", %" + p + "wq)");
+        both(p + "k", t3(T, nkv * hd), t3(T, nkvl * hd), "matmul(%" + sin_ + ", %" + p + "wk)",
+             "matmul(%" + din + ", %" + p + "wk)");
+        both(p + "v", t3(T, nkv * hd), t3(T, nkvl * hd), "matmul(%" + sin_ + ", %" + p + "wv)",
+             "matmul(%" + din + ", %" + p + "wv)");
+      }
+      q = p + "q", k = p + "k", v = p + "v";
+      both(q + "4", t4(T, B, nh, hd), t4(T, B, nhl, hd),
+           "reshape(%" + q + ") {shape = " + sh4(T, B, nh, hd) + "}",
+           "reshape(%" + q + ") {shape = " + sh4(T, B, nhl, hd) + "}");
+      int64_t skv = m.llama ? nkv : nh, dkv = m.llama ? nkvl : nhl;
+      for (const std::string& n : {k, v}) {
+        both(n + "4", t4(T, B, skv, hd), t4(T, B, dkv, hd),
+             "reshape(%" + n + ") {shape = " + sh4(T, B, skv, hd) + "}",
+             "reshape(%" + n + ") {shape = " + sh4(T, B, dkv, hd) + "}");
+      }
+      std::string q4 = q + "4", k4 = k + "4", v4 = v + "4";
+      if (m.llama) {
+        // RoPE (rotate-half) on q and k
+        int64_t h2 = hd / 2;
+        for (auto [n, sh, dh] : {std::tuple{q, nh, nhl}, std::tuple{k, nkv, nkvl}}) {
+          std::string a = n + "4";
+          auto ty = [&](bool s) { return t4(T, B, s ? sh : dh, h2); };
+          auto line = [&](const std::string& o, const std::string& rhs) { both(o, ty(true), ty(false), rhs); };
+          line(n + "_lo", "slice(%" + a + ") {starts = [0], ends = [" + S(h2) + "], axes = [" + ax(3) + "]}");
+          line(n + "_hi", "slice(%" + a + ") {starts = [" + S(h2) + "], ends = [" + S(hd) + "], axes = [" + ax(3) + "]}");
+          line(n + "_a", "mul(%" + n + "_lo, %cos)");
+          line(n + "_b", "mul(%" + n + "_hi, %sin)");
+          line(n + "_rlo", "sub(%" + n + "_a, %" + n + "_b)");
+          line(n + "_d", "mul(%" + n + "_hi, %cos)");
+          line(n + "_e", "mul(%" + n + "_lo, %sin)");
+          line(n + "_rhi", "add(%" + n + "_d, %" + n + "_e)");
+          both(n + "_rot", t4(T, B, sh, hd), t4(T, B, dh, hd),
+               "concat(%" + n + "_rlo, %" + n + "_rhi) {axis = " + ax(3) + "}");
+        }
+        q4 = q + "_rot";
+        // GQA: each KV head repeated for its query heads
+        int64_t dg = kvRepl ? nhl : grp;  // query heads per held KV head, on a rank
+        for (const std::string& n : {k, v}) {
+          std::string src = n == k ? k + "_rot" : v4;
+          std::string s5 = "f32" + L({T, B, nkv, 1, hd});
+          std::string d5 = "f32" + L({T, B, nkvl, 1, hd});
+          both(n + "5", s5, d5, "unsqueeze(%" + src + ") {axes = [" + ax(3) + "]}");
+          std::string se = L({T, B, nkv, grp, hd});
+          std::string de = L({T, B, nkvl, dg, hd});
+          both(n + "e", "f32" + se, "f32" + de, "expand(%" + n + "5) {shape = " + se + "}",
+               "expand(%" + n + "5) {shape = " + de + "}");
+          both(n + "g", t4(T, B, nh, hd), t4(T, B, nhl, hd),
+               "reshape(%" + n + "e) {shape = " + sh4(T, B, nh, hd) + "}",
+               "reshape(%" + n + "e) {shape = " + sh4(T, B, nhl, hd) + "}");
+        }
+        k4 = k + "g", v4 = v + "g";
+      }
+      // [T, B, n, hd] -> [B, n, T, hd] (Megatron's [s, b, h] layout)
+      both(p + "qh", t4(B, nh, T, hd), t4(B, nhl, T, hd), "transpose(%" + q4 + ") {perm = " + perm("[1, 2, 0, 3]", "[1, 0, 2]") + "}");
+      both(p + "kt", t4(B, nh, hd, T), t4(B, nhl, hd, T), "transpose(%" + k4 + ") {perm = " + perm("[1, 2, 3, 0]", "[1, 2, 0]") + "}");
+      both(p + "vh", t4(B, nh, T, hd), t4(B, nhl, T, hd), "transpose(%" + v4 + ") {perm = " + perm("[1, 2, 0, 3]", "[1, 0, 2]") + "}");
+      both(p + "sc", t4(B, nh, T, T), t4(B, nhl, T, T), "matmul(%" + p + "qh, %" + p + "kt)");
+      both(p + "scale", "f32[]", "f32[]", "constant() {value = " + scale + "}");
+      both(p + "ss", t4(B, nh, T, T), t4(B, nhl, T, T), "mul(%" + p + "sc, %" + p + "scale)");
+      both(p + "pr", t4(B, nh, T, T), t4(B, nhl, T, T), "softmax(%" + p + "ss)");
+      both(p + "a", t4(B, nh, T, hd), t4(B, nhl, T, hd), "matmul(%" + p + "pr, %" + p + "vh)");
+      both(p + "at", t4(T, B, nh, hd), t4(T, B, nhl, hd), "transpose(%" + p + "a) {perm = " + perm("[2, 0, 1, 3]", "[1, 0, 2]") + "}");
+      both(p + "a3", t3(T, H), t3(T, Hl),
+           "reshape(%" + p + "at) {shape = " + L({T, B, H}) + "}",
+           "reshape(%" + p + "at) {shape = " + L({T, B, Hl}) + "}");
+      param2(p + "wo", H, H, Hl, H);
+      shard(p + "wo", 0, Hl);
+      sq << sI << "%" << p << "o: " << t3(T, H) << " = matmul(%" << p << "a3, %" << p << "wo)\n";
+      ds << dI << "%" << p << "op: " << t3(T, H) << " = matmul(%" << p << "a3, %" << p << "wo)\n";
+      reduceOut(p + "op", p + "o");
+      both(p + "r1", t3(T, H), t3(Tl, H), "add(%" + x + ", %" + p + "o)");
+      y = p + "r1";
+    }
+    // ---- MLP ----
+    norm(p + "n2", p + "n2", y, Tl);
+    std::string din = gatherIn(p + "n2");
+    std::string sin_ = p + "n2";
+    std::string yo = "l" + S(l) + "_y";
+    if (!m.llama) {
+      param2(p + "w1", H, F, H, Fl);
+      param2(p + "w2", F, H, Fl, H);
+      shard(p + "w1", 1, Fl);
+      shard(p + "w2", 0, Fl);
+      sq << sI << "%" << p << "h: " << t3(T, F) << " = matmul(%" << sin_ << ", %" << p << "w1)\n";
+      ds << dI << "%" << p << "h: " << t3(T, Fl) << " = matmul(%" << din << ", %" << p << "w1)\n";
+      both(p + "g", t3(T, F), t3(T, Fl), "gelu(%" + p + "h)");
+      sq << sI << "%" << p << "m: " << t3(T, H) << " = matmul(%" << p << "g, %" << p << "w2)\n";
+      ds << dI << "%" << p << "mp: " << t3(T, H) << " = matmul(%" << p << "g, %" << p << "w2)\n";
+    } else {
+      param2(p + "wg", H, F, H, Fl);
+      param2(p + "wu", H, F, H, Fl);
+      param2(p + "wd", F, H, Fl, H);
+      shard(p + "wg", 1, Fl);
+      shard(p + "wu", 1, Fl);
+      shard(p + "wd", 0, Fl);
+      sq << sI << "%" << p << "gate: " << t3(T, F) << " = matmul(%" << sin_ << ", %" << p << "wg)\n";
+      ds << dI << "%" << p << "gate: " << t3(T, Fl) << " = matmul(%" << din << ", %" << p << "wg)\n";
+      sq << sI << "%" << p << "up: " << t3(T, F) << " = matmul(%" << sin_ << ", %" << p << "wu)\n";
+      ds << dI << "%" << p << "up: " << t3(T, Fl) << " = matmul(%" << din << ", %" << p << "wu)\n";
+      both(p + "act", t3(T, F), t3(T, Fl), "silu(%" + p + "gate)");
+      both(p + "gu", t3(T, F), t3(T, Fl), "mul(%" + p + "act, %" + p + "up)");
+      sq << sI << "%" << p << "m: " << t3(T, H) << " = matmul(%" << p << "gu, %" << p << "wd)\n";
+      ds << dI << "%" << p << "mp: " << t3(T, H) << " = matmul(%" << p << "gu, %" << p << "wd)\n";
+    }
+    reduceOut(p + "mp", p + "m");
+    both(yo, t3(T, H), t3(Tl, H), "add(%" + y + ", %" + p + "m)");
+    x = yo;
+  }
+  sq << sI << "output %" << x << "\n}\n";
+  ds << dI << "output %" << x << "\n  }\n}\n";
+  if (sp)
+    rl << "expect seq." << x << " = concat(dim=0, for r in tp: dist[r]." << x << ")\n";
+  else
+    rl << "expect seq." << x << " = dist[0]." << x << "\n";
+  return {sq.str(), ds.str(), rl.str()};
+}
+
+std::string csvQuote(std::string s) {
+  for (auto& ch : s)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  std::string o = "\"";
+  for (char ch : s) {
+    if (ch == '"') o += '"';
+    o += ch;
+  }
+  return o + "\"";
+}
+
+// In the child: builds, parses and verifies; writes the CSV tail
+// (verdict,seconds,-,seq_ops,dist_ops,lemmas,reason) to fd.
+int runCell(const Cell& c, double timeLimit, const std::string& dump, int fd) {
+  auto t = generate(c);
+  if (!dump.empty()) {
+    std::string dir = dump + "/" + c.m.name + (c.full ? "-full" : "-mlp") + "-tp" + S(c.tp) + "-l" + S(c.layers);
+    mkdir(dump.c_str(), 0755);
+    mkdir(dir.c_str(), 0755);
+    std::ofstream(dir + "/seq.sp") << t.seq;
+    std::ofstream(dir + "/dist.sp") << t.dist;
+    std::ofstream(dir + "/relations.rel") << t.rel;
+  }
+  std::string line;
+  auto fail = [&](const std::string& what, const sp::Error& e) {
+    line = "error,0,0,0,0," + csvQuote(what + ": " + e.str());
+  };
+  auto seq = sp::ir::parseGraph(t.seq, "seq.sp");
+  auto dist = seq ? sp::ir::parseProgram(t.dist, "dist.sp") : sp::Result<sp::ir::Program>(seq.error());
+  auto rel = dist ? sp::rewrite::parseRelations(t.rel, "relations.rel")
+                  : sp::Result<sp::rewrite::RelationFile>(dist.error());
+  if (!seq) fail("seq.sp", seq.error());
+  else if (!dist) fail("dist.sp", dist.error());
+  else if (!rel) fail("relations.rel", rel.error());
+  else {
+    sp::rewrite::VerifyOptions opts;
+    opts.timeLimitSeconds = timeLimit;
+    auto t0 = std::chrono::steady_clock::now();
+    auto rep = sp::rewrite::verify(*seq, *dist, *rel, opts);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!rep) {
+      fail("verify", rep.error());
+    } else {
+      std::string reason = rep->reason;
+      if (rep->failure) {
+        const auto& f = *rep->failure;
+        std::string at = f.seqOp.empty() ? "" : "at " + f.seqOp + ": ";
+        reason = reason.empty() ? at + f.message : reason + " (" + at + f.message + ")";
+      }
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "%s,%.3f,%lld,%lld,%lld,",
+                    std::string(sp::rewrite::verdictName(rep->verdict)).c_str(), secs,
+                    static_cast<long long>(rep->stats.seqOps), static_cast<long long>(rep->stats.distOps),
+                    static_cast<long long>(rep->stats.lemmasApplied));
+      line = std::string(buf) + csvQuote(reason);
+    }
+  }
+  size_t off = 0;
+  while (off < line.size()) {
+    ssize_t n = write(fd, line.data() + off, line.size() - off);
+    if (n <= 0) return 4;
+    off += size_t(n);
+  }
+  return 0;
+}
+
+struct ChildResult {
+  std::string out;
+  double rssMb = 0;
+  std::string trouble;  // crashed / killed
+};
+
+// Forks fn(fd); kills the child after `hardLimit` seconds.
+template <typename Fn>
+ChildResult inChild(Fn fn, double hardLimit) {
+  ChildResult r;
+  int fds[2];
+  if (pipe(fds) != 0) {
+    r.trouble = "pipe failed";
+    return r;
+  }
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    _exit(fn(fds[1]));
+  }
+  close(fds[1]);
+  auto t0 = std::chrono::steady_clock::now();
+  int wstatus = 0;
+  struct rusage ru {};
+  bool killed = false;
+  // Reader thread so a large write never blocks the child.
+  std::thread reader([&] {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof buf)) > 0) r.out.append(buf, size_t(n));
+  });
+  for (;;) {
+    pid_t w = wait4(pid, &wstatus, WNOHANG, &ru);
+    if (w == pid) break;
+    if (!killed && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > hardLimit) {
+      kill(pid, SIGKILL);
+      killed = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  reader.join();
+  close(fds[0]);
+  r.rssMb = double(ru.ru_maxrss) / 1024.0;
+  if (killed) r.trouble = "killed after " + S(int64_t(hardLimit)) + " s (time limit not honoured)";
+  else if (WIFSIGNALED(wstatus)) r.trouble = "crashed: signal " + S(WTERMSIG(wstatus));
+  else if (WEXITSTATUS(wstatus) != 0) r.trouble = "child exit " + S(WEXITSTATUS(wstatus));
+  return r;
+}
+
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) v.push_back(item);
+  return v;
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: bench_verify [--models gpt,llama] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
+               "                    [--blocks mlp|full] [--time-limit SECONDS] [--batch N] [--seq N]\n"
+               "                    [--layout sbh|sh] [--dump DIR]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> models = {"gpt", "llama"};
+  std::vector<int> tps = {2, 4, 6, 8}, layers = {1, 2, 4, 8};
+  bool full = true;
+  double timeLimit = 60;
+  int64_t batch = 1, seq = 2048;
+  std::string dump;
+  bool flat = false;
+  auto ints = [](const std::string& s) {
+    std::vector<int> v;
+    for (auto& x : splitList(s)) v.push_back(std::atoi(x.c_str()));
+    return v;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) return usage();
+    std::string v = argv[++i];
+    if (a == "--models") models = splitList(v);
+    else if (a == "--tp") tps = ints(v);
+    else if (a == "--layers") layers = ints(v);
+    else if (a == "--blocks") {
+      if (v != "mlp" && v != "full") return usage();
+      full = v == "full";
+    } else if (a == "--time-limit") timeLimit = std::atof(v.c_str());
+    else if (a == "--batch") batch = std::atoll(v.c_str());
+    else if (a == "--seq") seq = std::atoll(v.c_str());
+    else if (a == "--dump") dump = v;
+    else if (a == "--layout") {
+      if (v != "sbh" && v != "sh") return usage();
+      flat = v == "sh";
+    }
+    else return usage();
+  }
+  for (auto& m : models)
+    if (m != "gpt" && m != "llama") return usage();
+  for (int t : tps)
+    if (t < 1) return usage();
+  for (int l : layers)
+    if (l < 1) return usage();
+  if (batch < 1 || seq < 1 || (flat && batch != 1)) return usage();
+
+  // Warm the lemma proof cache once, in its own child: a small cell of the
+  // first model (tp 2, 1 layer, tiny seq), so later cells read proven lemmas.
+  {
+    Cell w{models.empty() || models[0] == "gpt" ? gptShape() : llamaShape(), 2, 1, full, 1, 16, flat};
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = inChild([&](int fd) { return runCell(w, timeLimit, "", fd); }, timeLimit + 120);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "bench_verify: lemma proof cache warmed in a separate child (%s tp 2, 1 layer, seq 16, %s): %.2f s, %s\n",
+                 w.m.name.c_str(), full ? "full" : "mlp", s, r.trouble.empty() ? r.out.substr(0, r.out.find(',')).c_str() : r.trouble.c_str());
+  }
+
+  std::printf("model,tp,layers,verdict,seconds,peak_rss_mb,seq_ops,dist_ops,lemmas_applied,reason\n");
+  std::fflush(stdout);
+  for (const auto& name : models) {
+    for (int tp : tps) {
+      for (int nl : layers) {
+        Cell c{name == "gpt" ? gptShape() : llamaShape(), tp, nl, full, batch, seq, flat};
+        if (auto why = skipReason(c)) {
+          std::printf("%s,%d,%d,skipped,,,,,,%s\n", name.c_str(), tp, nl, csvQuote(*why).c_str());
+          std::fflush(stdout);
+          continue;
+        }
+        auto r = inChild([&](int fd) { return runCell(c, timeLimit, dump, fd); }, timeLimit + 120);
+        if (!r.trouble.empty() || r.out.empty()) {
+          std::printf("%s,%d,%d,error,,%.1f,,,,%s\n", name.c_str(), tp, nl, r.rssMb,
+                      csvQuote(r.trouble.empty() ? "no result from child" : r.trouble).c_str());
+        } else {
+          // out: verdict,seconds,seq_ops,dist_ops,lemmas,reason -> insert rss after seconds
+          size_t c1 = r.out.find(','), c2 = r.out.find(',', c1 + 1);
+          std::printf("%s,%d,%d,%s,%.1f,%s\n", name.c_str(), tp, nl, r.out.substr(0, c2).c_str(), r.rssMb,
+                      r.out.substr(c2 + 1).c_str());
+        }
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
