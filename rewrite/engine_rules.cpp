@@ -80,7 +80,7 @@ struct RuleMatcher {
         case PatAttr::Kind::Float: m[a.name] = a.f; break;
         case PatAttr::Kind::Ints: m[a.name] = a.ints; break;
         case PatAttr::Kind::Str: m[a.name] = a.text; break;
-        case PatAttr::Kind::Var: break;
+        case PatAttr::Kind::Var: case PatAttr::Kind::Expr: break;
       }
     }
     return m;
@@ -144,6 +144,25 @@ struct RuleMatcher {
           break;
         case PatOp::Scale: ok = n.op == kOpScale && bindInt(p.attr("factor"), n.data[0], nb); break;
         case PatOp::Permute: ok = n.op == kOpPermute && p.attr("perm") && p.attr("perm")->ints == n.data; break;
+        case PatOp::SplitLast: case PatOp::MergeLast: {
+          // A row-major reshape is determined by its output shape: match IR
+          // and relation reshape nodes whose shapes split/merge the last dim.
+          bool irReshape = n.op == int32_t(ir::OpKind::Reshape) && n.data.size() == 2 && n.data[1] == 0;
+          if (!(irReshape || n.op == kOpReshape) || n.kids.size() != 1) break;
+          const ir::Shape& in = g.type(n.kids[0]).shape;
+          const ir::Shape& os = g.type(c).shape;
+          const ir::Shape& big = p.op == PatOp::SplitLast ? os : in;    // [..., H, k]
+          const ir::Shape& small = p.op == PatOp::SplitLast ? in : os;  // [..., H*k]
+          if (small.empty() || big.size() != small.size() + 1) break;
+          bool lead = true;
+          for (size_t d = 0; d + 1 < small.size(); ++d) lead = lead && small[d] == big[d];
+          const ir::Dim &h = big[big.size() - 2], &k = big.back(), &m = small.back();
+          if (!lead || !h.isConcrete() || !k.isConcrete() || !m.isConcrete() || k.value() < 1 ||
+              h.value() * k.value() != m.value())
+            break;
+          ok = bindInt(p.attr("size"), k.value(), nb);
+          break;
+        }
         case PatOp::Ir: {
           if (n.op != int32_t(p.irOp) || n.data[1] != 0) break;
           auto full = ir::completeAttrs(p.irOp, patAttrs(p));
@@ -226,12 +245,20 @@ struct RuleMatcher {
         auto x = term(t.args[0], b, z, assume), y = term(t.args[1], b, z, assume);
         if (!x || !y) return std::nullopt;
         if (x->c && y->c) {
+          if (t.kind == CondTerm::Kind::Mod) {
+            if (*y->c < 1) return std::nullopt;
+            return Val{((*x->c % *y->c) + *y->c) % *y->c, {}};
+          }
           int64_t r = t.kind == CondTerm::Kind::Add ? *x->c + *y->c : t.kind == CondTerm::Kind::Sub ? *x->c - *y->c : *x->c * *y->c;
           return Val{r, {}};
         }
         if (!z) return std::nullopt;
         smt::Term a = x->c ? z->intVal(*x->c) : x->t, c = y->c ? z->intVal(*y->c) : y->t;
         if (t.kind == CondTerm::Kind::Mul && !x->c && !y->c) return std::nullopt;  // nonlinear
+        if (t.kind == CondTerm::Kind::Mod) {
+          if (!y->c || *y->c < 1) return std::nullopt;
+          return Val{std::nullopt, z->modConst(a, *y->c)};
+        }
         return Val{std::nullopt, t.kind == CondTerm::Kind::Add ? z->add(a, c) : t.kind == CondTerm::Kind::Sub ? z->sub(a, c) : z->mul(a, c)};
       }
     }
@@ -280,6 +307,11 @@ struct RuleMatcher {
     }
     auto intAttr = [&](const char* n) -> int64_t {
       const PatAttr* a = p.attr(n);
+      if (a->kind == PatAttr::Kind::Expr) {  // concrete sizes only; -1 makes the slice ill typed (no node)
+        std::vector<smt::Term> assume;
+        auto v = term(*a->expr, b, nullptr, assume);
+        return v && v->c ? *v->c : -1;
+      }
       return a->kind == PatAttr::Kind::Var ? b.i.at(a->text) : a->i;
     };
     switch (p.op) {
@@ -293,6 +325,21 @@ struct RuleMatcher {
         return e.scale(kids[0], f);
       }
       case PatOp::Permute: return e.permute(kids[0], p.attr("perm")->ints);
+      case PatOp::SplitLast: case PatOp::MergeLast: {
+        int64_t k = intAttr("size");
+        ir::Shape dims = g.type(kids[0]).shape;  // leading dims may be symbolic; the split/merged ones are concrete
+        if (k < 1) return std::nullopt;
+        if (p.op == PatOp::SplitLast) {
+          if (dims.empty() || !dims.back().isConcrete() || dims.back().value() % k != 0) return std::nullopt;
+          dims.back() = ir::Dim(dims.back().value() / k);
+          dims.push_back(ir::Dim(k));
+        } else {
+          if (dims.size() < 2 || dims.back() != ir::Dim(k) || !dims[dims.size() - 2].isConcrete()) return std::nullopt;
+          dims.pop_back();
+          dims.back() = ir::Dim(dims.back().value() * k);
+        }
+        return e.irNodeInfer(ir::OpKind::Reshape, {{"shape", dims}}, kids);
+      }
       case PatOp::Ir: return e.irNodeInfer(p.irOp, patAttrs(p), kids);
       case PatOp::Var: break;
     }

@@ -15,16 +15,29 @@
 
 namespace sp::rewrite {
 
+// Integer terms of side conditions.
+struct CondTerm {
+  enum class Kind : uint8_t { Const, Size, Rank, Var, Add, Sub, Mul, Mod };  // Mod: mod(a, b), b > 0
+  Kind kind = Kind::Const;
+  int64_t value = 0;     // Const; Size: the dim (may be negative)
+  std::string var;       // Size/Rank: tensor variable; Var: attribute variable
+  std::vector<CondTerm> args;
+  std::string str() const;
+};
+
 // An attribute argument of a pattern: a literal or a lemma variable (only
 // for the integer bounds of slice and the factor of scale).
 struct PatAttr {
-  enum class Kind : uint8_t { Int, Float, Ints, Str, Var };
+  // Expr: an integer term over the left side's variables and sizes (right
+  // side slice bounds only), e.g. ?s - size(?a, -1).
+  enum class Kind : uint8_t { Int, Float, Ints, Str, Var, Expr };
   std::string name;
   Kind kind = Kind::Int;
   int64_t i = 0;
   double f = 0;
   std::vector<int64_t> ints;
   std::string text;  // Str value or Var name
+  std::shared_ptr<const CondTerm> expr;  // Expr
 };
 
 struct Pattern;
@@ -32,7 +45,11 @@ using PatPtr = std::shared_ptr<const Pattern>;
 
 // The relation operators that lemma patterns use besides IR ops; concat and
 // slice shadow the IR ops of the same name (same meaning, single axis).
-enum class PatOp : uint8_t { Var, Ir, Concat, Sum, Slice, Scale, Permute };
+// split_last(?x, size=k): the row-major reshape [..., D] -> [..., D/k, k]
+// (D a multiple of k); merge_last(?x, size=k): its inverse [..., H, k] ->
+// [..., H*k]. Both match IR reshape nodes; a variable size must be bounded by
+// the conditions (the prover proves each value of the range).
+enum class PatOp : uint8_t { Var, Ir, Concat, Sum, Slice, Scale, Permute, SplitLast, MergeLast };
 
 struct Pattern {
   PatOp op = PatOp::Var;
@@ -41,16 +58,6 @@ struct Pattern {
   std::vector<PatPtr> args;
   std::vector<PatAttr> attrs; // as written
   const PatAttr* attr(const std::string& n) const;
-  std::string str() const;
-};
-
-// Integer terms of side conditions.
-struct CondTerm {
-  enum class Kind : uint8_t { Const, Size, Rank, Var, Add, Sub, Mul };
-  Kind kind = Kind::Const;
-  int64_t value = 0;     // Const; Size: the dim (may be negative)
-  std::string var;       // Size/Rank: tensor variable; Var: attribute variable
-  std::vector<CondTerm> args;
   std::string str() const;
 };
 

@@ -39,6 +39,10 @@ std::optional<int64_t> condValue(const CondTerm& t, const Instance& in) {
     default: {
       auto a = condValue(t.args[0], in), b = condValue(t.args[1], in);
       if (!a || !b) return std::nullopt;
+      if (t.kind == CondTerm::Kind::Mod) {
+        if (*b < 1) return std::nullopt;
+        return ((*a % *b) + *b) % *b;
+      }
       return t.kind == CondTerm::Kind::Add ? *a + *b : t.kind == CondTerm::Kind::Sub ? *a - *b : *a * *b;
     }
   }
@@ -72,8 +76,9 @@ Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalO
     SP_ASSIGN(ir::Tensor t, evalPattern(*a, in, ev));
     xs.push_back(std::move(t));
   }
-  auto intOf = [&](const std::string& n) {
+  auto intOf = [&](const std::string& n) -> int64_t {
     const PatAttr* a = p.attr(n);
+    if (a->kind == PatAttr::Kind::Expr) return condValue(*a->expr, in).value_or(-1);  // -1: out of bounds, rejected
     return a->kind == PatAttr::Kind::Var ? in.ints.at(a->text) : a->i;
   };
   auto one = [&](OpKind k, ir::AttrMap attrs, std::vector<ir::Tensor> args) -> Result<ir::Tensor> {
@@ -111,6 +116,25 @@ Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalO
       return one(OpKind::Mul, {}, {xs[0], ir::Tensor::scalar(xs[0].dtype(), f)});
     }
     case PatOp::Permute: return one(OpKind::Transpose, {{"perm", p.attr("perm")->ints}}, xs);
+    case PatOp::SplitLast: case PatOp::MergeLast: {  // row-major reshapes of the last dim(s)
+      int64_t k = intOf("size");
+      std::vector<int64_t> dims = xs[0].dims();
+      if (k < 1) return makeError("bad-size", p.name + ": size " + std::to_string(k) + " < 1");
+      if (p.op == PatOp::SplitLast) {
+        if (dims.empty() || dims.back() % k != 0)
+          return makeError("bad-size", "split_last: " + dimsStr(dims) + " by " + std::to_string(k));
+        dims.back() /= k;
+        dims.push_back(k);
+      } else {
+        if (dims.size() < 2 || dims.back() != k)
+          return makeError("bad-size", "merge_last: " + dimsStr(dims) + " by " + std::to_string(k));
+        dims.pop_back();
+        dims.back() *= k;
+      }
+      ir::Shape shape;
+      for (int64_t d : dims) shape.push_back(ir::Dim(d));
+      return one(OpKind::Reshape, {{"shape", shape}}, xs);
+    }
     case PatOp::Ir: {
       ir::AttrMap attrs;
       for (const auto& a : p.attrs) {
@@ -125,6 +149,7 @@ Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalO
           case PatAttr::Kind::Ints: attrs[a.name] = a.ints; break;
           case PatAttr::Kind::Str: attrs[a.name] = a.text; break;
           case PatAttr::Kind::Var: attrs[a.name] = in.ints.at(a.text); break;
+          case PatAttr::Kind::Expr: attrs[a.name] = condValue(*a.expr, in).value_or(-1); break;
         }
       }
       return one(p.irOp, attrs, xs);

@@ -34,6 +34,7 @@ static std::string attrStr(const PatAttr& a) {
     }
     case PatAttr::Kind::Str: return a.text;
     case PatAttr::Kind::Var: return "?" + a.text;
+    case PatAttr::Kind::Expr: return a.expr->str();
   }
   return "?";
 }
@@ -56,6 +57,7 @@ std::string CondTerm::str() const {
     case Kind::Add: return "(" + args[0].str() + " + " + args[1].str() + ")";
     case Kind::Sub: return "(" + args[0].str() + " - " + args[1].str() + ")";
     case Kind::Mul: return args[0].str() + " * " + args[1].str();
+    case Kind::Mod: return "mod(" + args[0].str() + ", " + args[1].str() + ")";
   }
   return "?";
 }
@@ -99,6 +101,8 @@ const std::vector<RelOpSpec>& relOps() {
       {"slice", PatOp::Slice, 1, 1, {{"dim", PatAttr::Kind::Int}, {"start", PatAttr::Kind::Int}, {"end", PatAttr::Kind::Int}}},
       {"scale", PatOp::Scale, 1, 1, {{"factor", PatAttr::Kind::Float}}},
       {"permute", PatOp::Permute, 1, 1, {{"perm", PatAttr::Kind::Ints}}},
+      {"split_last", PatOp::SplitLast, 1, 1, {{"size", PatAttr::Kind::Int}}},
+      {"merge_last", PatOp::MergeLast, 1, 1, {{"size", PatAttr::Kind::Int}}},
   };
   return ops;
 }
@@ -220,8 +224,18 @@ struct LemmaParser {
         }
         if (!known) return c.errorAt(n, "op '" + t.text + "' has no attribute '" + n.text + "'");
         if (p->attr(n.text)) return c.errorAt(n, "attribute '" + n.text + "' given twice");
-        SP_ASSIGN(PatAttr a, attrValue(n.text, want, n));
-        if (a.kind == PatAttr::Kind::Var && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale) && n.text != "dim"))
+        PatAttr a;
+        if (!onLhs && rel && rel->op == PatOp::Slice && n.text != "dim" &&
+            (c.peek().kind == Token::Kind::Var || c.isIdent("size") || c.isPunct("("))) {
+          // Right side slice bounds: an integer term of bound variables and sizes.
+          SP_ASSIGN(CondTerm term, condTerm());
+          a.name = n.text;
+          if (term.kind == CondTerm::Kind::Var) { a.kind = PatAttr::Kind::Var; a.text = term.var; }
+          else { a.kind = PatAttr::Kind::Expr; a.expr = std::make_shared<CondTerm>(term); }
+        } else {
+          SP_ASSIGN(a, attrValue(n.text, want, n));
+        }
+        if ((a.kind == PatAttr::Kind::Var || a.kind == PatAttr::Kind::Expr) && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale || rel->op == PatOp::SplitLast || rel->op == PatOp::MergeLast) && n.text != "dim"))
           return c.errorAt(n, "attribute '" + n.text + "' must be a literal");
         p->attrs.push_back(a);
       } else {
@@ -270,6 +284,16 @@ struct LemmaParser {
       ct.var = t.text;
       return ct;
     }
+    if (t.kind == Token::Kind::Ident && t.text == "mod") {
+      SP_TRY(c.expect("("));
+      SP_ASSIGN(CondTerm a, condTerm());
+      SP_TRY(c.expect(","));
+      SP_ASSIGN(CondTerm b, condTerm());
+      SP_TRY(c.expect(")"));
+      ct.kind = CondTerm::Kind::Mod;
+      ct.args = {a, b};
+      return ct;
+    }
     if (t.kind == Token::Kind::Ident && (t.text == "size" || t.text == "rank")) {
       SP_TRY(c.expect("("));
       Token v = c.next();
@@ -287,7 +311,7 @@ struct LemmaParser {
       SP_TRY(c.expect(")"));
       return ct;
     }
-    return c.errorAt(t, "expected size(?x, d), rank(?x), ?v or an integer, found " + Cursor::describe(t));
+    return c.errorAt(t, "expected size(?x, d), rank(?x), mod(a, b), ?v or an integer, found " + Cursor::describe(t));
   }
 
   Result<CondTerm> condTerm() {

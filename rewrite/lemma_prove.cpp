@@ -60,6 +60,15 @@ struct Builder {
   std::vector<Term> facts;
   unsigned timeoutMs = 20000;
   std::optional<std::string> error;             // structural: not applicable / unsupported
+  std::map<std::string, int64_t> fixedInts;     // split sizes: the value this proof is for
+
+  // A split/merge size: a literal, or a variable pinned for this proof.
+  std::optional<int64_t> sizeAttr(const Pattern& p) {
+    const PatAttr* a = p.attr("size");
+    if (a->kind != PatAttr::Kind::Var) return a->i;
+    if (auto it = fixedInts.find(a->text); it != fixedInts.end()) return it->second;
+    return std::nullopt;
+  }
 
   Term i(int64_t v) { return z.intVal(v); }
 
@@ -69,11 +78,7 @@ struct Builder {
     return d < 0 ? d + int64_t(rank) : d;
   }
 
-  Term attrInt(const Pattern& p, const std::string& n) {
-    const PatAttr* a = p.attr(n);
-    if (a->kind == PatAttr::Kind::Var) return z.intVar(a->text);
-    return i(a->i);
-  }
+  Result<Term> attrInt(const Pattern& p, const std::string& n);
 
   void sameShape(const SymTensor& a, const SymTensor& b) {
     for (size_t d = 0; d < a.shape.size(); ++d) wf->push_back(a.shape[d] == b.shape[d]);
@@ -133,6 +138,18 @@ struct Builder {
   Result<SymTensor> norm(const Pattern& p, std::vector<SymTensor>& xs);
 };
 
+Result<Term> condTerm(Builder& b, const CondTerm& t);
+
+Result<Term> Builder::attrInt(const Pattern& p, const std::string& n) {
+  const PatAttr* a = p.attr(n);
+  if (a->kind == PatAttr::Kind::Var) {
+    if (auto it = fixedInts.find(a->text); it != fixedInts.end()) return i(it->second);
+    return z.intVar(a->text);
+  }
+  if (a->kind == PatAttr::Kind::Expr) return condTerm(*this, *a->expr);
+  return i(a->i);
+}
+
 Result<SymTensor> Builder::build(const Pattern& p) {
   if (p.op == PatOp::Var) return var(p.name);
   std::vector<SymTensor> xs;
@@ -177,7 +194,8 @@ Result<SymTensor> Builder::build(const Pattern& p) {
     }
     case PatOp::Slice: {
       SP_ASSIGN(int64_t d, normDim(p.attr("dim")->i, xs[0].shape.size()));
-      Term s = attrInt(p, "start"), e = attrInt(p, "end");
+      SP_ASSIGN(Term s, attrInt(p, "start"));
+      SP_ASSIGN(Term e, attrInt(p, "end"));
       wf->push_back(i(0) <= s);
       wf->push_back(s <= e);
       wf->push_back(e <= xs[0].shape[size_t(d)]);
@@ -209,6 +227,37 @@ Result<SymTensor> Builder::build(const Pattern& p) {
         for (size_t k = 0; k < perm.size(); ++k) j[size_t(perm[k])] = idx[k];
         return x.at(j);
       };
+      return out;
+    }
+    case PatOp::SplitLast: case PatOp::MergeLast: {
+      auto k = sizeAttr(p);
+      if (!k) return makeError("unsupported-op", p.name + ": size must be a literal or bounded by the conditions");
+      if (*k < 1) return makeError("bad-size", p.name + ": size must be >= 1");
+      SymTensor x = xs[0], out = xs[0];
+      size_t r = x.shape.size();
+      int64_t kk = *k;
+      if (p.op == PatOp::SplitLast) {
+        if (r < 1) return makeError("rank-too-small", "split_last needs rank >= 1");
+        wf->push_back(z.modConst(x.shape[r - 1], kk) == i(0));
+        out.shape[r - 1] = z.divConst(x.shape[r - 1], kk);
+        out.shape.push_back(i(kk));
+        out.at = [zc, x, r, kk](const std::vector<Term>& idx) {
+          std::vector<Term> j(idx.begin(), idx.begin() + long(r - 1));
+          j.push_back(zc->mulConst(idx[r - 1], kk) + idx[r]);
+          return x.at(j);
+        };
+      } else {
+        if (r < 2) return makeError("rank-too-small", "merge_last needs rank >= 2");
+        wf->push_back(x.shape[r - 1] == i(kk));
+        out.shape.pop_back();
+        out.shape[r - 2] = z.mulConst(x.shape[r - 2], kk);
+        out.at = [zc, x, r, kk](const std::vector<Term>& idx) {
+          std::vector<Term> j(idx.begin(), idx.begin() + long(r - 2));
+          j.push_back(zc->divConst(idx[r - 2], kk));
+          j.push_back(zc->modConst(idx[r - 2], kk));
+          return x.at(j);
+        };
+      }
       return out;
     }
     case PatOp::Ir: return buildIr(p, xs);
@@ -492,11 +541,60 @@ void patternVars(const Pattern& p, std::set<std::string>& tensors, std::set<std:
   for (const auto& a : p.args) patternVars(*a, tensors, ints);
 }
 
+void sizeVarsOf(const Pattern& p, std::set<std::string>& out) {
+  if (p.op == PatOp::SplitLast || p.op == PatOp::MergeLast)
+    if (const PatAttr* a = p.attr("size"); a && a->kind == PatAttr::Kind::Var) out.insert(a->text);
+  for (const auto& a : p.args) sizeVarsOf(*a, out);
+}
+
+// [lo, hi] of an integer variable from conditions `?v op c` / `c op ?v`.
+std::optional<std::pair<int64_t, int64_t>> boundsOf(const Lemma& l, const std::string& v) {
+  std::optional<int64_t> lo, hi;
+  auto tighten = [&](CmpOp op, int64_t c) {
+    auto setLo = [&](int64_t x) { lo = lo ? std::max(*lo, x) : x; };
+    auto setHi = [&](int64_t x) { hi = hi ? std::min(*hi, x) : x; };
+    switch (op) {
+      case CmpOp::Eq: setLo(c); setHi(c); break;
+      case CmpOp::Le: setHi(c); break;
+      case CmpOp::Lt: setHi(c - 1); break;
+      case CmpOp::Ge: setLo(c); break;
+      case CmpOp::Gt: setLo(c + 1); break;
+      case CmpOp::Ne: break;
+    }
+  };
+  auto flip = [](CmpOp op) {
+    switch (op) {
+      case CmpOp::Le: return CmpOp::Ge;
+      case CmpOp::Lt: return CmpOp::Gt;
+      case CmpOp::Ge: return CmpOp::Le;
+      case CmpOp::Gt: return CmpOp::Lt;
+      default: return op;
+    }
+  };
+  for (const auto& c : l.conds) {
+    if (c.lhs.kind == CondTerm::Kind::Var && c.lhs.var == v && c.rhs.kind == CondTerm::Kind::Const) tighten(c.op, c.rhs.value);
+    if (c.rhs.kind == CondTerm::Kind::Var && c.rhs.var == v && c.lhs.kind == CondTerm::Kind::Const) tighten(flip(c.op), c.lhs.value);
+  }
+  if (!lo || !hi || *lo > *hi) return std::nullopt;
+  return std::make_pair(*lo, *hi);
+}
+
 Result<Term> condTerm(Builder& b, const CondTerm& t) {
   smt::Context& z = b.z;
   switch (t.kind) {
     case CondTerm::Kind::Const: return z.intVal(t.value);
-    case CondTerm::Kind::Var: return z.intVar(t.var);
+    case CondTerm::Kind::Var:
+      if (auto it = b.fixedInts.find(t.var); it != b.fixedInts.end()) return z.intVal(it->second);
+      return z.intVar(t.var);
+    case CondTerm::Kind::Mod: {
+      // The modulus must be a positive constant (a literal or a pinned size).
+      std::optional<int64_t> m;
+      if (t.args[1].kind == CondTerm::Kind::Const) m = t.args[1].value;
+      else if (t.args[1].kind == CondTerm::Kind::Var && b.fixedInts.count(t.args[1].var)) m = b.fixedInts.at(t.args[1].var);
+      if (!m || *m < 1) return makeError("unsupported-cond", "mod needs a positive constant modulus");
+      SP_ASSIGN(Term x, condTerm(b, t.args[0]));
+      return z.modConst(x, *m);
+    }
     case CondTerm::Kind::Rank: {
       SP_ASSIGN(SymTensor v, b.var(t.var));
       return z.intVal(int64_t(v.shape.size()));
@@ -568,11 +666,13 @@ std::vector<LemmaInstance> solveInstances(Builder& b, const std::set<std::string
 // One rank assignment. `prove` false: only decide applicability and solve
 // instances (after an earlier assignment failed).
 Outcome proveInstance(const Lemma& l, const std::map<std::string, int>& ranks, const std::set<std::string>& intVars,
-                      bool prove, const ProveOptions& opts, std::mt19937_64& rng, std::string* reason,
+                      const std::map<std::string, int64_t>& pinned, bool prove, const ProveOptions& opts, std::mt19937_64& rng, std::string* reason,
                       std::vector<LemmaInstance>* instances) {
   smt::Context z;
   Builder b{z, 1, ranks, {}, nullptr, {}, opts.timeoutMs, std::nullopt};
   std::vector<Term> assumptions, lhsWf, rhsWf;
+  b.fixedInts = pinned;
+  for (const auto& [n, v] : pinned) assumptions.push_back(z.eq(z.intVar(n), z.intVal(v)));
   b.wf = &lhsWf;
   auto L = b.build(*l.lhs);
   if (!L.ok()) {
@@ -659,22 +759,46 @@ std::vector<LemmaStatus> proveLemmas(const LemmaLibrary& lib, const ProveOptions
     std::vector<LemmaInstance> instances;
     std::set<int> provenRanks;
     bool failed = false, anyProven = false;
+    // Split sizes given by a variable: the conditions bound it to a finite
+    // range and each value is proven (linear index arithmetic per value).
+    std::set<std::string> sizeVars;
+    sizeVarsOf(*l.lhs, sizeVars);
+    sizeVarsOf(*l.rhs, sizeVars);
+    std::vector<std::map<std::string, int64_t>> pins{{}};
+    for (const auto& n : sizeVars) {
+      auto range = boundsOf(l, n);
+      if (!range || range->first < 1 || range->second - range->first > 16) {
+        failed = true;
+        st.reason = "size variable ?" + n + " needs conditions bounding it to a range within 1..(lo+16)";
+        break;
+      }
+      std::vector<std::map<std::string, int64_t>> next;
+      for (const auto& pm : pins)
+        for (int64_t v = range->first; v <= range->second; ++v) { auto q = pm; q[n] = v; next.push_back(q); }
+      pins = std::move(next);
+    }
+    for (const auto& pin : pins) {
+    if (failed) break;
+    for (auto& [n, r] : ranks) r = fixed.count(n) ? fixed[n] : 1;
     while (true) {
       std::string why;
-      switch (proveInstance(l, ranks, intVars, !failed, opts, rng, &why, &instances)) {
+      std::string pinText;
+      for (const auto& [n, v] : pin) pinText += (pinText.empty() ? "" : ", ") + ("?" + n + " = " + std::to_string(v));
+      switch (proveInstance(l, ranks, intVars, pin, !failed, opts, rng, &why, &instances)) {
         case Outcome::Proven:
           anyProven = true;
           for (const auto& n : free) provenRanks.insert(ranks[n]);
           break;
         case Outcome::NotApplicable: break;
         case Outcome::Unproven:
-          if (!failed) st.reason = (general ? rankText(ranks, fixed) + ": " : "") + why;
+          if (!failed) st.reason = (pinText.empty() ? "" : pinText + ": ") + (general ? rankText(ranks, fixed) + ": " : "") + why;
           failed = true;
       }
       size_t k = 0;  // next assignment (odometer)
       while (k < free.size() && ranks[free[k]] == opts.maxRank) ranks[free[k++]] = 1;
       if (k == free.size()) break;
       ++ranks[free[k]];
+    }
     }
     st.proven = !failed && anyProven;
     if (!failed && !anyProven) st.reason = "no applicable instance up to rank " + std::to_string(opts.maxRank);
