@@ -8,6 +8,7 @@
 #include <map>
 
 #include "frontend/fx_import.h"
+#include "frontend/fx_test_util.h"
 #include "ir/interpreter.h"
 
 namespace sp::frontend {
@@ -15,23 +16,13 @@ namespace {
 
 using ir::DType;
 using ir::Tensor;
+using fx_test::kData;
+using fx_test::typed;
+using fx_test::values;
 
-const std::string kData = SP_SOURCE_DIR "/tests/data/fx/";
 
 Tensor floats(std::vector<int64_t> dims, std::vector<float> v) {
   return Tensor::fromFloats(DType::F32, std::move(dims), v);
-}
-
-Tensor typed(DType t, std::vector<int64_t> dims, std::vector<double> v) {
-  Tensor x(t, std::move(dims));
-  for (size_t i = 0; i < v.size(); ++i) x.setFromDouble(int64_t(i), v[i]);
-  return x;
-}
-
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.getAsDouble(i));
-  return v;
 }
 
 const ir::Node& producer(const ir::Graph& g, const std::string& value) {

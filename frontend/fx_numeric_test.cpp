@@ -7,6 +7,7 @@
 #include <map>
 
 #include "frontend/fx_import.h"
+#include "frontend/fx_test_util.h"
 #include "ir/interpreter.h"
 
 namespace sp::frontend {
@@ -14,8 +15,10 @@ namespace {
 
 using ir::DType;
 using ir::Tensor;
+using fx_test::kData;
+using fx_test::typed;
+using fx_test::values;
 
-const std::string kData = SP_SOURCE_DIR "/tests/data/fx/";
 const std::string kCorpus = SP_SOURCE_DIR "/../shared/corpus/megatron_gpt_tp2_l1";
 
 std::map<std::string, int> opCounts(const ir::Graph& g) {
@@ -28,18 +31,6 @@ std::string countsStr(const ir::Graph& g) {
   std::string s;
   for (const auto& [k, v] : opCounts(g)) s += k + "=" + std::to_string(v) + " ";
   return s;
-}
-
-Tensor typed(DType t, std::vector<int64_t> dims, std::vector<double> v) {
-  Tensor x(t, std::move(dims));
-  for (size_t i = 0; i < v.size(); ++i) x.setFromDouble(int64_t(i), v[i]);
-  return x;
-}
-
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.getAsDouble(i));
-  return v;
 }
 
 std::vector<double> iota(size_t n, double start = 0, double step = 1) {

@@ -177,14 +177,14 @@ ir::Tensor randomTensor(const std::vector<int64_t>& dims, std::mt19937_64& rng) 
   return t;
 }
 
-enum class Check { Ok, LhsRejected, Failed, Unimplemented };
+enum class Check { Ok, LhsRejected, Failed };
 
 // Evaluates both sides on `in`; on failure sets st's numeric state and note.
 Check compareSides(const Lemma& l, const Instance& in, const ProveOptions& opts, LemmaStatus& st, std::string* lhsErr) {
   auto a = evalPattern(*l.lhs, in, opts.evalOp);
   if (!a.ok()) {
     *lhsErr = a.error().message;
-    return a.error().id == "unimplemented" ? Check::Unimplemented : Check::LhsRejected;
+    return Check::LhsRejected;
   }
   auto fail = [&](const std::string& why) {
     st.numeric = NumericState::Failed;
@@ -230,7 +230,6 @@ void checkLemmaNumerically(const Lemma& l, const std::vector<LemmaInstance>& sol
     switch (compareSides(l, in, opts, st, &lastErr)) {
       case Check::Ok: ++checked; break;
       case Check::Failed: return;
-      case Check::Unimplemented: st.numeric = NumericState::Skipped; st.numericNote = lastErr; return;
       case Check::LhsRejected:
         st.numeric = NumericState::Failed;
         st.numericNote = "left side rejected by the interpreter (" + lastErr + ") on " + instanceStr(in) +
@@ -262,7 +261,6 @@ void checkLemmaNumerically(const Lemma& l, const std::vector<LemmaInstance>& sol
     switch (compareSides(l, in, opts, st, &lastErr)) {
       case Check::Ok: ++checked; ++randomChecked; break;
       case Check::Failed: return;
-      case Check::Unimplemented: st.numeric = NumericState::Skipped; st.numericNote = lastErr; return;
       case Check::LhsRejected: break;
     }
   }
