@@ -1,0 +1,171 @@
+// Symbolic tensors of lemma patterns: variables are uninterpreted functions;
+// the relation operators (concat, sum, slice, scale, permute, split/merge)
+// are index arithmetic; IR ops are in lemma_symbolic_ir.cpp. Binary IR ops
+// broadcast as in the IR (numpy); sum and concat need equal shapes (off the
+// concat dim).
+#include <algorithm>
+
+#include "rewrite/lemma_symbolic.h"
+
+namespace sp::rewrite::symbolic {
+
+Result<Term> Builder::attrInt(const Pattern& p, const std::string& n) {
+  const PatAttr* a = p.attr(n);
+  if (a->kind == PatAttr::Kind::Var) {
+    if (auto it = fixedInts.find(a->text); it != fixedInts.end()) return i(it->second);
+    return z.intVar(a->text);
+  }
+  if (a->kind == PatAttr::Kind::Expr) return condTerm(*this, *a->expr);
+  return i(a->i);
+}
+
+Result<SymTensor> Builder::build(const Pattern& p) {
+  if (p.op == PatOp::Var) return var(p.name);
+  std::vector<SymTensor> xs;
+  for (const auto& a : p.args) {
+    SP_ASSIGN(SymTensor t, build(*a));
+    xs.push_back(std::move(t));
+  }
+  bool sameRank = p.op == PatOp::Concat || p.op == PatOp::Sum;
+  for (size_t k = 1; sameRank && k < xs.size(); ++k)
+    if (xs[k].shape.size() != xs[0].shape.size())
+      return makeError("rank-mismatch", p.name + ": operands have ranks " + std::to_string(xs[0].shape.size()) +
+                                            " and " + std::to_string(xs[k].shape.size()));
+  smt::Context* zc = &z;
+  switch (p.op) {
+    case PatOp::Concat: {
+      SP_ASSIGN(int64_t d, normDim(p.attr("dim")->i, xs[0].shape.size()));
+      SymTensor out = xs[0];
+      std::vector<Term> offs{i(0)};
+      for (size_t k = 1; k < xs.size(); ++k) {
+        for (size_t e = 0; e < out.shape.size(); ++e)
+          if (int64_t(e) != d) wf->push_back(xs[k].shape[e] == xs[0].shape[e]);
+        offs.push_back(offs.back() + xs[k - 1].shape[size_t(d)]);
+        out.shape[size_t(d)] = out.shape[size_t(d)] + xs[k].shape[size_t(d)];
+      }
+      out.at = [zc, xs, offs, d](const std::vector<Term>& idx) {
+        auto shifted = [&](size_t k) { auto j = idx; j[size_t(d)] = j[size_t(d)] - offs[k]; return xs[k].at(j); };
+        Term v = shifted(xs.size() - 1);
+        for (size_t k = xs.size() - 1; k-- > 0;) v = zc->ite(idx[size_t(d)] < offs[k + 1], shifted(k), v);
+        return v;
+      };
+      return out;
+    }
+    case PatOp::Sum: {
+      for (size_t k = 1; k < xs.size(); ++k) sameShape(xs[0], xs[k]);
+      SymTensor out = xs[0];
+      out.at = [xs](const std::vector<Term>& idx) {
+        Term v = xs[0].at(idx);
+        for (size_t k = 1; k < xs.size(); ++k) v = v + xs[k].at(idx);
+        return v;
+      };
+      return out;
+    }
+    case PatOp::Slice: {
+      SP_ASSIGN(int64_t d, normDim(p.attr("dim")->i, xs[0].shape.size()));
+      SP_ASSIGN(Term s, attrInt(p, "start"));
+      SP_ASSIGN(Term e, attrInt(p, "end"));
+      wf->push_back(i(0) <= s);
+      wf->push_back(s <= e);
+      wf->push_back(e <= xs[0].shape[size_t(d)]);
+      SymTensor out = xs[0];
+      out.shape[size_t(d)] = e - s;
+      SymTensor x = xs[0];
+      out.at = [x, s, d](const std::vector<Term>& idx) { auto j = idx; j[size_t(d)] = j[size_t(d)] + s; return x.at(j); };
+      return out;
+    }
+    case PatOp::Scale: {
+      const PatAttr* a = p.attr("factor");
+      Term f = a->kind == PatAttr::Kind::Var ? z.realVar(a->text) : z.realVal(a->f);
+      SymTensor out = xs[0], x = xs[0];
+      out.at = [x, f](const std::vector<Term>& idx) { return f * x.at(idx); };
+      return out;
+    }
+    case PatOp::Permute: {
+      const auto& perm = p.attr("perm")->ints;
+      size_t r = xs[0].shape.size();
+      std::vector<int64_t> sorted = perm;
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t k = 0; k < sorted.size(); ++k)
+        if (sorted.size() != r || sorted[k] != int64_t(k))
+          return makeError("bad-permutation", "perm is not a permutation of rank " + std::to_string(r));
+      SymTensor out, x = xs[0];
+      for (int64_t q : perm) out.shape.push_back(x.shape[size_t(q)]);
+      out.at = [x, perm](const std::vector<Term>& idx) {
+        std::vector<Term> j(idx.size());
+        for (size_t k = 0; k < perm.size(); ++k) j[size_t(perm[k])] = idx[k];
+        return x.at(j);
+      };
+      return out;
+    }
+    case PatOp::SplitLast: case PatOp::MergeLast: {
+      auto k = sizeAttr(p);
+      if (!k) return makeError("unsupported-op", p.name + ": size must be a literal or bounded by the conditions");
+      if (*k < 1) return makeError("bad-size", p.name + ": size must be >= 1");
+      SymTensor x = xs[0], out = xs[0];
+      size_t r = x.shape.size();
+      int64_t kk = *k;
+      if (p.op == PatOp::SplitLast) {
+        if (r < 1) return makeError("rank-too-small", "split_last needs rank >= 1");
+        wf->push_back(z.modConst(x.shape[r - 1], kk) == i(0));
+        out.shape[r - 1] = z.divConst(x.shape[r - 1], kk);
+        out.shape.push_back(i(kk));
+        out.at = [zc, x, r, kk](const std::vector<Term>& idx) {
+          std::vector<Term> j(idx.begin(), idx.begin() + long(r - 1));
+          j.push_back(zc->mulConst(idx[r - 1], kk) + idx[r]);
+          return x.at(j);
+        };
+      } else {
+        if (r < 2) return makeError("rank-too-small", "merge_last needs rank >= 2");
+        wf->push_back(x.shape[r - 1] == i(kk));
+        out.shape.pop_back();
+        out.shape[r - 2] = z.mulConst(x.shape[r - 2], kk);
+        out.at = [zc, x, r, kk](const std::vector<Term>& idx) {
+          std::vector<Term> j(idx.begin(), idx.begin() + long(r - 2));
+          j.push_back(zc->divConst(idx[r - 2], kk));
+          j.push_back(zc->modConst(idx[r - 2], kk));
+          return x.at(j);
+        };
+      }
+      return out;
+    }
+    case PatOp::Ir: return buildIr(p, xs);
+    case PatOp::Var: break;
+  }
+  return makeError("internal", "unreachable");
+}
+
+Result<Term> condTerm(Builder& b, const CondTerm& t) {
+  smt::Context& z = b.z;
+  switch (t.kind) {
+    case CondTerm::Kind::Const: return z.intVal(t.value);
+    case CondTerm::Kind::Var:
+      if (auto it = b.fixedInts.find(t.var); it != b.fixedInts.end()) return z.intVal(it->second);
+      return z.intVar(t.var);
+    case CondTerm::Kind::Mod: {
+      // The modulus must be a positive constant (a literal or a pinned size).
+      std::optional<int64_t> m;
+      if (t.args[1].kind == CondTerm::Kind::Const) m = t.args[1].value;
+      else if (t.args[1].kind == CondTerm::Kind::Var && b.fixedInts.count(t.args[1].var)) m = b.fixedInts.at(t.args[1].var);
+      if (!m || *m < 1) return makeError("unsupported-cond", "mod needs a positive constant modulus");
+      SP_ASSIGN(Term x, condTerm(b, t.args[0]));
+      return z.modConst(x, *m);
+    }
+    case CondTerm::Kind::Rank: {
+      SP_ASSIGN(SymTensor v, b.var(t.var));
+      return z.intVal(int64_t(v.shape.size()));
+    }
+    case CondTerm::Kind::Size: {
+      SP_ASSIGN(SymTensor v, b.var(t.var));
+      SP_ASSIGN(int64_t d, b.normDim(t.value, v.shape.size()));
+      return v.shape[size_t(d)];
+    }
+    default: {
+      SP_ASSIGN(Term x, condTerm(b, t.args[0]));
+      SP_ASSIGN(Term y, condTerm(b, t.args[1]));
+      return t.kind == CondTerm::Kind::Add ? x + y : t.kind == CondTerm::Kind::Sub ? x - y : x * y;
+    }
+  }
+}
+
+}  // namespace sp::rewrite::symbolic
