@@ -192,7 +192,13 @@ Status Emitter::out(size_t k, OpKind o, std::vector<TRef> in, ir::AttrMap a) {
   return okStatus();
 }
 
-Status Emitter::outValue(size_t k, const TRef& v) { return out(k, OpKind::Identity, {v}); }
+Status Emitter::outValue(size_t k, const TRef& v) {
+  SP_ASSIGN(TensorType t, outType(k));
+  if (!(t == v.type)) return out(k, OpKind::Identity, {v});  // the builder reports the mismatch
+  env[outNames[k]] = v;
+  outBound[k] = true;
+  return okStatus();
+}
 
 Status Emitter::outAll(OpKind o, std::vector<TRef> in, ir::AttrMap a, size_t n) {
   PendingOp p{o, {}, {}, std::move(a), src, {}, captureLoc};
@@ -308,23 +314,47 @@ TRef Emitter::reduce(OpKind o, const TRef& x, std::vector<int64_t> axes, bool ke
 
 Result<TRef> Emitter::resolveAttr(const std::string& fxName, const TensorType& type) {
   const std::string attr = attrs.at(fxName);
-  PendingLeaf leaf{attr, type, true, std::nullopt, src};
+  attrs.erase(fxName);
+  TRef r{attr, type};
+  env[fxName] = r;
   if (auto it = opts.tensorConstants.find(attr); it != opts.tensorConstants.end()) {
     if (!(it->second.type() == type))
       return error("fx-constant-type", "tensor constant 'self." + attr + "' is given as " +
                                            it->second.type().str() + " but used as " + type.str());
-    leaf.data = it->second;
+    leaves.push_back({attr, type, true, it->second, src});
+    return r;
   }
-  leaves.push_back(std::move(leaf));
-  attrs.erase(fxName);
-  TRef r{attr, type};
-  env[fxName] = r;
+  int line = std::stoi(captureLoc.substr(captureLoc.rfind(':') + 1));
+  FxConstantNote note{capturePath, line, attr, type, std::nullopt, ""};
+  std::optional<std::pair<double, std::string>> v;
+  if (type.shape.empty()) {
+    if (!sites_) {
+      sites_.emplace();
+      if (!opts.constantSites.empty()) { SP_ASSIGN(*sites_, loadConstantSites(opts.constantSites)); }
+    }
+    v = resolveConstant({capturePath, attr, type, src, code}, opts, *sites_, note.origin);
+  } else {
+    note.origin = "only scalar constants can be given";
+  }
+  if (v) {
+    note.value = v->first;
+    note.origin = v->second;
+    PendingOp p{OpKind::Constant, {}, {attr}, {{"value", ir::Tensor::scalar(type.dtype, v->first)}},
+                src, {type}, captureLoc};
+    ops.push_back(std::move(p));
+  } else {
+    note.origin += "; pass --fx-constant " + attr + "=VALUE";
+    leaves.push_back({attr, type, true, std::nullopt, src});
+  }
+  if (opts.constantNotes) opts.constantNotes->push_back(std::move(note));
   return r;
 }
 
-std::string Emitter::groupFor(const std::string& c10dGroup) const {
-  auto it = opts.groups.find(c10dGroup);
-  return it == opts.groups.end() ? opts.defaultGroup : it->second;
+const PendingOp* Emitter::producer(const std::string& name) const {
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it)
+    for (const auto& o : it->outputs)
+      if (o == name) return &*it;
+  return nullptr;
 }
 
 // ---------------------------------------------------------------- promotion

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/fx_constants.h"
 #include "frontend/fx_import.h"
 #include "frontend/fx_parser.h"
 
@@ -51,6 +52,8 @@ class Emitter {
   std::vector<std::optional<ir::TensorType>> outTypes;
   std::vector<bool> outBound;
   std::string nodeName;           // FX name of the call node
+  std::string code;               // the `code:` text of its source comment
+  std::string capturePath;        // the capture file
 
   // ---- arguments: positional index or keyword name ----
   const Expr* arg(size_t i, const char* kw) const;  // nullptr if absent
@@ -79,7 +82,8 @@ class Emitter {
   Result<ir::TensorType> outType(size_t k) const;
   // Emits the node producing FX output k (named and typed as declared).
   Status out(size_t k, ir::OpKind op, std::vector<TRef> in, ir::AttrMap attrs = {});
-  // Output k is an existing value: bound through an identity node.
+  // Output k is an existing value: the FX name becomes an alias of v when
+  // the declared type is v's (no node), else a cast/identity node binds it.
   Status outValue(size_t k, const TRef& v);
   // One node producing outputs 0..n-1 (unwanted ones get fresh names).
   Status outAll(ir::OpKind op, std::vector<TRef> in, ir::AttrMap attrs, size_t n);
@@ -112,16 +116,22 @@ class Emitter {
   std::vector<PendingOp> ops;
   const FxOptions& opts;
   const int64_t rank;
+  int64_t worldSize = 1;  // ranks of the program (1 for a single graph)
 
   // Resolves a `self.<attr>` constant once its type is known (from an
   // identity-like consumer): a parameter, with data from FxOptions if given.
   Result<TRef> resolveAttr(const std::string& fxName, const ir::TensorType& type);
-  // The IR group a c10d group name maps to.
-  std::string groupFor(const std::string& c10dGroup) const;
+  // The IR group a c10d group name maps to (fx_groups.cpp), and its size
+  // for this rank ("self": 1).
+  Result<std::string> groupFor(const std::string& c10dGroup) const;
+  Result<int64_t> groupSize(const std::string& group) const;
+  // The pending op that defines IR value `name`; nullptr for leaves.
+  const PendingOp* producer(const std::string& name) const;
 
  private:
   std::set<std::string> names_;
   std::map<std::pair<int, std::string>, TRef> constants_;
+  std::optional<std::vector<ConstantSite>> sites_;  // loaded on first use
 };
 
 // ATen type promotion (torch.result_type) over operands.

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "frontend/fx_decomp.h"
 #include "frontend/fx_ops.h"
 
 namespace sp::frontend {
@@ -41,23 +42,53 @@ bool asGetitem(const Expr& v, std::string& base, int64_t& idx) {
   return true;
 }
 
-Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
-               const std::map<int64_t, const Stmt*>* getitems) {
-  const Expr& call = s.value;
+// The op a call statement applies: an ATen-style call, or the op wrapped by
+// `torch.ops.higher_order.auto_functionalized(op, **kwargs)` (functionalized
+// mutating kernels such as vLLM's `_C.rms_norm`), whose call is rebuilt
+// without the op operand in `wrapped`.
+Result<std::string> calledOp(Emitter& e, const Expr& call, Expr& wrapped, bool& functionalized) {
+  functionalized = false;
+  if (call.s == "torch.ops.higher_order.auto_functionalized") {
+    if (call.items.empty() || call.items[0].kind != Expr::Kind::Dotted ||
+        call.items[0].s.rfind("torch.ops.", 0) != 0)
+      return makeError("fx-arg", "auto_functionalized needs the op as its first argument", e.captureLoc);
+    wrapped = call;
+    wrapped.items.erase(wrapped.items.begin());
+    functionalized = true;
+    return call.items[0].s.substr(10);
+  }
   if (call.s.rfind("torch.ops.", 0) != 0)
-    return makeError("fx-unsupported-call", "call of '" + call.s + "' is not an ATen op",
+    return makeError("fx-unsupported-call", "call of '" + call.s + "' is not an ATen op", e.captureLoc);
+  return call.s.substr(10);
+}
+
+Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
+               const std::map<int64_t, const Stmt*>* getitems, const DecompLibrary& lib) {
+  Expr wrapped;
+  bool functionalized = false;
+  SP_ASSIGN(std::string op, calledOp(e, s.value, wrapped, functionalized));
+  const OpMapping* m = functionalized ? nullptr : findOpMapping(op);
+  const Decomposition* d = m ? nullptr : lib.find(op);
+  if (!m && !d)
+    return makeError("fx-unsupported-op",
+                     "unsupported op " + op + " (node '" + s.target +
+                         "'): the importer has no mapping and no decomposition file declares it; write one "
+                         "(docs/fx-import.md, \"Framework kernels\") and pass its directory with --decomp",
                      e.captureLoc);
-  std::string op = call.s.substr(10);
-  const OpMapping* m = findOpMapping(op);
-  if (!m) return makeError("fx-unsupported-op", "unsupported op " + op + " (node '" + s.target + "')",
-                           e.captureLoc);
-  e.call = &call;
+  if (d && !functionalized && !d->mutates.empty())
+    return makeError("fx-unsupported", op + " mutates its arguments; only its auto_functionalized form can be imported",
+                     e.captureLoc);
+  int tupleOutputs = m ? m->tupleOutputs
+                     : functionalized ? int(std::max<size_t>(1, d->outputs.size()) + d->mutates.size())
+                     : d->outputs.size() == 1 ? 0 : int(d->outputs.size());
+  e.call = functionalized ? &wrapped : &s.value;
   e.op = op;
   e.src = s.src;
   e.nodeName = s.target;
+  e.code = s.code;
   e.outNames.clear();
   e.outTypes.clear();
-  if (m->tupleOutputs == 0) {
+  if (tupleOutputs == 0) {
     if (getitems) return e.error("fx-getitem", "result is not a tuple but is indexed");
     e.outNames.push_back(s.target);
     if (s.annotation) {
@@ -68,7 +99,7 @@ Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
       e.outTypes.emplace_back();
     }
   } else {
-    size_t n = size_t(m->tupleOutputs);
+    size_t n = size_t(tupleOutputs);
     if (getitems)
       for (const auto& [k, st] : *getitems) {
         if (k < 0)
@@ -88,7 +119,8 @@ Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
       }
   }
   e.outBound.assign(e.outNames.size(), false);
-  SP_TRY(m->fn(e));
+  SP_TRY(m ? m->fn(e) : mapDecomposition(e, *d, functionalized));
+  e.call = nullptr;  // `wrapped` dies here
   for (size_t k = 0; k < e.outNames.size(); ++k)
     SP_ASSERT(e.outNames[k].empty() || e.outBound[k],
               "fx mapping of " + op + " did not produce output " + std::to_string(k));
@@ -96,9 +128,16 @@ Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
 }
 
 Result<Built> build(const std::string& text, const std::string& path, const FxOptions& opts,
-                    int64_t rank) {
+                    int64_t rank, int64_t worldSize) {
   SP_ASSIGN(Module m, parseModule(text, path));
+  std::vector<std::string> dirs = opts.decompDirs;
+  // The shipped directory is optional (an installed binary may lack it):
+  // without it, framework kernels are unsupported ops, never guessed.
+  if (std::error_code ec; std::filesystem::is_directory(defaultDecompDir(), ec)) dirs.push_back(defaultDecompDir());
+  SP_ASSIGN(DecompLibrary lib, DecompLibrary::load(dirs));
   Emitter e(m, opts, rank);
+  e.worldSize = worldSize;
+  e.capturePath = path;
   for (const auto& p : m.params) {
     std::string loc = lineLoc(path, p.line);
     if (!p.annotation)
@@ -116,6 +155,7 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
     if (s.kind == Stmt::Kind::Assign && asGetitem(s.value, base, idx)) getitems[base][idx] = &s;
   }
   std::vector<std::pair<std::string, ir::SourceLoc>> outputs;
+  std::set<std::string> outNames;
   for (const auto& s : m.body) {
     e.captureLoc = lineLoc(path, s.line);
     const Expr& v = s.value;
@@ -134,7 +174,16 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
         e.nodeName = "return";
         e.op = "output";
         SP_ASSIGN(TRef t, e.tensorOf(*it));
-        outputs.emplace_back(t.name, ir::SourceLoc{path, s.line, it->col, ""});
+        // An output that aliases another value (clone, wait_tensor, a full
+        // slice) keeps its capture name through an identity node.
+        std::string name = t.name;
+        if (it->kind == Expr::Kind::Name && it->s != t.name && !e.attrs.count(it->s) && !outNames.count(it->s)) {
+          e.ops.push_back({ir::OpKind::Identity, {t.name}, {it->s}, {}, ir::SourceLoc{path, s.line, it->col, ""},
+                           {t.type}, e.captureLoc});
+          name = it->s;
+        }
+        outNames.insert(name);
+        outputs.emplace_back(name, ir::SourceLoc{path, s.line, it->col, ""});
       }
       break;
     }
@@ -163,7 +212,7 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
       return makeError("fx-unsupported-stmt", "unsupported statement: " + s.target + " = " + v.str(),
                        e.captureLoc);
     auto g = getitems.find(s.target);
-    SP_TRY(mapCall(e, path, s, g == getitems.end() ? nullptr : &g->second));
+    SP_TRY(mapCall(e, path, s, g == getitems.end() ? nullptr : &g->second, lib));
   }
   // Keep only nodes some output (transitively) needs: mappings may leave
   // ignored buffers (the `empty` of baddbmm with beta = 0) behind.
@@ -215,12 +264,12 @@ Result<std::string> readFile(const std::string& path) {
 
 Result<ir::GraphBuilder> importFxToBuilder(const std::string& text, const std::string& path,
                                            const FxOptions& opts, int64_t rank) {
-  SP_ASSIGN(Built b, build(text, path, opts, rank));
+  SP_ASSIGN(Built b, build(text, path, opts, rank, opts.worldSize));
   return std::move(b.builder);
 }
 
 Result<ir::Graph> importFxText(const std::string& text, const std::string& path, const FxOptions& opts) {
-  SP_ASSIGN(Built b, build(text, path, opts, opts.rank));
+  SP_ASSIGN(Built b, build(text, path, opts, opts.rank, opts.worldSize));
   ir::Mesh mesh = opts.mesh;
   if (mesh.axes.empty()) mesh.axes.push_back({"world", opts.worldSize});
   ir::GroupSizeFn gs = ir::groupSizeFor(mesh, opts.namedGroups, opts.rank);
@@ -236,6 +285,9 @@ Result<ir::Graph> importFxGraph(const std::string& path, const FxOptions& opts) 
 
 Result<ir::Program> importFxProgram(const std::vector<std::string>& rankFiles, const FxOptions& opts) {
   if (rankFiles.empty()) return makeError("fx-no-ranks", "no rank files given");
+  if (!opts.mesh.axes.empty() && opts.mesh.worldSize() != int64_t(rankFiles.size()))
+    return makeError("fx-mesh", "the mesh has " + std::to_string(opts.mesh.worldSize()) + " ranks but " +
+                                    std::to_string(rankFiles.size()) + " rank files are given");
   ir::ProgramBuilder pb(int64_t(rankFiles.size()), opts.mesh);
   for (const auto& [name, members] : opts.namedGroups) SP_TRY(pb.addGroup(name, members));
   static const std::regex kRank(R"(\.r(\d+)\.[A-Za-z0-9]+$)");
@@ -246,7 +298,7 @@ Result<ir::Program> importFxProgram(const std::vector<std::string>& rankFiles, c
       return makeError("fx-rank-order", "rank file '" + path + "' is rank " + mt[1].str() +
                                             " but is listed as rank " + std::to_string(r));
     SP_ASSIGN(std::string text, readFile(path));
-    SP_ASSIGN(Built b, build(text, path, opts, int64_t(r)));
+    SP_ASSIGN(Built b, build(text, path, opts, int64_t(r), int64_t(rankFiles.size())));
     Status st = pb.setRank(int64_t(r), std::move(b.builder));
     if (!st) {
       Error err = st.error();

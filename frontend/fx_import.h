@@ -10,6 +10,7 @@
 // - c10d functional collectives name a group id; FxOptions::groups maps ids
 //   to IR groups, and every id not listed maps to defaultGroup ("world").
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,22 @@
 #include "ir/program.h"
 
 namespace sp::frontend {
+
+// One Dynamo-lifted tensor constant the import met, and where its value came
+// from: the verify report lists resolved ones as assumptions.
+struct FxConstantNote {
+  std::string capture;          // capture file
+  int line = 0;                 // capture line of the lift_fresh_copy
+  std::string name;             // "_tensor_constant2"
+  ir::TensorType type;
+  std::optional<double> value;  // nullopt: unknown, imported as a parameter without data
+  std::string origin;           // where the value came from, or why it is unknown
+  std::string str() const;
+};
+
+// The shipped known-sites table (frontend/data/tensor_constants.txt), or
+// $SHARDPROOF_FX_CONSTANTS when set ("" disables the table).
+std::string defaultConstantSitesPath();
 
 struct FxOptions {
   // c10d group name/id as captured ('7', '12', 'tp_group') -> IR process
@@ -30,6 +47,16 @@ struct FxOptions {
   // Values of `self._tensor_constantN` attributes by attribute name. Absent
   // ones become parameters without data.
   std::map<std::string, ir::Tensor> tensorConstants;
+  // Scalar values of lifted constants, by "NAME" (every capture) or
+  // "FILE:NAME" (the capture whose file name is FILE; this one wins).
+  std::map<std::string, double> constantValues;
+  // Known framework sites of lifted constants; "" disables the table.
+  std::string constantSites = defaultConstantSitesPath();
+  // Extra directories of decomposition files (*.decomp), searched before the
+  // shipped ones (docs/fx-import.md, "Framework kernels").
+  std::vector<std::string> decompDirs;
+  // When set, every lifted constant the import meets is appended here.
+  std::vector<FxConstantNote>* constantNotes = nullptr;
   // importFxGraph only: the rank the graph runs as and the world it sees,
   // which fix the group sizes of collectives (default: a world of one rank).
   int64_t rank = 0;

@@ -113,7 +113,12 @@ TEST(FxErrors, UnsupportedOpNamesOpAndLine) {
   auto g = importFxText(text, "u.py");
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.error().id, "fx-unsupported-op");
-  EXPECT_EQ(g.error().str(), "u.py:3: unsupported op aten.digamma.default (node 'z')");
+  EXPECT_EQ(g.error().str().rfind("u.py:3: unsupported op aten.digamma.default (node 'z'): the importer has no "
+                                  "mapping and no decomposition file declares it",
+                                  0),
+            0u)
+      << g.error().str();
+  EXPECT_NE(g.error().message.find("--decomp"), std::string::npos);
 }
 
 TEST(FxErrors, DeclaredTypeMismatchPointsAtCaptureLine) {

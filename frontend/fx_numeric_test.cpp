@@ -323,15 +323,27 @@ TEST(FxOps, BackwardOpsMatchFiniteDifferences) {
 TEST(FxCorpus, MegatronSequential) {
   std::string path = kCorpus + "/seq/fw.g0.r0.py";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "corpus absent: " << path;
-  auto g = importFxGraph(path);
+  std::vector<FxConstantNote> notes;
+  FxOptions opts;
+  opts.constantNotes = &notes;
+  auto g = importFxGraph(path, opts);
   ASSERT_TRUE(g.ok()) << g.error().str();
   std::printf("seq: %zu nodes, %zu inputs, %zu params, %zu outputs: %s\n", g->nodes().size(),
               g->inputs().size(), g->params().size(), g->outputs().size(), countsStr(*g).c_str());
   auto c = opCounts(*g);
   EXPECT_EQ(c["dropout"], 4);
   EXPECT_EQ(c["layer_norm"], 3);
-  EXPECT_EQ(c["all_reduce"], 3);  // the vocab-parallel cross entropy over a group of one
-  EXPECT_EQ(g->params().size(), 2u);  // _tensor_constant0/1
+  // The vocab-parallel cross entropy all-reduces over a group of one: identity.
+  EXPECT_EQ(c["all_reduce"], 0);
+  // _tensor_constant0/1 (cross_entropy.py:245, i64 and f32) come from the known-sites table.
+  EXPECT_EQ(g->params().size(), 0u);
+  ASSERT_EQ(notes.size(), 2u);
+  for (const auto& n : notes) {
+    ASSERT_TRUE(n.value.has_value()) << n.str();
+    EXPECT_EQ(*n.value, 0.0);
+    EXPECT_NE(n.origin.find("known site megatron/core/tensor_parallel/cross_entropy.py:245"), std::string::npos)
+        << n.origin;
+  }
   EXPECT_EQ(g->inputs().size(), 22u + 4u);  // primals + one random stream per dropout
   EXPECT_EQ(g->outputs().size(), 47u);
 }

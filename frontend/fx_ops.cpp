@@ -1,4 +1,5 @@
-// The one table of ATen (and c10d, apex) ops the torch.fx importer maps.
+// The one table of ATen and c10d ops the torch.fx importer maps (framework
+// kernels such as apex and vLLM are decomposition files, frontend/decomp).
 // Each entry names a mapping function that emits IR nodes; semantics and
 // limits of each mapping are documented in docs/fx-import.md.
 #include "frontend/fx_ops.h"
@@ -118,9 +119,6 @@ const OpMapping kOps[] = {
     {"aten.baddbmm.default", mapAddMM, 0},
     {"aten.linear.default", mapLinear, 0},
     {"aten.native_layer_norm.default", mapLayerNorm, 3},
-    {"apex.fused_layer_norm_affine_fwd.default", mapApexLayerNorm, 3},
-    {"apex.fused_layer_norm_fwd.default", mapApexLayerNorm, 3},
-    {"apex.fused_rms_norm_affine_fwd.default", mapApexRmsNorm, 2},
     {"aten.native_dropout.default", mapDropout, 2},
     // ---- factories ----
     {"aten.zeros.default", mapFactory, 0},

@@ -70,8 +70,6 @@ Status mapMatMul(Emitter&);
 Status mapAddMM(Emitter&);
 Status mapLinear(Emitter&);
 Status mapLayerNorm(Emitter&);
-Status mapApexLayerNorm(Emitter&);
-Status mapApexRmsNorm(Emitter&);
 Status mapDropout(Emitter&);
 Status mapFactory(Emitter&);
 Status mapArange(Emitter&);

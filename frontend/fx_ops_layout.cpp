@@ -157,6 +157,11 @@ Status mapSlice(Emitter& e) {
   SP_ASSIGN(int64_t end, e.integer(3, "end", kEnd));
   SP_ASSIGN(int64_t step, e.integer(4, "step", 1));
   if (step <= 0) return e.error("fx-arg", "slice step " + std::to_string(step) + " must be positive");
+  // x[:, 0:MAX] (Megatron's `output_parallel[mask, :]`) is x itself.
+  const ir::Dim& dim = x.type.shape[size_t(d)];
+  if (step == 1 && dim.isConcrete() && clampBound(start, dim.value()) == 0 &&
+      clampBound(end, dim.value()) == dim.value())
+    return e.outValue(0, x);
   return e.out(0, OpKind::Slice, {x},
                {{"starts", std::vector<int64_t>{start}}, {"ends", std::vector<int64_t>{end}},
                 {"axes", std::vector<int64_t>{d}}, {"steps", std::vector<int64_t>{step}}});
@@ -218,6 +223,30 @@ Status mapSelect(Emitter& e) {
   return e.out(0, OpKind::Squeeze, {s}, {{"axes", std::vector<int64_t>{d}}});
 }
 
+// Is index(x, [arange(0, n), t]) a per-row pick: x 2-D [n, m], the first
+// index the range 0..n-1 (an arange node of this capture) and t of shape [n]?
+static bool isRowPick(Emitter& e, const TRef& x, const std::vector<std::optional<TRef>>& list) {
+  if (x.rank() != 2 || list.size() != 2 || !list[0] || !list[1]) return false;
+  const ir::Dim& n = x.type.shape[0];
+  if (!n.isConcrete() || list[0]->type.shape != ir::Shape{n} || list[1]->type.shape != ir::Shape{n})
+    return false;
+  const PendingOp* def = e.producer(list[0]->name);
+  if (!def || def->op != OpKind::Range) return false;
+  auto num = [&](const char* k) { return std::get<double>(def->attrs.at(k)); };
+  return num("start") == 0 && num("delta") == 1 && num("limit") == double(n.value());
+}
+
+// x[arange(n), t] = squeeze(gather_elements(x, unsqueeze(t, 1), axis 1), 1):
+// the same values as the linearized gather, in a form the verifier's
+// lemmas can split along dim 1 (vocab-parallel cross entropy).
+static Status mapRowPick(Emitter& e, const TRef& x, const TRef& t) {
+  TRef idx = e.unsqueeze(e.cast(t, DType::I64), {1});
+  ir::Shape gs = idx.type.shape;
+  TRef g = e.emit(OpKind::GatherElements, {x, idx}, {{"axis", int64_t(1)}},
+                  TensorType{x.dtype(), gs}, "pick");
+  return e.out(0, OpKind::Squeeze, {g}, {{"axes", std::vector<int64_t>{1}}});
+}
+
 // x[..., i0, i1, ...] with adjacent integer index tensors starting at dim p:
 // one index is a gather along p; several are linearized over the indexed
 // dims (row-major) and gathered from x with those dims merged.
@@ -240,6 +269,7 @@ Status mapIndex(Emitter& e) {
   int64_t p0 = pos[0], k = int64_t(pos.size());
   if (p0 + k > x.rank()) return e.error("fx-index", "too many indices for a tensor of rank " + std::to_string(x.rank()));
   if (k == 1) return e.out(0, OpKind::Gather, {x, *list[size_t(p0)]}, {{"axis", p0}});
+  if (isRowPick(e, x, list)) return mapRowPick(e, x, *list[1]);
   // Linearize: flat = sum_j idx_j * stride_j over the indexed dims.
   std::vector<int64_t> sizes;
   for (int64_t j = 0; j < k; ++j) {

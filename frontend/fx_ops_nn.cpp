@@ -114,38 +114,6 @@ Status mapLayerNorm(Emitter& e) {
   return normStats(e, x, axis, eps, 1, 2, true);
 }
 
-// apex fused_layer_norm_affine_fwd(x, w, b, normalized_shape, eps) and
-// fused_layer_norm_fwd(x, normalized_shape, eps) -> (out, mean, invvar) with
-// flattened statistics.
-Status mapApexLayerNorm(Emitter& e) {
-  bool affine = baseName(e.op) == "fused_layer_norm_affine_fwd";
-  SP_ASSIGN(TRef x, e.tensor(0, "input"));
-  std::vector<TRef> in{x};
-  if (affine) {
-    SP_ASSIGN(TRef w, e.tensor(1, "weight"));
-    SP_ASSIGN(TRef b, e.tensor(2, "bias"));
-    in.push_back(w);
-    in.push_back(b);
-  }
-  size_t k = affine ? 3 : 1;
-  SP_ASSIGN(auto ns, e.ints(k, "normalized_shape"));
-  SP_ASSIGN(double eps, e.number(k + 1, "eps"));
-  SP_ASSIGN(int64_t axis, normAxisFor(e, x, ns));
-  if (e.wanted(0)) SP_TRY(e.out(0, OpKind::LayerNorm, in, {{"axis", axis}, {"epsilon", eps}}));
-  return normStats(e, x, axis, eps, 1, 2, true);
-}
-
-// apex fused_rms_norm_affine_fwd(x, w, normalized_shape, eps) -> (out, invvar).
-Status mapApexRmsNorm(Emitter& e) {
-  SP_ASSIGN(TRef x, e.tensor(0, "input"));
-  SP_ASSIGN(TRef w, e.tensor(1, "weight"));
-  SP_ASSIGN(auto ns, e.ints(2, "normalized_shape"));
-  SP_ASSIGN(double eps, e.number(3, "eps"));
-  SP_ASSIGN(int64_t axis, normAxisFor(e, x, ns));
-  if (e.wanted(0)) SP_TRY(e.out(0, OpKind::RmsNorm, {x, w}, {{"axis", axis}, {"epsilon", eps}}));
-  return normStats(e, x, axis, eps, /*meanOut: none*/ 99, 1, false);
-}
-
 // native_dropout(x, p, train) -> (y, mask). The random stream is explicit: a
 // graph input `<node>_rng`, f32 uniform [0, 1) laid out like x.
 Status mapDropout(Emitter& e) {
@@ -199,6 +167,14 @@ Status mapArange(Emitter& e) {
                {{"start", start}, {"limit", end}, {"delta", step}, {"dtype", t.dtype}});
 }
 
+static Result<std::string> reduceOpName(Emitter& e) {
+  SP_ASSIGN(std::string r, e.string(1, "reduceOp"));
+  std::transform(r.begin(), r.end(), r.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  if (r != "sum" && r != "avg" && r != "max" && r != "min")
+    return e.error("fx-unsupported", "reduce op '" + r + "' is not supported (sum, avg, max, min)");
+  return r;
+}
+
 // c10d functional collectives. The group id (last argument) maps to an IR
 // group through FxOptions; gathers and scatters act on dim 0.
 Status mapCollective(Emitter& e) {
@@ -207,14 +183,22 @@ Status mapCollective(Emitter& e) {
   size_t gi = n == "all_reduce" || n == "all_gather_into_tensor" || n == "broadcast" ? 2
               : 3;
   SP_ASSIGN(std::string g, e.string(gi, "group_name"));
-  std::string group = e.groupFor(g);
-  auto reduceOp = [&]() -> Result<std::string> {
-    SP_ASSIGN(std::string r, e.string(1, "reduceOp"));
-    std::transform(r.begin(), r.end(), r.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    if (r != "sum" && r != "avg" && r != "max" && r != "min")
-      return e.error("fx-unsupported", "reduce op '" + r + "' is not supported (sum, avg, max, min)");
-    return r;
-  };
+  SP_ASSIGN(std::string group, e.groupFor(g));
+  SP_ASSIGN(int64_t size, e.groupSize(group));
+  if (n == "all_gather_into_tensor" || n == "reduce_scatter_tensor") {
+    SP_ASSIGN(int64_t captured, e.integer(gi - 1, "group_size"));
+    if (captured != size)
+      return e.error("fx-group", "c10d group '" + g + "' has " + std::to_string(captured) +
+                                     " ranks in the capture but maps to '" + group + "' of " +
+                                     std::to_string(size) + " ranks");
+  }
+  // A collective over one rank (Megatron's sequential run keeps its TP
+  // all-reduces over a group of one) is the identity.
+  if (size == 1) {
+    if (n == "all_reduce" || n == "reduce_scatter_tensor") { SP_TRY(reduceOpName(e)); }
+    return e.outValue(0, x);
+  }
+  auto reduceOp = [&]() { return reduceOpName(e); };
   if (n == "all_reduce") {
     SP_ASSIGN(std::string r, reduceOp());
     return e.out(0, OpKind::AllReduce, {x}, {{"group", group}, {"reduce", r}});

@@ -30,12 +30,13 @@ class Parser {
     if (!found) return err(cur(), "no 'def forward(' in the capture");
     SP_TRY(parseSignature(m));
     ir::SourceLoc src;
+    std::string code;
     while (true) {
       const Token& t = cur();
       if (t.kind == Token::Kind::End) return err(t, "forward has no return statement");
       if (t.kind == Token::Kind::Newline) { ++pos_; continue; }
       if (t.kind == Token::Kind::Comment) {
-        updateSource(t.text, src);
+        updateSource(t.text, src, code);
         ++pos_;
         continue;
       }
@@ -54,6 +55,7 @@ class Parser {
       SP_ASSIGN(std::vector<Stmt> stmts, parseAssign());
       for (auto& s : stmts) {
         s.src = src;
+        s.code = code;
         m.body.push_back(std::move(s));
       }
       if (cur().kind == Token::Kind::Punct && cur().text == ";") {
@@ -306,16 +308,22 @@ class Parser {
 
   // `# File: /path/x.py:456 in fn, code: text` sets the location of the nodes
   // that follow; `# No stacktrace found for following nodes` clears it.
-  static void updateSource(const std::string& comment, ir::SourceLoc& src) {
+  static void updateSource(const std::string& comment, ir::SourceLoc& src, std::string& code) {
     size_t f = comment.find("File: ");
     if (comment.find("No stacktrace found") != std::string::npos) {
       src = {};
+      code.clear();
       return;
     }
     if (f == std::string::npos) return;
     std::string rest = comment.substr(f + 6);
     std::string head = rest;
-    if (size_t c = rest.find(", code: "); c != std::string::npos) head = rest.substr(0, c);
+    code.clear();
+    if (size_t c = rest.find(", code: "); c != std::string::npos) {
+      head = rest.substr(0, c);
+      code = rest.substr(c + 8);
+      while (!code.empty() && (code.back() == '\r' || code.back() == ' ')) code.pop_back();
+    }
     size_t in = head.rfind(" in ");
     std::string where = in == std::string::npos ? head : head.substr(0, in);
     std::string fn = in == std::string::npos ? "" : head.substr(in + 4);

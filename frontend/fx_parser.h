@@ -41,6 +41,7 @@ struct Stmt {
   int line = 0;
   int col = 0;
   ir::SourceLoc src;  // from the last `# File:` comment; empty if none
+  std::string code;   // that comment's `code: ...` text (the framework source line)
 };
 
 struct Param {

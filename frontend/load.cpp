@@ -1,12 +1,14 @@
 #include "frontend/load.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
 
+#include "frontend/fx_groups.h"
 #include "frontend/fx_import.h"
 #include "frontend/onnx_import.h"
 
@@ -63,7 +65,7 @@ Result<std::map<int64_t, std::string>> rankFiles(const std::string& dir) {
   return out;
 }
 
-Result<ir::Program> loadRankDirectory(const std::string& dir) {
+Result<ir::Program> loadRankDirectory(const std::string& dir, const FxOptions& fx) {
   SP_ASSIGN(auto files, rankFiles(dir));
   std::string ext = extensionOf(files.begin()->second);
   for (const auto& [rank, path] : files)
@@ -81,7 +83,7 @@ Result<ir::Program> loadRankDirectory(const std::string& dir) {
   if (ext == ".py") {
     std::vector<std::string> paths;
     for (const auto& [rank, path] : files) paths.push_back(path);
-    return importFxProgram(paths);
+    return importFxProgram(paths, fx);
   }
   return makeError("unsupported-format", "directory '" + dir + "': per-rank " + ext +
                                              " files are not supported (use .onnx or .py rank "
@@ -90,11 +92,11 @@ Result<ir::Program> loadRankDirectory(const std::string& dir) {
 
 }  // namespace
 
-Result<ir::Module> loadModel(const std::string& path) {
+Result<ir::Module> loadModel(const std::string& path, const FxOptions& fx) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return makeError("cannot-open", "'" + path + "' does not exist");
   if (fs::is_directory(path, ec)) {
-    SP_ASSIGN(auto prog, loadRankDirectory(path));
+    SP_ASSIGN(auto prog, loadRankDirectory(path, fx));
     return ir::Module(std::move(prog));
   }
   std::string ext = extensionOf(path);
@@ -103,7 +105,7 @@ Result<ir::Module> loadModel(const std::string& path) {
     return ir::Module(std::move(g));
   }
   if (ext == ".py") {
-    SP_ASSIGN(auto g, importFxGraph(path));
+    SP_ASSIGN(auto g, importFxGraph(path, fx));
     return ir::Module(std::move(g));
   }
   if (isTextIr(ext)) {
@@ -115,8 +117,8 @@ Result<ir::Module> loadModel(const std::string& path) {
                                              "files)");
 }
 
-Result<ir::Graph> loadGraph(const std::string& path) {
-  SP_ASSIGN(auto m, loadModel(path));
+Result<ir::Graph> loadGraph(const std::string& path, const FxOptions& fx) {
+  SP_ASSIGN(auto m, loadModel(path, fx));
   if (auto* g = std::get_if<ir::Graph>(&m)) return std::move(*g);
   // A directory holding a single rank file is that rank's graph.
   auto& p = std::get<ir::Program>(m);
@@ -124,12 +126,34 @@ Result<ir::Graph> loadGraph(const std::string& path) {
   return makeError("expected-graph", "'" + path + "' is a distributed program, expected a single graph");
 }
 
-Result<ir::Program> loadProgram(const std::string& path) {
-  SP_ASSIGN(auto m, loadModel(path));
+Result<ir::Program> loadProgram(const std::string& path, const FxOptions& fx) {
+  SP_ASSIGN(auto m, loadModel(path, fx));
   if (auto* p = std::get_if<ir::Program>(&m)) return std::move(*p);
   return makeError("expected-program", "'" + path + "' is a single graph, expected a distributed "
                                                     "program (a text IR program or a directory of "
                                                     "rank files)");
+}
+
+Result<FxOptions> fxOptionsFromFlags(const FxFlags& flags) {
+  FxOptions o;
+  if (!flags.mesh.empty()) SP_TRY(loadMeshFile(o, flags.mesh));
+  for (const auto& g : flags.groups) {
+    if (auto st = addGroupSpec(o, g); !st)
+      return makeError(st.error().id, "--fx-group " + g + ": " + st.error().message);
+  }
+  for (const auto& c : flags.constants) {
+    size_t eq = c.rfind('=');
+    std::string key = eq == std::string::npos ? "" : c.substr(0, eq);
+    std::string val = eq == std::string::npos ? "" : c.substr(eq + 1);
+    char* end = nullptr;
+    double v = val.empty() ? 0 : std::strtod(val.c_str(), &end);
+    if (key.empty() || val.empty() || *end != '\0')
+      return makeError("bad-args", "--fx-constant '" + c + "' must be [FILE:]NAME=NUMBER");
+    if (!o.constantValues.emplace(key, v).second)
+      return makeError("bad-args", "--fx-constant " + key + " is given twice");
+  }
+  for (const auto& d : flags.decomps) o.decompDirs.push_back(d);
+  return o;
 }
 
 }  // namespace sp::frontend
