@@ -61,7 +61,11 @@ Status parseHeaderLine(Decomposition& d, const std::string& key, const std::stri
     }
   } else if (key == "outputs") {
     for (const auto& o : splitList(rest)) {
-      if (valueName(o).empty()) return bad("output '" + o + "' must be a %value of the body");
+      if (o == "None") {  // a result slot the kernel leaves empty; reading it is an error
+        d.outputs.emplace_back();
+        continue;
+      }
+      if (valueName(o).empty()) return bad("output '" + o + "' must be a %value of the body or None");
       d.outputs.push_back(valueName(o));
     }
   } else if (key == "mutates") {

@@ -258,6 +258,9 @@ Result<DecompValue> decompValueOf(const Expr& e) {
     case Expr::Kind::Dotted:
     case Expr::Kind::Name:
       if (auto t = dtypeFromTorchName(e.s)) return DecompValue(std::string(ir::dtypeName(*t)));
+      // An enum token such as tex.DType.kFloat32, compared as text; a bare
+      // name is an FX value, not a Python constant.
+      if (e.kind == Expr::Kind::Dotted) return DecompValue(e.s);
       break;
     case Expr::Kind::List:
     case Expr::Kind::Tuple: {

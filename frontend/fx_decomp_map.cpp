@@ -82,7 +82,8 @@ Result<ir::Graph> bodyGraph(Emitter& e, const Decomposition& d, const DecompEnv&
   for (int l = 1; l < d.bodyLine; ++l) text += "\n";
   SP_ASSIGN(std::string body, substitute(d.body, env, d, d.bodyLine, e.captureLoc));
   text += body;
-  for (const auto& r : results) text += " output %" + r + "\n";
+  for (const auto& r : results)
+    if (!r.empty()) text += " output %" + r + "\n";
   text += "}\n";
   auto g = ir::parseGraph(text, d.file);
   if (!g) {
@@ -113,6 +114,9 @@ Status mapDecomposition(Emitter& e, const Decomposition& d, bool functionalized)
   SP_ASSIGN(ir::Graph g, bodyGraph(e, d, env, results));
   if (!g.params().empty())
     return e.error("fx-decomp", "decomposition " + d.file + " declares parameters; use constant nodes");
+  // Graph output j of the body is the j-th non-None result.
+  std::vector<int> outIndex;
+  for (size_t k = 0, j = 0; k < results.size(); ++k) outIndex.push_back(results[k].empty() ? -1 : int(j++));
   std::map<ir::ValueId, TRef> vals;
   for (ir::ValueId id : g.inputs()) vals[id] = env.tensors.at(g.value(id).name);
   for (const auto& n : g.nodes()) {
@@ -131,7 +135,9 @@ Status mapDecomposition(Emitter& e, const Decomposition& d, bool functionalized)
     if (!e.wanted(k)) continue;
     if (k < first || k >= first + results.size())
       return e.error("fx-getitem", "output " + std::to_string(k) + " does not exist in the decomposition " + d.file);
-    const TRef& v = vals.at(g.outputs()[k - first]);
+    if (outIndex[k - first] < 0)
+      return e.error("fx-getitem", "output " + std::to_string(k) + " is None in the decomposition " + d.file);
+    const TRef& v = vals.at(g.outputs()[size_t(outIndex[k - first])]);
     SP_ASSIGN(ir::TensorType want, e.outType(k));
     if (!(want == v.type))
       return e.error("type-mismatch", "decomposition " + d.file + " gives " + v.type.str() + " for output " +

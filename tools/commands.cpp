@@ -144,7 +144,9 @@ std::string sanitizeFileName(const std::string& name) {
 }
 
 int cmdInspect(const InspectArgs& a) {
-  auto m = frontend::loadModel(a.model);
+  auto fx = frontend::fxOptionsFromFlags(a.fx);
+  if (!fx) return fail(fx.error());
+  auto m = frontend::loadModel(a.model, *fx);
   if (!m) return fail(m.error());
   if (a.format != "text" && a.format != "json")
     return fail(makeError("bad-format", "--format must be text or json, got '" + a.format + "'"));
@@ -183,7 +185,9 @@ int cmdInspect(const InspectArgs& a) {
 }
 
 int cmdRun(const RunArgs& a) {
-  auto m = frontend::loadModel(a.model);
+  auto fx = frontend::fxOptionsFromFlags(a.fx);
+  if (!fx) return fail(fx.error());
+  auto m = frontend::loadModel(a.model, *fx);
   if (!m) return fail(m.error());
   std::vector<InputArg> args;
   for (const auto& s : a.inputs) {

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "frontend/fx_flags.h"
+
 namespace sp::tools {
 
 // Exit codes shared by every command.
@@ -16,6 +18,7 @@ struct InspectArgs {
   std::string model;
   bool printIr = false;
   std::string format = "text";  // text | json
+  frontend::FxFlags fx;         // torch.fx capture options
 };
 int cmdInspect(const InspectArgs& a);
 
@@ -25,6 +28,7 @@ struct RunArgs {
   uint64_t seed = 0;
   std::string outDir;
   int threads = 0;
+  frontend::FxFlags fx;
 };
 int cmdRun(const RunArgs& a);
 
@@ -50,6 +54,7 @@ struct VerifyArgs {
   double timeLimit = 300;
   std::string dotFile;
   uint64_t seed = 0;
+  frontend::FxFlags fx;         // applies to --seq and --dist captures
 };
 int cmdVerify(const VerifyArgs& a);
 

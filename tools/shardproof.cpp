@@ -8,6 +8,17 @@
 
 #include "tools/commands.h"
 
+// Flags of commands that load torch.fx captures (docs/fx-import.md).
+static void addFxFlags(CLI::App* app, sp::frontend::FxFlags& fx) {
+  app->add_option("--fx-group", fx.groups,
+                  "torch.fx: c10d group ID=GROUP (a mesh axis, axes joined by '+', world, self, or "
+                  "rank lists '[0,1][2,3]'); repeatable");
+  app->add_option("--mesh", fx.mesh, "torch.fx: mesh file ('mesh tp=2' and 'group ID = GROUP' lines)");
+  app->add_option("--fx-constant", fx.constants,
+                  "torch.fx: value of a lifted tensor constant, [FILE:]NAME=NUMBER; repeatable");
+  app->add_option("--decomp", fx.decomps, "torch.fx: directory of kernel decomposition files; repeatable");
+}
+
 int main(int argc, char** argv) {
   using namespace sp::tools;
   CLI::App app{
@@ -25,6 +36,7 @@ int main(int argc, char** argv) {
       ->required();
   ins->add_flag("--print-ir", inspect.printIr, "print the model as text IR");
   ins->add_option("--format", inspect.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  addFxFlags(ins, inspect.fx);
 
   RunArgs run;
   auto* rn = app.add_subcommand("run", "execute a model or distributed program on CPU");
@@ -36,6 +48,7 @@ int main(int argc, char** argv) {
   rn->add_option("--out-dir", run.outDir, "directory for OUTPUT.npy files (programs: rN/OUTPUT.npy)")
       ->required();
   rn->add_option("--threads", run.threads, "worker threads (default: all cores)");
+  addFxFlags(rn, run.fx);
 
   VerifyArgs verify;
   auto* vf = app.add_subcommand(
@@ -59,6 +72,7 @@ int main(int argc, char** argv) {
   vf->add_option("--time-limit", verify.timeLimit, "seconds before giving up: inconclusive (default 300)");
   vf->add_option("--dot", verify.dotFile, "write the S graph around the failure as Graphviz");
   vf->add_option("--seed", verify.seed, "seed of the witness inputs (default 0)");
+  addFxFlags(vf, verify.fx);
 
   LemmasArgs lemmas;
   auto* lm = app.add_subcommand("lemmas", "list the lemma library; --prove proves every lemma with Z3");

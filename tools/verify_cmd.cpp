@@ -54,10 +54,17 @@ int cmdVerify(const VerifyArgs& a) {
     return fail(makeError("bad-args", "--write-relations needs --infer-relations"));
   if (a.timeLimit <= 0)
     return fail(makeError("bad-args", "--time-limit must be positive, got " + std::to_string(a.timeLimit)));
-  auto seq = frontend::loadGraph(a.seq);
+  auto fx = frontend::fxOptionsFromFlags(a.fx);
+  if (!fx) return fail(fx.error());
+  std::vector<frontend::FxConstantNote> constants;
+  fx->constantNotes = &constants;
+  auto seq = frontend::loadGraph(a.seq, *fx);
   if (!seq) return fail(seq.error());
-  auto dist = frontend::loadProgram(a.dist);
+  auto dist = frontend::loadProgram(a.dist, *fx);
   if (!dist) return fail(dist.error());
+  // Lifted tensor constants without a known value stay parameters.
+  for (const auto& c : constants)
+    if (!c.value) std::fprintf(stderr, "warning: %s\n", c.str().c_str());
   for (const auto& o : a.outputs) {
     auto v = seq->findValue(o);
     bool isOutput = v && std::find(seq->outputs().begin(), seq->outputs().end(), *v) != seq->outputs().end();
@@ -105,6 +112,9 @@ int cmdVerify(const VerifyArgs& a) {
   };
   auto report = rewrite::verify(*seq, *dist, rel, opts);
   if (!report) return fail(report.error());
+  // Values the importer supplied for lifted tensor constants are assumptions of the verdict.
+  for (const auto& c : constants)
+    if (c.value) report->assumptions.push_back(c.str());
   if (report->stats.peakRssMb <= 0) report->stats.peakRssMb = peakRssMb();
 
   if (!a.dotFile.empty()) {
