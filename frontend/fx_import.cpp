@@ -177,9 +177,10 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
         // An output that aliases another value (clone, wait_tensor, a full
         // slice) keeps its capture name through an identity node.
         std::string name = t.name;
-        if (it->kind == Expr::Kind::Name && it->s != t.name && !e.attrs.count(it->s) && !outNames.count(it->s)) {
-          e.ops.push_back({ir::OpKind::Identity, {t.name}, {it->s}, {}, ir::SourceLoc{path, s.line, it->col, ""},
-                           {t.type}, e.captureLoc});
+        if (it->kind == Expr::Kind::Name && it->s != t.name) {
+          if (!outNames.count(it->s))
+            e.ops.push_back({ir::OpKind::Identity, {t.name}, {it->s}, {}, ir::SourceLoc{path, s.line, it->col, ""},
+                             {t.type}, e.captureLoc});
           name = it->s;
         }
         outNames.insert(name);

@@ -216,7 +216,7 @@ def forward(self, x: "f32[3, 5]", y: "f32[4, 5]", t: "i64[3]"):
     copy: "f32[3, 5]" = torch.ops.aten.copy.default(x, slice_scatter)
     _to_copy: "f32[3, 5]" = torch.ops.aten._to_copy.default(copy, dtype = torch.float32)
     mul: "f32[3, 5]" = torch.ops.aten.mul.Tensor(_to_copy, 2)
-    return (index, index_1, mul)
+    return (index, index_1, mul, copy, copy)
 )";
 
 TEST(FxSimplify, RowPickFullSlicesAndNoOpCopiesAreExact) {
@@ -227,7 +227,7 @@ TEST(FxSimplify, RowPickFullSlicesAndNoOpCopiesAreExact) {
   EXPECT_EQ(c["gather"], 1);           // arange(1, 4) does not cover dim 0: linearized gather
   EXPECT_EQ(c["slice"], 0);
   EXPECT_EQ(c["concat"], 0);
-  EXPECT_EQ(c["identity"], 0);
+  EXPECT_EQ(c["identity"], 1);  // the output `copy` (an alias of x) keeps its name
   EXPECT_EQ(c["mul"], 3);  // the two muls and the linearized index (row * 5)
   std::vector<double> x(15), y(20);
   for (size_t i = 0; i < x.size(); ++i) x[i] = double(i) * 1.5 - 4;
@@ -240,6 +240,12 @@ TEST(FxSimplify, RowPickFullSlicesAndNoOpCopiesAreExact) {
   std::vector<double> want;
   for (double v : x) want.push_back(v * 3 * 2);
   EXPECT_EQ(values(out->at("mul")), want);
+  ASSERT_EQ(g->outputs().size(), 5u);
+  EXPECT_EQ(g->value(g->outputs()[3]).name, "copy");
+  EXPECT_EQ(g->value(g->outputs()[4]).name, "copy");
+  std::vector<double> scaled;
+  for (double v : x) scaled.push_back(v * 3);
+  EXPECT_EQ(values(out->at("copy")), scaled);
 }
 
 }  // namespace
