@@ -14,11 +14,7 @@ namespace {
 // The call's arguments by the decomposition's names.
 Result<DecompEnv> bindArgs(Emitter& e, const Decomposition& d) {
   DecompEnv env;
-  env.group = [&e](const std::string& c10d) -> Result<std::string> {
-    SP_ASSIGN(std::string g, e.groupFor(c10d));
-    if (g == "self") return e.error("fx-group", "group 'self' cannot be used inside a decomposition");
-    return g;
-  };
+  env.group = [&e](const std::string& c10d) { return e.groupFor(c10d); };
   // Every argument of the call must be declared: an ignored one could change
   // what the kernel computes.
   if (e.call->items.size() > d.args.size())
@@ -121,6 +117,15 @@ Status mapDecomposition(Emitter& e, const Decomposition& d, bool functionalized)
   for (ir::ValueId id : g.inputs()) vals[id] = env.tensors.at(g.value(id).name);
   for (const auto& n : g.nodes()) {
     PendingOp p{n.op, {}, {}, n.attrs, e.src, {}, e.captureLoc};
+    // As in the C++ mappings, a collective over one rank is the identity.
+    if (ir::opInfo(n.op).category == ir::OpCategory::Collective && n.attrs.count("group") &&
+        n.inputs.size() == 1 && n.outputs.size() == 1) {
+      SP_ASSIGN(int64_t size, e.groupSize(std::get<std::string>(n.attrs.at("group"))));
+      if (size == 1) {
+        p.op = ir::OpKind::Identity;
+        p.attrs.clear();
+      }
+    }
     for (ir::ValueId in : n.inputs) p.inputs.push_back(vals.at(in).name);
     for (ir::ValueId o : n.outputs) {
       const ir::Value& v = g.value(o);

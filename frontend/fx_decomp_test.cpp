@@ -163,6 +163,13 @@ TEST(FxDecomp, VllmAllReduceSumsOverTheMappedGroup) {
   ASSERT_TRUE(out.ok()) << out.error().str();
   for (int r = 0; r < 2; ++r)
     expectNear(values((*out)[size_t(r)].at("all_reduce")), {11, 22, 33, 44, 55, 66}, 0, "rank " + std::to_string(r));
+  // One rank alone: the decomposition's all_reduce is the identity.
+  auto g = importFxGraph(kData + "vllm_ar.r0.py", opts);
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  for (const auto& n : g->nodes()) EXPECT_NE(n.op, ir::OpKind::AllReduce);
+  auto one = ir::runGraph(*g, {{"x", typed(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6})}});
+  ASSERT_TRUE(one.ok()) << one.error().str();
+  expectNear(values(one->at("all_reduce")), {1, 2, 3, 4, 5, 6}, 0, "one rank");
 }
 
 // ------------------------------------------------------------------ user files and errors

@@ -121,11 +121,13 @@ namespace fx {
 
 // The IR group a c10d id maps to: listed ids map as told; without any
 // mapping every id is the whole world; with a mapping, an unlisted id is an
-// error rather than a guess.
+// error rather than a guess, except in a world of one rank, where every
+// group can only be that rank.
 Result<std::string> Emitter::groupFor(const std::string& c10dGroup) const {
   auto it = opts.groups.find(c10dGroup);
   if (it != opts.groups.end()) return it->second;
   if (opts.groups.empty()) return opts.defaultGroup;
+  if (worldSize == 1) return std::string("self");
   std::string known;
   for (const auto& [id, g] : opts.groups) known += (known.empty() ? "" : ", ") + id + "=" + g;
   return error("fx-group", "c10d group '" + c10dGroup + "' is not mapped (mapped: " + known +
@@ -133,12 +135,12 @@ Result<std::string> Emitter::groupFor(const std::string& c10dGroup) const {
 }
 
 Result<int64_t> Emitter::groupSize(const std::string& group) const {
-  if (group == "self") return int64_t(1);
+  // A capture of one rank (a sequential run) can only reach itself; the
+  // mesh, which describes the distributed program, does not apply to it.
+  if (group == "self" || worldSize == 1) return int64_t(1);
   ir::Mesh mesh = opts.mesh;
   if (mesh.axes.empty()) mesh.axes.push_back({"world", worldSize});
   if (mesh.worldSize() != worldSize) {
-    // A single graph imported under a program's mesh: only one-rank groups make sense.
-    if (group == "world" && worldSize == 1) return int64_t(1);
     return error("fx-group", "group '" + group + "' is not defined for a capture of " +
                                  std::to_string(worldSize) + " rank(s) under a mesh of " +
                                  std::to_string(mesh.worldSize()) + " ranks");

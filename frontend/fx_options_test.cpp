@@ -200,6 +200,21 @@ TEST(FxGroups, OneRankGroupsAreTheIdentity) {
   auto g = importFxGraph(kData + "mlp_tp.r0.py");
   ASSERT_TRUE(g.ok()) << g.error().str();
   EXPECT_EQ(opCounts(*g)["all_reduce"], 0);
+  // ... also under a program's mesh, mapped or not (the sequential capture
+  // of a verify run shares the distributed capture's mesh file).
+  FxOptions mesh;
+  ASSERT_TRUE(parseMeshText(mesh, "mesh tp=2\ngroup 12 = tp\n", "m.txt").ok());
+  g = importFxGraph(kData + "mlp_tp.r0.py", mesh);
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  EXPECT_EQ(opCounts(*g)["all_reduce"], 0);
+  mesh.groups["3"] = "tp";
+  g = importFxGraph(kData + "mlp_tp.r0.py", mesh);
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  EXPECT_EQ(opCounts(*g)["all_reduce"], 0);
+  // A capture that says its gather spans 2 ranks cannot be a one-rank graph.
+  auto c = importFxGraph(kData + "collectives.r0.py");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().id, "fx-group");
 }
 
 // ------------------------------------------------------------------ simplifications
