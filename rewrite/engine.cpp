@@ -259,9 +259,27 @@ void Engine::bridge(ir::OpKind op, const ir::AttrMap& a, const std::vector<Class
       eq = cur;
       break;
     }
+    case K::Mul: case K::Div: {
+      // x * c and x / c by a one-element constant c that does not change x's
+      // type: the relation scale (all_reduce avg lowers to scale(sum, 1/g)).
+      auto c = scalarConstant(kids[1]);
+      if (!c || !(g_.type(kids[0]) == outT) || (op == K::Div && *c == 0)) return;
+      eq = scale(kids[0], op == K::Mul ? *c : 1.0 / *c);
+      break;
+    }
     default: return;
   }
   if (eq) mergeChecked(out, *eq);
+}
+
+std::optional<double> Engine::scalarConstant(ClassId c) const {
+  if (!ir::isFloat(g_.type(c).dtype)) return std::nullopt;
+  for (const ENode& n : g_.nodes(c)) {
+    if (n.op != int32_t(ir::OpKind::Constant)) continue;
+    const auto& t = std::get<ir::Tensor>(in_.attrMap(n.data[0]).at("value"));
+    if (t.numel() == 1) return t.getAsDouble(0);
+  }
+  return std::nullopt;
 }
 
 Result<ClassId> Engine::addRel(const Rel& r) {

@@ -129,6 +129,7 @@ class Engine {
                                         const std::vector<ClassId>& kids) const;
   void bridge(ir::OpKind op, const ir::AttrMap& attrs, const std::vector<ClassId>& kids, int outIndex,
               ClassId out);
+  std::optional<double> scalarConstant(ClassId c) const;  // value of a one-element float constant
   int applyRules(const std::chrono::steady_clock::time_point& deadline, const Budget& b);
   int tileSlices();
 

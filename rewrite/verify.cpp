@@ -152,6 +152,12 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
                                                         " has " + eng.graph().type(*c).str());
       collectLeaves(*sr->best, dist, seeds);
       for (const auto& a : sr->alts) collectLeaves(*a, dist, seeds);
+      // An S constant input is, by definition, also its constant node: op
+      // rules that read constant operands (x / c as a scale) then see it.
+      if (const ir::Value& iv = seq.value(in); iv.kind == ir::ValueKind::NodeOutput &&
+                                                seq.node(iv.producer).op == ir::OpKind::Constant)
+        if (auto k = eng.irNode(ir::OpKind::Constant, seq.node(iv.producer).attrs, {}, 0, iv.type))
+          eng.mergeChecked(*c, *k);
       kids.push_back(*c);
     }
     exploreDist(eng, model, seeds, opts.exploreHops);

@@ -24,6 +24,7 @@
 #include "ir/compare.h"
 #include "ir/interpreter.h"
 #include "ir/text.h"
+#include "rewrite/flatten.h"
 #include "rewrite/relation_text.h"
 #include "rewrite/verify.h"
 
@@ -356,6 +357,29 @@ Result<rewrite::VerifyReport> selfRefinement(const Case& c) {
   return runVerify(c.seq, p, f, c.outputs);
 }
 
+// D refines D: D flattened into one sequential graph (collectives replaced by
+// their meaning, rewrite/flatten.h) against D itself, identity input relations.
+Result<rewrite::VerifyReport> distSelfRefinement(const ir::Program& d) {
+  SP_ASSIGN(ir::Graph flat, rewrite::flattenProgram(d));
+  SP_ASSIGN(rewrite::RelationFile f, rewrite::identityRelations(d));
+  return runVerify(flat, d, f, {});
+}
+
+// Programs whose self-refinement is not proven yet, with the reason; exact,
+// like the sets below. grad-accum-mean-of-means/bug.sp averages with
+// all_reduce avg, whose flattened form divides by a constant that the
+// program itself has nowhere, and an S constant needs a D counterpart.
+const std::set<std::string> kDistSelfInconclusive = {"grad-accum-mean-of-means/bug.sp"};
+
+void expectDistSelfRefinement(const std::string& id, const char* file, const ir::Program& d) {
+  auto r = distSelfRefinement(d);
+  std::string key = id + "/" + file;
+  if (!r.ok()) { ADD_FAILURE() << key << ": D refines D: " << r.error().str(); return; }
+  EXPECT_NE(r->verdict, rewrite::Verdict::Refuted) << key << ": D refines D refuted: " << describe(*r);
+  EXPECT_EQ(r->verdict == rewrite::Verdict::Verified, !kDistSelfInconclusive.count(key))
+      << key << ": D refines D is " << describe(*r);
+}
+
 struct Verdicts {
   std::string fixed, bug = "-", localized = "-";
 };
@@ -369,6 +393,8 @@ Verdicts checkVerdicts(const std::string& id) {
   auto self = selfRefinement(c);
   if (!self.ok()) ADD_FAILURE() << id << ": S refines S: " << self.error().str();
   else EXPECT_EQ(self->verdict, Verdict::Verified) << id << ": S does not refine S: " << describe(*self);
+  expectDistSelfRefinement(id, "dist.sp", c.dist);
+  if (c.hasBug) expectDistSelfRefinement(id, "bug.sp", c.bug);
 
   auto fixed = runVerify(c.seq, c.dist, c.rel, c.outputs);
   if (!fixed.ok()) { ADD_FAILURE() << id << " dist.sp: " << fixed.error().str(); return out; }
