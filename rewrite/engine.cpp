@@ -189,7 +189,19 @@ std::optional<ClassId> Engine::permute(ClassId x, const std::vector<int64_t>& pe
 
 std::optional<ClassId> Engine::reshape(ClassId x, const ir::Shape& shape) {
   if (g_.type(x).shape == shape) return g_.find(x);
-  return relNode(kOpReshape, {in_.shape(shape)}, {x});
+  auto out = relNode(kOpReshape, {in_.shape(shape)}, {x});
+  // Row-major reshapes compose: a reshape of a reshape of y is a reshape of
+  // y (y itself when the shapes agree), so unsqueeze-then-squeeze is y.
+  std::vector<ClassId> inner;
+  for (const ENode& n : g_.nodes(g_.find(x)))
+    if (n.op == kOpReshape) inner.push_back(n.kids[0]);
+  for (ClassId y : inner) {
+    if (!out) break;
+    std::optional<ClassId> direct = g_.type(y).shape == shape ? std::optional<ClassId>(g_.find(y))
+                                                              : relNode(kOpReshape, {in_.shape(shape)}, {y});
+    if (direct) mergeChecked(*out, *direct);
+  }
+  return out ? std::optional<ClassId>(g_.find(*out)) : out;
 }
 
 std::optional<ClassId> Engine::irNode(ir::OpKind op, const ir::AttrMap& attrs, std::vector<ClassId> kids,
@@ -219,6 +231,25 @@ std::optional<ClassId> Engine::irNodeInfer(ir::OpKind op, const ir::AttrMap& att
   return irNode(op, in_.attrMap(id), kids, 0, (*outs)[0]);
 }
 
+// expand (numpy broadcast_to) is, by definition, leading unit dims added
+// (a reshape) and every size-1 dim that grows to n replaced by n copies
+// along it (a concat of the same class). Only concrete sizes up to
+// kMaxExpandCopies, so the concat chain stays small.
+std::optional<ClassId> Engine::expandAsConcat(ClassId x, const ir::Shape& to) {
+  constexpr int64_t kMaxExpandCopies = 64;
+  ir::Shape from = g_.type(x).shape;
+  if (from.size() > to.size()) return std::nullopt;
+  ir::Shape padded(to.size() - from.size(), ir::Dim(1));
+  padded.insert(padded.end(), from.begin(), from.end());
+  std::optional<ClassId> cur = reshape(x, padded);
+  for (size_t d = 0; d < to.size() && cur; ++d) {
+    if (padded[d] == to[d]) continue;
+    if (padded[d] != ir::Dim(1) || !to[d].isConcrete() || to[d].value() > kMaxExpandCopies) return std::nullopt;
+    cur = concat(int64_t(d), std::vector<ClassId>(size_t(to[d].value()), *cur));
+  }
+  return cur;
+}
+
 void Engine::bridge(ir::OpKind op, const ir::AttrMap& a, const std::vector<ClassId>& kids, int outIndex,
                     ClassId out) {
   using K = ir::OpKind;
@@ -229,6 +260,7 @@ void Engine::bridge(ir::OpKind op, const ir::AttrMap& a, const std::vector<Class
     case K::Transpose: eq = permute(kids[0], ir::attrInts(a, "perm")); break;
     case K::Reshape: case K::Squeeze: case K::Unsqueeze: eq = reshape(kids[0], outT.shape); break;
     case K::Concat: eq = concat(ir::attrInt(a, "axis"), kids); break;
+    case K::Expand: eq = expandAsConcat(kids[0], outT.shape); break;
     case K::Split: {
       int64_t axis = ir::attrInt(a, "axis");
       const auto& sizes = ir::attrInts(a, "sizes");

@@ -16,7 +16,8 @@
 // IR layout ops are bridged to their relation equivalents when added
 // (transpose = permute, reshape/squeeze/unsqueeze = reshape, single-axis
 // step-1 slice = slice, concat = concat, split output k = slice, identity =
-// its input): same meaning, part of the trusted relation semantics.
+// its input, expand = concat of copies along each broadcast dim): same
+// meaning, part of the trusted relation semantics.
 #include <functional>
 #include <map>
 #include <memory>
@@ -129,6 +130,7 @@ class Engine {
                                         const std::vector<ClassId>& kids) const;
   void bridge(ir::OpKind op, const ir::AttrMap& attrs, const std::vector<ClassId>& kids, int outIndex,
               ClassId out);
+  std::optional<ClassId> expandAsConcat(ClassId x, const ir::Shape& to);
   std::optional<double> scalarConstant(ClassId c) const;  // value of a one-element float constant
   int applyRules(const std::chrono::steady_clock::time_point& deadline, const Budget& b);
   int tileSlices();

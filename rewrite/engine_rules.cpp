@@ -163,6 +163,27 @@ struct RuleMatcher {
           ok = bindInt(p.attr("size"), k.value(), nb);
           break;
         }
+        case PatOp::MergeDims: case PatOp::SplitDims: {
+          // A reshape [..., A, k, ...] <-> [..., A*k, ...] merging dims d, d+1
+          // (split: the same with input and output exchanged; d counts in
+          // the pattern operand's rank).
+          bool irReshape = n.op == int32_t(ir::OpKind::Reshape) && n.data.size() == 2 && n.data[1] == 0;
+          if (!(irReshape || n.op == kOpReshape) || n.kids.size() != 1) break;
+          bool merge = p.op == PatOp::MergeDims;
+          const ir::Shape& in = merge ? g.type(n.kids[0]).shape : g.type(c).shape;   // the split side
+          const ir::Shape& os = merge ? g.type(c).shape : g.type(n.kids[0]).shape;   // the merged side
+          int64_t d = normDim(p.attr("dim")->i, int64_t(merge ? in.size() : os.size()));
+          if (in.size() != os.size() + 1 || d < 0 || d + 1 >= int64_t(in.size())) break;
+          bool same = true;
+          for (size_t q = 0; q < os.size(); ++q)
+            if (int64_t(q) != d) same = same && os[q] == in[q < size_t(d) ? q : q + 1];
+          const ir::Dim &a = in[size_t(d)], &k = in[size_t(d) + 1], &m = os[size_t(d)];
+          if (!same || !a.isConcrete() || !k.isConcrete() || !m.isConcrete() || k.value() < 1 ||
+              a.value() * k.value() != m.value())
+            break;
+          ok = bindInt(p.attr("size"), k.value(), nb);
+          break;
+        }
         case PatOp::Ir: {
           if (n.op != int32_t(p.irOp) || n.data[1] != 0) break;
           auto full = ir::completeAttrs(p.irOp, patAttrs(p));
@@ -338,6 +359,28 @@ struct RuleMatcher {
           dims.pop_back();
           dims.back() = ir::Dim(dims.back().value() * k);
         }
+        return e.irNodeInfer(ir::OpKind::Reshape, {{"shape", dims}}, kids);
+      }
+      case PatOp::MergeDims: {
+        int64_t k = intAttr("size");
+        ir::Shape dims = g.type(kids[0]).shape;
+        int64_t d = normDim(p.attr("dim")->i, int64_t(dims.size()));
+        if (k < 1 || d < 0 || d + 1 >= int64_t(dims.size()) || dims[size_t(d) + 1] != ir::Dim(k) ||
+            !dims[size_t(d)].isConcrete())
+          return std::nullopt;
+        dims[size_t(d)] = ir::Dim(dims[size_t(d)].value() * k);
+        dims.erase(dims.begin() + d + 1);
+        return e.irNodeInfer(ir::OpKind::Reshape, {{"shape", dims}}, kids);
+      }
+      case PatOp::SplitDims: {
+        int64_t k = intAttr("size");
+        ir::Shape dims = g.type(kids[0]).shape;
+        int64_t d = normDim(p.attr("dim")->i, int64_t(dims.size()));
+        if (k < 1 || d < 0 || d >= int64_t(dims.size()) || !dims[size_t(d)].isConcrete() ||
+            dims[size_t(d)].value() % k != 0)
+          return std::nullopt;
+        dims[size_t(d)] = ir::Dim(dims[size_t(d)].value() / k);
+        dims.insert(dims.begin() + d + 1, ir::Dim(k));
         return e.irNodeInfer(ir::OpKind::Reshape, {{"shape", dims}}, kids);
       }
       case PatOp::Ir: return e.irNodeInfer(p.irOp, patAttrs(p), kids);

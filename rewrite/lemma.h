@@ -49,7 +49,13 @@ using PatPtr = std::shared_ptr<const Pattern>;
 // (D a multiple of k); merge_last(?x, size=k): its inverse [..., H, k] ->
 // [..., H*k]. Both match IR reshape nodes; a variable size must be bounded by
 // the conditions (the prover proves each value of the range).
-enum class PatOp : uint8_t { Var, Ir, Concat, Sum, Slice, Scale, Permute, SplitLast, MergeLast };
+// merge_dims(?x, dim=d, size=k): the row-major reshape merging dims d and
+// d+1 of x (d counted in x's rank, negative from the end; dim d+1 of size
+// k): [..., A, k, ...] -> [..., A*k, ...] (GQA: KV heads times their query
+// group back to query heads). Same size rules as merge_last.
+// split_dims(?x, dim=d, size=k): its inverse [..., A*k, ...] -> [..., A, k,
+// ...] (size=1: a unit dim inserted after dim d, an unsqueeze).
+enum class PatOp : uint8_t { Var, Ir, Concat, Sum, Slice, Scale, Permute, SplitLast, MergeLast, MergeDims, SplitDims };
 
 struct Pattern {
   PatOp op = PatOp::Var;

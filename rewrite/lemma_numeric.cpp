@@ -135,6 +135,30 @@ Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalO
       for (int64_t d : dims) shape.push_back(ir::Dim(d));
       return one(OpKind::Reshape, {{"shape", shape}}, xs);
     }
+    case PatOp::MergeDims: {  // row-major reshape merging dims d, d+1
+      int64_t k = intOf("size"), r = int64_t(xs[0].dims().size());
+      int64_t d = p.attr("dim")->i < 0 ? p.attr("dim")->i + r : p.attr("dim")->i;
+      std::vector<int64_t> dims = xs[0].dims();
+      if (k < 1 || d < 0 || d + 1 >= r || dims[size_t(d + 1)] != k)
+        return makeError("bad-size", "merge_dims: " + dimsStr(dims) + " at dim " + std::to_string(d) + " by " + std::to_string(k));
+      dims[size_t(d)] *= k;
+      dims.erase(dims.begin() + d + 1);
+      ir::Shape shape;
+      for (int64_t v : dims) shape.push_back(ir::Dim(v));
+      return one(OpKind::Reshape, {{"shape", shape}}, xs);
+    }
+    case PatOp::SplitDims: {  // row-major reshape splitting dim d into (A, k)
+      int64_t k = intOf("size"), r = int64_t(xs[0].dims().size());
+      int64_t d = p.attr("dim")->i < 0 ? p.attr("dim")->i + r : p.attr("dim")->i;
+      std::vector<int64_t> dims = xs[0].dims();
+      if (k < 1 || d < 0 || d >= r || dims[size_t(d)] % k != 0)
+        return makeError("bad-size", "split_dims: " + dimsStr(dims) + " at dim " + std::to_string(d) + " by " + std::to_string(k));
+      dims[size_t(d)] /= k;
+      dims.insert(dims.begin() + d + 1, k);
+      ir::Shape shape;
+      for (int64_t v : dims) shape.push_back(ir::Dim(v));
+      return one(OpKind::Reshape, {{"shape", shape}}, xs);
+    }
     case PatOp::Ir: {
       ir::AttrMap attrs;
       for (const auto& a : p.attrs) {

@@ -103,6 +103,8 @@ const std::vector<RelOpSpec>& relOps() {
       {"permute", PatOp::Permute, 1, 1, {{"perm", PatAttr::Kind::Ints}}},
       {"split_last", PatOp::SplitLast, 1, 1, {{"size", PatAttr::Kind::Int}}},
       {"merge_last", PatOp::MergeLast, 1, 1, {{"size", PatAttr::Kind::Int}}},
+      {"merge_dims", PatOp::MergeDims, 1, 1, {{"dim", PatAttr::Kind::Int}, {"size", PatAttr::Kind::Int}}},
+      {"split_dims", PatOp::SplitDims, 1, 1, {{"dim", PatAttr::Kind::Int}, {"size", PatAttr::Kind::Int}}},
   };
   return ops;
 }
@@ -235,7 +237,7 @@ struct LemmaParser {
         } else {
           SP_ASSIGN(a, attrValue(n.text, want, n));
         }
-        if ((a.kind == PatAttr::Kind::Var || a.kind == PatAttr::Kind::Expr) && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale || rel->op == PatOp::SplitLast || rel->op == PatOp::MergeLast) && n.text != "dim"))
+        if ((a.kind == PatAttr::Kind::Var || a.kind == PatAttr::Kind::Expr) && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale || rel->op == PatOp::SplitLast || rel->op == PatOp::MergeLast || rel->op == PatOp::MergeDims || rel->op == PatOp::SplitDims) && n.text != "dim"))
           return c.errorAt(n, "attribute '" + n.text + "' must be a literal");
         p->attrs.push_back(a);
       } else {

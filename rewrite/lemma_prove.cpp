@@ -41,7 +41,7 @@ void patternVars(const Pattern& p, std::set<std::string>& tensors, std::set<std:
 }
 
 void sizeVarsOf(const Pattern& p, std::set<std::string>& out) {
-  if (p.op == PatOp::SplitLast || p.op == PatOp::MergeLast)
+  if (p.op == PatOp::SplitLast || p.op == PatOp::MergeLast || p.op == PatOp::MergeDims || p.op == PatOp::SplitDims)
     if (const PatAttr* a = p.attr("size"); a && a->kind == PatAttr::Kind::Var) out.insert(a->text);
   for (const auto& a : p.args) sizeVarsOf(*a, out);
 }

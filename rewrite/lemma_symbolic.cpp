@@ -129,6 +129,46 @@ Result<SymTensor> Builder::build(const Pattern& p) {
       }
       return out;
     }
+    case PatOp::MergeDims: {  // dims d, d+1 (size k) into one: index j -> (j div k, j mod k)
+      auto k = sizeAttr(p);
+      if (!k) return makeError("unsupported-op", p.name + ": size must be a literal or bounded by the conditions");
+      if (*k < 1) return makeError("bad-size", p.name + ": size must be >= 1");
+      SymTensor x = xs[0], out = xs[0];
+      SP_ASSIGN(int64_t d, normDim(p.attr("dim")->i, x.shape.size()));
+      size_t dd = size_t(d);
+      if (dd + 1 >= x.shape.size()) return makeError("rank-too-small", "merge_dims: no dim after " + std::to_string(d));
+      int64_t kk = *k;
+      wf->push_back(x.shape[dd + 1] == i(kk));
+      out.shape.erase(out.shape.begin() + long(dd) + 1);
+      out.shape[dd] = z.mulConst(x.shape[dd], kk);
+      out.at = [zc, x, dd, kk](const std::vector<Term>& idx) {
+        std::vector<Term> j(idx.begin(), idx.begin() + long(dd));
+        j.push_back(zc->divConst(idx[dd], kk));
+        j.push_back(zc->modConst(idx[dd], kk));
+        j.insert(j.end(), idx.begin() + long(dd) + 1, idx.end());
+        return x.at(j);
+      };
+      return out;
+    }
+    case PatOp::SplitDims: {  // dim d into (d div k, k): index (a, j) -> a*k + j
+      auto k = sizeAttr(p);
+      if (!k) return makeError("unsupported-op", p.name + ": size must be a literal or bounded by the conditions");
+      if (*k < 1) return makeError("bad-size", p.name + ": size must be >= 1");
+      SymTensor x = xs[0], out = xs[0];
+      SP_ASSIGN(int64_t d, normDim(p.attr("dim")->i, x.shape.size()));
+      size_t dd = size_t(d);
+      int64_t kk = *k;
+      wf->push_back(z.modConst(x.shape[dd], kk) == i(0));
+      out.shape[dd] = z.divConst(x.shape[dd], kk);
+      out.shape.insert(out.shape.begin() + long(dd) + 1, i(kk));
+      out.at = [zc, x, dd, kk](const std::vector<Term>& idx) {
+        std::vector<Term> j(idx.begin(), idx.begin() + long(dd));
+        j.push_back(zc->mulConst(idx[dd], kk) + idx[dd + 1]);
+        j.insert(j.end(), idx.begin() + long(dd) + 2, idx.end());
+        return x.at(j);
+      };
+      return out;
+    }
     case PatOp::Ir: return buildIr(p, xs);
     case PatOp::Var: break;
   }

@@ -124,6 +124,7 @@ struct Builder {
 
   Result<SymTensor> build(const Pattern& p);
   Result<SymTensor> buildIr(const Pattern& p, std::vector<SymTensor>& xs);
+  Result<SymTensor> unitDims(const Pattern& p, const SymTensor& x);  // unsqueeze, squeeze
   Result<SymTensor> reduce(const Pattern& p, const SymTensor& x);
   Result<SymTensor> matmul(SymTensor a, SymTensor b);
   Result<SymTensor> norm(const Pattern& p, std::vector<SymTensor>& xs);

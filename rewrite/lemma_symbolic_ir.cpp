@@ -88,7 +88,43 @@ Result<SymTensor> Builder::buildIr(const Pattern& p, std::vector<SymTensor>& xs)
     };
     return out;
   }
+  if (p.irOp == OpKind::Unsqueeze || p.irOp == OpKind::Squeeze) return unitDims(p, xs[0]);
   return makeError("unsupported-op", std::string(info.name) + " has no smt meaning in lemma proofs");
+}
+
+// unsqueeze inserts unit dims (axes count in the output rank); squeeze drops
+// listed dims, which the IR's typing requires to be of size 1 (axes count in
+// the input rank). Literal axes only: squeeze without axes depends on sizes.
+Result<SymTensor> Builder::unitDims(const Pattern& p, const SymTensor& x) {
+  bool un = p.irOp == ir::OpKind::Unsqueeze;
+  const PatAttr* a = p.attr("axes");
+  if (!a || a->kind != PatAttr::Kind::Ints || a->ints.empty())
+    return makeError("unsupported-attr", p.name + " needs literal axes in lemma proofs");
+  size_t big = un ? x.shape.size() + a->ints.size() : x.shape.size();
+  std::vector<bool> unit(big, false);
+  for (int64_t v : a->ints) {
+    SP_ASSIGN(int64_t d, normDim(v, big));
+    if (unit[size_t(d)]) return makeError("bad-axes", p.name + ": repeated axis " + std::to_string(v));
+    unit[size_t(d)] = true;
+  }
+  SymTensor out;
+  Term zero = i(0);
+  size_t q = 0;
+  for (size_t d = 0; d < big; ++d) {
+    if (un) out.shape.push_back(unit[d] ? i(1) : x.shape[q++]);
+    else if (unit[d]) wf->push_back(x.shape[d] == i(1));
+    else out.shape.push_back(x.shape[d]);
+  }
+  out.at = [x, unit, un, zero](const std::vector<Term>& idx) {
+    std::vector<Term> j;
+    size_t k = 0;
+    for (size_t d = 0; d < unit.size(); ++d) {
+      if (un) { if (!unit[d]) j.push_back(idx[d]); }
+      else j.push_back(unit[d] ? zero : idx[k++]);
+    }
+    return x.at(j);
+  };
+  return out;
 }
 
 // Numpy matmul: a rank-1 a is [1, K] and b [K, 1] (the dim removed after);

@@ -57,6 +57,82 @@ void collectLeaves(const Rel& r, const ir::Program& p, std::vector<DistLeaf>& ou
   for (const auto& a : r.args) collectLeaves(*a, p, out);
 }
 
+// range(s, l, delta) of S is, by definition, the concat of D ranges of the
+// same dtype and delta that tile it in order: range(s, m) ++ range(m, l)
+// where m = s + len(range(s, m)) * delta (a context-parallel rank's
+// positions start at its sequence offset). Ranks holding the same range
+// (replicas) are interchangeable; the lowest is taken.
+void tileRange(Engine& eng, const DistModel& model, const ir::Program& dist, const ir::Node& node, ClassId target) {
+  auto num = [](const ir::AttrMap& a, const char* k) { return ir::attrFloat(a, k); };
+  double start = num(node.attrs, "start"), limit = num(node.attrs, "limit"), delta = num(node.attrs, "delta");
+  if (delta <= 0) return;
+  std::map<double, std::pair<int64_t, ir::NodeId>> byStart;  // first rank wins
+  for (const auto& [r, n] : model.sources) {
+    const ir::Node& dn = dist.rank(r).node(n);
+    if (dn.op != ir::OpKind::Range || num(dn.attrs, "delta") != delta ||
+        ir::attrType(dn.attrs, "dtype") != ir::attrType(node.attrs, "dtype"))
+      continue;
+    byStart.emplace(num(dn.attrs, "start"), std::make_pair(r, n));
+  }
+  std::vector<ClassId> parts;
+  double pos = start;
+  while (pos < limit) {
+    auto it = byStart.find(pos);
+    if (it == byStart.end()) return;
+    auto [r, n] = it->second;
+    const ir::Value& out = dist.rank(r).value(dist.rank(r).node(n).outputs[0]);
+    if (out.type.shape.size() != 1 || !out.type.shape[0].isConcrete() || out.type.shape[0].value() < 1) return;
+    addDistNode(eng, model, r, n);
+    parts.push_back(eng.dist(r, dist.rank(r).node(n).outputs[0]));
+    pos += double(out.type.shape[0].value()) * delta;
+  }
+  if (pos != limit && !(pos > limit && pos - delta < limit)) return;
+  if (parts.size() < 2) return;
+  if (auto cat = eng.concat(0, parts)) eng.mergeChecked(target, *cat);
+}
+
+// D tensors proven equal in one S op's engine (a value replicated on several
+// ranks: input facts and congruence) stay equal: later engines start with
+// them merged and explore from every copy, so a rank's copy of a replicated
+// KV head still meets the query heads of that rank several ops later.
+class DistEqualities {
+ public:
+  void apply(Engine& eng, std::vector<DistLeaf>& seeds) const {
+    std::vector<DistLeaf> more;
+    for (const DistLeaf& s : seeds) {
+      auto it = group_.find(s);
+      if (it == group_.end()) continue;
+      for (const DistLeaf& o : members_[it->second])
+        if (o != s && eng.mergeChecked(eng.dist(s.first, s.second), eng.dist(o.first, o.second))) more.push_back(o);
+    }
+    seeds.insert(seeds.end(), more.begin(), more.end());
+  }
+  void record(const Engine& eng) {
+    for (ClassId c : eng.graph().canonicalClasses()) {
+      std::vector<DistLeaf> ls = eng.distLeaves(c);
+      for (size_t i = 1; i < ls.size(); ++i) unite(ls[0], ls[i]);
+    }
+  }
+
+ private:
+  void unite(const DistLeaf& a, const DistLeaf& b) {
+    auto ga = group_.find(a), gb = group_.find(b);
+    if (ga != group_.end() && gb != group_.end() && ga->second == gb->second) return;
+    size_t into = ga != group_.end() ? ga->second : gb != group_.end() ? gb->second : members_.size();
+    if (into == members_.size()) members_.emplace_back();
+    for (const DistLeaf& l : {a, b}) {
+      auto g = group_.find(l);
+      if (g != group_.end() && g->second == into) continue;
+      if (g == group_.end()) { members_[into].push_back(l); group_[l] = into; continue; }
+      size_t from = g->second;  // merge group `from` into `into`
+      for (const DistLeaf& m : members_[from]) { group_[m] = into; members_[into].push_back(m); }
+      members_[from].clear();
+    }
+  }
+  std::map<DistLeaf, size_t> group_;
+  std::vector<std::vector<DistLeaf>> members_;
+};
+
 double peakRss() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -105,6 +181,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
   Interner interner;
   EngineStats es;
   std::map<ir::ValueId, SeqRel> known;
+  DistEqualities sameDist;
   for (const auto& [name, sr] : inv.seq) known[*seq.findValue(name)] = sr;
   std::map<std::string, OutputResult> done;
   std::vector<std::string> unproven;
@@ -160,6 +237,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
           eng.mergeChecked(*c, *k);
       kids.push_back(*c);
     }
+    sameDist.apply(eng, seeds);
     exploreDist(eng, model, seeds, opts.exploreHops);
     if (node.op == ir::OpKind::Constant || node.op == ir::OpKind::Range)
       for (const auto& [r, n] : model.sources)
@@ -173,6 +251,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
       targets.push_back(*c);
     }
     if (bad) return makeError("internal", what + ": its type disagrees with its inputs' relations");
+    if (node.op == ir::OpKind::Range) tileRange(eng, model, dist, node, targets[0]);
     std::map<size_t, ClassId> expCls;
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       const std::string& n = seq.value(node.outputs[k]).name;
@@ -198,6 +277,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
       return true;
     };
     StopReason stop = eng.saturate(opts.perOpBudget, goal);
+    sameDist.record(eng);
     for (size_t k = 0; k < node.outputs.size() && !rep.failure; ++k) {
       const std::string& n = seq.value(node.outputs[k]).name;
       if (dead(k)) continue;  // nothing reads it (a dropout mask): no relation needed
