@@ -3,6 +3,8 @@
 // simplifications the verifier relies on.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "frontend/fx_constants.h"
 #include "frontend/fx_groups.h"
 #include "frontend/fx_import.h"
@@ -211,6 +213,16 @@ TEST(FxGroups, OneRankGroupsAreTheIdentity) {
   g = importFxGraph(kData + "mlp_tp.r0.py", mesh);
   ASSERT_TRUE(g.ok()) << g.error().str();
   EXPECT_EQ(opCounts(*g)["all_reduce"], 0);
+  // The same through load.h, as `verify --seq DIR --mesh FILE` loads it: a
+  // directory of one rank file ignores the program's mesh.
+  auto dir = std::filesystem::temp_directory_path() / "sp_fx_one_rank";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(kData + "mlp_tp.r0.py", dir / "fw.r0.py");
+  auto lg = loadGraph(dir.string(), mesh);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(lg.ok()) << lg.error().str();
+  EXPECT_EQ(opCounts(*lg)["all_reduce"], 0);
   // A capture that says its gather spans 2 ranks cannot be a one-rank graph.
   auto c = importFxGraph(kData + "collectives.r0.py");
   ASSERT_FALSE(c.ok());

@@ -83,7 +83,13 @@ Result<ir::Program> loadRankDirectory(const std::string& dir, const FxOptions& f
   if (ext == ".py") {
     std::vector<std::string> paths;
     for (const auto& [rank, path] : files) paths.push_back(path);
-    return importFxProgram(paths, fx);
+    if (paths.size() > 1) return importFxProgram(paths, fx);
+    // One rank (a sequential capture): the mesh and rank lists describe the
+    // distributed program given alongside it; here every group is this rank.
+    FxOptions one = fx;
+    one.mesh = {};
+    one.namedGroups.clear();
+    return importFxProgram(paths, one);
   }
   return makeError("unsupported-format", "directory '" + dir + "': per-rank " + ext +
                                              " files are not supported (use .onnx or .py rank "
