@@ -45,6 +45,15 @@ int64_t Interner::attrs(ir::OpKind op, const ir::AttrMap& a, int64_t inRank) {
         for (int64_t d = 0; d < inRank; ++d) v.push_back(d);
     }
   }
+  // squeeze counts axes in its input, unsqueeze in its output.
+  if (op == ir::OpKind::Squeeze || op == ir::OpKind::Unsqueeze)
+    if (auto it = m.find("axes"); it != m.end() && std::holds_alternative<std::vector<int64_t>>(it->second)) {
+      auto& v = std::get<std::vector<int64_t>>(it->second);
+      int64_t r = op == ir::OpKind::Squeeze ? inRank : inRank + int64_t(v.size());
+      for (auto& x : v)
+        if (x < 0) x += r;
+      std::sort(v.begin(), v.end());
+    }
   if (op == ir::OpKind::Transpose) {
     auto& p = std::get<std::vector<int64_t>>(m["perm"]);
     if (p.empty())

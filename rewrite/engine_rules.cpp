@@ -4,6 +4,7 @@
 // symbolic), proven-rank limits, instantiation and saturation.
 #include <bit>
 #include <chrono>
+#include <cmath>
 #include <set>
 
 #include "rewrite/engine.h"
@@ -121,11 +122,38 @@ struct RuleMatcher {
     return true;
   }
 
+  // The integer value of a rank-0 constant node: an IR constant in the
+  // e-graph, or a D leaf whose producer is a constant. nullopt otherwise (or
+  // when the value is not an integer).
+  std::optional<int64_t> constValue(const ENode& n) const {
+    const ir::AttrMap* attrs = nullptr;
+    if (n.op == int32_t(ir::OpKind::Constant) && n.data[1] == 0) attrs = &e.in_.attrMap(n.data[0]);
+    if (n.op == kOpDist) {
+      const ir::Graph& rg = e.dist_.rank(n.data[0]);
+      const ir::Value& v = rg.value(ir::ValueId(n.data[1]));
+      if (v.producer >= 0 && rg.node(v.producer).op == ir::OpKind::Constant) attrs = &rg.node(v.producer).attrs;
+    }
+    if (!attrs || !attrs->count("value")) return std::nullopt;
+    const ir::Tensor& t = ir::attrTensor(*attrs, "value");
+    if (t.rank() != 0 || t.numel() != 1) return std::nullopt;
+    double x = t.getAsDouble(0);
+    if (!(std::abs(x) < 1e15) || x != std::floor(x)) return std::nullopt;
+    return int64_t(x);
+  }
+
   void match(const Pattern& p, ClassId c, Bind b, std::vector<Bind>& out) const {
     c = g.find(c);
     if (p.op == PatOp::Var) {
       auto [it, fresh] = b.t.emplace(p.name, c);
       if (fresh || g.find(it->second) == c) out.push_back(std::move(b));
+      return;
+    }
+    if (p.op == PatOp::Const) {  // one binding per class (its constant nodes and leaves agree)
+      for (const ENode& n : g.nodes(c))
+        if (auto v = constValue(n)) {
+          if (bindInt(p.attr("value"), *v, b)) out.push_back(std::move(b));
+          return;
+        }
       return;
     }
     const std::vector<ENode> nodes = g.nodes(c);
@@ -192,7 +220,7 @@ struct RuleMatcher {
           ok = e.in_.attrs(p.irOp, *full, inRank) == n.data[0] && wellFormed(p.irOp, n.kids);
           break;
         }
-        case PatOp::Var: break;
+        case PatOp::Const: case PatOp::Var: break;
       }
       if (!ok) continue;
       std::vector<Bind> partial{std::move(nb)};
@@ -384,6 +412,7 @@ struct RuleMatcher {
         return e.irNodeInfer(ir::OpKind::Reshape, {{"shape", dims}}, kids);
       }
       case PatOp::Ir: return e.irNodeInfer(p.irOp, patAttrs(p), kids);
+      case PatOp::Const: return std::nullopt;  // left sides only (the loader rejects it on the right)
       case PatOp::Var: break;
     }
     return std::nullopt;

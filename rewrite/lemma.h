@@ -55,7 +55,10 @@ using PatPtr = std::shared_ptr<const Pattern>;
 // group back to query heads). Same size rules as merge_last.
 // split_dims(?x, dim=d, size=k): its inverse [..., A*k, ...] -> [..., A, k,
 // ...] (size=1: a unit dim inserted after dim d, an unsqueeze).
-enum class PatOp : uint8_t { Var, Ir, Concat, Sum, Slice, Scale, Permute, SplitLast, MergeLast, MergeDims, SplitDims };
+// const(value=v): a rank-0 IR constant whose value is the integer v (a
+// literal or a variable bound by the match, usable in conditions; any dtype,
+// so 0.0 is value=0). Left sides only.
+enum class PatOp : uint8_t { Var, Ir, Concat, Sum, Slice, Scale, Permute, SplitLast, MergeLast, MergeDims, SplitDims, Const };
 
 struct Pattern {
   PatOp op = PatOp::Var;
@@ -133,6 +136,13 @@ struct LemmaInstance {
 
 // Runs both sides with opts.evalOp on random values: on each solved
 // instance, and on random shapes the interpreter accepts for the left side.
+// The dtypes a lemma's patterns force on its tensor variables, as the IR
+// types them: i64 for a variable reaching a gather/gather_elements index
+// through ops that keep the dtype, bool for one reaching a condition (where,
+// and/or/xor/not); absent: a float. The prover makes those Int/Bool valued,
+// the numeric check draws them so.
+std::map<std::string, ir::DType> lemmaVarDTypes(const Lemma& l);
+
 void checkLemmaNumerically(const Lemma& l, const std::vector<LemmaInstance>& solved, const ProveOptions& opts,
                            LemmaStatus& st);
 

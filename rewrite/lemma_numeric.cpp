@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "rewrite/lemma.h"
@@ -71,10 +72,23 @@ std::string dimsStr(const std::vector<int64_t>& d) {
 Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalOpFn& ev) {
   using ir::OpKind;
   if (p.op == PatOp::Var) return in.tensors.at(p.name);
-  std::vector<ir::Tensor> xs;
-  for (const auto& a : p.args) {
-    SP_ASSIGN(ir::Tensor t, evalPattern(*a, in, ev));
-    xs.push_back(std::move(t));
+  auto constOf = [&](const Pattern& c, ir::DType dt) {
+    const PatAttr* a = c.attr("value");
+    return ir::Tensor::scalar(dt, double(a->kind == PatAttr::Kind::Var ? in.ints.at(a->text) : a->i));
+  };
+  if (p.op == PatOp::Const) return constOf(p, ir::DType::F32);
+  // Operands first; a const operand takes the dtype of its sibling (the
+  // other branch of a where, else the first non-const operand).
+  std::vector<ir::Tensor> xs(p.args.size());
+  for (size_t k = 0; k < p.args.size(); ++k)
+    if (p.args[k]->op != PatOp::Const) { SP_ASSIGN(xs[k], evalPattern(*p.args[k], in, ev)); }
+  for (size_t k = 0; k < p.args.size(); ++k) {
+    if (p.args[k]->op != PatOp::Const) continue;
+    ir::DType dt = ir::DType::F32;
+    size_t sib = p.irOp == OpKind::Where && k >= 1 ? 3 - k : 0;
+    for (size_t q = sib; q < xs.size(); ++q)
+      if (xs[q].defined() && p.args[q]->op != PatOp::Const) { dt = xs[q].dtype(); break; }
+    xs[k] = constOf(*p.args[k], dt);
   }
   auto intOf = [&](const std::string& n) -> int64_t {
     const PatAttr* a = p.attr(n);
@@ -178,7 +192,7 @@ Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalO
       }
       return one(p.irOp, attrs, xs);
     }
-    case PatOp::Var: break;
+    case PatOp::Var: case PatOp::Const: break;
   }
   return makeError("internal", "unreachable");
 }
@@ -194,28 +208,86 @@ std::string instanceStr(const Instance& in) {
   return s;
 }
 
-ir::Tensor randomTensor(const std::vector<int64_t>& dims, std::mt19937_64& rng) {
-  ir::Tensor t(ir::DType::F32, dims);
+// Dtypes the patterns demand of tensor variables: an index operand (gather,
+// gather_elements) is i64, a condition (where, and/or/xor/not) bool; the
+// demand flows through ops that keep their operand's dtype. Others: f32.
+using DTypes = std::map<std::string, ir::DType>;
+void demand(const Pattern& p, std::optional<ir::DType> dt, DTypes& out) {
+  using ir::OpKind;
+  if (p.op == PatOp::Var) {
+    if (dt && *dt != ir::DType::F32) out.emplace(p.name, *dt);
+    return;
+  }
+  auto all = [&](std::optional<ir::DType> d) { for (const auto& a : p.args) demand(*a, d, out); };
+  if (p.op != PatOp::Ir) return all(dt);  // relation operators keep the dtype
+  const auto cat = ir::opInfo(p.irOp).category;
+  switch (p.irOp) {
+    case OpKind::Gather: case OpKind::GatherElements:
+      demand(*p.args[0], dt, out);
+      return demand(*p.args[1], ir::DType::I64, out);
+    case OpKind::Where:
+      demand(*p.args[0], ir::DType::Bool, out);
+      demand(*p.args[1], dt, out);
+      return demand(*p.args[2], dt, out);
+    case OpKind::And: case OpKind::Or: case OpKind::Xor: case OpKind::Not: return all(ir::DType::Bool);
+    default: break;
+  }
+  if (cat == ir::OpCategory::Compare) {  // operands share a dtype: a known variable's
+    std::optional<ir::DType> d;
+    for (const auto& a : p.args)
+      if (a->op == PatOp::Var && out.count(a->name)) d = out.at(a->name);
+    return all(d);
+  }
+  bool keeps = (cat == ir::OpCategory::Unary && p.irOp != OpKind::Cast) ||
+               (cat == ir::OpCategory::Binary && p.irOp != OpKind::Pow) || cat == ir::OpCategory::Layout;
+  all(keeps ? dt : std::nullopt);
+}
+
+}  // namespace
+
+std::map<std::string, ir::DType> lemmaVarDTypes(const Lemma& l) {
+  DTypes out;
+  for (int pass = 0; pass < 2; ++pass) {  // twice: comparisons learn from later uses
+    demand(*l.lhs, std::nullopt, out);
+    demand(*l.rhs, std::nullopt, out);
+  }
+  return out;
+}
+
+namespace {
+
+// f32 values in [-1, 1), bools 0/1, integers in [0, intBound).
+ir::Tensor randomTensor(const std::vector<int64_t>& dims, std::mt19937_64& rng, ir::DType dt = ir::DType::F32,
+                        int64_t intBound = 1) {
+  ir::Tensor t(dt, dims);
   std::uniform_real_distribution<double> u(-1, 1);
-  for (int64_t k = 0; k < t.numel(); ++k) t.setFromDouble(k, u(rng));
+  for (int64_t k = 0; k < t.numel(); ++k)
+    t.setFromDouble(k, dt == ir::DType::F32 ? u(rng) : dt == ir::DType::Bool ? double(rng() % 2)
+                                                                                : double(int64_t(rng() % uint64_t(intBound))));
   return t;
 }
 
-enum class Check { Ok, LhsRejected, Failed };
+enum class Check { Ok, LhsRejected, RhsUndefined, Failed };
+
+bool outOfRange(const Error& e) { return e.id == "index-out-of-range"; }
 
 // Evaluates both sides on `in`; on failure sets st's numeric state and note.
+// A right side reading out of range is outside the lemma's domain (it holds
+// where the right side is defined); the left side must then be defined.
 Check compareSides(const Lemma& l, const Instance& in, const ProveOptions& opts, LemmaStatus& st, std::string* lhsErr) {
-  auto a = evalPattern(*l.lhs, in, opts.evalOp);
-  if (!a.ok()) {
-    *lhsErr = a.error().message;
-    return Check::LhsRejected;
-  }
   auto fail = [&](const std::string& why) {
     st.numeric = NumericState::Failed;
     st.numericNote = why + " on " + instanceStr(in);
     return Check::Failed;
   };
+  auto a = evalPattern(*l.lhs, in, opts.evalOp);
+  if (!a.ok() && !outOfRange(a.error())) {
+    *lhsErr = a.error().message;
+    return Check::LhsRejected;
+  }
   auto b = evalPattern(*l.rhs, in, opts.evalOp);
+  if (!b.ok() && outOfRange(b.error())) return Check::RhsUndefined;
+  if (!a.ok()) return fail("left side reads out of range where the right side is defined (" + a.error().message + ")");
   if (!b.ok()) return fail("right side ill-typed (" + b.error().message + ")");
   if (a->dims() != b->dims()) return fail("shapes differ: left " + dimsStr(a->dims()) + ", right " + dimsStr(b->dims()));
   double scale = 1, err = 0;
@@ -230,6 +302,31 @@ Check compareSides(const Lemma& l, const Instance& in, const ProveOptions& opts,
   return Check::Ok;
 }
 
+// Fills the variables of `in` (shapes `dims`) with random values of their
+// dtypes and checks. Integer variables take values in [0, B) for the largest
+// B among the sizes and sums of two sizes where the right side is defined
+// (gather indices in range); RhsUndefined if there is none.
+Check checkInstance(const Lemma& l, Instance& in, const std::map<std::string, std::vector<int64_t>>& dims,
+                    const DTypes& dts, const ProveOptions& opts, LemmaStatus& st, std::string* lhsErr,
+                    std::mt19937_64& rng) {
+  std::set<int64_t, std::greater<>> bounds{1};
+  for (const auto& [n, d] : dims)
+    for (int64_t x : d) {
+      for (int64_t y : std::vector<int64_t>(bounds.begin(), bounds.end())) bounds.insert(x + y);
+      bounds.insert(x);
+    }
+  bool anyInt = false;
+  for (const auto& [n, dt] : dts) anyInt = anyInt || (dims.count(n) && dt == ir::DType::I64);
+  if (!anyInt) bounds = {1};
+  for (int64_t b : bounds)
+    for (int trial = 0; trial < 3; ++trial) {
+      for (const auto& [n, d] : dims) in.tensors[n] = randomTensor(d, rng, dts.count(n) ? dts.at(n) : ir::DType::F32, b);
+      Check c = compareSides(l, in, opts, st, lhsErr);
+      if (c != Check::RhsUndefined) return c;
+    }
+  return Check::RhsUndefined;
+}
+
 }  // namespace
 
 void checkLemmaNumerically(const Lemma& l, const std::vector<LemmaInstance>& solved, const ProveOptions& opts,
@@ -238,6 +335,7 @@ void checkLemmaNumerically(const Lemma& l, const std::vector<LemmaInstance>& sol
   std::map<std::string, bool> tv, iv, rv;
   collectVars(*l.lhs, tv, iv, rv);
   std::mt19937_64 rng(opts.seed);
+  const DTypes dts = lemmaVarDTypes(l);
   auto reals = [&](Instance& in) {
     for (const auto& [n, _] : rv) in.reals[n] = 0.5 + double(rng() % 100) / 50.0;
   };
@@ -248,11 +346,11 @@ void checkLemmaNumerically(const Lemma& l, const std::vector<LemmaInstance>& sol
   // wrong) and the right side must agree.
   for (const auto& s : solved) {
     Instance in;
-    for (const auto& [n, dims] : s.dims) in.tensors[n] = randomTensor(dims, rng);
     in.ints = s.ints;
     reals(in);
-    switch (compareSides(l, in, opts, st, &lastErr)) {
+    switch (checkInstance(l, in, s.dims, dts, opts, st, &lastErr, rng)) {
       case Check::Ok: ++checked; break;
+      case Check::RhsUndefined: break;
       case Check::Failed: return;
       case Check::LhsRejected:
         st.numeric = NumericState::Failed;
@@ -271,21 +369,23 @@ void checkLemmaNumerically(const Lemma& l, const std::vector<LemmaInstance>& sol
   int randomChecked = 0;
   for (int attempt = 0; attempt < 2000 && randomChecked < 4 * opts.numericTrials; ++attempt) {
     Instance in;
+    std::map<std::string, std::vector<int64_t>> shapes;
     for (const auto& [n, _] : tv) {
       int r = explicitRank.count(n) ? explicitRank[n] : int(1 + rng() % uint64_t(std::max(opts.maxRank, 1)));
       std::vector<int64_t> dims;
       for (int d = 0; d < r; ++d) dims.push_back(int64_t(1 + rng() % 3));
       in.tensors[n] = randomTensor(dims, rng);
+      shapes[n] = dims;
     }
     for (const auto& [n, _] : iv) in.ints[n] = int64_t(rng() % 4);
     reals(in);
     bool ok = true;
     for (const auto& c : l.conds) ok = ok && holds(c, in);
     if (!ok) continue;
-    switch (compareSides(l, in, opts, st, &lastErr)) {
+    switch (checkInstance(l, in, shapes, dts, opts, st, &lastErr, rng)) {
       case Check::Ok: ++checked; ++randomChecked; break;
       case Check::Failed: return;
-      case Check::LhsRejected: break;
+      case Check::LhsRejected: case Check::RhsUndefined: break;
     }
   }
   if (checked == 0) {

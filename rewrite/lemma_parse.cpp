@@ -105,6 +105,7 @@ const std::vector<RelOpSpec>& relOps() {
       {"merge_last", PatOp::MergeLast, 1, 1, {{"size", PatAttr::Kind::Int}}},
       {"merge_dims", PatOp::MergeDims, 1, 1, {{"dim", PatAttr::Kind::Int}, {"size", PatAttr::Kind::Int}}},
       {"split_dims", PatOp::SplitDims, 1, 1, {{"dim", PatAttr::Kind::Int}, {"size", PatAttr::Kind::Int}}},
+      {"const", PatOp::Const, 0, 0, {{"value", PatAttr::Kind::Int}}},
   };
   return ops;
 }
@@ -237,7 +238,7 @@ struct LemmaParser {
         } else {
           SP_ASSIGN(a, attrValue(n.text, want, n));
         }
-        if ((a.kind == PatAttr::Kind::Var || a.kind == PatAttr::Kind::Expr) && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale || rel->op == PatOp::SplitLast || rel->op == PatOp::MergeLast || rel->op == PatOp::MergeDims || rel->op == PatOp::SplitDims) && n.text != "dim"))
+        if ((a.kind == PatAttr::Kind::Var || a.kind == PatAttr::Kind::Expr) && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale || rel->op == PatOp::SplitLast || rel->op == PatOp::MergeLast || rel->op == PatOp::MergeDims || rel->op == PatOp::SplitDims || rel->op == PatOp::Const) && n.text != "dim"))
           return c.errorAt(n, "attribute '" + n.text + "' must be a literal");
         p->attrs.push_back(a);
       } else {
@@ -248,6 +249,8 @@ struct LemmaParser {
       if (!c.accept(",")) break;
     }
     SP_TRY(c.expect(")"));
+    if (rel && rel->op == PatOp::Const && !onLhs)  // the engine matches constants, it does not build them
+      return c.errorAt(t, "const(...) may only appear on the left side");
     int n = int(p->args.size());
     int mn = rel ? rel->minArgs : info->minInputs, mx = rel ? rel->maxArgs : info->maxInputs;
     if (n < mn || (mx >= 0 && n > mx))

@@ -137,6 +137,7 @@ Outcome proveInstance(const Lemma& l, const std::map<std::string, int>& ranks, c
   Builder b{z, 1, ranks, {}, nullptr, {}, opts.timeoutMs, std::nullopt};
   std::vector<Term> assumptions, lhsWf, rhsWf;
   b.fixedInts = pinned;
+  b.varTypes = lemmaVarDTypes(l);
   for (const auto& [n, v] : pinned) assumptions.push_back(z.eq(z.intVar(n), z.intVal(v)));
   b.wf = &lhsWf;
   auto L = b.build(*l.lhs);
@@ -160,8 +161,9 @@ Outcome proveInstance(const Lemma& l, const std::map<std::string, int>& ranks, c
   // Rebuild the left side knowing its typing and the conditions (broadcast
   // pairs they prove equal lose the size-1 case), then the right side.
   b.facts = assumptions;
-  std::vector<Term> lhsWf2;
+  std::vector<Term> lhsWf2, lhsReads, rhsReads;
   b.wf = &lhsWf2;
+  b.reads = &lhsReads;
   L = b.build(*l.lhs);
   if (!L.ok()) { *reason = "left side: " + L.error().message; return Outcome::Unproven; }
   if (opts.evalOp) {
@@ -170,6 +172,7 @@ Outcome proveInstance(const Lemma& l, const std::map<std::string, int>& ranks, c
   }
   if (!prove) return Outcome::Unproven;
   b.wf = &rhsWf;
+  b.reads = &rhsReads;
   auto R = b.build(*l.rhs);
   if (!R.ok()) { *reason = "right side: " + R.error().message; return Outcome::Unproven; }
   if (R->shape.size() != L->shape.size()) {
@@ -184,7 +187,13 @@ Outcome proveInstance(const Lemma& l, const std::map<std::string, int>& ranks, c
     idx.push_back(v);
     goals.push_back(z.eq(L->shape[d], R->shape[d]));
   }
-  goals.push_back(z.eq(L->at(idx), R->at(idx)));
+  Term lv = L->at(idx), rv = R->at(idx);
+  if (L->isBool != R->isBool) goals.push_back(z.boolVal(false));  // a bool never equals a number
+  else goals.push_back(L->isInt == R->isInt ? z.eq(lv, rv) : z.eq(z.toReal(lv), z.toReal(rv)));
+  // Gathers: where the right side is defined (its reads are in bounds), the
+  // left side must be defined too, and equal.
+  assumptions.insert(assumptions.end(), rhsReads.begin(), rhsReads.end());
+  goals.insert(goals.end(), lhsReads.begin(), lhsReads.end());
   smt::CheckResult r = z.check(assumptions, z.and_(goals), {opts.timeoutMs});
   if (r.verdict == smt::Verdict::Proved) return Outcome::Proven;
   *reason = std::string(smt::verdictName(r.verdict)) + (r.reason.empty() ? "" : " (" + r.reason + ")") +

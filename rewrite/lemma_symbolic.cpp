@@ -26,6 +26,11 @@ Result<SymTensor> Builder::build(const Pattern& p) {
     SP_ASSIGN(SymTensor t, build(*a));
     xs.push_back(std::move(t));
   }
+  // Sums and scales are arithmetic; a concat of bool and real parts is real.
+  bool mixed = false;
+  for (const auto& x : xs) mixed = mixed || x.isBool != xs[0].isBool || x.isInt != xs[0].isInt;
+  if (p.op == PatOp::Sum || p.op == PatOp::Scale || (p.op == PatOp::Concat && mixed))
+    for (auto& x : xs) x = asReal(x);
   bool sameRank = p.op == PatOp::Concat || p.op == PatOp::Sum;
   for (size_t k = 1; sameRank && k < xs.size(); ++k)
     if (xs[k].shape.size() != xs[0].shape.size())
@@ -129,6 +134,7 @@ Result<SymTensor> Builder::build(const Pattern& p) {
       }
       return out;
     }
+    case PatOp::Const: return constant(p);
     case PatOp::MergeDims: {  // dims d, d+1 (size k) into one: index j -> (j div k, j mod k)
       auto k = sizeAttr(p);
       if (!k) return makeError("unsupported-op", p.name + ": size must be a literal or bounded by the conditions");

@@ -16,9 +16,14 @@ namespace sp::rewrite::symbolic {
 
 using smt::Term;
 
+// Element values are Real terms; Int terms when isInt (variables the
+// patterns use as indices, lemmaVarDTypes; constants; integer arithmetic on
+// those); Bool terms when isBool (comparisons, and/or/not, bool variables).
 struct SymTensor {
   std::vector<Term> shape;
   std::function<Term(const std::vector<Term>&)> at;
+  bool isBool = false;
+  bool isInt = false;
 };
 
 // Numpy broadcasting of two shapes: well-typedness facts, output shape and,
@@ -52,6 +57,11 @@ struct Builder {
   unsigned timeoutMs = 20000;
   std::optional<std::string> error;             // structural: not applicable / unsupported
   std::map<std::string, int64_t> fixedInts;     // split sizes: the value this proof is for
+  // Definedness of gathers: every read of a gather/gather_elements at an
+  // index pushes "the index is an integer in bounds" here (the sink of the
+  // side being built, captured by its closures when .at() runs).
+  std::vector<Term>* reads = nullptr;
+  std::map<std::string, ir::DType> varTypes;   // i64/bool variables (lemmaVarDTypes); others real
 
   // A split/merge size: a literal, or a variable pinned for this proof.
   std::optional<int64_t> sizeAttr(const Pattern& p) {
@@ -84,7 +94,10 @@ struct Builder {
       t.shape.push_back(z.intVar(name + ".size" + std::to_string(d)));
       dom.push_back(smt::Sort::Int);
     }
-    smt::Func f = z.func("tensor." + name, dom, smt::Sort::Real);
+    auto ty = varTypes.find(name);
+    t.isInt = ty != varTypes.end() && ty->second == ir::DType::I64;
+    t.isBool = ty != varTypes.end() && ty->second == ir::DType::Bool;
+    smt::Func f = z.func("tensor." + name, dom, t.isInt ? smt::Sort::Int : t.isBool ? smt::Sort::Bool : smt::Sort::Real);
     smt::Context* zc = &z;
     t.at = [zc, f](const std::vector<Term>& idx) { return zc->apply(f, idx); };
     vars[name] = t;
@@ -128,6 +141,12 @@ struct Builder {
   Result<SymTensor> reduce(const Pattern& p, const SymTensor& x);
   Result<SymTensor> matmul(SymTensor a, SymTensor b);
   Result<SymTensor> norm(const Pattern& p, std::vector<SymTensor>& xs);
+  // lemma_symbolic_index.cpp: const, comparisons, and/or/not, where, cast,
+  // gather, gather_elements, squeeze/unsqueeze. nullopt: not one of those.
+  std::optional<Result<SymTensor>> buildIndexOp(const Pattern& p, std::vector<SymTensor>& xs);
+  Result<SymTensor> constant(const Pattern& p);
+  SymTensor asReal(const SymTensor& t);
+  SymTensor asBool(const SymTensor& t);
 };
 
 Result<Term> condTerm(Builder& b, const CondTerm& t);

@@ -11,6 +11,9 @@ Result<SymTensor> Builder::buildIr(const Pattern& p, std::vector<SymTensor>& xs)
   using ir::OpKind;
   smt::Context* zc = &z;
   const ir::OpInfo& info = ir::opInfo(p.irOp);
+  if (auto r = buildIndexOp(p, xs)) return std::move(*r);
+  if (p.irOp == OpKind::Unsqueeze || p.irOp == OpKind::Squeeze) return unitDims(p, xs[0]);
+  for (auto& x : xs) x = asReal(x);  // arithmetic is over reals (a bool counts as 0/1)
   auto elementwise1 = [&](std::function<Term(Term)> f) {
     SymTensor out = xs[0], x = xs[0];
     out.at = [x, f](const std::vector<Term>& idx) { return f(x.at(idx)); };
@@ -88,7 +91,6 @@ Result<SymTensor> Builder::buildIr(const Pattern& p, std::vector<SymTensor>& xs)
     };
     return out;
   }
-  if (p.irOp == OpKind::Unsqueeze || p.irOp == OpKind::Squeeze) return unitDims(p, xs[0]);
   return makeError("unsupported-op", std::string(info.name) + " has no smt meaning in lemma proofs");
 }
 
@@ -108,6 +110,8 @@ Result<SymTensor> Builder::unitDims(const Pattern& p, const SymTensor& x) {
     unit[size_t(d)] = true;
   }
   SymTensor out;
+  out.isBool = x.isBool;
+  out.isInt = x.isInt;
   Term zero = i(0);
   size_t q = 0;
   for (size_t d = 0; d < big; ++d) {

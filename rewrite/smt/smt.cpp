@@ -194,6 +194,16 @@ Term Context::toReal(Term a) {
   SP_ASSERT(sort(a) == Sort::Int, "smt toReal: int term");
   return Term(this, impl_->put(z3::to_real(SP_Z(a))));
 }
+Term Context::toInt(Term a) {
+  if (sort(a) == Sort::Int) return a;
+  SP_ASSERT(sort(a) == Sort::Real, "smt toInt: real term");
+  return Term(this, impl_->put(z3::expr(impl_->z, Z3_mk_real2int(impl_->z, SP_Z(a)))));
+}
+Term Context::isInt(Term a) {
+  if (sort(a) == Sort::Int) return boolVal(true);
+  SP_ASSERT(sort(a) == Sort::Real, "smt isInt: real term");
+  return Term(this, impl_->put(z3::expr(impl_->z, Z3_mk_is_int(impl_->z, SP_Z(a)))));
+}
 
 #define SP_CMP(NAME, OPEXPR)                                                          \
   Term Context::NAME(Term a, Term b) {                                                \

@@ -104,6 +104,8 @@ class Context {
   Term modConst(Term a, int64_t c);  // integer modulus by a positive constant
   Term realDiv(Term a, Term b);      // real division (x/0 is some fixed value)
   Term toReal(Term a);
+  Term toInt(Term a);   // floor of a real term (an int term is itself)
+  Term isInt(Term a);   // Bool: the real term is an integer (true for int terms)
 
   Term eq(Term a, Term b);
   Term ne(Term a, Term b);
