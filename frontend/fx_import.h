@@ -8,7 +8,12 @@
 // - `native_dropout` gets an explicit random stream: a graph input named
 //   `<node>_rng`, f32 and shaped like the tensor it masks.
 // - c10d functional collectives name a group id; FxOptions::groups maps ids
-//   to IR groups, and every id not listed maps to defaultGroup ("world").
+//   to IR groups (fx_groups.h). Without a mapping every id is defaultGroup
+//   ("world"); with one, an unmapped id is an error. Collectives over one
+//   rank are the identity.
+// - Framework kernels (apex, vLLM, TE) come from decomposition files
+//   (fx_decomp.h), also through auto_functionalized.
+// - Lifted tensor constants get values from fx_constants.h when known.
 #include <map>
 #include <optional>
 #include <string>
