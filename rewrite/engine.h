@@ -134,6 +134,7 @@ class Engine {
   std::optional<double> scalarConstant(ClassId c) const;  // value of a one-element float constant
   int applyRules(const std::chrono::steady_clock::time_point& deadline, const Budget& b);
   int tileSlices();
+  int composeReshapes();  // engine_reshape.cpp
 
   friend struct RuleMatcher;
   Interner& in_;

@@ -253,6 +253,11 @@ Result<RelationFile> parseRelations(const std::string& text, const std::string& 
       SP_ASSIGN(int64_t v, p.intLit());
       lets[n.text] = v;
       f.lets.emplace_back(n.text, v);
+    } else if (c.isIdent("unrelated")) {
+      c.next();
+      Token n = c.next();
+      if (n.kind != Token::Kind::Ident) return c.errorAt(n, "expected a D input name after 'unrelated'");
+      f.unrelated.push_back({n.text, "declared unrelated at " + loc, loc});
     } else if (c.isIdent("expect")) {
       c.next();
       if (!c.isIdent("seq")) return c.error("expect lines define seq.NAME, found " + Cursor::describe(c.peek()));
@@ -277,7 +282,7 @@ Result<RelationFile> parseRelations(const std::string& text, const std::string& 
         ir.loopVar = v.text;
         p.vars.insert(v.text);
       }
-      if (!c.isIdent("dist")) return c.error("expected 'dist[...]', 'expect', 'let' or 'for', found " + Cursor::describe(c.peek()));
+      if (!c.isIdent("dist")) return c.error("expected 'dist[...]', 'expect', 'let', 'unrelated' or 'for', found " + Cursor::describe(c.peek()));
       c.next();
       SP_TRY(c.expect("["));
       if (c.accept("*")) {
@@ -308,6 +313,7 @@ std::string printRelations(const RelationFile& f) {
     out += "dist[" + (i.allRanks ? std::string("*") : i.rank.str()) + "]." + i.name + " = " + str(*i.expr) + "\n";
   }
   for (const auto& o : f.outputs) out += "expect seq." + o.name + " = " + str(*o.expr) + "\n";
+  for (const auto& u : f.unrelated) out += "unrelated " + u.name + (u.reason.empty() ? "" : "  # " + u.reason) + "\n";
   return out;
 }
 

@@ -28,10 +28,21 @@ struct OutputRelation {
   std::string location;
 };
 
+// A D input declared to have no relation to S (`unrelated NAME`, every rank
+// that has it): nothing computed from it can be related, and no witness can
+// be built (its value is unknown), so verification ends inconclusive where
+// it matters instead of refusing to start.
+struct UnrelatedInput {
+  std::string name;
+  std::string reason;    // printed as a comment; parsed lines: "declared at file:line"
+  std::string location;
+};
+
 struct RelationFile {
   std::vector<std::pair<std::string, int64_t>> lets;  // let H = 128 (inlined into expressions)
   std::vector<InputRelation> inputs;
   std::vector<OutputRelation> outputs;
+  std::vector<UnrelatedInput> unrelated;
 };
 
 Result<RelationFile> parseRelations(const std::string& text, const std::string& file);

@@ -254,9 +254,19 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
     if (node.op == ir::OpKind::Range) tileRange(eng, model, dist, node, targets[0]);
     std::map<size_t, ClassId> expCls;
     for (size_t k = 0; k < node.outputs.size(); ++k) {
+  // Only S values the wanted outputs depend on need relations (the cone).
+  std::vector<bool> neededValue(seq.values().size(), false), neededNode(seq.nodes().size(), false);
+  for (const auto& w : wanted) neededValue[size_t(*seq.findValue(w))] = true;
+  for (size_t ni = seq.nodes().size(); ni-- > 0;) {
+    const ir::Node& n = seq.node(ir::NodeId(ni));
+    for (ir::ValueId o : n.outputs) neededNode[ni] = neededNode[ni] || neededValue[size_t(o)];
+    if (neededNode[ni])
+      for (ir::ValueId in : n.inputs) neededValue[size_t(in)] = true;
+  }
       const std::string& n = seq.value(node.outputs[k]).name;
       if (!isWanted(n) || !expected.count(n)) continue;
       auto c = eng.addRel(*expected[n]);
+    if (!neededNode[ni]) continue;
       if (!c.ok()) return makeError(c.error().id, "expected relation of '" + n + "': " + c.error().message);
       if (!(eng.graph().type(*c) == eng.graph().type(targets[k])))
         return makeError("relation-shape-mismatch", "expected relation of '" + n + "' has type " +
@@ -264,9 +274,9 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
                                                         eng.graph().type(targets[k]).str());
       expCls[k] = *c;
     }
-    // An S value no op reads and no output names needs no relation.
+    // An S value no wanted output depends on needs no relation.
     auto dead = [&](size_t k) {
-      return seq.users(node.outputs[k]).empty() && !isWanted(seq.value(node.outputs[k]).name);
+      return !neededValue[size_t(node.outputs[k])];
     };
     auto goal = [&] {
       for (size_t k = 0; k < targets.size(); ++k) {

@@ -84,7 +84,10 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist,
 
 // Proposes input relations from names and shapes: a D input named like an S
 // input is replicated when shapes match, or a concat over the mesh axis whose
-// size divides exactly one dim. Unmatched D inputs are errors naming them.
+// size divides exactly one dim; a dropout stream without a namesake, the
+// S stream at the same source line or position; an unresolved module
+// constant (_tensor_constantN) is declared unrelated with the reason
+// (docs/relations.md). Other unmatched D inputs are errors naming them.
 Result<RelationFile> inferRelations(const ir::Graph& seq, const ir::Program& dist);
 
 }  // namespace sp::rewrite

@@ -144,12 +144,25 @@ Result<InputInversion> invertInputs(const ir::Graph& seq, const ir::Program& dis
   // Every D input and parameter must be covered.
   std::set<std::pair<int64_t, std::string>> covered;
   for (const auto& b : bound) covered.insert({b.rank, b.name});
+  std::set<std::string> unrelated;
+  for (const auto& u : rel.unrelated) {
+    bool exists = false;
+    for (int64_t r = 0; r < dist.worldSize(); ++r) {
+      auto v = dist.rank(r).findValue(u.name);
+      if (!v || dist.rank(r).value(*v).kind == ir::ValueKind::NodeOutput) continue;
+      exists = true;
+      if (covered.count({r, u.name}))
+        return makeError("duplicate-relation", "D input '" + u.name + "' has a relation and is declared unrelated", u.location);
+    }
+    if (!exists) return makeError("unknown-tensor", "'unrelated " + u.name + "': D has no input or parameter of that name", u.location);
+    unrelated.insert(u.name);
+  }
   for (int64_t r = 0; r < dist.worldSize(); ++r) {
     const auto& g = dist.rank(r);
     std::vector<ir::ValueId> leaves = g.inputs();
     leaves.insert(leaves.end(), g.params().begin(), g.params().end());
     for (ir::ValueId v : leaves)
-      if (!covered.count({r, g.value(v).name}))
+      if (!covered.count({r, g.value(v).name}) && !unrelated.count(g.value(v).name))
         return makeError("missing-input-relation", "rank " + std::to_string(r) + ": no relation for D " +
                                                        (g.value(v).kind == ir::ValueKind::Param ? "parameter" : "input") +
                                                        " '" + g.value(v).name + "'");

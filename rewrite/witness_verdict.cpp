@@ -21,6 +21,25 @@ std::string fmt(double v) {
   return os.str();
 }
 
+// "r0:all_reduce (mappings.py:484 ...)": the source lines of the D tensors
+// that came closest, where the distributed code differs.
+std::string distSites(const ir::Program& dist, const std::vector<std::string>& closest) {
+  std::string out;
+  for (const auto& c : closest) {
+    auto colon = c.find(':');
+    if (c.size() < 2 || c[0] != 'r' || colon == std::string::npos) continue;
+    int64_t r = std::stoll(c.substr(1, colon - 1));
+    if (r < 0 || r >= dist.worldSize()) continue;
+    const ir::Graph& g = dist.rank(r);
+    auto v = g.findValue(c.substr(colon + 1));
+    if (!v || g.value(*v).producer < 0) continue;
+    const ir::SourceLoc& loc = g.node(g.value(*v).producer).loc;
+    if (loc.empty()) continue;
+    out += (out.empty() ? "" : ", ") + c + " at " + loc.str();
+  }
+  return out;
+}
+
 }  // namespace
 
 Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
@@ -28,6 +47,14 @@ Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const Re
                          const std::map<std::string, RelPtr>& expected, VerifyReport& rep) {
   Failure& f = *rep.failure;
   std::string base = rep.reason.empty() ? f.message : rep.reason;
+  if (std::string sites = distSites(dist, f.closestDist); !sites.empty()) base += " (closest D tensors: " + sites + ")";
+  if (!rel.unrelated.empty()) {
+    std::string names;
+    for (const auto& u : rel.unrelated) names += (names.empty() ? "" : ", ") + u.name + " (" + u.reason + ")";
+    rep.verdict = Verdict::Inconclusive;
+    rep.reason = base + "; witness not run: D inputs without a relation to S have no value to run with: " + names;
+    return okStatus();
+  }
   double work = estimateWork(seq, dist);
   if (work > kWitnessWorkLimit) {
     rep.verdict = Verdict::Inconclusive;
