@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <mutex>
 
 #include "rewrite/engine_verify.h"
@@ -366,6 +367,17 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
     if (done.count(w)) rep.outputs.push_back(done[w]);
     else rep.outputs.push_back(OutputResult{w, "", nullptr});
   rep.stats.lemmasApplied = es.lemmasApplied;
+  // Gather lemmas hold where their sequential (right) side is defined.
+  std::function<bool(const Pattern&)> indexes = [&](const Pattern& p) {
+    if (p.op == PatOp::Ir && (p.irOp == ir::OpKind::Gather || p.irOp == ir::OpKind::GatherElements)) return true;
+    return std::any_of(p.args.begin(), p.args.end(), [&](const PatPtr& a) { return indexes(*a); });
+  };
+  for (const auto& [name, n] : es.perLemma)
+    if (const Lemma* l = lib->lib.find(name); n > 0 && l && indexes(*l->rhs)) {
+      rep.assumptions.push_back("S's gather indices are in [0, size) (lemma " + name +
+                                " holds where the sequential lookup is defined; D may differ on out-of-range ids)");
+      break;
+    }
   rep.stats.z3Queries = es.z3Queries;
   if (unproven.empty() && !rep.failure) {
     rep.verdict = Verdict::Verified;

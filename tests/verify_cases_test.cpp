@@ -288,6 +288,7 @@ const std::set<std::string> kFixedVerified = {
     "tp-backward-mlp",
     "tp-mlp",
     "vocab-embedding-no-mask",
+    "vocab-embedding-tp4-shard-offset",
     "vocab-parallel-embedding",
     "wrong-group",
     "wrong-shard-dim",
@@ -320,6 +321,7 @@ const std::set<std::string> kBugRefuted = {
     "sp-norm-weight-grad-not-reduced",
     "vocab-ce-missing-max",
     "vocab-embedding-no-mask",
+    "vocab-embedding-tp4-shard-offset",
     "wrong-group",
     "wrong-shard-dim",
 };
