@@ -135,6 +135,7 @@ class Engine {
   int applyRules(const std::chrono::steady_clock::time_point& deadline, const Budget& b);
   int tileSlices();
   int composeReshapes();  // engine_reshape.cpp
+  int composeScales();    // engine_scale.cpp
 
   friend struct RuleMatcher;
   Interner& in_;

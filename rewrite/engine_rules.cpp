@@ -453,6 +453,7 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
   }
   g_.rebuild();
   changed += tileSlices();
+  changed += composeScales();
   return changed;
 }
 

@@ -1,6 +1,7 @@
 // Lowering of D: collective matching across ranks and per-node equations.
 #include "rewrite/lower.h"
 
+#include <cmath>
 #include <deque>
 
 #include "ir/collectives.h"
@@ -193,7 +194,61 @@ std::vector<DistLeaf> addCollective(Engine& e, const DistModel& m, const CollIns
   return outs;
 }
 
+// The value of a D tensor computed by a one-element float constant.
+std::optional<double> scalarConstant(const ir::Graph& g, ir::ValueId v) {
+  ir::NodeId n = g.value(v).producer;
+  if (n < 0 || g.node(n).op != ir::OpKind::Constant) return std::nullopt;
+  const ir::Tensor& t = ir::attrTensor(g.node(n).attrs, "value");
+  if (t.numel() != 1 || !ir::isFloat(t.dtype())) return std::nullopt;
+  return t.getAsDouble(0);
+}
+
+// x * c and x / c by a one-element constant c are scale(x, c) and
+// scale(x, 1/c) when x has the product's type (c broadcasts into it). 1/c
+// only when it is exact (c a power of two), so the factor means what the
+// program divides by; other divisors are left to the lemmas.
+void bridgeScalarFactor(Engine& e, const ir::Graph& g, int64_t r, const ir::Node& node, ClassId out) {
+  bool mul = node.op == ir::OpKind::Mul, div = node.op == ir::OpKind::Div;
+  if (!(mul || div) || node.inputs.size() != 2) return;
+  for (size_t k = 0; k < 2; ++k) {
+    if (div && k == 0) continue;  // c / x is not a scale of x
+    auto c = scalarConstant(g, node.inputs[k]);
+    if (!c || *c == 0.0 || !std::isfinite(*c)) continue;
+    int exp = 0;
+    if (div && std::frexp(*c, &exp) != 0.5 && std::frexp(*c, &exp) != -0.5) continue;
+    ClassId x = e.dist(r, node.inputs[1 - k]);
+    if (auto s = e.scale(x, div ? 1.0 / *c : *c)) e.mergeChecked(out, *s);
+  }
+}
+
 }  // namespace
+
+// A constant input is its value: its leaf joins the constant's e-node, so
+// ranks holding the same constant (a loss scale) meet in one class and rules
+// see the value in the e-graph.
+void addConstantInput(Engine& e, const DistModel& m, int64_t r, ir::ValueId v) {
+  const ir::Graph& g = m.prog->rank(r);
+  ir::NodeId p = g.value(v).producer;
+  if (p >= 0 && g.node(p).op == ir::OpKind::Constant) addDistNode(e, m, r, p);
+}
+
+std::optional<ClassId> relateScalarConstant(Engine& e, const DistModel& m, const ir::Node& seqNode) {
+  if (seqNode.op != ir::OpKind::Constant) return std::nullopt;
+  const ir::Tensor& t = ir::attrTensor(seqNode.attrs, "value");
+  if (t.numel() != 1 || !ir::isFloat(t.dtype())) return std::nullopt;
+  double want = t.getAsDouble(0);
+  for (const auto& [r, n] : m.sources) {
+    const ir::Graph& g = m.prog->rank(r);
+    ir::ValueId v = g.node(n).outputs[0];
+    auto have = scalarConstant(g, v);
+    if (!have || *have == 0.0 || !(g.value(v).type == t.type())) continue;
+    double f = want / *have;
+    if (!std::isfinite(f) || std::fma(f, *have, -want) != 0.0) continue;  // the factor must be exact
+    addDistNode(e, m, r, n);
+    return e.scale(e.dist(r, v), f);
+  }
+  return std::nullopt;
+}
 
 std::vector<DistLeaf> addDistNode(Engine& e, const DistModel& m, int64_t r, ir::NodeId n) {
   const ir::Graph& g = m.prog->rank(r);
@@ -217,13 +272,17 @@ std::vector<DistLeaf> addDistNode(Engine& e, const DistModel& m, int64_t r, ir::
     return {{r, node.outputs[0]}};
   }
   std::vector<ClassId> kids;
-  for (ir::ValueId v : node.inputs) kids.push_back(e.dist(r, v));
+  for (ir::ValueId v : node.inputs) {
+    addConstantInput(e, m, r, v);
+    kids.push_back(e.dist(r, v));
+  }
   std::vector<DistLeaf> outs;
   for (size_t k = 0; k < node.outputs.size(); ++k) {
     ir::ValueId o = node.outputs[k];
     ClassId leaf = e.dist(r, o);
     auto c = e.irNode(node.op, node.attrs, kids, int(k), g.value(o).type);
     if (c) e.mergeChecked(leaf, *c);
+    bridgeScalarFactor(e, g, r, node, leaf);
     outs.emplace_back(r, o);
   }
   return outs;

@@ -54,6 +54,14 @@ std::vector<DistLeaf> addDistNode(Engine& e, const DistModel& m, int64_t r, ir::
 // `hops` nodes, and the input facts of every leaf that appears.
 void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& seeds, int hops);
 
+// Adds the producer of D value v of rank r when it is a constant.
+void addConstantInput(Engine& e, const DistModel& m, int64_t r, ir::ValueId v);
+
+// An S scalar float constant c related to a D one d of the same type: the
+// class of scale(d, c/d) when the factor is exact (a loss scale 1/16 in S
+// and 1/8 on each of 2 data-parallel ranks), else nullopt.
+std::optional<ClassId> relateScalarConstant(Engine& e, const DistModel& m, const ir::Node& seqNode);
+
 // Adds the facts of a leaf (and of the leaves those facts mention).
 void addFacts(Engine& e, const DistModel& m, const DistLeaf& leaf, std::set<DistLeaf>& done);
 

@@ -253,6 +253,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
     }
     if (bad) return makeError("internal", what + ": its type disagrees with its inputs' relations");
     if (node.op == ir::OpKind::Range) tileRange(eng, model, dist, node, targets[0]);
+    if (auto c = relateScalarConstant(eng, model, node)) eng.mergeChecked(targets[0], *c);
     std::map<size_t, ClassId> expCls;
     for (size_t k = 0; k < node.outputs.size(); ++k) {
   // Only S values the wanted outputs depend on need relations (the cone).

@@ -268,13 +268,17 @@ const std::set<std::string> kFixedVerified = {
     "cp-rope-offset-zero",
     "dropout-diff-stream-replicated",
     "dropout-same-stream-across-tp",
+    "dp-grad-allreduce-avg",
     "dropout-streams",
     "fused-qkv-block-split",
     "gqa-attention",
     "gqa-tp-gt-kv-heads",
     "llama-attention-rope-gqa",
+    "grad-norm-one-shard",
+    "loss-scale-group-mismatch",
     "missing-allreduce-row-parallel",
     "pp-crossed-transfers",
+    "pp-send-wrong-stage",
     "pp-two-stages-microbatches",
     "reduce-scatter-wrong-dim",
     "replicated-into-reduce",
@@ -331,8 +335,6 @@ const std::set<std::string> kLocalizeDiffers = {
     "all-to-all-not-inverse",
     "bias-added-every-rank",
     "grad-accum-mean-of-means",
-    "grad-norm-one-shard",
-    "loss-scale-group-mismatch",
 };
 
 std::string describe(const rewrite::VerifyReport& r) {

@@ -6,10 +6,12 @@
 //   split:   op_[lo,hi) f = op_[lo,m) f (+|max|min) op_[m,hi) f, lo < m < hi;
 //   linear:  (sums only) sum_v (k * f + g) = k * sum_v f + sum_v g when k has no v;
 //   shift:   op_[lo,hi) f(v) = op_[0,hi-lo) f(u + lo).
-// What remains, op_[0,n) f(u, x1..xk), is replaced by F_f(n, x1..xk) where
-// F_f is an uninterpreted function per (op, f) - a function of n and the free
-// variables of f, so equal bodies share F (congruence) and nothing else is
-// assumed about it.
+// What remains, op_[0,n) f(u, t1..tk) with t1..tk the maximal subterms of
+// the body free of u, is replaced by F_f(n, t1..tk) where F_f is an
+// uninterpreted function per (op, f) - a function of n and the values of
+// the t's, so bodies equal up to those subterms share F (congruence: the
+// second part of a concat, b(i - na, u), shifted to i = u' + na, meets the
+// part's own b(u', u)) and nothing else is assumed about it.
 #include <set>
 
 #include "ir/support.h"
@@ -65,18 +67,6 @@ void condAtoms(const z3::expr& e, bool inCond, std::vector<z3::expr>& out,
   for (unsigned i = 0; i < e.num_args(); ++i) condAtoms(e.arg(i), inCond, out, seen);
 }
 
-void freeConsts(const z3::expr& e, const z3::expr& u, std::map<unsigned, z3::expr>& out,
-                std::set<unsigned>& seen) {
-  unsigned id = Z3_get_ast_id(e.ctx(), e);
-  if (!seen.insert(id).second) return;
-  if (e.is_const() && e.decl().decl_kind() == Z3_OP_UNINTERPRETED) {
-    if (!z3::eq(e, u)) out.emplace(id, e);
-    return;
-  }
-  if (e.is_app())
-    for (unsigned i = 0; i < e.num_args(); ++i) freeConsts(e.arg(i), u, out, seen);
-}
-
 z3::expr subst1(const z3::expr& e, const z3::expr& from, const z3::expr& to) {
   z3::expr_vector f(e.ctx()), t(e.ctx());
   f.push_back(from);
@@ -126,6 +116,28 @@ struct FoldNormalizer {
   unsigned timeoutMs;
   bool* abstracted;
 
+  // e with its maximal u-free subterms (numerals kept) replaced by
+  // parameters fold!p0, fold!p1, ... numbered in first-occurrence order;
+  // `params` receives the replaced subterms in that order.
+  z3::expr generalize(const z3::expr& e, const z3::expr& u, std::vector<z3::expr>& params,
+                      std::map<unsigned, z3::expr>& memo) {
+    unsigned id = Z3_get_ast_id(e.ctx(), e);
+    if (auto it = memo.find(id); it != memo.end()) return it->second;
+    z3::expr out = e;
+    if (!contains(e, u)) {
+      if (!e.is_numeral()) {
+        out = impl.z.constant(("fold!p" + std::to_string(params.size())).c_str(), e.get_sort());
+        params.push_back(e);
+      }
+    } else if (e.is_app() && e.num_args() > 0) {
+      z3::expr_vector args(impl.z);
+      for (unsigned i = 0; i < e.num_args(); ++i) args.push_back(generalize(e.arg(i), u, params, memo));
+      out = e.decl()(args);
+    }
+    memo.emplace(id, out);
+    return out;
+  }
+
   z3::expr combine(FoldOp op, const z3::expr& a, const z3::expr& b) {
     switch (op) {
       case FoldOp::Sum: return a + b;
@@ -135,23 +147,28 @@ struct FoldNormalizer {
     return a;
   }
 
-  z3::expr abstractOne(FoldOp op, const z3::expr& n, const z3::expr& body, const z3::expr& u) {
-    std::map<unsigned, z3::expr> fv;
-    std::set<unsigned> seen;
-    freeConsts(body, u, fv, seen);
+  z3::expr abstractOne(FoldOp op, const z3::expr& n, const z3::expr& raw, const z3::expr& u) {
+    // Generalize: every maximal subterm without u becomes a parameter, so
+    // the fold is F(n, t1..tk) for one function F per generalized body.
+    // Bodies that differ only in u-free subterms share F (b(i - na, u) of a
+    // concat's second part and b(i, u) of the part itself); F(n, t) is still
+    // just the fold's value as a function of n and t, so nothing is assumed.
+    std::vector<z3::expr> params;
+    std::map<unsigned, z3::expr> memo;
+    z3::expr body = generalize(raw, u, params, memo);
     auto key = std::make_pair(int(op), impl.astId(body));
     auto it = impl.abstractions.find(key);
     if (it == impl.abstractions.end()) {
       z3::sort_vector dom(impl.z);
       dom.push_back(impl.z.int_sort());
-      for (const auto& [_, c] : fv) dom.push_back(c.get_sort());
+      for (const auto& c : params) dom.push_back(c.get_sort());
       std::string name = std::string(op == FoldOp::Sum ? "sum" : op == FoldOp::Max ? "max" : "min") +
                          "!" + std::to_string(impl.abstractions.size());
       it = impl.abstractions.emplace(key, std::make_pair(impl.z.function(name.c_str(), dom, impl.z.real_sort()), body)).first;
     }
     z3::expr_vector args(impl.z);
     args.push_back(n);
-    for (const auto& [_, c] : fv) args.push_back(c);
+    for (const auto& c : params) args.push_back(c);
     *abstracted = true;
     return it->second.first(args);
   }
