@@ -83,6 +83,11 @@ enum class Outcome { Proven, Unproven, NotApplicable };
 // side well-typedness, sizes >= 1): each variable is pinned in turn (random
 // order) to a random small value if that stays satisfiable; size 1 is drawn
 // often so that broadcasting instances occur. Deterministic for a seed.
+// Caps of solved sizes and integers: values are pinned small (1..4) where
+// the conditions allow; the cap only bounds what the conditions force (a
+// head size in 81..96, attn_views.rules).
+constexpr int64_t kMaxSolvedSize = 192;
+
 std::vector<LemmaInstance> solveInstances(Builder& b, const std::set<std::string>& intVars, std::vector<Term> facts,
                                           int count, std::mt19937_64& rng, unsigned timeoutMs) {
   smt::Context& z = b.z;
@@ -91,13 +96,13 @@ std::vector<LemmaInstance> solveInstances(Builder& b, const std::set<std::string
   for (const auto& [name, t] : b.vars)
     for (size_t d = 0; d < t.shape.size(); ++d) {
       unknowns.push_back({t.shape[d], name, d, name + ".size" + std::to_string(d)});
-      facts.push_back(z.le(t.shape[d], z.intVal(6)));
+      facts.push_back(z.le(t.shape[d], z.intVal(kMaxSolvedSize)));
     }
   for (const auto& n : intVars) {
     Term t = z.intVar(n);
     unknowns.push_back({t, "", 0, n});
     facts.push_back(z.le(z.intVal(-12), t));
-    facts.push_back(z.le(t, z.intVal(12)));
+    facts.push_back(z.le(t, z.intVal(kMaxSolvedSize)));
   }
   std::vector<LemmaInstance> out;
   for (int trial = 0; trial < count; ++trial) {
