@@ -2,7 +2,7 @@
 // "Targets"): GPT-style (TP + sequence parallel) and Llama-style (GQA,
 // RMSNorm, RoPE, SwiGLU; TP) transformer stacks at real model sizes, for
 // tp x layers, in Megatron's [seq, batch, hidden] layout. CSV on stdout:
-//   model,tp,layers,verdict,seconds,peak_rss_mb,seq_ops,dist_ops,lemmas_applied,reason
+//   model,tp,layers,verdict,seconds,peak_rss_mb,seq_ops,dist_ops,lemmas_applied,memo_hits,reason
 // The sequential graph, the per-rank distributed program and the relation
 // file (with comprehensions) are generated as text and parsed. Each cell runs
 // verify() in a forked child, so peak RSS is the cell's own; the lemma proof
@@ -10,13 +10,14 @@
 //
 // Usage: bench_verify [--models gpt,llama] [--tp 2,4,6,8] [--layers 1,2,4,8]
 //                     [--blocks mlp|full] [--time-limit SECONDS]
-//                     [--batch N] [--seq N] [--dump DIR]
+//                     [--batch N] [--seq N] [--dump DIR] [--no-memo]
 //   --blocks mlp:  each layer is [norm + TP MLP + residual] (GPT: layer norm,
 //                  GELU MLP, sequence parallel; Llama: RMSNorm, SwiGLU)
 //   --blocks full: each layer is attention + MLP (default)
 //   --layout sbh:  activations [seq, batch, hidden] (Megatron's layout; default)
 //   --layout sh:   batch 1 folded away: activations [seq, hidden]
 //   --dump DIR:    also write each cell's seq.sp, dist.sp, relations.rel
+//   --no-memo:     layer memoization off (every S op saturated), for comparison
 //
 // Model shapes: GPT hidden 768, 12 heads (head dim 64), ffn 3072; Llama
 // hidden 2048, 32 query heads, 8 KV heads (head dim 64), ffn 5632. Batch 1,
@@ -353,8 +354,8 @@ std::string csvQuote(std::string s) {
 }
 
 // In the child: builds, parses and verifies; writes the CSV tail
-// (verdict,seconds,-,seq_ops,dist_ops,lemmas,reason) to fd.
-int runCell(const Cell& c, double timeLimit, const std::string& dump, int fd) {
+// (verdict,seconds,seq_ops,dist_ops,lemmas,memo_hits,reason) to fd.
+int runCell(const Cell& c, double timeLimit, bool memo, const std::string& dump, int fd) {
   auto t = generate(c);
   if (!dump.empty()) {
     std::string dir = dump + "/" + c.m.name + (c.full ? "-full" : "-mlp") + "-tp" + S(c.tp) + "-l" + S(c.layers);
@@ -366,7 +367,7 @@ int runCell(const Cell& c, double timeLimit, const std::string& dump, int fd) {
   }
   std::string line;
   auto fail = [&](const std::string& what, const sp::Error& e) {
-    line = "error,0,0,0,0," + csvQuote(what + ": " + e.str());
+    line = "error,0,0,0,0,0," + csvQuote(what + ": " + e.str());
   };
   auto seq = sp::ir::parseGraph(t.seq, "seq.sp");
   auto dist = seq ? sp::ir::parseProgram(t.dist, "dist.sp") : sp::Result<sp::ir::Program>(seq.error());
@@ -378,6 +379,7 @@ int runCell(const Cell& c, double timeLimit, const std::string& dump, int fd) {
   else {
     sp::rewrite::VerifyOptions opts;
     opts.timeLimitSeconds = timeLimit;
+    opts.memoize = memo;
     auto t0 = std::chrono::steady_clock::now();
     auto rep = sp::rewrite::verify(*seq, *dist, *rel, opts);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -391,10 +393,11 @@ int runCell(const Cell& c, double timeLimit, const std::string& dump, int fd) {
         reason = reason.empty() ? at + f.message : reason + " (" + at + f.message + ")";
       }
       char buf[256];
-      std::snprintf(buf, sizeof buf, "%s,%.3f,%lld,%lld,%lld,",
+      std::snprintf(buf, sizeof buf, "%s,%.3f,%lld,%lld,%lld,%lld,",
                     std::string(sp::rewrite::verdictName(rep->verdict)).c_str(), secs,
                     static_cast<long long>(rep->stats.seqOps), static_cast<long long>(rep->stats.distOps),
-                    static_cast<long long>(rep->stats.lemmasApplied));
+                    static_cast<long long>(rep->stats.lemmasApplied),
+                    static_cast<long long>(rep->stats.memoHits));
       line = std::string(buf) + csvQuote(reason);
     }
   }
@@ -470,7 +473,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: bench_verify [--models gpt,llama] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
                "                    [--blocks mlp|full] [--time-limit SECONDS] [--batch N] [--seq N]\n"
-               "                    [--layout sbh|sh] [--dump DIR]\n");
+               "                    [--layout sbh|sh] [--dump DIR] [--no-memo]\n");
   return 2;
 }
 
@@ -484,6 +487,7 @@ int main(int argc, char** argv) {
   int64_t batch = 1, seq = 2048;
   std::string dump;
   bool flat = false;
+  bool memo = true;
   auto ints = [](const std::string& s) {
     std::vector<int> v;
     for (auto& x : splitList(s)) v.push_back(std::atoi(x.c_str()));
@@ -491,6 +495,10 @@ int main(int argc, char** argv) {
   };
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--no-memo") {
+      memo = false;
+      continue;
+    }
     if (i + 1 >= argc) return usage();
     std::string v = argv[++i];
     if (a == "--models") models = splitList(v);
@@ -522,29 +530,29 @@ int main(int argc, char** argv) {
   {
     Cell w{models.empty() || models[0] == "gpt" ? gptShape() : llamaShape(), 2, 1, full, 1, 16, flat};
     auto t0 = std::chrono::steady_clock::now();
-    auto r = inChild([&](int fd) { return runCell(w, timeLimit, "", fd); }, timeLimit + 120);
+    auto r = inChild([&](int fd) { return runCell(w, timeLimit, memo, "", fd); }, timeLimit + 120);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "bench_verify: lemma proof cache warmed in a separate child (%s tp 2, 1 layer, seq 16, %s): %.2f s, %s\n",
                  w.m.name.c_str(), full ? "full" : "mlp", s, r.trouble.empty() ? r.out.substr(0, r.out.find(',')).c_str() : r.trouble.c_str());
   }
 
-  std::printf("model,tp,layers,verdict,seconds,peak_rss_mb,seq_ops,dist_ops,lemmas_applied,reason\n");
+  std::printf("model,tp,layers,verdict,seconds,peak_rss_mb,seq_ops,dist_ops,lemmas_applied,memo_hits,reason\n");
   std::fflush(stdout);
   for (const auto& name : models) {
     for (int tp : tps) {
       for (int nl : layers) {
         Cell c{name == "gpt" ? gptShape() : llamaShape(), tp, nl, full, batch, seq, flat};
         if (auto why = skipReason(c)) {
-          std::printf("%s,%d,%d,skipped,,,,,,%s\n", name.c_str(), tp, nl, csvQuote(*why).c_str());
+          std::printf("%s,%d,%d,skipped,,,,,,,%s\n", name.c_str(), tp, nl, csvQuote(*why).c_str());
           std::fflush(stdout);
           continue;
         }
-        auto r = inChild([&](int fd) { return runCell(c, timeLimit, dump, fd); }, timeLimit + 120);
+        auto r = inChild([&](int fd) { return runCell(c, timeLimit, memo, dump, fd); }, timeLimit + 120);
         if (!r.trouble.empty() || r.out.empty()) {
-          std::printf("%s,%d,%d,error,,%.1f,,,,%s\n", name.c_str(), tp, nl, r.rssMb,
+          std::printf("%s,%d,%d,error,,%.1f,,,,,%s\n", name.c_str(), tp, nl, r.rssMb,
                       csvQuote(r.trouble.empty() ? "no result from child" : r.trouble).c_str());
         } else {
-          // out: verdict,seconds,seq_ops,dist_ops,lemmas,reason -> insert rss after seconds
+          // out: verdict,seconds,seq_ops,dist_ops,lemmas,memo,reason -> insert rss after seconds
           size_t c1 = r.out.find(','), c2 = r.out.find(',', c1 + 1);
           std::printf("%s,%d,%d,%s,%.1f,%s\n", name.c_str(), tp, nl, r.out.substr(0, c2).c_str(), r.rssMb,
                       r.out.substr(c2 + 1).c_str());

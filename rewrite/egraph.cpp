@@ -251,4 +251,38 @@ std::map<ClassId, std::pair<double, ENode>> EGraph::extract(const CostFn& cost) 
   return best;
 }
 
+std::string EGraph::canonicalText(int32_t leafOp, const std::vector<ClassId>& roots,
+                                  std::vector<std::vector<int64_t>>& leaves) const {
+  std::vector<int32_t> pos(classes_.size(), -1);
+  std::vector<ClassId> order = canonicalClasses();
+  for (size_t i = 0; i < order.size(); ++i) pos[size_t(order[i])] = int32_t(i);
+  std::map<std::vector<int64_t>, size_t> leafPos;
+  std::string out;
+  out.reserve(order.size() * 48);
+  auto num = [&out](int64_t v) { out += std::to_string(v); out += ','; };
+  for (ClassId c : order) {
+    const EClass& ec = classes_[size_t(c)];
+    out += ec.type.str();
+    for (const ENode& n : ec.nodes) {
+      out += '(';
+      num(n.op);
+      if (n.op == leafOp) {
+        auto [it, fresh] = leafPos.emplace(n.data, leaves.size());
+        if (fresh) leaves.push_back(n.data);
+        out += 'L';
+        num(int64_t(it->second));
+      } else {
+        for (int64_t d : n.data) num(d);
+      }
+      out += '|';
+      for (ClassId k : n.kids) num(pos[size_t(find(k))]);
+      out += ')';
+    }
+    out += ';';
+  }
+  out += "roots:";
+  for (ClassId r : roots) num(pos[size_t(find(r))]);
+  return out;
+}
+
 }  // namespace sp::rewrite

@@ -96,6 +96,16 @@ class EGraph {
   using CostFn = std::function<std::optional<double>(const ENode&, const std::vector<double>&)>;
   std::map<ClassId, std::pair<double, ENode>> extract(const CostFn& cost) const;
 
+  // A canonical text of the whole e-graph (call after rebuild()): classes
+  // in id order with their types, nodes, and kids as class positions; the
+  // data of nodes with op `leafOp` is replaced by its position in
+  // `leaves` (first occurrence order), which is filled. Two e-graphs with
+  // equal texts are isomorphic under the leaf bijection position ->
+  // position: what was derived in one holds, renamed, in the other
+  // (layer memoization, verify.cpp). `roots` are appended as positions.
+  std::string canonicalText(int32_t leafOp, const std::vector<ClassId>& roots,
+                            std::vector<std::vector<int64_t>>& leaves) const;
+
  private:
   struct EClass {
     std::vector<ENode> nodes;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <unordered_map>
 
 #include "rewrite/engine_verify.h"
 #include "rewrite/lemma_cache.h"
@@ -134,6 +135,73 @@ class DistEqualities {
   std::vector<std::vector<DistLeaf>> members_;
 };
 
+// Layer memoization (DESIGN.md, "Scale comes from structure"). The work
+// for one S op is a function of its engine's initial e-graph: the input
+// relations, the explored D equations and facts, and the S op itself.
+// Saturation never adds D leaves and lemmas never look at which D tensor a
+// leaf is, so two initial e-graphs with the same canonical text
+// (EGraph::canonicalText: types, ops, attribute ids, rank-dependent
+// constants and shapes, with D leaves numbered by first occurrence) are
+// isomorphic: every relation derived in one holds in the other with the
+// leaves renamed position by position. Identical layers hit the same text
+// and reuse the result instead of re-saturating. Only successes are stored,
+// and never for S ops that produce wanted outputs (their expected relation
+// and output-leaf extraction are checked afresh).
+struct MemoEntry {
+  std::vector<std::vector<int64_t>> leaves;  // (rank, value id) by position
+  std::vector<std::optional<SeqRel>> outs;   // per S op output; nullopt: dead
+  // D leaves the saturation proved equal (positions): replayed on a hit, so
+  // later S ops start from the same D equalities as after a fresh run.
+  std::vector<std::pair<size_t, size_t>> sameLeaves;
+};
+
+using LeafNames = std::map<std::pair<int64_t, std::string>, std::pair<int64_t, std::string>>;
+
+RelPtr renameLeaves(const RelPtr& r, const LeafNames& to) {
+  if (!r) return nullptr;
+  auto copy = std::make_shared<Rel>(*r);
+  if (r->op == RelOp::Dist) {
+    auto rank = r->rank.eval({}, nullptr);
+    if (!rank.ok()) return nullptr;
+    auto it = to.find({*rank, r->name});
+    if (it == to.end()) return nullptr;  // a leaf outside the e-graph: no transfer
+    copy->rank = IntExpr::constant(it->second.first);
+    copy->name = it->second.second;
+    return copy;
+  }
+  for (auto& a : copy->args) {
+    a = renameLeaves(a, to);
+    if (!a) return nullptr;
+  }
+  return copy;
+}
+
+// The memoized results of `e` renamed onto `leaves` (same canonical text);
+// nullopt when some term mentions a leaf the text did not number.
+std::optional<std::vector<std::optional<SeqRel>>> transferMemo(const MemoEntry& e,
+                                                               const std::vector<std::vector<int64_t>>& leaves,
+                                                               const ir::Program& dist) {
+  if (e.leaves.size() != leaves.size()) return std::nullopt;
+  auto name = [&](const std::vector<int64_t>& l) {
+    return std::make_pair(l[0], dist.rank(l[0]).value(ir::ValueId(l[1])).name);
+  };
+  LeafNames to;
+  for (size_t i = 0; i < leaves.size(); ++i) to[name(e.leaves[i])] = name(leaves[i]);
+  std::vector<std::optional<SeqRel>> outs;
+  for (const auto& o : e.outs) {
+    if (!o) { outs.emplace_back(); continue; }
+    SeqRel sr;
+    sr.best = renameLeaves(o->best, to);
+    if (!sr.best) return std::nullopt;
+    for (const auto& a : o->alts) {
+      sr.alts.push_back(renameLeaves(a, to));
+      if (!sr.alts.back()) return std::nullopt;
+    }
+    outs.push_back(std::move(sr));
+  }
+  return outs;
+}
+
 double peakRss() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -181,6 +249,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
 
   Interner interner;
   EngineStats es;
+  std::unordered_map<std::string, MemoEntry> memo;
   std::map<ir::ValueId, SeqRel> known;
   DistEqualities sameDist;
   for (const auto& [name, sr] : inv.seq) known[*seq.findValue(name)] = sr;
@@ -288,6 +357,27 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
       }
       return true;
     };
+    std::string memoKey;
+    std::vector<std::vector<int64_t>> memoLeaves;
+    if (opts.memoize && expCls.empty() && std::none_of(node.outputs.begin(), node.outputs.end(),
+                                       [&](ir::ValueId o) { return isWanted(seq.value(o).name); })) {
+      eng.graph().rebuild();
+      for (size_t k = 0; k < targets.size(); ++k) memoKey += dead(k) ? 'd' : 'l';
+      memoKey += eng.graph().canonicalText(kOpDist, targets, memoLeaves);
+      if (auto it = memo.find(memoKey); it != memo.end()) {
+        if (auto outs = transferMemo(it->second, memoLeaves, dist)) {
+          for (size_t k = 0; k < outs->size(); ++k)
+            if ((*outs)[k]) known[node.outputs[k]] = *(*outs)[k];
+          for (auto [a, b] : it->second.sameLeaves)  // transferred theorems, as the results
+            eng.mergeChecked(eng.dist(memoLeaves[a][0], ir::ValueId(memoLeaves[a][1])),
+                             eng.dist(memoLeaves[b][0], ir::ValueId(memoLeaves[b][1])));
+          eng.graph().rebuild();
+          sameDist.record(eng);
+          ++rep.stats.memoHits;
+          continue;
+        }
+      }
+    }
     StopReason stop = eng.saturate(opts.perOpBudget, goal);
     sameDist.record(eng);
     for (size_t k = 0; k < node.outputs.size() && !rep.failure; ++k) {
@@ -352,6 +442,21 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
           if (rep.failure->closestDist.size() < 6)
             rep.failure->closestDist.push_back("r" + std::to_string(l.first) + ":" + dist.rank(l.first).value(l.second).name);
       }
+    }
+    if (!memoKey.empty() && !rep.failure) {
+      MemoEntry entry{memoLeaves, {}};
+      for (size_t k = 0; k < node.outputs.size(); ++k)
+        entry.outs.push_back(dead(k) ? std::nullopt : std::optional<SeqRel>(known.at(node.outputs[k])));
+      std::map<std::vector<int64_t>, size_t> pos;
+      for (size_t i = 0; i < memoLeaves.size(); ++i) pos[memoLeaves[i]] = i;
+      for (ClassId c : eng.graph().canonicalClasses()) {
+        std::vector<DistLeaf> ls = eng.distLeaves(c);
+        for (size_t i = 1; i < ls.size(); ++i) {
+          auto a = pos.find({ls[0].first, ls[0].second}), b = pos.find({ls[i].first, ls[i].second});
+          if (a != pos.end() && b != pos.end()) entry.sameLeaves.emplace_back(a->second, b->second);
+        }
+      }
+      memo.emplace(std::move(memoKey), std::move(entry));
     }
   }
   // Outputs that are S inputs, and outputs never reached.

@@ -24,6 +24,7 @@ struct VerifyOptions {
   double timeLimitSeconds = 300;     // whole run; running out is "inconclusive"
   Budget perOpBudget;                // e-graph budget per S op
   int exploreHops = 4;               // bounded exploration of D per S op
+  bool memoize = true;               // layer memoization (verify.cpp); false: every S op saturated
   uint64_t seed = 0;                 // witness inputs
   double tolerance = 1e-4;           // witness: relative divergence that counts
   std::string lemmaDir;              // empty: defaultLemmaDir()
@@ -67,6 +68,7 @@ struct VerifyStats {
   int64_t distOps = 0;
   int64_t lemmasApplied = 0;
   int64_t z3Queries = 0;
+  int64_t memoHits = 0;    // S ops whose result was transferred from an identical one (layer memoization)
   double peakRssMb = 0;
 };
 
