@@ -35,6 +35,30 @@ TEST(EGraph, CongruenceAfterMerge) {
   EXPECT_EQ(g.lookup({2, {}, {b}}), g.find(fa));
 }
 
+// Layer memoization rests on this: isomorphic e-graphs (leaves renamed) have
+// one canonical text; any difference in an op, its data, a type or sharing
+// gives another.
+TEST(EGraph, CanonicalTextRenamesLeavesOnly) {
+  const int32_t leaf = 9;
+  auto build = [&](int64_t base, int64_t attr, bool share, std::vector<int64_t> dims) {
+    EGraph g;
+    ClassId a = g.add({leaf, {0, base}, {}}, f32(dims));
+    ClassId b = g.add({leaf, {1, base + 1}, {}}, f32(dims));
+    ClassId f = g.add({2, {attr}, {a, share ? a : b}}, f32(dims));
+    g.rebuild();
+    std::vector<std::vector<int64_t>> leaves;
+    return std::make_pair(g.canonicalText(leaf, {f}, leaves), leaves);
+  };
+  auto [t1, l1] = build(10, 7, false, {2});
+  auto [t2, l2] = build(50, 7, false, {2});
+  EXPECT_EQ(t1, t2);
+  ASSERT_EQ(l1.size(), 2u);
+  EXPECT_EQ(l2[0], (std::vector<int64_t>{0, 50}));
+  EXPECT_NE(t1, build(10, 8, false, {2}).first);  // attribute (a rank-dependent constant)
+  EXPECT_NE(t1, build(10, 7, true, {2}).first);   // sharing
+  EXPECT_NE(t1, build(10, 7, false, {3}).first);  // type
+}
+
 TEST(EGraph, MatchingBindsIntVariablesConsistently) {
   EGraph g;
   ClassId x = g.add({1, {0}, {}}, f32({4}));
