@@ -93,48 +93,6 @@ void tileRange(Engine& eng, const DistModel& model, const ir::Program& dist, con
   if (auto cat = eng.concat(0, parts)) eng.mergeChecked(target, *cat);
 }
 
-// D tensors proven equal in one S op's engine (a value replicated on several
-// ranks: input facts and congruence) stay equal: later engines start with
-// them merged and explore from every copy, so a rank's copy of a replicated
-// KV head still meets the query heads of that rank several ops later.
-class DistEqualities {
- public:
-  void apply(Engine& eng, std::vector<DistLeaf>& seeds) const {
-    std::vector<DistLeaf> more;
-    for (const DistLeaf& s : seeds) {
-      auto it = group_.find(s);
-      if (it == group_.end()) continue;
-      for (const DistLeaf& o : members_[it->second])
-        if (o != s && eng.mergeChecked(eng.dist(s.first, s.second), eng.dist(o.first, o.second))) more.push_back(o);
-    }
-    seeds.insert(seeds.end(), more.begin(), more.end());
-  }
-  void record(const Engine& eng) {
-    for (ClassId c : eng.graph().canonicalClasses()) {
-      std::vector<DistLeaf> ls = eng.distLeaves(c);
-      for (size_t i = 1; i < ls.size(); ++i) unite(ls[0], ls[i]);
-    }
-  }
-
- private:
-  void unite(const DistLeaf& a, const DistLeaf& b) {
-    auto ga = group_.find(a), gb = group_.find(b);
-    if (ga != group_.end() && gb != group_.end() && ga->second == gb->second) return;
-    size_t into = ga != group_.end() ? ga->second : gb != group_.end() ? gb->second : members_.size();
-    if (into == members_.size()) members_.emplace_back();
-    for (const DistLeaf& l : {a, b}) {
-      auto g = group_.find(l);
-      if (g != group_.end() && g->second == into) continue;
-      if (g == group_.end()) { members_[into].push_back(l); group_[l] = into; continue; }
-      size_t from = g->second;  // merge group `from` into `into`
-      for (const DistLeaf& m : members_[from]) { group_[m] = into; members_[into].push_back(m); }
-      members_[from].clear();
-    }
-  }
-  std::map<DistLeaf, size_t> group_;
-  std::vector<std::vector<DistLeaf>> members_;
-};
-
 // Layer memoization (DESIGN.md, "Scale comes from structure"). The work
 // for one S op is a function of its engine's initial e-graph: the input
 // relations, the explored D equations and facts, and the S op itself.
@@ -202,6 +160,48 @@ std::optional<std::vector<std::optional<SeqRel>>> transferMemo(const MemoEntry& 
   return outs;
 }
 
+// D tensors proven equal in one S op's engine (a value replicated on several
+// ranks: input facts and congruence) stay equal: later engines start with
+// them merged and explore from every copy, so a rank's copy of a replicated
+// KV head still meets the query heads of that rank several ops later.
+class DistEqualities {
+ public:
+  void apply(Engine& eng, std::vector<DistLeaf>& seeds) const {
+    std::vector<DistLeaf> more;
+    for (const DistLeaf& s : seeds) {
+      auto it = group_.find(s);
+      if (it == group_.end()) continue;
+      for (const DistLeaf& o : members_[it->second])
+        if (o != s && eng.mergeChecked(eng.dist(s.first, s.second), eng.dist(o.first, o.second))) more.push_back(o);
+    }
+    seeds.insert(seeds.end(), more.begin(), more.end());
+  }
+  void record(const Engine& eng) {
+    for (ClassId c : eng.graph().canonicalClasses()) {
+      std::vector<DistLeaf> ls = eng.distLeaves(c);
+      for (size_t i = 1; i < ls.size(); ++i) unite(ls[0], ls[i]);
+    }
+  }
+
+ private:
+  void unite(const DistLeaf& a, const DistLeaf& b) {
+    auto ga = group_.find(a), gb = group_.find(b);
+    if (ga != group_.end() && gb != group_.end() && ga->second == gb->second) return;
+    size_t into = ga != group_.end() ? ga->second : gb != group_.end() ? gb->second : members_.size();
+    if (into == members_.size()) members_.emplace_back();
+    for (const DistLeaf& l : {a, b}) {
+      auto g = group_.find(l);
+      if (g != group_.end() && g->second == into) continue;
+      if (g == group_.end()) { members_[into].push_back(l); group_[l] = into; continue; }
+      size_t from = g->second;  // merge group `from` into `into`
+      for (const DistLeaf& m : members_[from]) { group_[m] = into; members_[into].push_back(m); }
+      members_[from].clear();
+    }
+  }
+  std::map<DistLeaf, size_t> group_;
+  std::vector<std::vector<DistLeaf>> members_;
+};
+
 double peakRss() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -258,9 +258,19 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
   auto isWanted = [&](const std::string& n) { return std::find(wanted.begin(), wanted.end(), n) != wanted.end(); };
   auto isOutputLeaf = [&](const DistLeaf& l) { return model.outputs[size_t(l.first)].count(l.second) > 0; };
 
+  // Only S values the wanted outputs depend on need relations (the cone).
+  std::vector<bool> neededValue(seq.values().size(), false), neededNode(seq.nodes().size(), false);
+  for (const auto& w : wanted) neededValue[size_t(*seq.findValue(w))] = true;
+  for (size_t ni = seq.nodes().size(); ni-- > 0;) {
+    const ir::Node& n = seq.node(ir::NodeId(ni));
+    for (ir::ValueId o : n.outputs) neededNode[ni] = neededNode[ni] || neededValue[size_t(o)];
+    if (neededNode[ni])
+      for (ir::ValueId in : n.inputs) neededValue[size_t(in)] = true;
+  }
   size_t total = seq.nodes().size();
   for (size_t ni = 0; ni < total && !rep.failure; ++ni) {
     const ir::Node& node = seq.node(ir::NodeId(ni));
+    if (!neededNode[ni]) continue;
     if (opts.progress) opts.progress(ni, total, node.name);
     std::string what = std::string(ir::opName(node.op)) + " '" + node.name + "'";
     if (elapsed() > opts.timeLimitSeconds) {
@@ -325,19 +335,9 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
     if (auto c = relateScalarConstant(eng, model, node)) eng.mergeChecked(targets[0], *c);
     std::map<size_t, ClassId> expCls;
     for (size_t k = 0; k < node.outputs.size(); ++k) {
-  // Only S values the wanted outputs depend on need relations (the cone).
-  std::vector<bool> neededValue(seq.values().size(), false), neededNode(seq.nodes().size(), false);
-  for (const auto& w : wanted) neededValue[size_t(*seq.findValue(w))] = true;
-  for (size_t ni = seq.nodes().size(); ni-- > 0;) {
-    const ir::Node& n = seq.node(ir::NodeId(ni));
-    for (ir::ValueId o : n.outputs) neededNode[ni] = neededNode[ni] || neededValue[size_t(o)];
-    if (neededNode[ni])
-      for (ir::ValueId in : n.inputs) neededValue[size_t(in)] = true;
-  }
       const std::string& n = seq.value(node.outputs[k]).name;
       if (!isWanted(n) || !expected.count(n)) continue;
       auto c = eng.addRel(*expected[n]);
-    if (!neededNode[ni]) continue;
       if (!c.ok()) return makeError(c.error().id, "expected relation of '" + n + "': " + c.error().message);
       if (!(eng.graph().type(*c) == eng.graph().type(targets[k])))
         return makeError("relation-shape-mismatch", "expected relation of '" + n + "' has type " +
