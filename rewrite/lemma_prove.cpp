@@ -83,26 +83,27 @@ enum class Outcome { Proven, Unproven, NotApplicable };
 // side well-typedness, sizes >= 1): each variable is pinned in turn (random
 // order) to a random small value if that stays satisfiable; size 1 is drawn
 // often so that broadcasting instances occur. Deterministic for a seed.
-// Caps of solved sizes and integers: values are pinned small (1..4) where
-// the conditions allow; the cap only bounds what the conditions force (a
-// head size in 81..96, attn_views.rules).
+// Caps of solved sizes and integers: small (6 and 12), and only when no
+// instance fits, large enough for what the conditions force (a head size in
+// 81..96, attn_views.rules).
 constexpr int64_t kMaxSolvedSize = 192;
 
 std::vector<LemmaInstance> solveInstances(Builder& b, const std::set<std::string>& intVars, std::vector<Term> facts,
-                                          int count, std::mt19937_64& rng, unsigned timeoutMs) {
+                                          int count, std::mt19937_64& rng, unsigned timeoutMs,
+                                          int64_t sizeCap = 6, int64_t intCap = 12) {
   smt::Context& z = b.z;
   struct Unknown { Term t; std::string tensor; size_t dim; std::string name; };
   std::vector<Unknown> unknowns;
   for (const auto& [name, t] : b.vars)
     for (size_t d = 0; d < t.shape.size(); ++d) {
       unknowns.push_back({t.shape[d], name, d, name + ".size" + std::to_string(d)});
-      facts.push_back(z.le(t.shape[d], z.intVal(kMaxSolvedSize)));
+      facts.push_back(z.le(t.shape[d], z.intVal(sizeCap)));
     }
   for (const auto& n : intVars) {
     Term t = z.intVar(n);
     unknowns.push_back({t, "", 0, n});
     facts.push_back(z.le(z.intVal(-12), t));
-    facts.push_back(z.le(t, z.intVal(kMaxSolvedSize)));
+    facts.push_back(z.le(t, z.intVal(intCap)));
   }
   std::vector<LemmaInstance> out;
   for (int trial = 0; trial < count; ++trial) {
@@ -173,6 +174,9 @@ Outcome proveInstance(const Lemma& l, const std::map<std::string, int>& ranks, c
   if (!L.ok()) { *reason = "left side: " + L.error().message; return Outcome::Unproven; }
   if (opts.evalOp) {
     auto solved = solveInstances(b, intVars, assumptions, opts.numericTrials, rng, opts.timeoutMs);
+    if (solved.empty())
+      solved = solveInstances(b, intVars, assumptions, opts.numericTrials, rng, opts.timeoutMs, kMaxSolvedSize,
+                              kMaxSolvedSize);
     instances->insert(instances->end(), solved.begin(), solved.end());
   }
   if (!prove) return Outcome::Unproven;
