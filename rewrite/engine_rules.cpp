@@ -449,10 +449,10 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
       ++stats_.lemmasApplied;
       ++stats_.perLemma[h.rule->lemma->name];
     }
-  changed += composeReshapes();
   }
   g_.rebuild();
   changed += tileSlices();
+  changed += composeReshapes();
   changed += composeScales();
   return changed;
 }
