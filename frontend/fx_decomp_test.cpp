@@ -19,21 +19,9 @@ using ir::DType;
 using fx_test::kData;
 using fx_test::typed;
 using fx_test::values;
+using fx_test::noise;
+using fx_test::expectNear;
 
-std::vector<double> noise(size_t n, uint32_t seed) {
-  std::vector<double> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    seed = seed * 1664525u + 1013904223u;
-    v[i] = double(seed >> 8) / double(1u << 23) - 1.0;
-  }
-  return v;
-}
-
-void expectNear(const std::vector<double>& got, const std::vector<double>& want, double tol,
-                const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << what << " [" << i << "]";
-}
 
 std::vector<double> outputAt(const ir::Graph& g, const ir::TensorMap& out, size_t k) {
   return values(out.at(g.value(g.outputs()[k]).name));

@@ -18,6 +18,8 @@ using ir::Tensor;
 using fx_test::kData;
 using fx_test::typed;
 using fx_test::values;
+using fx_test::noise;
+using fx_test::expectNear;
 
 const std::string kCorpus = SP_SOURCE_DIR "/../shared/corpus/megatron_gpt_tp2_l1";
 
@@ -39,21 +41,6 @@ std::vector<double> iota(size_t n, double start = 0, double step = 1) {
   return v;
 }
 
-// Deterministic pseudo-random values in [-1, 1).
-std::vector<double> noise(size_t n, uint32_t seed) {
-  std::vector<double> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    seed = seed * 1664525u + 1013904223u;
-    v[i] = double(seed >> 8) / double(1u << 23) - 1.0;
-  }
-  return v;
-}
-
-void expectNear(const std::vector<double>& got, const std::vector<double>& want, double tol,
-                const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << what << " [" << i << "]";
-}
 
 ir::Graph mustImport(const std::string& file, const FxOptions& opts = {}) {
   auto g = importFxGraph(kData + file, opts);
