@@ -1,6 +1,7 @@
 #pragma once
 // Lemmas as data: rewrite rules loaded from rewrite/lemmas/*.rules (format in
 // docs/lemmas.md), each proven with Z3 by rewrite/lemma_prove.cpp.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -111,6 +112,9 @@ struct ProveOptions {
   int numericTrials = 2;      // solved instances per rank assignment (plus random ones)
   uint64_t seed = 1;
   std::vector<std::string> only;  // lemma names; empty: all
+  // Lemmas not started by then stay unproven (LemmaStatus::timedOut); not
+  // part of the proof-cache context: it never changes what a proof means.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 enum class NumericState : uint8_t { Skipped, Ok, Failed };
@@ -124,6 +128,7 @@ struct LemmaStatus {
   double maxError = 0;
   std::string numericNote;     // skipped/failed: why
   double millis = 0;
+  bool timedOut = false;       // not attempted: ProveOptions::deadline had passed
 };
 
 // Concrete shapes (and integer attribute variables) of one instance of a

@@ -226,6 +226,12 @@ std::vector<LemmaStatus> proveLemmas(const LemmaLibrary& lib, const ProveOptions
     auto t0 = std::chrono::steady_clock::now();
     LemmaStatus st;
     st.name = l.name;
+    if (opts.deadline && t0 >= *opts.deadline) {
+      st.timedOut = true;
+      st.reason = "not attempted: the time limit ran out first";
+      out.push_back(std::move(st));
+      continue;
+    }
     std::set<std::string> tensors, intVars;
     patternVars(*l.lhs, tensors, intVars);
     std::map<std::string, int> fixed = explicitRanks(l);

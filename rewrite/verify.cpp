@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <mutex>
 #include <unordered_map>
@@ -35,20 +36,28 @@ namespace {
 
 // Lemma libraries are proven once per directory, proof cache and process
 // (and, through the proof cache file, once per lemma text across processes).
+// A library cut short by the time limit is kept only for the run that
+// proved it; the next run proves the rest (the proof cache keeps the part
+// that was done).
 struct ProvenLibrary {
   LemmaLibrary lib;
   std::vector<LemmaStatus> status;
   ProofCacheStats cache;
+  int64_t timedOut = 0;  // lemmas not attempted before the deadline
 };
-Result<const ProvenLibrary*> provenLibrary(const std::string& dir, const std::string& cacheDir) {
+Result<const ProvenLibrary*> provenLibrary(const std::string& dir, const std::string& cacheDir,
+                                           std::chrono::steady_clock::time_point deadline) {
   static std::mutex mu;
   static std::map<std::pair<std::string, std::string>, ProvenLibrary> cache;
   std::lock_guard<std::mutex> lock(mu);
-  if (auto it = cache.find({dir, cacheDir}); it != cache.end()) return &it->second;
+  if (auto it = cache.find({dir, cacheDir}); it != cache.end() && it->second.timedOut == 0) return &it->second;
   SP_ASSIGN(LemmaLibrary lib, loadLemmas(dir));
-  ProvenLibrary pl{std::move(lib), {}, {}};
-  pl.status = proveLemmasCached(pl.lib, {}, cacheDir, &pl.cache);
-  return &cache.emplace(std::make_pair(dir, cacheDir), std::move(pl)).first->second;
+  ProvenLibrary pl{std::move(lib), {}, {}, 0};
+  ProveOptions po;
+  po.deadline = deadline;
+  pl.status = proveLemmasCached(pl.lib, po, cacheDir, &pl.cache);
+  for (const auto& s : pl.status) pl.timedOut += s.timedOut;
+  return &(cache[{dir, cacheDir}] = std::move(pl));
 }
 
 void collectLeaves(const Rel& r, const ir::Program& p, std::vector<DistLeaf>& out) {
@@ -202,6 +211,12 @@ class DistEqualities {
   std::vector<std::vector<DistLeaf>> members_;
 };
 
+std::string secondsStr(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
 double peakRss() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -218,7 +233,18 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
   rep.assumptions = {"real arithmetic (no rounding, overflow or NaN) in lemmas and collective sums",
                      "lemmas applied only at the tensor ranks their proofs cover"};
   std::string cacheDir = opts.proofCacheDir.empty() ? defaultProofCacheDir() : opts.proofCacheDir == "-" ? "" : opts.proofCacheDir;
-  SP_ASSIGN(const ProvenLibrary* lib, provenLibrary(opts.lemmaDir.empty() ? defaultLemmaDir() : opts.lemmaDir, cacheDir));
+  auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(std::clamp(opts.timeLimitSeconds, 0.0, 1e8)));
+  SP_ASSIGN(const ProvenLibrary* lib,
+            provenLibrary(opts.lemmaDir.empty() ? defaultLemmaDir() : opts.lemmaDir, cacheDir, deadline));
+  if (lib->timedOut > 0) {
+    rep.reason = "time limit of " + secondsStr(opts.timeLimitSeconds) + " s reached while proving the lemma library (" +
+                 std::to_string(lib->status.size() - size_t(lib->timedOut)) + " of " +
+                 std::to_string(lib->status.size()) +
+                 " lemmas done; `shardproof lemmas --prove` fills the proof cache once for later runs)";
+    rep.stats.seconds = elapsed();
+    return rep;
+  }
   if (lib->cache.hits > 0)
     rep.assumptions.push_back(std::to_string(lib->cache.hits) + " of " + std::to_string(lib->status.size()) +
                               " lemma proofs read from the proof cache " + lib->cache.file);
@@ -274,7 +300,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
     if (opts.progress) opts.progress(ni, total, node.name);
     std::string what = std::string(ir::opName(node.op)) + " '" + node.name + "'";
     if (elapsed() > opts.timeLimitSeconds) {
-      rep.reason = "time limit of " + std::to_string(opts.timeLimitSeconds) + " s reached at " + what;
+      rep.reason = "time limit of " + secondsStr(opts.timeLimitSeconds) + " s reached at " + what;
       rep.failure = Failure{what, seq.value(node.outputs[0]).name, node.loc, rep.reason, {}, std::nullopt};
       break;
     }

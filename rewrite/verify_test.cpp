@@ -3,6 +3,7 @@
 // refines S and D refines D (a checker that proves everything fails these
 // tests through the bug twins; one that proves nothing fails these).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <iostream>
@@ -90,6 +91,20 @@ TEST(Verify, MegatronTpMlpVerified) {
   EXPECT_EQ(rep.outputs[0].relation, "dist[0].y");
   EXPECT_GT(rep.stats.lemmasApplied, 0);
   test::checkSelfRefinement(c);
+}
+
+// The time limit covers proving the lemma library on a cold proof cache: a
+// run cut short there is inconclusive and says why; it is never verified.
+TEST(Verify, TimeLimitWhileProvingLibraryIsInconclusive) {
+  Case c = load("mlp_seq.sp", "mlp_tp2.sp", "mlp_tp2.rel");
+  VerifyOptions o;
+  o.timeLimitSeconds = 1e-6;
+  o.proofCacheDir = ::testing::TempDir() + "/sp-cold-cache-" + std::to_string(::getpid());
+  auto r = verify(c.seq, c.dist, c.rel, o);
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r->verdict, Verdict::Inconclusive) << test::describe(*r);
+  EXPECT_NE(r->reason.find("reached while proving the lemma library (0 of "), std::string::npos) << r->reason;
+  EXPECT_TRUE(r->outputs.empty());
 }
 
 TEST(Verify, MegatronTpMlpWithoutExpectFindsRelation) {
