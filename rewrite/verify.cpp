@@ -225,6 +225,18 @@ double peakRss() {
 
 }  // namespace
 
+namespace {
+std::string proofCacheDirOf(const VerifyOptions& opts) {
+  return opts.proofCacheDir.empty() ? defaultProofCacheDir() : opts.proofCacheDir == "-" ? "" : opts.proofCacheDir;
+}
+std::string lemmaDirOf(const VerifyOptions& opts) { return opts.lemmaDir.empty() ? defaultLemmaDir() : opts.lemmaDir; }
+}  // namespace
+
+Status prepareLemmaLibrary(const VerifyOptions& opts) {
+  SP_TRY(provenLibrary(lemmaDirOf(opts), proofCacheDirOf(opts), std::chrono::steady_clock::time_point::max()));
+  return okStatus();
+}
+
 Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const RelationFile& relations,
                             const VerifyOptions& opts) {
   auto t0 = std::chrono::steady_clock::now();
@@ -232,11 +244,11 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
   VerifyReport rep;
   rep.assumptions = {"real arithmetic (no rounding, overflow or NaN) in lemmas and collective sums",
                      "lemmas applied only at the tensor ranks their proofs cover"};
-  std::string cacheDir = opts.proofCacheDir.empty() ? defaultProofCacheDir() : opts.proofCacheDir == "-" ? "" : opts.proofCacheDir;
+  std::string cacheDir = proofCacheDirOf(opts);
   auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                            std::chrono::duration<double>(std::clamp(opts.timeLimitSeconds, 0.0, 1e8)));
   SP_ASSIGN(const ProvenLibrary* lib,
-            provenLibrary(opts.lemmaDir.empty() ? defaultLemmaDir() : opts.lemmaDir, cacheDir, deadline));
+            provenLibrary(lemmaDirOf(opts), cacheDir, deadline));
   if (lib->timedOut > 0) {
     rep.reason = "time limit of " + secondsStr(opts.timeLimitSeconds) + " s reached while proving the lemma library (" +
                  std::to_string(lib->status.size() - size_t(lib->timedOut)) + " of " +

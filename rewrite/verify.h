@@ -84,6 +84,11 @@ struct VerifyReport {
 Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist,
                             const RelationFile& relations, const VerifyOptions& opts);
 
+// Proves (or reads from the proof cache) the lemma library that verify()
+// with these options uses, with no time limit, and keeps it for the
+// process: later verify() calls spend their time limit on verification.
+Status prepareLemmaLibrary(const VerifyOptions& opts);
+
 // Proposes input relations from names and shapes: a D input named like an S
 // input is replicated when shapes match, or a concat over the mesh axis whose
 // size divides exactly one dim; a dropout stream without a namesake, the

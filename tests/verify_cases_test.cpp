@@ -349,6 +349,9 @@ Result<rewrite::VerifyReport> runVerify(const ir::Graph& seq, const ir::Program&
   rewrite::VerifyOptions o;
   o.outputs = outputs;
   o.timeLimitSeconds = 60;
+  // The limit is for verification proper: the lemma library is proven
+  // first, once per process (about a minute on a cold proof cache).
+  SP_TRY(rewrite::prepareLemmaLibrary(o));
   return rewrite::verify(seq, prog, rel, o);
 }
 

@@ -120,6 +120,9 @@ Result<rewrite::VerifyReport> runVerify(const Case& c, const ir::Program& dist, 
   rewrite::VerifyOptions o;
   o.outputs = c.outputs;
   o.timeLimitSeconds = 20;
+  // The limit is for verification proper: the lemma library is proven
+  // first, once per process (about a minute on a cold proof cache).
+  SP_TRY(rewrite::prepareLemmaLibrary(o));
   return rewrite::verify(c.seq, dist, rel, o);
 }
 
