@@ -149,7 +149,9 @@ TEST(FxGroups, MeshFileAndFlagsMapGroupIds) {
   const ir::Graph& r0 = p->rank(0);
   EXPECT_EQ(opCounts(r0)["all_reduce"], 1);
   for (const auto& n : r0.nodes())
-    if (n.op == ir::OpKind::AllReduce) EXPECT_EQ(std::get<std::string>(n.attrs.at("group")), "tp");
+    if (n.op == ir::OpKind::AllReduce) {
+      EXPECT_EQ(std::get<std::string>(n.attrs.at("group")), "tp");
+    }
   FxFlags flags;
   flags.groups = {"3=[0, 1]"};
   auto fo = fxOptionsFromFlags(flags);

@@ -173,7 +173,9 @@ GraphBuilder mlp(const std::string& name, int64_t hidden, bool allReduce) {
   EXPECT_TRUE(gb.addNode(OpKind::MatMul, {"x", "w1"}, {"h"}, {}).ok());
   EXPECT_TRUE(gb.addNode(OpKind::Gelu, {"h"}, {"a"}, {}).ok());
   EXPECT_TRUE(gb.addNode(OpKind::MatMul, {"a", "w2"}, {allReduce ? "partial" : "y"}, {}).ok());
-  if (allReduce) EXPECT_TRUE(gb.addNode(OpKind::AllReduce, {"partial"}, {"y"}, grp("tp")).ok());
+  if (allReduce) {
+    EXPECT_TRUE(gb.addNode(OpKind::AllReduce, {"partial"}, {"y"}, grp("tp")).ok());
+  }
   EXPECT_TRUE(gb.addOutput("y").ok());
   return gb;
 }

@@ -76,8 +76,9 @@ TEST(VocabLemmas, WrongLemmasAreNotProven) {
   // in range of the sequential table, so the right side is defined).
   for (const auto& s : st)
     if (s.name == "vocab-embedding-end-off-by-one-wrong" || s.name == "vocab-embedding-no-output-mask-wrong" ||
-        s.name == "vocab-embedding-swapped-shards-wrong")
+        s.name == "vocab-embedding-swapped-shards-wrong") {
       EXPECT_EQ(s.numeric, NumericState::Failed) << s.name << ": " << s.numericNote;
+    }
 }
 
 }  // namespace
