@@ -198,19 +198,7 @@ std::optional<ClassId> Engine::permute(ClassId x, const std::vector<int64_t>& pe
 
 std::optional<ClassId> Engine::reshape(ClassId x, const ir::Shape& shape) {
   if (g_.type(x).shape == shape) return g_.find(x);
-  auto out = relNode(kOpReshape, {in_.shape(shape)}, {x});
-  // Row-major reshapes compose: a reshape of a reshape of y is a reshape of
-  // y (y itself when the shapes agree), so unsqueeze-then-squeeze is y.
-  std::vector<ClassId> inner;
-  for (const ENode& n : g_.nodes(g_.find(x)))
-    if (n.op == kOpReshape) inner.push_back(n.kids[0]);
-  for (ClassId y : inner) {
-    if (!out) break;
-    std::optional<ClassId> direct = g_.type(y).shape == shape ? std::optional<ClassId>(g_.find(y))
-                                                              : relNode(kOpReshape, {in_.shape(shape)}, {y});
-    if (direct) mergeChecked(*out, *direct);
-  }
-  return out ? std::optional<ClassId>(g_.find(*out)) : out;
+  return relNode(kOpReshape, {in_.shape(shape)}, {x});
 }
 
 std::optional<ClassId> Engine::irNode(ir::OpKind op, const ir::AttrMap& attrs, std::vector<ClassId> kids,
