@@ -1,6 +1,9 @@
-# Hash-routed MoE with 2 experts: in each block of 4 tokens the first 2 go
-# to expert 0 and the last 2 to expert 1; expert e is tanh(x @ we[e]); the
-# combined output is layer-normed.
+# Hash-routed MoE, E = 2 experts of capacity C = 2, tokens in B = 2 blocks of
+# E*C = 4 (one block per expert-parallel rank): token c of expert e in block
+# b is row b*4 + e*2 + c. Expert e is tanh(x @ we[e]) on its B*C tokens
+# (expert-major [E, B*C, M], one batched matmul over the stacked expert
+# weights); the outputs go back to token order ([B, E, C, F] flattened to
+# [B, E*C, F], then to [T, F]) and are layer-normed.
 graph moe {
   input %x: f32[8, 8]
   param %we: f32[2, 8, 8]
@@ -11,7 +14,8 @@ graph moe {
   %ht: f32[2, 4, 8] = tanh(%he)
   %h4: f32[2, 2, 2, 8] = reshape(%ht) {shape = [2, 2, 2, 8]}
   %hb: f32[2, 2, 2, 8] = transpose(%h4) {perm = [1, 0, 2, 3]}
-  %y: f32[8, 8] = reshape(%hb) {shape = [8, 8]}
+  %hr: f32[2, 4, 8] = reshape(%hb) {shape = [2, 4, 8]}
+  %y: f32[8, 8] = reshape(%hr) {shape = [8, 8]}
   %out: f32[8, 8] = layer_norm(%y)
   output %out
 }
