@@ -68,6 +68,67 @@ std::vector<int64_t> dimsReadWhole(const ir::Graph& g, const ir::Node& node, siz
   return out;
 }
 
+// Bug class 18 (BUGS.md): a combine all_to_all that does not invert the
+// dispatch. A D tensor of the failing op's input relation feeds an
+// all_to_all of some group whose split/concat dims are not the swap of those
+// of the nearest all_to_all of the same group upstream of it (same rank,
+// same tensor rank): the inverse of an all_to_all splitting dim s and
+// concatenating dim c splits c and concatenates s. Explanatory only: it is
+// said after no relation was found.
+std::string allToAllNotInverse(const ir::Program& dist, const std::vector<const SeqRel*>& inputs) {
+  auto dims = [](const ir::Graph& g, const ir::Node& n) {
+    int64_t rank = int64_t(g.value(n.inputs[0]).type.shape.size());
+    return std::make_pair(normDim(ir::attrInt(n.attrs, "split_dim"), rank),
+                          normDim(ir::attrInt(n.attrs, "concat_dim"), rank));
+  };
+  auto along = [](std::pair<int64_t, int64_t> d) {
+    return d.first == d.second ? "along dim " + std::to_string(d.first)
+                               : "split on dim " + std::to_string(d.first) + " and concatenated on dim " +
+                                     std::to_string(d.second);
+  };
+  for (const SeqRel* in : inputs) {
+    if (!in || !in->best) continue;
+    std::vector<int64_t> ranks;
+    std::vector<std::string> names;
+    leavesOf(*in->best, ranks, names);
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      const ir::Graph& g = dist.rank(ranks[i]);
+      std::string name = names[i].substr(names[i].find('.') + 1);
+      auto v = g.findValue(name);
+      if (!v) continue;
+      for (ir::NodeId u : g.users(*v)) {
+        const ir::Node& combine = g.node(u);
+        if (combine.op != ir::OpKind::AllToAll) continue;
+        // Nearest all_to_all of the same group upstream of the leaf.
+        std::vector<ir::ValueId> todo{*v};
+        std::set<ir::ValueId> seen;
+        const ir::Node* dispatch = nullptr;
+        while (!todo.empty() && !dispatch) {
+          ir::ValueId x = todo.back();
+          todo.pop_back();
+          if (!seen.insert(x).second) continue;
+          ir::NodeId p = g.value(x).producer;
+          if (p < 0) continue;
+          const ir::Node& pn = g.node(p);
+          if (pn.op == ir::OpKind::AllToAll && ir::attrStr(pn.attrs, "group") == ir::attrStr(combine.attrs, "group")) {
+            dispatch = &pn;
+            break;
+          }
+          for (ir::ValueId w : pn.inputs) todo.push_back(w);
+        }
+        if (!dispatch || g.value(dispatch->inputs[0]).type.shape.size() != g.value(combine.inputs[0]).type.shape.size())
+          continue;
+        auto dd = dims(g, *dispatch), cd = dims(g, combine);
+        if (cd.first == dd.second && cd.second == dd.first) continue;
+        return "the combine all_to_all " + along(cd) + " does not invert the dispatch " + along(dd) + " (rank " +
+               std::to_string(ranks[i]) + ": all_to_all '" + combine.name + "' after '" + dispatch->name +
+               "', group " + ir::attrStr(combine.attrs, "group") + "): rows do not return where they came from";
+      }
+    }
+  }
+  return "";
+}
+
 std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,
                            const std::vector<const SeqRel*>& inputs, const std::string& value) {
   std::string what = std::string(ir::opName(node.op)) + " '" + node.name + "'";
@@ -98,6 +159,8 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
                "; missing all_gather over group " + group;
     }
   }
+  if (std::string a2a = allToAllNotInverse(dist, inputs); !a2a.empty())
+    return "no relation found between S value '" + value + "' and D tensors: " + a2a;
   if (ir::opInfo(node.op).category == ir::OpCategory::Binary && inputs.size() == 2 && inputs[0] && inputs[1] &&
       seq.value(node.inputs[0]).type.shape != seq.value(node.inputs[1]).type.shape)
     return "no relation found between S value '" + value + "' and D tensors (" + what +
