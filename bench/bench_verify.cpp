@@ -2,9 +2,11 @@
 // "Targets"): GPT-style (TP + sequence parallel) and Llama-style (GQA,
 // RMSNorm, RoPE, SwiGLU; TP) transformer stacks at real model sizes, for
 // tp x layers, in Megatron's [seq, batch, hidden] layout. CSV on stdout:
-//   model,tp,layers,verdict,seconds,peak_rss_mb,seq_ops,dist_ops,lemmas_applied,memo_hits,reason
+//   model,tp,layers,verdict,seconds,cpu_seconds,peak_rss_mb,seq_ops,dist_ops,lemmas_applied,memo_hits,reason
 // The sequential graph, the per-rank distributed program and the relation
-// file (with comprehensions) are generated as text and parsed. Each cell runs
+// file (with comprehensions) are generated as text and parsed. seconds is the
+// wall time of verify(), cpu_seconds its user + system CPU time (all threads:
+// on a loaded machine the wall time overstates the work). Each cell runs
 // verify() in a forked child, so peak RSS is the cell's own; the lemma proof
 // cache is warmed once first, in its own child (reported on stderr).
 //
@@ -16,13 +18,22 @@
 //   --blocks full: each layer is attention + MLP (default)
 //   --layout sbh:  activations [seq, batch, hidden] (Megatron's layout; default)
 //   --layout sh:   batch 1 folded away: activations [seq, hidden]
+//   --rope megatron: Llama RoPE as Megatron-core's unfused
+//                  _apply_rotary_pos_emb_bshd computes it (default): the
+//                  angles freqs [s, 1, 1, hd] are an input; every q/k call
+//                  takes cos(freqs), sin(freqs) and t*cos + rotate_half(t)*sin
+//   --rope halves: vLLM's _apply_rotary_emb_torch (neox style): cos/sin of
+//                  the half angles [s, 1, 1, hd/2] are inputs shared by all
+//                  layers; x1*cos - x2*sin, x2*cos + x1*sin, concatenated
 //   --dump DIR:    also write each cell's seq.sp, dist.sp, relations.rel
 //   --no-memo:     layer memoization off (every S op saturated), for comparison
+//   --profile N:   print each cell's N slowest S ops (wall time from one S op's
+//                  start to the next's) on stderr
 //
 // Model shapes: GPT hidden 768, 12 heads (head dim 64), ffn 3072; Llama
 // hidden 2048, 32 query heads, 8 KV heads (head dim 64), ffn 5632. Batch 1,
 // seq 2048 by default (concrete dims). Simplifications, stated: no biases on
-// the linear layers, no causal mask, no dropout; RoPE cos/sin are inputs.
+// the linear layers, no causal mask, no dropout; RoPE angles (or cos/sin tables) are inputs.
 // A cell whose heads / KV heads / ffn do not divide by tp is a "skipped" row
 // with the reason.
 #include <sys/resource.h>
@@ -30,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -58,6 +70,9 @@ struct ModelShape {
 ModelShape gptShape() { return {"gpt", 768, 12, 12, 3072, false}; }
 ModelShape llamaShape() { return {"llama", 2048, 32, 8, 5632, true}; }
 
+// The RoPE form of the Llama stacks (see generate()).
+enum class Rope { Megatron, Halves };
+
 struct Cell {
   ModelShape m;
   int tp;
@@ -65,6 +80,7 @@ struct Cell {
   bool full;
   int64_t batch, seq;
   bool flat = false;  // tokens [seq, hidden] (batch 1 folded away) instead of [seq, batch, hidden]
+  Rope rope = Rope::Megatron;
 };
 
 struct Texts {
@@ -129,12 +145,19 @@ Texts generate(const Cell& c) {
        << ", end=(idx(r,tp)+1)*" << Tl << ")\n";
   else
     rl << "dist[*].x0 = seq.x0\n";
-  if (c.full && m.llama) {
+  if (c.full && m.llama && c.rope == Rope::Halves) {
     std::string ty = c.flat ? "f32[" + S(T) + ", 1, " + S(hd / 2) + "]"
                             : "f32[" + S(T) + ", 1, 1, " + S(hd / 2) + "]";
     sq << sI << "input %cos: " << ty << "\n" << sI << "input %sin: " << ty << "\n";
     ds << dI << "input %cos: " << ty << "\n" << dI << "input %sin: " << ty << "\n";
     rl << "dist[*].cos = seq.cos\ndist[*].sin = seq.sin\n";
+  }
+  if (c.full && m.llama && c.rope == Rope::Megatron) {
+    // Megatron's rotary_pos_emb: the angles of every position, emb = cat(freqs, freqs)
+    std::string ty = c.flat ? "f32[" + S(T) + ", 1, " + S(hd) + "]" : "f32[" + S(T) + ", 1, 1, " + S(hd) + "]";
+    sq << sI << "input %freqs: " << ty << "\n";
+    ds << dI << "input %freqs: " << ty << "\n";
+    rl << "dist[*].freqs = seq.freqs\n";
   }
   auto shard = [&](const std::string& n, int dim, int64_t w) {
     rl << "for r in tp: dist[r]." << n << " = slice(seq." << n << ", dim=" << dim
@@ -245,6 +268,31 @@ Texts generate(const Cell& c) {
         // RoPE (rotate-half) on q and k
         int64_t h2 = hd / 2;
         for (auto [n, sh, dh] : {std::tuple{q, nh, nhl}, std::tuple{k, nkv, nkvl}}) {
+          if (c.rope == Rope::Megatron) {
+            // megatron/core/models/common/embeddings/rope_utils.py,
+            // _apply_rotary_pos_emb_bshd (unfused): per call
+            //   cos_ = cos(freqs); sin_ = sin(freqs)
+            //   t = t * cos_ + _rotate_half(t) * sin_,  _rotate_half(t) = cat(-t2, t1)
+            std::string a = n + "4";
+            std::string fty = c.flat ? "f32[" + S(T) + ", 1, " + S(hd) + "]" : "f32[" + S(T) + ", 1, 1, " + S(hd) + "]";
+            both(n + "_cos", fty, fty, "cos(%freqs)");
+            both(n + "_sin", fty, fty, "sin(%freqs)");
+            auto full = [&](bool s) { return t4(T, B, s ? sh : dh, hd); };
+            auto half = [&](bool s) { return t4(T, B, s ? sh : dh, h2); };
+            both(n + "_c", full(true), full(false), "mul(%" + a + ", %" + n + "_cos)");
+            both(n + "_t1", half(true), half(false),
+                 "slice(%" + a + ") {starts = [0], ends = [" + S(h2) + "], axes = [" + ax(3) + "]}");
+            both(n + "_t2", half(true), half(false),
+                 "slice(%" + a + ") {starts = [" + S(h2) + "], ends = [" + S(hd) + "], axes = [" + ax(3) + "]}");
+            both(n + "_nt2", half(true), half(false), "neg(%" + n + "_t2)");
+            both(n + "_rh", full(true), full(false), "concat(%" + n + "_nt2, %" + n + "_t1) {axis = " + ax(3) + "}");
+            both(n + "_s", full(true), full(false), "mul(%" + n + "_rh, %" + n + "_sin)");
+            both(n + "_rot", full(true), full(false), "add(%" + n + "_c, %" + n + "_s)");
+            continue;
+          }
+          // vLLM's _apply_rotary_emb_torch (neox style): cos/sin of the half
+          // angles, computed once and shared by every layer
+          //   o1 = x1 * cos - x2 * sin;  o2 = x2 * cos + x1 * sin;  cat(o1, o2)
           std::string a = n + "4";
           auto ty = [&](bool s) { return t4(T, B, s ? sh : dh, h2); };
           auto line = [&](const std::string& o, const std::string& rhs) { both(o, ty(true), ty(false), rhs); };
@@ -355,7 +403,7 @@ std::string csvQuote(std::string s) {
 
 // In the child: builds, parses and verifies; writes the CSV tail
 // (verdict,seconds,seq_ops,dist_ops,lemmas,memo_hits,reason) to fd.
-int runCell(const Cell& c, double timeLimit, bool memo, const std::string& dump, int fd) {
+int runCell(const Cell& c, double timeLimit, bool memo, const std::string& dump, int fd, int profile = 0) {
   auto t = generate(c);
   if (!dump.empty()) {
     std::string dir = dump + "/" + c.m.name + (c.full ? "-full" : "-mlp") + "-tp" + S(c.tp) + "-l" + S(c.layers);
@@ -367,7 +415,7 @@ int runCell(const Cell& c, double timeLimit, bool memo, const std::string& dump,
   }
   std::string line;
   auto fail = [&](const std::string& what, const sp::Error& e) {
-    line = "error,0,0,0,0,0," + csvQuote(what + ": " + e.str());
+    line = "error,0,0,0,0,0,0," + csvQuote(what + ": " + e.str());
   };
   auto seq = sp::ir::parseGraph(t.seq, "seq.sp");
   auto dist = seq ? sp::ir::parseProgram(t.dist, "dist.sp") : sp::Result<sp::ir::Program>(seq.error());
@@ -380,9 +428,36 @@ int runCell(const Cell& c, double timeLimit, bool memo, const std::string& dump,
     sp::rewrite::VerifyOptions opts;
     opts.timeLimitSeconds = timeLimit;
     opts.memoize = memo;
+    std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> marks;
+    if (profile > 0)
+      opts.progress = [&](size_t, size_t, const std::string& op) {
+        marks.emplace_back(op, std::chrono::steady_clock::now());
+      };
+    auto cpuNow = [] {
+      struct rusage u {};
+      getrusage(RUSAGE_SELF, &u);
+      return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+    };
+    double cpu0 = cpuNow();
     auto t0 = std::chrono::steady_clock::now();
     auto rep = sp::rewrite::verify(*seq, *dist, *rel, opts);
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    auto t1 = std::chrono::steady_clock::now();
+    double cpu = cpuNow() - cpu0;
+    double secs = std::chrono::duration<double>(t1 - t0).count();
+    if (profile > 0) {
+      std::vector<std::pair<double, std::string>> spans;
+      for (size_t i = 0; i < marks.size(); ++i)
+        spans.emplace_back(std::chrono::duration<double>((i + 1 < marks.size() ? marks[i + 1].second : t1) -
+                                                         marks[i].second).count(),
+                           marks[i].first);
+      std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      double before = marks.empty() ? secs : std::chrono::duration<double>(marks[0].second - t0).count();
+      std::fprintf(stderr, "profile %s tp %d layers %d: %.3f s before the first S op;", c.m.name.c_str(), c.tp,
+                   c.layers, before);
+      for (size_t i = 0; i < spans.size() && int(i) < profile; ++i)
+        std::fprintf(stderr, " %s %.3f", spans[i].second.c_str(), spans[i].first);
+      std::fprintf(stderr, "\n");
+    }
     if (!rep) {
       fail("verify", rep.error());
     } else {
@@ -393,8 +468,8 @@ int runCell(const Cell& c, double timeLimit, bool memo, const std::string& dump,
         reason = reason.empty() ? at + f.message : reason + " (" + at + f.message + ")";
       }
       char buf[256];
-      std::snprintf(buf, sizeof buf, "%s,%.3f,%lld,%lld,%lld,%lld,",
-                    std::string(sp::rewrite::verdictName(rep->verdict)).c_str(), secs,
+      std::snprintf(buf, sizeof buf, "%s,%.3f,%.3f,%lld,%lld,%lld,%lld,",
+                    std::string(sp::rewrite::verdictName(rep->verdict)).c_str(), secs, cpu,
                     static_cast<long long>(rep->stats.seqOps), static_cast<long long>(rep->stats.distOps),
                     static_cast<long long>(rep->stats.lemmasApplied),
                     static_cast<long long>(rep->stats.memoHits));
@@ -473,7 +548,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: bench_verify [--models gpt,llama] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
                "                    [--blocks mlp|full] [--time-limit SECONDS] [--batch N] [--seq N]\n"
-               "                    [--layout sbh|sh] [--dump DIR] [--no-memo]\n");
+               "                    [--layout sbh|sh] [--rope megatron|halves] [--dump DIR]\n"
+               "                    [--no-memo] [--profile N]\n");
   return 2;
 }
 
@@ -488,6 +564,8 @@ int main(int argc, char** argv) {
   std::string dump;
   bool flat = false;
   bool memo = true;
+  int profile = 0;
+  Rope rope = Rope::Megatron;
   auto ints = [](const std::string& s) {
     std::vector<int> v;
     for (auto& x : splitList(s)) v.push_back(std::atoi(x.c_str()));
@@ -511,7 +589,11 @@ int main(int argc, char** argv) {
     else if (a == "--batch") batch = std::atoll(v.c_str());
     else if (a == "--seq") seq = std::atoll(v.c_str());
     else if (a == "--dump") dump = v;
-    else if (a == "--layout") {
+    else if (a == "--profile") profile = std::atoi(v.c_str());
+    else if (a == "--rope") {
+      if (v != "megatron" && v != "halves") return usage();
+      rope = v == "megatron" ? Rope::Megatron : Rope::Halves;
+    } else if (a == "--layout") {
       if (v != "sbh" && v != "sh") return usage();
       flat = v == "sh";
     }
@@ -528,7 +610,7 @@ int main(int argc, char** argv) {
   // Warm the lemma proof cache once, in its own child: a small cell of the
   // first model (tp 2, 1 layer, tiny seq), so later cells read proven lemmas.
   {
-    Cell w{models.empty() || models[0] == "gpt" ? gptShape() : llamaShape(), 2, 1, full, 1, 16, flat};
+    Cell w{models.empty() || models[0] == "gpt" ? gptShape() : llamaShape(), 2, 1, full, 1, 16, flat, rope};
     auto t0 = std::chrono::steady_clock::now();
     auto r = inChild([&](int fd) { return runCell(w, timeLimit, memo, "", fd); }, timeLimit + 120);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -536,24 +618,25 @@ int main(int argc, char** argv) {
                  w.m.name.c_str(), full ? "full" : "mlp", s, r.trouble.empty() ? r.out.substr(0, r.out.find(',')).c_str() : r.trouble.c_str());
   }
 
-  std::printf("model,tp,layers,verdict,seconds,peak_rss_mb,seq_ops,dist_ops,lemmas_applied,memo_hits,reason\n");
+  std::printf("model,tp,layers,verdict,seconds,cpu_seconds,peak_rss_mb,seq_ops,dist_ops,lemmas_applied,memo_hits,reason\n");
   std::fflush(stdout);
   for (const auto& name : models) {
     for (int tp : tps) {
       for (int nl : layers) {
-        Cell c{name == "gpt" ? gptShape() : llamaShape(), tp, nl, full, batch, seq, flat};
+        Cell c{name == "gpt" ? gptShape() : llamaShape(), tp, nl, full, batch, seq, flat, rope};
         if (auto why = skipReason(c)) {
-          std::printf("%s,%d,%d,skipped,,,,,,,%s\n", name.c_str(), tp, nl, csvQuote(*why).c_str());
+          std::printf("%s,%d,%d,skipped,,,,,,,,%s\n", name.c_str(), tp, nl, csvQuote(*why).c_str());
           std::fflush(stdout);
           continue;
         }
-        auto r = inChild([&](int fd) { return runCell(c, timeLimit, memo, dump, fd); }, timeLimit + 120);
+        auto r = inChild([&](int fd) { return runCell(c, timeLimit, memo, dump, fd, profile); }, timeLimit + 120);
         if (!r.trouble.empty() || r.out.empty()) {
-          std::printf("%s,%d,%d,error,,%.1f,,,,,%s\n", name.c_str(), tp, nl, r.rssMb,
+          std::printf("%s,%d,%d,error,,,%.1f,,,,,%s\n", name.c_str(), tp, nl, r.rssMb,
                       csvQuote(r.trouble.empty() ? "no result from child" : r.trouble).c_str());
         } else {
-          // out: verdict,seconds,seq_ops,dist_ops,lemmas,memo,reason -> insert rss after seconds
+          // out: verdict,seconds,cpu,seq_ops,dist_ops,lemmas,memo,reason -> insert rss after cpu
           size_t c1 = r.out.find(','), c2 = r.out.find(',', c1 + 1);
+          c2 = r.out.find(',', c2 + 1);
           std::printf("%s,%d,%d,%s,%.1f,%s\n", name.c_str(), tp, nl, r.out.substr(0, c2).c_str(), r.rssMb,
                       r.out.substr(c2 + 1).c_str());
         }
