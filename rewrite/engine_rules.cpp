@@ -141,6 +141,36 @@ struct RuleMatcher {
     return int64_t(x);
   }
 
+  // The interned attribute id of an IR pattern node at an input rank (its
+  // attributes completed with the IR defaults); nullopt when they do not
+  // complete. Cached: the same for every node matched in one round.
+  mutable std::map<std::pair<const Pattern*, int64_t>, std::optional<int64_t>> irAttrIds;
+  std::optional<int64_t> irAttrId(const Pattern& p, int64_t inRank) const {
+    auto key = std::make_pair(&p, inRank);
+    if (auto it = irAttrIds.find(key); it != irAttrIds.end()) return it->second;
+    std::optional<int64_t> id;
+    if (auto full = ir::completeAttrs(p.irOp, patAttrs(p)); full.ok()) id = e.in_.attrs(p.irOp, *full, inRank);
+    irAttrIds.emplace(key, id);
+    return id;
+  }
+
+  // A necessary condition for `match` to accept node n for pattern p (the
+  // op test of each case below), checked before copying the bindings.
+  static bool opMayMatch(const Pattern& p, const ENode& n) {
+    switch (p.op) {
+      case PatOp::Concat: return n.op == kOpConcat;
+      case PatOp::Sum: return n.op == kOpSum;
+      case PatOp::Slice: return n.op == kOpSlice;
+      case PatOp::Scale: return n.op == kOpScale;
+      case PatOp::Permute: return n.op == kOpPermute;
+      case PatOp::SplitLast: case PatOp::MergeLast: case PatOp::MergeDims: case PatOp::SplitDims:
+        return n.op == int32_t(ir::OpKind::Reshape) || n.op == kOpReshape;
+      case PatOp::Ir: return n.op == int32_t(p.irOp);
+      case PatOp::Const: case PatOp::Var: return true;
+    }
+    return true;
+  }
+
   void match(const Pattern& p, ClassId c, Bind b, std::vector<Bind>& out) const {
     c = g.find(c);
     if (p.op == PatOp::Var) {
@@ -156,9 +186,9 @@ struct RuleMatcher {
         }
       return;
     }
-    const std::vector<ENode> nodes = g.nodes(c);
-    for (const ENode& n : nodes) {
-      if (n.kids.size() != p.args.size()) continue;
+    // Matching only reads the e-graph, so the class's nodes are not copied.
+    for (const ENode& n : g.nodes(c)) {
+      if (n.kids.size() != p.args.size() || !opMayMatch(p, n)) continue;
       Bind nb = b;
       bool ok = false;
       switch (p.op) {
@@ -214,10 +244,9 @@ struct RuleMatcher {
         }
         case PatOp::Ir: {
           if (n.op != int32_t(p.irOp) || n.data[1] != 0) break;
-          auto full = ir::completeAttrs(p.irOp, patAttrs(p));
-          if (!full.ok()) break;
           int64_t inRank = n.kids.empty() ? 0 : rankOf(n.kids[0]);
-          ok = e.in_.attrs(p.irOp, *full, inRank) == n.data[0] && wellFormed(p.irOp, n.kids);
+          auto id = irAttrId(p, inRank);
+          ok = id && *id == n.data[0] && wellFormed(p.irOp, n.kids);
           break;
         }
         case PatOp::Const: case PatOp::Var: break;
@@ -420,15 +449,16 @@ struct RuleMatcher {
 };
 
 int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, const Budget& budget) {
-  RuleMatcher m{*this, g_};
+  RuleMatcher m{*this, g_, {}};
   struct Hit {
     const Rule* rule;
     ClassId root;
     Bind bind;
   };
   std::vector<Hit> hits;
+  const std::vector<ClassId> classes = g_.canonicalClasses();  // matching adds no nodes
   for (const Rule& r : rules_) {
-    for (ClassId c : g_.canonicalClasses()) {
+    for (ClassId c : classes) {
       std::vector<Bind> found;
       m.match(*r.lemma->lhs, c, Bind{}, found);
       for (auto& b : found)
