@@ -83,6 +83,18 @@ std::vector<int64_t> lastUses(const Graph& g) {
   return last;
 }
 
+std::vector<int64_t> lastUses(const Graph& g, const std::vector<bool>& needed,
+                              const std::vector<ValueId>& keep) {
+  std::vector<int64_t> last(g.values().size(), -1);
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    if (needed[i])
+      for (ValueId v : g.nodes()[i].inputs) last[size_t(v)] = int64_t(i);
+  for (ValueId v : keep) last[size_t(v)] = kKeepValue;
+  return last;
+}
+
+bool isCommunication(OpKind op) { return opInfo(op).category == OpCategory::Collective; }
+
 Status execNode(const Graph& g, const Node& n, std::vector<Tensor>& vals, const Bindings& b) {
   std::vector<Tensor> in;
   in.reserve(n.inputs.size());
@@ -114,25 +126,50 @@ void freeAfter(const Graph& g, size_t idx, const std::vector<int64_t>& lastUse,
 
 }  // namespace detail
 
+std::vector<bool> neededNodes(const Graph& g, const std::vector<ValueId>& keep, bool withCommunication) {
+  std::vector<bool> needed(g.nodes().size(), false), wanted(g.values().size(), false);
+  for (ValueId v : keep) wanted[size_t(v)] = true;
+  for (size_t i = g.nodes().size(); i-- > 0;) {
+    const Node& n = g.nodes()[i];
+    bool need = withCommunication && detail::isCommunication(n.op);
+    for (ValueId o : n.outputs) need = need || wanted[size_t(o)];
+    if (!need) continue;
+    needed[i] = true;
+    for (ValueId v : n.inputs) wanted[size_t(v)] = true;
+  }
+  return needed;
+}
+
 namespace {
 
-Result<std::vector<Tensor>> runGraphImpl(const Graph& g, const TensorMap& given,
-                                         const RunOptions& opts, bool keepAll) {
+enum class Keep { Outputs, All, Listed };
+
+// `given` is taken by value: a caller that moves its inputs in lets them be
+// released after their last use.
+Result<std::vector<Tensor>> runGraphImpl(const Graph& g, TensorMap given, const RunOptions& opts,
+                                         Keep mode, const std::vector<ValueId>& keep = {}) {
   Bindings b;
   SP_ASSIGN(TensorMap inputs, prepareInputs(g, given, opts, &b));
+  given.clear();
   std::vector<Tensor> vals(g.values().size());
   for (auto& [name, t] : inputs) vals[size_t(*g.findValue(name))] = std::move(t);
+  std::vector<bool> needed(g.nodes().size(), true);
   std::vector<int64_t> last;
-  if (!keepAll) {
+  if (mode == Keep::Listed) {
+    needed = neededNodes(g, keep, false);
+    last = detail::lastUses(g, needed, keep);
+  } else if (mode == Keep::Outputs) {
     last = detail::lastUses(g);
+  }
+  if (mode != Keep::All)
     for (size_t v = 0; v < vals.size(); ++v)
       if (last[v] < 0) vals[v] = Tensor();  // inputs nothing reads
-  }
   size_t total = g.nodes().size();
   for (size_t i = 0; i < total; ++i) {
+    if (!needed[i]) continue;
     if (opts.onNode) opts.onNode(0, i, total);
     SP_TRY(detail::execNode(g, g.nodes()[i], vals, b));
-    if (!keepAll) detail::freeAfter(g, i, last, vals);
+    if (mode != Keep::All) detail::freeAfter(g, i, last, vals);
   }
   return vals;
 }
@@ -140,7 +177,7 @@ Result<std::vector<Tensor>> runGraphImpl(const Graph& g, const TensorMap& given,
 }  // namespace
 
 Result<TensorMap> runGraph(const Graph& g, const TensorMap& given, const RunOptions& opts) {
-  SP_ASSIGN(auto vals, runGraphImpl(g, given, opts, false));
+  SP_ASSIGN(auto vals, runGraphImpl(g, given, opts, Keep::Outputs));
   TensorMap out;
   for (ValueId v : g.outputs()) out[g.value(v).name] = vals[size_t(v)];
   return out;
@@ -148,7 +185,13 @@ Result<TensorMap> runGraph(const Graph& g, const TensorMap& given, const RunOpti
 
 Result<std::vector<Tensor>> runGraphAll(const Graph& g, const TensorMap& given,
                                         const RunOptions& opts) {
-  return runGraphImpl(g, given, opts, true);
+  return runGraphImpl(g, given, opts, Keep::All);
+}
+
+Result<std::vector<Tensor>> runGraphKeep(const Graph& g, TensorMap given,
+                                         const std::vector<ValueId>& keep, const RunOptions& opts) {
+  for (ValueId v : keep) SP_ASSERT(size_t(v) < g.values().size(), "runGraphKeep: value id out of range");
+  return runGraphImpl(g, std::move(given), opts, Keep::Listed, keep);
 }
 
 Result<std::vector<Tensor>> evalOp(OpKind op, const AttrMap& attrs,

@@ -82,6 +82,25 @@ Result<std::vector<std::vector<Tensor>>> runProgramAll(const Program& p,
                                                        const std::vector<TensorMap>& given,
                                                        const RunOptions& opts = {});
 
+// Runs only what the values `keep` need and returns them, by ValueId (every
+// other entry is undefined). Nodes outside the cone of `keep` are skipped;
+// every value, graph outputs and inputs included, is released after its
+// last use in the cone unless kept (inputs only if the caller moved `given`
+// in); `onNode` sees only the nodes that run. For large witnesses: the peak
+// memory is the live set of the cone, not of the graph.
+Result<std::vector<Tensor>> runGraphKeep(const Graph& g, TensorMap given,
+                                         const std::vector<ValueId>& keep,
+                                         const RunOptions& opts = {});
+// The same for a program: rank r keeps keep[r] (`keep` has one entry per
+// rank). Every collective, send and recv runs on every rank (with its cone),
+// so ranks meet at the same collectives as in a full run.
+Result<std::vector<std::vector<Tensor>>> runProgramKeep(const Program& p, std::vector<TensorMap> given,
+                                                        const std::vector<std::vector<ValueId>>& keep,
+                                                        const RunOptions& opts = {});
+// The nodes runGraphKeep (withCommunication false) or runProgramKeep (true)
+// runs for `keep`, by node index.
+std::vector<bool> neededNodes(const Graph& g, const std::vector<ValueId>& keep, bool withCommunication);
+
 // Run one node's kernel on concrete inputs (checks input types against the
 // shape function first). Used by tests and by the lemma checker. Collectives
 // are an error (collective-outside-program).

@@ -32,6 +32,13 @@ Status checkBound(const Value& v, const Tensor& t, const Bindings& b);
 // outputs, -1 for values no node reads.
 inline constexpr int64_t kKeepValue = INT64_MAX;
 std::vector<int64_t> lastUses(const Graph& g);
+// Restricted to the nodes marked in `needed`, with kKeepValue for `keep`
+// only (graph outputs not in `keep` are released like intermediates).
+std::vector<int64_t> lastUses(const Graph& g, const std::vector<bool>& needed,
+                              const std::vector<ValueId>& keep);
+
+// Collectives, send and recv: the nodes that synchronize ranks.
+bool isCommunication(OpKind op);
 
 // Runs a non-collective node: reads its inputs from `vals`, writes outputs.
 Status execNode(const Graph& g, const Node& n, std::vector<Tensor>& vals, const Bindings& b);

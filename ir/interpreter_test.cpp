@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/interp_test_util.h"
+#include "ir/text.h"
 
 namespace sp::ir {
 namespace {
@@ -268,6 +269,108 @@ TEST(InterpEvalOp, RunsKernelsAndChecksTypes) {
   auto attr = evalOp(OpKind::Add, {{"nope", int64_t(1)}}, {f32({1}, {1}), f32({1}, {1})});
   ASSERT_FALSE(attr.ok());
   EXPECT_EQ(attr.error().id, "unknown-attr");
+}
+
+// ---- runGraphKeep / runProgramKeep: cones and liveness ----
+
+// Two branches from x: a = relu(x) -> b = exp(a) (an output), c = neg(x) -> d = mul(c, x).
+Graph twoBranches() {
+  auto g = parseGraph(R"(graph two {
+  input %x: f32[2, 3]
+  %a: f32[2, 3] = relu(%x)
+  %b: f32[2, 3] = exp(%a)
+  %c: f32[2, 3] = neg(%x)
+  %d: f32[2, 3] = mul(%c, %x)
+  output %b
+  output %d
+})", "two.sp");
+  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().str());
+  return g.ok() ? std::move(*g) : Graph();
+}
+
+TEST(InterpKeep, RunsOnlyTheConeAndKeepsOnlyTheListedValues) {
+  Graph g = twoBranches();
+  TensorMap in{{"x", f32({2, 3}, {-1, 2, -3, 4, -5, 6})}};
+  auto all = runGraphAll(g, in);
+  ASSERT_TRUE(all.ok()) << all.error().str();
+  ValueId a = *g.findValue("a"), c = *g.findValue("c"), d = *g.findValue("d");
+  RunOptions opts;
+  std::vector<std::string> ran;
+  opts.onNode = [&](int64_t, size_t i, size_t total) {
+    EXPECT_EQ(total, 4u);
+    ran.push_back(g.nodes()[i].name);
+  };
+  auto kept = runGraphKeep(g, in, {a, d}, opts);
+  ASSERT_TRUE(kept.ok()) << kept.error().str();
+  EXPECT_EQ(ran, (std::vector<std::string>{"a", "c", "d"}));  // b is outside the cone
+  ASSERT_EQ(kept->size(), g.values().size());
+  for (size_t v = 0; v < kept->size(); ++v) {
+    bool listed = ValueId(v) == a || ValueId(v) == d;
+    EXPECT_EQ((*kept)[v].defined(), listed) << g.value(ValueId(v)).name;  // x, c and the output b released
+    if (listed) EXPECT_TRUE((*kept)[v].identical((*all)[v])) << g.value(ValueId(v)).name;
+  }
+  EXPECT_FALSE((*kept)[size_t(c)].defined());
+  // Keeping nothing runs nothing.
+  ran.clear();
+  auto none = runGraphKeep(g, in, {}, opts);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(ran.empty());
+}
+
+TEST(InterpKeep, ReleasedInputsLeaveTheCallersCopyIntact) {
+  Graph g = twoBranches();
+  Tensor x = f32({2, 3}, {-1, 2, -3, 4, -5, 6});
+  auto kept = runGraphKeep(g, {{"x", x}}, {*g.findValue("b")});
+  ASSERT_TRUE(kept.ok()) << kept.error().str();
+  EXPECT_EQ(vals(x), (std::vector<double>{-1, 2, -3, 4, -5, 6}));
+  EXPECT_FALSE((*kept)[size_t(*g.findValue("x"))].defined());
+}
+
+TEST(InterpKeep, CollectivesOutsideTheConeStillRunOnEveryRank) {
+  // Rank 0 keeps only its local value; rank 1 keeps the all_reduce result,
+  // which needs rank 0 to take part.
+  auto p = parseProgram(R"(program p {
+  world 2
+  mesh [tp = 2]
+  rank 0..1 {
+    input %x: f32[2]
+    %l: f32[2] = neg(%x)
+    %s: f32[2] = all_reduce(%x) {group = "tp"}
+    %t: f32[2] = exp(%s)
+    output %l
+    output %t
+  }
+})", "p.sp");
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  std::vector<TensorMap> in{{{"x", f32({2}, {1, 2})}}, {{"x", f32({2}, {10, 20})}}};
+  const Graph& g0 = p->rank(0);
+  const Graph& g1 = p->rank(1);
+  std::vector<std::vector<std::string>> ran(2);
+  RunOptions opts;
+  opts.onNode = [&](int64_t r, size_t i, size_t) { ran[size_t(r)].push_back(p->rank(r).nodes()[i].name); };
+  auto kept = runProgramKeep(*p, in, {{*g0.findValue("l")}, {*g1.findValue("s")}}, opts);
+  ASSERT_TRUE(kept.ok()) << kept.error().str();
+  EXPECT_EQ(ran[0], (std::vector<std::string>{"l", "s"}));
+  EXPECT_EQ(ran[1], (std::vector<std::string>{"s"}));
+  EXPECT_EQ(vals((*kept)[0][size_t(*g0.findValue("l"))]), (std::vector<double>{-1, -2}));
+  EXPECT_FALSE((*kept)[0][size_t(*g0.findValue("s"))].defined());
+  EXPECT_FALSE((*kept)[0][size_t(*g0.findValue("t"))].defined());
+  EXPECT_EQ(vals((*kept)[1][size_t(*g1.findValue("s"))]), (std::vector<double>{11, 22}));
+  EXPECT_FALSE((*kept)[1][size_t(*g1.findValue("l"))].defined());
+  // The same values as a full run.
+  auto all = runProgramAll(*p, in);
+  ASSERT_TRUE(all.ok()) << all.error().str();
+  EXPECT_TRUE((*kept)[1][size_t(*g1.findValue("s"))].identical((*all)[1][size_t(*g1.findValue("s"))]));
+  // One keep list per rank.
+  auto bad = runProgramKeep(*p, in, {{}}, opts);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().id, "bad-keep");
+}
+
+TEST(InterpKeep, NeededNodesAddCommunicationOnlyWhenAsked) {
+  Graph g = twoBranches();
+  EXPECT_EQ(neededNodes(g, {*g.findValue("b")}, false), (std::vector<bool>{true, true, false, false}));
+  EXPECT_EQ(neededNodes(g, {*g.findValue("x")}, true), (std::vector<bool>{false, false, false, false}));
 }
 
 }  // namespace

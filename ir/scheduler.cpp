@@ -33,6 +33,7 @@ struct RankState {
   Bindings b;
   std::vector<Tensor> vals;
   std::vector<int64_t> lastUse;
+  std::vector<bool> needed;        // nodes to run (all unless a keep list is given)
   size_t pc = 0;
   size_t reported = SIZE_MAX;      // last node index passed to onNode
   std::vector<int64_t> members;    // group of the collective at pc, when blocked there
@@ -42,14 +43,23 @@ struct RankState {
 
 class Scheduler {
  public:
-  Scheduler(const Program& p, const RunOptions& opts, bool keepAll)
-      : p_(p), opts_(opts), keepAll_(keepAll) {}
+  // keep == nullptr: every node runs, and all values (keepAll) or the
+  // graph outputs are kept; else rank r runs the cone of (*keep)[r] and of
+  // every communication node and keeps only (*keep)[r].
+  Scheduler(const Program& p, const RunOptions& opts, bool keepAll,
+            const std::vector<std::vector<ValueId>>* keep = nullptr)
+      : p_(p), opts_(opts), keepAll_(keepAll && !keep), keep_(keep) {}
 
-  Result<std::vector<std::vector<Tensor>>> run(const std::vector<TensorMap>& given) {
+  // `given` by value: each rank's map is released once its inputs are
+  // prepared, so inputs moved in are freed after their last use.
+  Result<std::vector<std::vector<Tensor>>> run(std::vector<TensorMap> given) {
     int64_t world = p_.worldSize();
     if (!given.empty() && int64_t(given.size()) != world)
       return makeError("bad-given", "inputs given for " + std::to_string(given.size()) +
                                         " ranks but the program has " + std::to_string(world));
+    if (keep_ && int64_t(keep_->size()) != world)
+      return makeError("bad-keep", "values to keep given for " + std::to_string(keep_->size()) +
+                                       " ranks but the program has " + std::to_string(world));
     ranks_.resize(size_t(world));
     static const TensorMap kNone;
     for (int64_t r = 0; r < world; ++r) {
@@ -57,9 +67,20 @@ class Scheduler {
       st.g = &p_.rank(r);
       auto in = prepareInputs(*st.g, given.empty() ? kNone : given[size_t(r)], opts_, &st.b);
       if (!in) return prefixed(r, in.error());
+      if (!given.empty()) given[size_t(r)].clear();
       st.vals.resize(st.g->values().size());
       for (auto& [name, t] : *in) st.vals[size_t(*st.g->findValue(name))] = std::move(t);
-      st.lastUse = detail::lastUses(*st.g);
+      if (keep_) {
+        st.needed = neededNodes(*st.g, (*keep_)[size_t(r)], true);
+        st.lastUse = detail::lastUses(*st.g, st.needed, (*keep_)[size_t(r)]);
+      } else {
+        st.needed.assign(st.g->nodes().size(), true);
+        st.lastUse = detail::lastUses(*st.g);
+      }
+      if (!keepAll_)
+        for (size_t v = 0; v < st.vals.size(); ++v)
+          if (st.lastUse[v] < 0) st.vals[v] = Tensor();  // inputs nothing reads
+      skipUnneeded(st);
     }
     for (;;) {
       bool progress = false;
@@ -102,6 +123,12 @@ class Scheduler {
     if (!keepAll_) detail::freeAfter(*st.g, st.pc, st.lastUse, st.vals);
     ++st.pc;
     st.members.clear();
+    skipUnneeded(st);
+  }
+
+  // Moves pc past nodes outside the cone of the kept values.
+  static void skipUnneeded(RankState& st) {
+    while (!st.done() && !st.needed[st.pc]) ++st.pc;
   }
 
   Status setOutput(int64_t r, const Node& n, Tensor t) {
@@ -251,6 +278,7 @@ class Scheduler {
   const Program& p_;
   const RunOptions& opts_;
   bool keepAll_;
+  const std::vector<std::vector<ValueId>>* keep_;
   std::vector<RankState> ranks_;
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::deque<Message>> channels_;  // (src, dst, tag)
 };
@@ -261,6 +289,15 @@ Result<std::vector<std::vector<Tensor>>> runProgramAll(const Program& p,
                                                        const std::vector<TensorMap>& given,
                                                        const RunOptions& opts) {
   return Scheduler(p, opts, true).run(given);
+}
+
+Result<std::vector<std::vector<Tensor>>> runProgramKeep(const Program& p, std::vector<TensorMap> given,
+                                                        const std::vector<std::vector<ValueId>>& keep,
+                                                        const RunOptions& opts) {
+  for (size_t r = 0; r < keep.size() && int64_t(r) < p.worldSize(); ++r)
+    for (ValueId v : keep[r])
+      SP_ASSERT(size_t(v) < p.rank(int64_t(r)).values().size(), "runProgramKeep: value id out of range");
+  return Scheduler(p, opts, false, &keep).run(std::move(given));
 }
 
 Result<std::vector<TensorMap>> runProgram(const Program& p, const std::vector<TensorMap>& given,
