@@ -19,6 +19,9 @@ namespace sp::rewrite {
 enum class Verdict { Verified, Refuted, Inconclusive };
 std::string_view verdictName(Verdict v);  // "verified", "refuted", "inconclusive"
 
+// Default witness limit in estimated multiply-adds (VerifyOptions).
+inline constexpr double kDefaultWitnessWorkLimit = 5e12;
+
 struct VerifyOptions {
   std::vector<std::string> outputs;  // S outputs that must be rebuilt; empty: all
   double timeLimitSeconds = 300;     // whole run; running out is "inconclusive"
@@ -27,6 +30,13 @@ struct VerifyOptions {
   bool memoize = true;               // layer memoization (verify.cpp); false: every S op saturated
   uint64_t seed = 0;                 // witness inputs
   double tolerance = 1e-4;           // witness: relative divergence that counts
+  // Witness: above this many estimated multiply-adds (the cones of the
+  // compared values in S and in every D rank) it is not run and the verdict
+  // stays inconclusive, saying so. The default takes about a minute on two
+  // cores; `shardproof verify --witness-limit`.
+  double witnessWorkLimit = kDefaultWitnessWorkLimit;
+  // Progress of the witness run: (estimated work done, work total, "seq mm_4" / "rank 1 mm_4").
+  std::function<void(double, double, const std::string&)> witnessProgress;
   std::string lemmaDir;              // empty: defaultLemmaDir()
   // Lemma proof cache (rewrite/lemma_cache.h): empty: defaultProofCacheDir();
   // "-": none, every lemma is proven in this process.

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "ir/compare.h"
-#include "rewrite/engine_verify.h"
+#include "rewrite/witness.h"
 
 namespace sp::rewrite {
 
@@ -21,47 +21,127 @@ double numelOf(const ir::Shape& s, int64_t defaultSym) {
   return n;
 }
 
-double graphWork(const ir::Graph& g) {
-  ir::RunOptions defaults;
-  double w = 0;
+// Per node: output elements, times the contracted extent for matmul/gemm.
+std::vector<double> nodeWork(const ir::Graph& g) {
+  int64_t sym = ir::RunOptions{}.defaultSymbolValue;
+  std::vector<double> work;
+  work.reserve(g.nodes().size());
   for (const auto& n : g.nodes()) {
     double out = 0;
-    for (ir::ValueId o : n.outputs) out += numelOf(g.value(o).type.shape, defaults.defaultSymbolValue);
+    for (ir::ValueId o : n.outputs) out += numelOf(g.value(o).type.shape, sym);
     if ((n.op == ir::OpKind::MatMul || n.op == ir::OpKind::Gemm) && !n.inputs.empty()) {
       const auto& a = g.value(n.inputs[0]).type.shape;
-      double k = a.empty() ? 1 : numelOf({a.back()}, defaults.defaultSymbolValue);
-      out *= k;
+      bool transA = n.op == ir::OpKind::Gemm && ir::attrInt(n.attrs, "trans_a") != 0 && a.size() == 2;
+      if (!a.empty()) out *= numelOf({transA ? a.front() : a.back()}, sym);
     }
-    w += out;
+    work.push_back(out);
+  }
+  return work;
+}
+
+std::vector<ir::ValueId> idsOf(const ir::Graph& g, const std::vector<std::string>& names) {
+  std::vector<ir::ValueId> ids;
+  for (const auto& n : names)
+    if (auto v = g.findValue(n)) ids.push_back(*v);
+  return ids;
+}
+
+double coneWork(const ir::Graph& g, const std::vector<ir::ValueId>& keep, bool comm) {
+  std::vector<bool> needed = ir::neededNodes(g, keep, comm);
+  std::vector<double> work = nodeWork(g);
+  double w = 0;
+  for (size_t i = 0; i < work.size(); ++i)
+    if (needed[i]) w += work[i];
+  return w;
+}
+
+// onNode adapter: accumulates the work of finished nodes of one graph.
+struct ProgressTracker {
+  const WitnessProgress* progress;
+  double total;
+  double done = 0;
+  std::vector<std::vector<double>> work;  // per rank (the graph's nodes)
+  std::vector<int64_t> current;           // per rank: node running, -1 none
+  std::string phase;                      // "seq" or "rank"
+  const std::vector<const ir::Graph*>* graphs;  // per rank
+
+  void onNode(int64_t rank, size_t i) {
+    size_t r = size_t(rank);
+    if (current[r] >= 0) done += work[r][size_t(current[r])];
+    current[r] = int64_t(i);
+    std::string at = (phase == "seq" ? std::string("seq ") : "rank " + std::to_string(rank) + " ") +
+                     (*graphs)[r]->nodes()[i].name;
+    (*progress)(done, total, at);
+  }
+  void finish() {
+    for (size_t r = 0; r < current.size(); ++r)
+      if (current[r] >= 0) done += work[r][size_t(current[r])];
+    current.assign(current.size(), -1);
+  }
+};
+
+}  // namespace
+
+double WitnessWork::total() const {
+  double t = seq;
+  for (double d : dist) t += d;
+  return t;
+}
+
+WitnessWork estimateWork(const ir::Graph& seq, const ir::Program& dist, const WitnessPlan& plan) {
+  WitnessWork w;
+  w.seq = coneWork(seq, idsOf(seq, plan.seq), false);
+  for (int64_t r = 0; r < dist.worldSize(); ++r) {
+    const ir::Graph& g = dist.rank(r);
+    static const std::vector<std::string> kNone;
+    w.dist.push_back(coneWork(g, idsOf(g, size_t(r) < plan.dist.size() ? plan.dist[size_t(r)] : kNone), true));
   }
   return w;
 }
 
-}  // namespace
-
-double estimateWork(const ir::Graph& seq, const ir::Program& dist) {
-  double w = graphWork(seq);
-  for (const auto& g : dist.ranks()) w += graphWork(g);
-  return w;
-}
-
 Result<WitnessRun> runWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
-                              uint64_t seed) {
+                              const WitnessPlan& plan, uint64_t seed, const WitnessProgress& progress) {
   ir::RunOptions opts;
   opts.seed = seed;
-  SP_ASSIGN(ir::TensorMap sin, ir::prepareInputs(seq, {}, opts));
-  RankSpace ranks = RankSpace::of(dist);
-  SP_ASSIGN(auto din, buildDistInputs(rel, ranks, sin));
+  static const std::vector<std::string> kNone;
+  std::vector<std::vector<ir::ValueId>> dkeep;
+  for (int64_t r = 0; r < dist.worldSize(); ++r)
+    dkeep.push_back(idsOf(dist.rank(r), size_t(r) < plan.dist.size() ? plan.dist[size_t(r)] : kNone));
+
+  WitnessWork work = estimateWork(seq, dist, plan);
+  std::vector<const ir::Graph*> graphs{&seq};
+  ProgressTracker track{&progress, work.total(), 0, {nodeWork(seq)}, {-1}, "seq", &graphs};
+  if (progress) opts.onNode = [&](int64_t r, size_t i, size_t) { track.onNode(r, i); };
+
+  // S draws its inputs itself and releases each after its last use. They
+  // are a pure function of (graph, seed): prepareInputs below draws the same
+  // tensors again for R_in, so S and D run on related inputs without S's
+  // inputs and D's staying alive through S's run.
   WitnessRun run;
-  SP_ASSIGN(run.seq, ir::runGraphAll(seq, sin, opts));
+  SP_ASSIGN(run.seq, ir::runGraphKeep(seq, {}, idsOf(seq, plan.seq), opts));
+
+  track.finish();
+  track.phase = "rank";
+  track.work.clear();
+  graphs.clear();
+  for (int64_t r = 0; r < dist.worldSize(); ++r) {
+    graphs.push_back(&dist.rank(r));
+    track.work.push_back(nodeWork(dist.rank(r)));
+  }
+  track.current.assign(graphs.size(), -1);
+  std::vector<ir::TensorMap> din;
+  {
+    SP_ASSIGN(ir::TensorMap sin, ir::prepareInputs(seq, {}, opts));
+    SP_ASSIGN(din, buildDistInputs(rel, RankSpace::of(dist), sin));
+  }
   ir::RunOptions dopts = opts;
   dopts.fillMissing = false;
-  SP_ASSIGN(auto dvals, ir::runProgramAll(dist, din, dopts));
+  SP_ASSIGN(auto dvals, ir::runProgramKeep(dist, std::move(din), dkeep, dopts));
   run.dist.resize(dvals.size());
   for (size_t r = 0; r < dvals.size(); ++r) {
     const auto& g = dist.rank(int64_t(r));
     for (size_t v = 0; v < dvals[r].size(); ++v)
-      if (dvals[r][v].defined()) run.dist[r][g.value(ir::ValueId(v)).name] = dvals[r][v];
+      if (dvals[r][v].defined()) run.dist[r][g.value(ir::ValueId(v)).name] = std::move(dvals[r][v]);
   }
   return run;
 }

@@ -3,14 +3,9 @@
 #include <cmath>
 #include <sstream>
 
-#include "rewrite/engine_verify.h"
+#include "rewrite/witness.h"
 
 namespace sp::rewrite {
-
-// Above this many estimated multiply-adds (S and all D ranks together) the
-// witness is not run: at roughly 1e9 per second on two cores it would take
-// longer than a CI check should. The localization is still reported.
-inline constexpr double kWitnessWorkLimit = 4e9;
 
 namespace {
 
@@ -21,8 +16,10 @@ std::string fmt(double v) {
   return os.str();
 }
 
-// "r0:all_reduce (mappings.py:484 ...)": the source lines of the D tensors
-// that came closest, where the distributed code differs.
+// "r0:all_reduce at mappings.py:484 ...": the source lines of the D
+// tensors that came closest, where the distributed code differs (a value
+// re-bound by a clone or copy at another source line carries that line:
+// the fx importer keeps it on an identity node).
 std::string distSites(const ir::Program& dist, const std::vector<std::string>& closest) {
   std::string out;
   for (const auto& c : closest) {
@@ -40,14 +37,81 @@ std::string distSites(const ir::Program& dist, const std::vector<std::string>& c
   return out;
 }
 
+// Parses "r<rank>:<name>"; nullopt when malformed or out of range.
+std::optional<std::pair<int64_t, std::string>> parseDistName(const ir::Program& dist, const std::string& c) {
+  auto colon = c.find(':');
+  if (c.size() < 2 || c[0] != 'r' || colon == std::string::npos || colon < 2) return std::nullopt;
+  int64_t r = 0;
+  for (size_t i = 1; i < colon; ++i) {
+    if (c[i] < '0' || c[i] > '9') return std::nullopt;
+    r = r * 10 + (c[i] - '0');
+    if (r >= dist.worldSize()) return std::nullopt;
+  }
+  return std::make_pair(r, c.substr(colon + 1));
+}
+
+void distLeaves(const Rel& r, std::set<std::string>& out) {
+  if (r.op == RelOp::Dist) out.insert(r.name);
+  for (const auto& a : r.args) distLeaves(*a, out);
+}
+
+// Could a D value of type `d` rebuild an S value of type `s` the ways
+// bestCandidate tries (itself, a chunk, a sum or concat over a group)? Same
+// rank and at most one dim that differs; a symbolic dim matches anything.
+bool mayRebuild(const ir::TensorType& d, const ir::TensorType& s) {
+  if (d.shape.size() != s.shape.size()) return false;
+  int differ = 0;
+  for (size_t k = 0; k < d.shape.size(); ++k) {
+    bool concrete = d.shape[k].syms.empty() && s.shape[k].syms.empty();
+    if (concrete && d.shape[k].coef != s.shape[k].coef) ++differ;
+  }
+  return differ <= 1;
+}
+
+// What the comparisons read: the localized S value and the unproven S
+// outputs; in D the closest tensors, the leaves of expected relations, and
+// the outputs that could rebuild an unproven S output.
+WitnessPlan planWitness(const ir::Graph& seq, const ir::Program& dist, const Failure& f,
+                        const std::vector<std::string>& unproven,
+                        const std::map<std::string, RelPtr>& expected) {
+  WitnessPlan plan;
+  plan.dist.resize(size_t(dist.worldSize()));
+  if (seq.findValue(f.seqValue)) plan.seq.push_back(f.seqValue);
+  for (const auto& c : f.closestDist)
+    if (auto d = parseDistName(dist, c)) plan.dist[size_t(d->first)].push_back(d->second);
+  std::set<std::string> leaves;
+  std::vector<ir::TensorType> rebuilt;
+  for (const auto& name : unproven) {
+    plan.seq.push_back(name);
+    if (auto it = expected.find(name); it != expected.end()) distLeaves(*it->second, leaves);
+    else rebuilt.push_back(seq.value(*seq.findValue(name)).type);
+  }
+  for (int64_t r = 0; r < dist.worldSize(); ++r) {
+    const ir::Graph& g = dist.rank(r);
+    auto& keep = plan.dist[size_t(r)];
+    for (const auto& l : leaves)
+      if (g.findValue(l)) keep.push_back(l);
+    for (ir::ValueId o : g.outputs())
+      for (const auto& t : rebuilt)
+        if (mayRebuild(g.value(o).type, t)) {
+          keep.push_back(g.value(o).name);
+          break;
+        }
+  }
+  return plan;
+}
+
 }  // namespace
 
 Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
                          const VerifyOptions& opts, const std::vector<std::string>& unproven,
                          const std::map<std::string, RelPtr>& expected, VerifyReport& rep) {
   Failure& f = *rep.failure;
+  // Where D differs: the source lines of the closest D tensors go into the
+  // failure's message (text and JSON reports) whatever the verdict.
+  if (std::string sites = distSites(dist, f.closestDist); !sites.empty())
+    f.message += " (closest D tensors: " + sites + ")";
   std::string base = rep.reason.empty() ? f.message : rep.reason;
-  if (std::string sites = distSites(dist, f.closestDist); !sites.empty()) base += " (closest D tensors: " + sites + ")";
   if (!rel.unrelated.empty()) {
     std::string names;
     for (const auto& u : rel.unrelated) names += (names.empty() ? "" : ", ") + u.name + " (" + u.reason + ")";
@@ -55,14 +119,15 @@ Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const Re
     rep.reason = base + "; witness not run: D inputs without a relation to S have no value to run with: " + names;
     return okStatus();
   }
-  double work = estimateWork(seq, dist);
-  if (work > kWitnessWorkLimit) {
+  WitnessPlan plan = planWitness(seq, dist, f, unproven, expected);
+  double work = estimateWork(seq, dist, plan).total();
+  if (work > opts.witnessWorkLimit) {
     rep.verdict = Verdict::Inconclusive;
-    rep.reason = base + "; witness skipped: about " + fmt(work) + " multiply-adds exceed the limit of " +
-                 fmt(kWitnessWorkLimit);
+    rep.reason = base + "; witness skipped: about " + fmt(work) + " multiply-adds exceed the witness limit of " +
+                 fmt(opts.witnessWorkLimit) + " (--witness-limit)";
     return okStatus();
   }
-  auto run = runWitness(seq, dist, rel, opts.seed);
+  auto run = runWitness(seq, dist, rel, plan, opts.seed, opts.witnessProgress);
   if (!run.ok()) {
     rep.verdict = Verdict::Inconclusive;
     rep.reason = base + "; witness could not run: " + run.error().str();
@@ -75,10 +140,8 @@ Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const Re
   bool localDiverges = false;
   if (auto v = seq.findValue(f.seqValue)) {
     std::vector<std::pair<int64_t, std::string>> names;
-    for (const auto& c : f.closestDist) {
-      auto colon = c.find(':');
-      names.emplace_back(std::stoll(c.substr(1, colon - 1)), c.substr(colon + 1));
-    }
+    for (const auto& c : f.closestDist)
+      if (auto d = parseDistName(dist, c)) names.push_back(*d);
     if (auto best = bestCandidate(run->seq[size_t(*v)], *run, dist, names)) {
       w.atLocalized = best->err;
       localDiverges = best->err.maxRelErr > opts.tolerance;

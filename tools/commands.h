@@ -43,6 +43,10 @@ namespace sp::tools {
 inline constexpr int kExitRefuted = 1;
 inline constexpr int kExitInconclusive = 2;
 
+// Default of --witness-limit: rewrite::kDefaultWitnessWorkLimit (asserted
+// in verify_cmd.cpp; this header stays free of the verifier's).
+inline constexpr double kVerifyWitnessLimit = 5e12;
+
 struct VerifyArgs {
   std::string seq, dist;
   std::string relationFile;     // --relation
@@ -54,6 +58,7 @@ struct VerifyArgs {
   double timeLimit = 300;
   std::string dotFile;
   uint64_t seed = 0;
+  double witnessLimit = kVerifyWitnessLimit;  // --witness-limit MACS
   frontend::FxFlags fx;         // applies to --seq and --dist captures
 };
 int cmdVerify(const VerifyArgs& a);

@@ -72,6 +72,8 @@ int main(int argc, char** argv) {
   vf->add_option("--time-limit", verify.timeLimit, "seconds before giving up: inconclusive (default 300)");
   vf->add_option("--dot", verify.dotFile, "write the S graph around the failure as Graphviz");
   vf->add_option("--seed", verify.seed, "seed of the witness inputs (default 0)");
+  vf->add_option("--witness-limit", verify.witnessLimit,
+                 "estimated multiply-adds above which the witness is not run: inconclusive (default 5e12)");
   addFxFlags(vf, verify.fx);
 
   LemmasArgs lemmas;

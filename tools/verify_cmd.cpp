@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <sstream>
 
 #include "frontend/load.h"
@@ -47,11 +49,16 @@ double peakRssMb() {
 
 }  // namespace
 
+static_assert(kVerifyWitnessLimit == rewrite::kDefaultWitnessWorkLimit,
+              "the --witness-limit default must match VerifyOptions");
+
 int cmdVerify(const VerifyArgs& a) {
   if (a.relationFile.empty() == !a.inferRelations)
     return fail(makeError("bad-args", "give exactly one of --relation FILE and --infer-relations"));
   if (!a.writeRelations.empty() && !a.inferRelations)
     return fail(makeError("bad-args", "--write-relations needs --infer-relations"));
+  if (!(a.witnessLimit >= 0))
+    return fail(makeError("bad-args", "--witness-limit must be non-negative, got " + std::to_string(a.witnessLimit)));
   if (a.timeLimit <= 0)
     return fail(makeError("bad-args", "--time-limit must be positive, got " + std::to_string(a.timeLimit)));
   auto fx = frontend::fxOptionsFromFlags(a.fx);
@@ -102,13 +109,27 @@ int cmdVerify(const VerifyArgs& a) {
   opts.outputs = a.outputs;
   opts.timeLimitSeconds = a.timeLimit;
   opts.seed = a.seed;
+  opts.witnessWorkLimit = a.witnessLimit;
+  // Progress lines on stderr: none in the first 2 seconds, then at most one a second.
   auto start = std::chrono::steady_clock::now();
-  auto last = start;
-  opts.progress = [start, last](size_t done, size_t total, const std::string& op) mutable {
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>(start);
+  auto due = [start, last]() {
     auto now = std::chrono::steady_clock::now();
-    if (now - start < std::chrono::seconds(2) || now - last < std::chrono::seconds(1)) return;
-    last = now;
-    std::fprintf(stderr, "progress: %zu/%zu seq ops (%s)\n", done, total, op.c_str());
+    if (now - start < std::chrono::seconds(2) || now - *last < std::chrono::seconds(1)) return false;
+    *last = now;
+    return true;
+  };
+  opts.progress = [due](size_t done, size_t total, const std::string& op) {
+    if (due()) std::fprintf(stderr, "progress: %zu/%zu seq ops (%s)\n", done, total, op.c_str());
+  };
+  auto witnessStart = std::make_shared<std::optional<std::chrono::steady_clock::time_point>>();
+  opts.witnessProgress = [due, witnessStart](double done, double total, const std::string& at) {
+    auto now = std::chrono::steady_clock::now();
+    if (!*witnessStart) *witnessStart = now;
+    if (!due()) return;
+    double secs = std::chrono::duration<double>(now - **witnessStart).count();
+    std::fprintf(stderr, "progress: witness %.0f%% of %.3g multiply-adds, %.0f s (%s)\n",
+                 total > 0 ? 100 * done / total : 100.0, total, secs, at.c_str());
   };
   auto report = rewrite::verify(*seq, *dist, rel, opts);
   if (!report) return fail(report.error());

@@ -1,0 +1,94 @@
+// The witness of a refutation: it honours VerifyOptions::witnessWorkLimit
+// (a skipped witness leaves the verdict inconclusive, with the reason), it
+// reports progress, and its estimate counts only the cones it runs.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "ir/text.h"
+#include "rewrite/verify.h"
+#include "rewrite/witness.h"
+
+namespace sp::rewrite {
+namespace {
+
+std::string readFile(const std::string& name) {
+  std::ifstream in(std::string(SP_SOURCE_DIR) + "/rewrite/testdata/verify/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Case {
+  ir::Graph seq;
+  ir::Program dist;
+  RelationFile rel;
+};
+
+// The Megatron TP MLP without its all_reduce (rewrite/testdata/verify).
+Case missingAllReduce() {
+  auto g = ir::parseGraph(readFile("mlp_seq.sp"), "mlp_seq.sp");
+  auto p = ir::parseProgram(readFile("mlp_tp2_no_allreduce.sp"), "mlp_tp2_no_allreduce.sp");
+  auto f = parseRelations(readFile("mlp_tp2.rel"), "mlp_tp2.rel");
+  SP_ASSERT(g.ok(), g.ok() ? "" : g.error().str());
+  SP_ASSERT(p.ok(), p.ok() ? "" : p.error().str());
+  SP_ASSERT(f.ok(), f.ok() ? "" : f.error().str());
+  return Case{std::move(*g), std::move(*p), std::move(*f)};
+}
+
+TEST(Witness, RefutesWithinTheLimitAndReportsProgress) {
+  Case c = missingAllReduce();
+  VerifyOptions o;
+  double lastDone = -1, total = 0;
+  int calls = 0;
+  o.witnessProgress = [&](double done, double tot, const std::string& at) {
+    EXPECT_GE(done, lastDone) << at;
+    EXPECT_LE(done, tot) << at;
+    EXPECT_TRUE(at.rfind("seq ", 0) == 0 || at.rfind("rank ", 0) == 0) << at;
+    lastDone = done;
+    total = tot;
+    ++calls;
+  };
+  auto rep = verify(c.seq, c.dist, c.rel, o);
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  ASSERT_EQ(rep->verdict, Verdict::Refuted) << rep->reason;
+  ASSERT_TRUE(rep->failure && rep->failure->witness);
+  EXPECT_GT(rep->failure->witness->worstOutput.maxRelErr, o.tolerance);
+  EXPECT_GT(calls, 0);
+  EXPECT_GT(total, 0);
+}
+
+TEST(Witness, LimitBelowTheEstimateIsInconclusiveWithTheReason) {
+  Case c = missingAllReduce();
+  VerifyOptions o;
+  o.witnessWorkLimit = 100;  // multiply-adds: far below the two matmuls of S alone
+  bool ran = false;
+  o.witnessProgress = [&](double, double, const std::string&) { ran = true; };
+  auto rep = verify(c.seq, c.dist, c.rel, o);
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  EXPECT_EQ(rep->verdict, Verdict::Inconclusive);
+  EXPECT_NE(rep->reason.find("witness skipped: about "), std::string::npos) << rep->reason;
+  EXPECT_NE(rep->reason.find("exceed the witness limit of 100 (--witness-limit)"), std::string::npos) << rep->reason;
+  ASSERT_TRUE(rep->failure.has_value());
+  EXPECT_FALSE(rep->failure->witness.has_value());
+  EXPECT_FALSE(ran);
+}
+
+TEST(Witness, WorkCountsOnlyTheConesThatRun) {
+  Case c = missingAllReduce();
+  WitnessPlan all{{"y"}, {{"y"}, {"y"}}};
+  WitnessPlan firstLayer{{"h"}, {{"h"}, {"h"}}};
+  WitnessWork a = estimateWork(c.seq, c.dist, all), h = estimateWork(c.seq, c.dist, firstLayer);
+  // S: h = x @ w1 is 8x32 outputs of 16 products; the whole MLP adds gelu
+  // (8x32) and y = g @ w2 (8x16 outputs of 32 products). D ranks hold halves.
+  EXPECT_EQ(h.seq, 8 * 32 * 16);
+  EXPECT_EQ(a.seq, 8 * 32 * 16 + 8 * 32 + 8 * 16 * 32);
+  ASSERT_EQ(h.dist.size(), 2u);
+  EXPECT_EQ(h.dist[0], 8 * 16 * 16);
+  EXPECT_EQ(a.dist[1], 8 * 16 * 16 + 8 * 16 + 8 * 16 * 16);
+  EXPECT_LT(h.total(), a.total());
+}
+
+}  // namespace
+}  // namespace sp::rewrite
