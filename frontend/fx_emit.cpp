@@ -195,6 +195,13 @@ Status Emitter::out(size_t k, OpKind o, std::vector<TRef> in, ir::AttrMap a) {
 Status Emitter::outValue(size_t k, const TRef& v) {
   SP_ASSIGN(TensorType t, outType(k));
   if (!(t == v.type)) return out(k, OpKind::Identity, {v});  // the builder reports the mismatch
+  // A value re-bound at another framework source line than the op that
+  // computed it (a clone or copy standing where a collective was, a clone in
+  // another module) keeps that line on an identity node: reports then name
+  // the last source line that wrote the value, not only the first.
+  if (const PendingOp* p = producer(v.name); p && !src.file.empty() && !p->loc.file.empty() &&
+                                              (p->loc.file != src.file || p->loc.line != src.line))
+    return out(k, OpKind::Identity, {v});
   env[outNames[k]] = v;
   outBound[k] = true;
   return okStatus();

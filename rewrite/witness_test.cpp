@@ -55,6 +55,9 @@ TEST(Witness, RefutesWithinTheLimitAndReportsProgress) {
   ASSERT_EQ(rep->verdict, Verdict::Refuted) << rep->reason;
   ASSERT_TRUE(rep->failure && rep->failure->witness);
   EXPECT_GT(rep->failure->witness->worstOutput.maxRelErr, o.tolerance);
+  // At the localized value the partial sums, summed over tp, are S's y:
+  // every rank's copy of a closest tensor was kept for that comparison.
+  EXPECT_LT(rep->failure->witness->atLocalized.maxRelErr, 1e-5) << rep->failure->message;
   EXPECT_GT(calls, 0);
   EXPECT_GT(total, 0);
 }

@@ -69,17 +69,20 @@ bool mayRebuild(const ir::TensorType& d, const ir::TensorType& s) {
 }
 
 // What the comparisons read: the localized S value and the unproven S
-// outputs; in D the closest tensors, the leaves of expected relations, and
-// the outputs that could rebuild an unproven S output.
+// outputs; in D the closest tensors and the leaves of expected relations
+// (on every rank that has them), and the outputs that could rebuild an
+// unproven S output.
 WitnessPlan planWitness(const ir::Graph& seq, const ir::Program& dist, const Failure& f,
                         const std::vector<std::string>& unproven,
                         const std::map<std::string, RelPtr>& expected) {
   WitnessPlan plan;
   plan.dist.resize(size_t(dist.worldSize()));
   if (seq.findValue(f.seqValue)) plan.seq.push_back(f.seqValue);
-  for (const auto& c : f.closestDist)
-    if (auto d = parseDistName(dist, c)) plan.dist[size_t(d->first)].push_back(d->second);
+  // A closest tensor is compared alone and summed or concatenated over its
+  // groups: every rank keeps its copy.
   std::set<std::string> leaves;
+  for (const auto& c : f.closestDist)
+    if (auto d = parseDistName(dist, c)) leaves.insert(d->second);
   std::vector<ir::TensorType> rebuilt;
   for (const auto& name : unproven) {
     plan.seq.push_back(name);
