@@ -1,6 +1,8 @@
 // Refuted or inconclusive: run the witness and compare where no relation
 // was proven.
 #include <cmath>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "rewrite/witness.h"
@@ -16,27 +18,6 @@ std::string fmt(double v) {
   return os.str();
 }
 
-// "r0:all_reduce at mappings.py:484 ...": the source lines of the D
-// tensors that came closest, where the distributed code differs (a value
-// re-bound by a clone or copy at another source line carries that line:
-// the fx importer keeps it on an identity node).
-std::string distSites(const ir::Program& dist, const std::vector<std::string>& closest) {
-  std::string out;
-  for (const auto& c : closest) {
-    auto colon = c.find(':');
-    if (c.size() < 2 || c[0] != 'r' || colon == std::string::npos) continue;
-    int64_t r = std::stoll(c.substr(1, colon - 1));
-    if (r < 0 || r >= dist.worldSize()) continue;
-    const ir::Graph& g = dist.rank(r);
-    auto v = g.findValue(c.substr(colon + 1));
-    if (!v || g.value(*v).producer < 0) continue;
-    const ir::SourceLoc& loc = g.node(g.value(*v).producer).loc;
-    if (loc.empty()) continue;
-    out += (out.empty() ? "" : ", ") + c + " at " + loc.str();
-  }
-  return out;
-}
-
 // Parses "r<rank>:<name>"; nullopt when malformed or out of range.
 std::optional<std::pair<int64_t, std::string>> parseDistName(const ir::Program& dist, const std::string& c) {
   auto colon = c.find(':');
@@ -48,6 +29,25 @@ std::optional<std::pair<int64_t, std::string>> parseDistName(const ir::Program& 
     if (r >= dist.worldSize()) return std::nullopt;
   }
   return std::make_pair(r, c.substr(colon + 1));
+}
+
+// "r0:all_reduce at mappings.py:484 ...": the source lines of the D
+// tensors that came closest, where the distributed code differs (a value
+// re-bound by a clone or copy at another source line carries that line:
+// the fx importer keeps it on an identity node).
+std::string distSites(const ir::Program& dist, const std::vector<std::string>& closest) {
+  std::string out;
+  for (const auto& c : closest) {
+    auto d = parseDistName(dist, c);
+    if (!d) continue;
+    const ir::Graph& g = dist.rank(d->first);
+    auto v = g.findValue(d->second);
+    if (!v || g.value(*v).producer < 0) continue;
+    const ir::SourceLoc& loc = g.node(g.value(*v).producer).loc;
+    if (loc.empty()) continue;
+    out += (out.empty() ? "" : ", ") + c + " at " + loc.str();
+  }
+  return out;
 }
 
 void distLeaves(const Rel& r, std::set<std::string>& out) {
