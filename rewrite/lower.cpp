@@ -319,8 +319,14 @@ void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& see
       if (!visited.insert({leaf.first, n}).second) continue;
       const ir::Node& node = g.node(n);
       for (ir::ValueId in : node.inputs) addFacts(e, m, {leaf.first, in}, factsDone);
+      // Layout ops and collectives move data without computing: passing
+      // through them costs no hop (DESIGN.md).
+      ir::OpCategory cat = ir::opInfo(node.op).category;
+      int next = cat == ir::OpCategory::Layout || cat == ir::OpCategory::Collective || node.op == ir::OpKind::Identity
+                     ? depth
+                     : depth + 1;
       for (const auto& out : addDistNode(e, m, leaf.first, n))
-        if (queued.insert(out).second) q.emplace_back(out, depth + 1);
+        if (queued.insert(out).second) q.emplace_back(out, next);
     }
   }
   // Facts of every leaf the equations brought in (other members' inputs).

@@ -169,6 +169,73 @@ std::optional<std::vector<std::optional<SeqRel>>> transferMemo(const MemoEntry& 
   return outs;
 }
 
+// An S value with no clean relation yet. DESIGN.md asks clean relations of
+// the outputs only; an intermediate value may stand for its own S op over
+// its inputs' relations (recomputed from D: exact by definition), so a
+// chain such as a vocab-parallel target pick (index arithmetic on
+// replicated ids, a flattened row pick, then the mask) can reach the S op
+// whose value D does hold. The chain is bounded (float S ops count; index
+// and mask arithmetic and constants are recomputed freely), and when it
+// ends without a clean relation the failure is the one of its origin: the
+// first S op of the chain (not a constant) that had none, localized as
+// without deferral.
+struct Pending {
+  std::optional<ir::NodeId> origin;
+  Failure failure;
+  std::string reason;  // the origin's budget reason, if any
+  int floatOps = 0;    // float S ops of the chain
+  int ops = 0;         // all S ops of the chain
+};
+constexpr int kMaxPendingFloatOps = 4;
+constexpr int kMaxPendingOps = 48;
+
+// The pending chain with the earliest origin that is still open at S op
+// `at`: some value of it has a needed consumer not yet walked (or `at`).
+// A chain whose values were all consumed by ops with clean relations was
+// resolved and is not blamed.
+const Pending* firstOpenChain(const ir::Graph& seq, const std::map<ir::ValueId, Pending>& pending,
+                              const std::vector<bool>& neededNode, size_t at) {
+  const Pending* best = nullptr;
+  for (const auto& [v, p] : pending) {
+    if (!p.origin || (best && *best->origin <= *p.origin)) continue;
+    for (ir::NodeId u : seq.users(v))
+      if (size_t(u) >= at && neededNode[size_t(u)]) {
+        best = &p;
+        break;
+      }
+  }
+  return best;
+}
+
+// Masks and indices are recomputed freely: D's integer and boolean
+// tensors in the e-graph get the ops that compute them (a few levels up),
+// so a rank's shard mask or(lt(t, s), ge(t, e)) is visible as such, not
+// only as an opaque leaf that exploration reached from its consumer.
+void addIndexProducers(Engine& eng, const DistModel& model, const ir::Program& dist) {
+  constexpr int kLevels = 3;
+  std::set<std::pair<int64_t, ir::NodeId>> added;
+  for (int level = 0; level < kLevels; ++level) {
+    std::vector<std::pair<int64_t, ir::NodeId>> todo;
+    for (ClassId c : eng.graph().canonicalClasses()) {
+      ir::DType dt = eng.graph().type(c).dtype;
+      if (ir::isFloat(dt)) continue;
+      for (const DistLeaf& l : eng.distLeaves(c)) {
+        const ir::Graph& g = dist.rank(l.first);
+        ir::NodeId n = g.value(l.second).producer;
+        if (n < 0) continue;
+        ir::OpCategory cat = ir::opInfo(g.node(n).op).category;
+        if (cat == ir::OpCategory::Collective || cat == ir::OpCategory::Random) continue;
+        if (added.insert({l.first, n}).second) todo.emplace_back(l.first, n);
+      }
+    }
+    if (todo.empty()) break;
+    std::set<DistLeaf> factsDone;
+    for (auto [r, n] : todo)
+      for (ir::ValueId in : dist.rank(r).node(n).inputs) addFacts(eng, model, {r, in}, factsDone);
+    for (auto [r, n] : todo) addDistNode(eng, model, r, n);
+  }
+}
+
 // D tensors proven equal in one S op's engine (a value replicated on several
 // ranks: input facts and congruence) stay equal: later engines start with
 // them merged and explore from every copy, so a rank's copy of a replicated
@@ -289,6 +356,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
   EngineStats es;
   std::unordered_map<std::string, MemoEntry> memo;
   std::map<ir::ValueId, SeqRel> known;
+  std::map<ir::ValueId, Pending> pending;
   DistEqualities sameDist;
   for (const auto& [name, sr] : inv.seq) known[*seq.findValue(name)] = sr;
   std::map<std::string, OutputResult> done;
@@ -318,9 +386,18 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
     }
     std::vector<const SeqRel*> ins;
     std::string missingInput;
+    const Pending* firstPending = nullptr;  // the earliest origin among pending inputs
+    int pendingFloat = 0, pendingOps = 0;
     for (ir::ValueId in : node.inputs) {
       auto it = known.find(in);
       ins.push_back(it == known.end() ? nullptr : &it->second);
+      if (auto p = pending.find(in); p != pending.end()) {
+        pendingFloat = std::max(pendingFloat, p->second.floatOps);
+        pendingOps = std::max(pendingOps, p->second.ops);
+        if (!firstPending || (p->second.origin && (!firstPending->origin || *p->second.origin < *firstPending->origin)))
+          firstPending = &p->second;
+        continue;
+      }
       if (it == known.end() && missingInput.empty()) {
         const std::string& n = seq.value(in).name;
         missingInput = "S input '" + n + "' has no relation to D inputs: " +
@@ -335,28 +412,51 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
     std::vector<ClassId> kids;
     std::vector<DistLeaf> seeds;
     bool bad = false;
-    for (const SeqRel* sr : ins) {
-      auto c = eng.addRel(*sr->best);
-      if (!c.ok()) return c.error();
-      for (const auto& a : sr->alts)
-        if (auto ca = eng.addRel(*a); ca.ok()) eng.mergeChecked(*c, *ca);
-      ir::ValueId in = node.inputs[kids.size()];
-      if (!(eng.graph().type(*c) == seq.value(in).type))
-        return makeError("relation-shape-mismatch", "S value '" + seq.value(in).name + "' has type " +
-                                                        seq.value(in).type.str() + " but its relation " + str(*sr->best) +
-                                                        " has " + eng.graph().type(*c).str());
-      collectLeaves(*sr->best, dist, seeds);
-      for (const auto& a : sr->alts) collectLeaves(*a, dist, seeds);
-      // An S constant input is, by definition, also its constant node: op
-      // rules that read constant operands (x / c as a scale) then see it.
-      if (const ir::Value& iv = seq.value(in); iv.kind == ir::ValueKind::NodeOutput &&
-                                                seq.node(iv.producer).op == ir::OpKind::Constant)
+    // The class of an S value: its clean relation, or (pending) its S op
+    // over its inputs' classes.
+    std::map<ir::ValueId, ClassId> built;
+    std::function<Result<ClassId>(ir::ValueId)> classOf = [&](ir::ValueId in) -> Result<ClassId> {
+      if (auto b = built.find(in); b != built.end()) return b->second;
+      const ir::Value& iv = seq.value(in);
+      ClassId c;
+      if (auto k = known.find(in); k != known.end()) {
+        const SeqRel* sr = &k->second;
+        SP_ASSIGN(c, eng.addRel(*sr->best));
+        for (const auto& a : sr->alts)
+          if (auto ca = eng.addRel(*a); ca.ok()) eng.mergeChecked(c, *ca);
+        if (!(eng.graph().type(c) == iv.type))
+          return makeError("relation-shape-mismatch", "S value '" + iv.name + "' has type " + iv.type.str() +
+                                                          " but its relation " + str(*sr->best) + " has " +
+                                                          eng.graph().type(c).str());
+        collectLeaves(*sr->best, dist, seeds);
+        for (const auto& a : sr->alts) collectLeaves(*a, dist, seeds);
+      } else {
+        const ir::Node& pn = seq.node(iv.producer);
+        std::vector<ClassId> pk;
+        for (ir::ValueId pin : pn.inputs) {
+          SP_ASSIGN(ClassId x, classOf(pin));
+          pk.push_back(x);
+        }
+        int outIndex = int(std::find(pn.outputs.begin(), pn.outputs.end(), in) - pn.outputs.begin());
+        auto n = eng.irNode(pn.op, pn.attrs, pk, outIndex, iv.type);
+        if (!n) return makeError("internal", "S value '" + iv.name + "': its type disagrees with its inputs' relations");
+        c = *n;
+      }
+      // An S constant is, by definition, also its constant node: op rules
+      // that read constant operands (x / c as a scale) then see it.
+      if (iv.kind == ir::ValueKind::NodeOutput && seq.node(iv.producer).op == ir::OpKind::Constant)
         if (auto k = eng.irNode(ir::OpKind::Constant, seq.node(iv.producer).attrs, {}, 0, iv.type))
-          eng.mergeChecked(*c, *k);
-      kids.push_back(*c);
+          eng.mergeChecked(c, *k);
+      built[in] = c;
+      return c;
+    };
+    for (ir::ValueId in : node.inputs) {
+      SP_ASSIGN(ClassId c, classOf(in));
+      kids.push_back(c);
     }
     sameDist.apply(eng, seeds);
     exploreDist(eng, model, seeds, opts.exploreHops);
+    addIndexProducers(eng, model, dist);
     if (node.op == ir::OpKind::Constant || node.op == ir::OpKind::Range)
       for (const auto& [r, n] : model.sources)
         if (dist.rank(r).node(n).op == node.op &&
@@ -445,7 +545,32 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
         std::sort(cands.begin(), cands.end());
         cands.erase(std::unique(cands.begin(), cands.end()), cands.end());
         for (size_t i = 0; i < cands.size() && f.closestDist.size() < 6; ++i) f.closestDist.push_back(cands[i].second);
-        rep.failure = f;
+        // Defer (Pending) while the chain is short and this is no checked
+        // output; otherwise fail where the earliest open chain began.
+        bool isFloatOp = ir::isFloat(seq.value(node.outputs[k]).type.dtype) && node.op != ir::OpKind::Constant &&
+                         node.op != ir::OpKind::Range;
+        bool inherited = firstPending && firstPending->origin;
+        Pending pend;
+        pend.origin = inherited ? firstPending->origin
+                      : node.op != ir::OpKind::Constant ? std::optional<ir::NodeId>(ir::NodeId(ni))
+                                                        : std::nullopt;
+        pend.failure = inherited ? firstPending->failure : f;
+        pend.reason = inherited ? firstPending->reason : rep.reason;
+        pend.floatOps = pendingFloat + (isFloatOp ? 1 : 0);
+        pend.ops = pendingOps + 1;
+        if (!isWanted(n) && !expCls.count(k) && pend.floatOps <= kMaxPendingFloatOps && pend.ops <= kMaxPendingOps) {
+          rep.reason.clear();
+          pending[node.outputs[k]] = std::move(pend);
+          continue;
+        }
+        const Pending* open = firstOpenChain(seq, pending, neededNode, ni);
+        if (open && (!pend.origin || *open->origin < *pend.origin)) pend = *open;
+        if (pend.origin) {
+          rep.failure = pend.failure;
+          rep.reason = pend.reason;
+        } else {
+          rep.failure = f;
+        }
         break;
       }
       SeqRel sr;
@@ -481,8 +606,9 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
             rep.failure->closestDist.push_back("r" + std::to_string(l.first) + ":" + dist.rank(l.first).value(l.second).name);
       }
     }
-    if (!memoKey.empty() && !rep.failure) {
-      MemoEntry entry{memoLeaves, {}};
+    if (!memoKey.empty() && !rep.failure &&
+        std::none_of(node.outputs.begin(), node.outputs.end(), [&](ir::ValueId o) { return pending.count(o) > 0; })) {
+      MemoEntry entry{memoLeaves, {}, {}};
       for (size_t k = 0; k < node.outputs.size(); ++k)
         entry.outs.push_back(dead(k) ? std::nullopt : std::optional<SeqRel>(known.at(node.outputs[k])));
       std::map<std::vector<int64_t>, size_t> pos;

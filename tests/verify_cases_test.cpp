@@ -262,6 +262,7 @@ TEST(VerifyCorpus, FixedMatchesBuggyDiverges) {
 
 // Fixed programs the verifier proves today (the others are inconclusive).
 const std::set<std::string> kFixedVerified = {
+    "all-to-all-not-inverse",
     "allreduce-vs-allgather",
     "bias-added-every-rank",
     "collective-rank-order",
@@ -270,12 +271,14 @@ const std::set<std::string> kFixedVerified = {
     "dropout-same-stream-across-tp",
     "dp-grad-allreduce-avg",
     "dropout-streams",
+    "ep-moe-all-to-all",
     "fused-qkv-block-split",
     "gqa-attention",
     "gqa-tp-gt-kv-heads",
     "llama-attention-rope-gqa",
     "grad-norm-one-shard",
     "loss-scale-group-mismatch",
+    "megatron-vocab-ce-flattened",
     "missing-allreduce-row-parallel",
     "pp-crossed-transfers",
     "pp-send-wrong-stage",
@@ -332,7 +335,6 @@ const std::set<std::string> kBugRefuted = {
 // Refuted twins localized to another S value than case.txt's `localize`
 // (printed with both values; every other refuted twin must agree).
 const std::set<std::string> kLocalizeDiffers = {
-    "all-to-all-not-inverse",
     "bias-added-every-rank",
     "grad-accum-mean-of-means",
 };
@@ -379,10 +381,10 @@ Result<rewrite::VerifyReport> distSelfRefinement(const ir::Program& d) {
 }
 
 // Programs whose self-refinement is not proven yet, with the reason; exact,
-// like the sets below. grad-accum-mean-of-means/bug.sp averages with
-// all_reduce avg, whose flattened form divides by a constant that the
-// program itself has nowhere, and an S constant needs a D counterpart.
-const std::set<std::string> kDistSelfInconclusive = {"grad-accum-mean-of-means/bug.sp"};
+// like the sets below. Empty: grad-accum-mean-of-means/bug.sp, whose
+// flattened all_reduce avg divides by a constant the program has nowhere,
+// is proven since S constants without a D counterpart are recomputed.
+const std::set<std::string> kDistSelfInconclusive = {};
 
 void expectDistSelfRefinement(const std::string& id, const char* file, const ir::Program& d) {
   auto r = distSelfRefinement(d);
