@@ -38,11 +38,7 @@ struct WitnessRun {
   std::vector<ir::Tensor> seq;                  // by S value id
   std::vector<ir::TensorMap> dist;              // per rank, by name
 };
-// Estimated multiply-adds of running S and D once (symbols at the
-// interpreter's default value).
-double estimateWork(const ir::Graph& seq, const ir::Program& dist);
-Result<WitnessRun> runWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
-                              uint64_t seed);
+// Running it and estimating its work: rewrite/witness.h.
 ErrorStat compareTensors(const ir::Tensor& got, const ir::Tensor& want);
 // The natural ways to rebuild S value `want` from D tensors `names` (same
 // shape on a rank, sum or concat over a group, a chunk of a gathered

@@ -177,10 +177,11 @@ std::optional<std::vector<std::optional<SeqRel>>> transferMemo(const MemoEntry& 
 // whose value D does hold. The chain is bounded (float S ops count; index
 // and mask arithmetic and constants are recomputed freely), and when it
 // ends without a clean relation the failure is the one of its origin: the
-// first S op of the chain (not a constant) that had none, localized as
-// without deferral.
+// first S op of the chain (not a constant) that had none and computes
+// float data, else the first one; localized as without deferral.
 struct Pending {
   std::optional<ir::NodeId> origin;
+  bool floatOrigin = false;  // the origin computes float data
   Failure failure;
   std::string reason;  // the origin's budget reason, if any
   int floatOps = 0;    // float S ops of the chain
@@ -189,7 +190,15 @@ struct Pending {
 constexpr int kMaxPendingFloatOps = 4;
 constexpr int kMaxPendingOps = 48;
 
-// The pending chain with the earliest origin that is still open at S op
+// Which of two chains a failure names: one whose origin computes float
+// data (where a wrong collective shows) before one of index arithmetic,
+// then the earlier origin.
+bool blamedBefore(const Pending& a, const Pending& b) {
+  if (a.floatOrigin != b.floatOrigin) return a.floatOrigin;
+  return *a.origin < *b.origin;
+}
+
+// The pending chain blamed first (blamedBefore) that is still open at S op
 // `at`: some value of it has a needed consumer not yet walked (or `at`).
 // A chain whose values were all consumed by ops with clean relations was
 // resolved and is not blamed.
@@ -197,7 +206,7 @@ const Pending* firstOpenChain(const ir::Graph& seq, const std::map<ir::ValueId, 
                               const std::vector<bool>& neededNode, size_t at) {
   const Pending* best = nullptr;
   for (const auto& [v, p] : pending) {
-    if (!p.origin || (best && *best->origin <= *p.origin)) continue;
+    if (!p.origin || (best && !blamedBefore(p, *best))) continue;
     for (ir::NodeId u : seq.users(v))
       if (size_t(u) >= at && neededNode[size_t(u)]) {
         best = &p;
@@ -394,8 +403,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
       if (auto p = pending.find(in); p != pending.end()) {
         pendingFloat = std::max(pendingFloat, p->second.floatOps);
         pendingOps = std::max(pendingOps, p->second.ops);
-        if (!firstPending || (p->second.origin && (!firstPending->origin || *p->second.origin < *firstPending->origin)))
-          firstPending = &p->second;
+        if (p->second.origin && (!firstPending || blamedBefore(p->second, *firstPending))) firstPending = &p->second;
         continue;
       }
       if (it == known.end() && missingInput.empty()) {
@@ -547,15 +555,17 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
         for (size_t i = 0; i < cands.size() && f.closestDist.size() < 6; ++i) f.closestDist.push_back(cands[i].second);
         // Defer (Pending) while the chain is short and this is no checked
         // output; otherwise fail where the earliest open chain began.
-        bool isFloatOp = ir::isFloat(seq.value(node.outputs[k]).type.dtype) && node.op != ir::OpKind::Constant &&
-                         node.op != ir::OpKind::Range;
-        bool inherited = firstPending && firstPending->origin;
+        bool isFloatVal = ir::isFloat(seq.value(node.outputs[k]).type.dtype) && node.op != ir::OpKind::Constant;
+        bool isFloatOp = isFloatVal && node.op != ir::OpKind::Range;
         Pending pend;
-        pend.origin = inherited ? firstPending->origin
-                      : node.op != ir::OpKind::Constant ? std::optional<ir::NodeId>(ir::NodeId(ni))
-                                                        : std::nullopt;
-        pend.failure = inherited ? firstPending->failure : f;
-        pend.reason = inherited ? firstPending->reason : rep.reason;
+        if (firstPending && firstPending->origin && (firstPending->floatOrigin || !isFloatVal)) {
+          pend = *firstPending;  // the chain's origin, failure and reason
+        } else if (node.op != ir::OpKind::Constant) {
+          pend.origin = ir::NodeId(ni);
+          pend.floatOrigin = isFloatVal;
+          pend.failure = f;
+          pend.reason = rep.reason;
+        }
         pend.floatOps = pendingFloat + (isFloatOp ? 1 : 0);
         pend.ops = pendingOps + 1;
         if (!isWanted(n) && !expCls.count(k) && pend.floatOps <= kMaxPendingFloatOps && pend.ops <= kMaxPendingOps) {
@@ -564,7 +574,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
           continue;
         }
         const Pending* open = firstOpenChain(seq, pending, neededNode, ni);
-        if (open && (!pend.origin || *open->origin < *pend.origin)) pend = *open;
+        if (open && (!pend.origin || blamedBefore(*open, pend))) pend = *open;
         if (pend.origin) {
           rep.failure = pend.failure;
           rep.reason = pend.reason;
