@@ -80,8 +80,14 @@ struct RuleMatcher {
         case PatAttr::Kind::Int: m[a.name] = a.i; break;
         case PatAttr::Kind::Float: m[a.name] = a.f; break;
         case PatAttr::Kind::Ints: m[a.name] = a.ints; break;
-        case PatAttr::Kind::Str: m[a.name] = a.text; break;
-        case PatAttr::Kind::Var: case PatAttr::Kind::Expr: break;
+        case PatAttr::Kind::Str: {  // a dtype attribute (cast's to) is written as its name
+          const ir::AttrSpec* s = p.op == PatOp::Ir ? ir::opInfo(p.irOp).attr(a.name) : nullptr;
+          auto dt = s && s->kind == ir::AttrKind::Type ? ir::parseDType(a.text) : std::nullopt;
+          if (dt) m[a.name] = *dt;
+          else m[a.name] = a.text;
+          break;
+        }
+        case PatAttr::Kind::Var: case PatAttr::Kind::Expr: case PatAttr::Kind::Recip: break;
       }
     }
     return m;
@@ -398,6 +404,14 @@ struct RuleMatcher {
       case PatOp::Slice: return e.slice(kids[0], p.attr("dim")->i, intAttr("start"), intAttr("end"));
       case PatOp::Scale: {
         const PatAttr* a = p.attr("factor");
+        if (a->kind == PatAttr::Kind::Recip) {
+          // 1/n for a concrete n >= 1 whose reciprocal is exact in double (a
+          // power of two): factors stay the reals the proofs use.
+          std::vector<smt::Term> assume;
+          auto v = term(*a->expr, b, nullptr, assume);
+          if (!v || !v->c || *v->c < 1 || !std::has_single_bit(uint64_t(*v->c))) return std::nullopt;
+          return e.scale(kids[0], 1.0 / double(*v->c));
+        }
         double f = a->kind == PatAttr::Kind::Var ? std::bit_cast<double>(b.i.at(a->text))
                  : a->kind == PatAttr::Kind::Float ? a->f : double(a->i);
         return e.scale(kids[0], f);

@@ -31,14 +31,17 @@ struct CondTerm {
 struct PatAttr {
   // Expr: an integer term over the left side's variables and sizes (right
   // side slice bounds only), e.g. ?s - size(?a, -1).
-  enum class Kind : uint8_t { Int, Float, Ints, Str, Var, Expr };
+  // Recip: the reciprocal of such a term (right side scale factors only,
+  // written factor=1/TERM), e.g. 1/(size(?a, 0) + size(?b, 0)): a mean's
+  // divisor computed from sizes.
+  enum class Kind : uint8_t { Int, Float, Ints, Str, Var, Expr, Recip };
   std::string name;
   Kind kind = Kind::Int;
   int64_t i = 0;
   double f = 0;
   std::vector<int64_t> ints;
   std::string text;  // Str value or Var name
-  std::shared_ptr<const CondTerm> expr;  // Expr
+  std::shared_ptr<const CondTerm> expr;  // Expr, Recip
 };
 
 struct Pattern;

@@ -127,6 +127,11 @@ Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalO
     case PatOp::Scale: {
       const PatAttr* a = p.attr("factor");
       double f = a->kind == PatAttr::Kind::Var ? in.reals.at(a->text) : a->f;
+      if (a->kind == PatAttr::Kind::Recip) {  // 1/TERM
+        auto n = condValue(*a->expr, in);
+        if (!n || *n == 0) return makeError("bad-factor", "scale factor 1/" + a->expr->str() + " is undefined");
+        f = 1.0 / double(*n);
+      }
       return one(OpKind::Mul, {}, {xs[0], ir::Tensor::scalar(xs[0].dtype(), f)});
     }
     case PatOp::Permute: return one(OpKind::Transpose, {{"perm", p.attr("perm")->ints}}, xs);
@@ -185,9 +190,16 @@ Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalO
           }
           case PatAttr::Kind::Float: attrs[a.name] = a.f; break;
           case PatAttr::Kind::Ints: attrs[a.name] = a.ints; break;
-          case PatAttr::Kind::Str: attrs[a.name] = a.text; break;
+          case PatAttr::Kind::Str: {  // a dtype attribute (cast's to) is written as its name
+            const ir::AttrSpec* s = ir::opInfo(p.irOp).attr(a.name);
+            auto dt = s && s->kind == ir::AttrKind::Type ? ir::parseDType(a.text) : std::nullopt;
+            if (dt) attrs[a.name] = *dt;
+            else attrs[a.name] = a.text;
+            break;
+          }
           case PatAttr::Kind::Var: attrs[a.name] = in.ints.at(a.text); break;
           case PatAttr::Kind::Expr: attrs[a.name] = condValue(*a.expr, in).value_or(-1); break;
+          case PatAttr::Kind::Recip: break;  // scale factors only
         }
       }
       return one(p.irOp, attrs, xs);

@@ -35,6 +35,7 @@ static std::string attrStr(const PatAttr& a) {
     case PatAttr::Kind::Str: return a.text;
     case PatAttr::Kind::Var: return "?" + a.text;
     case PatAttr::Kind::Expr: return a.expr->str();
+    case PatAttr::Kind::Recip: return "1/(" + a.expr->str() + ")";
   }
   return "?";
 }
@@ -222,13 +223,23 @@ struct LemmaParser {
             case ir::AttrKind::Float: want = PatAttr::Kind::Float; break;
             case ir::AttrKind::Ints: want = PatAttr::Kind::Ints; break;
             case ir::AttrKind::String: want = PatAttr::Kind::Str; break;
+            case ir::AttrKind::Type: want = PatAttr::Kind::Str; break;  // a dtype name (cast's to=f32)
             default: return c.errorAt(n, "attribute '" + n.text + "' of " + t.text + " cannot be written in a lemma");
           }
         }
         if (!known) return c.errorAt(n, "op '" + t.text + "' has no attribute '" + n.text + "'");
         if (p->attr(n.text)) return c.errorAt(n, "attribute '" + n.text + "' given twice");
         PatAttr a;
-        if (!onLhs && rel && rel->op == PatOp::Slice && n.text != "dim" &&
+        if (!onLhs && rel && rel->op == PatOp::Scale && c.peek().kind == Token::Kind::Int && c.peek().intValue == 1 &&
+            c.isPunct("/", 1)) {
+          // Right side scale factor 1/TERM: the reciprocal of an integer term.
+          c.next();
+          c.next();
+          SP_ASSIGN(CondTerm term, condAtom());
+          a.name = n.text;
+          a.kind = PatAttr::Kind::Recip;
+          a.expr = std::make_shared<CondTerm>(term);
+        } else if (!onLhs && rel && rel->op == PatOp::Slice && n.text != "dim" &&
             (c.peek().kind == Token::Kind::Var || c.isIdent("size") || c.isPunct("("))) {
           // Right side slice bounds: an integer term of bound variables and sizes.
           SP_ASSIGN(CondTerm term, condTerm());
@@ -237,8 +248,11 @@ struct LemmaParser {
           else { a.kind = PatAttr::Kind::Expr; a.expr = std::make_shared<CondTerm>(term); }
         } else {
           SP_ASSIGN(a, attrValue(n.text, want, n));
+          if (const ir::AttrSpec* s = rel ? nullptr : info->attr(n.text);
+              s && s->kind == ir::AttrKind::Type && !ir::parseDType(a.text))
+            return c.errorAt(n, "attribute '" + n.text + "' of " + t.text + " must be a dtype, not '" + a.text + "'");
         }
-        if ((a.kind == PatAttr::Kind::Var || a.kind == PatAttr::Kind::Expr) && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale || rel->op == PatOp::SplitLast || rel->op == PatOp::MergeLast || rel->op == PatOp::MergeDims || rel->op == PatOp::SplitDims || rel->op == PatOp::Const) && n.text != "dim"))
+        if ((a.kind == PatAttr::Kind::Var || a.kind == PatAttr::Kind::Expr || a.kind == PatAttr::Kind::Recip) && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale || rel->op == PatOp::SplitLast || rel->op == PatOp::MergeLast || rel->op == PatOp::MergeDims || rel->op == PatOp::SplitDims || rel->op == PatOp::Const) && n.text != "dim"))
           return c.errorAt(n, "attribute '" + n.text + "' must be a literal");
         p->attrs.push_back(a);
       } else {

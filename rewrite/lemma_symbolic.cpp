@@ -83,6 +83,13 @@ Result<SymTensor> Builder::build(const Pattern& p) {
       const PatAttr* a = p.attr("factor");
       Term f = a->kind == PatAttr::Kind::Var ? z.realVar(a->text) : z.realVal(a->f);
       SymTensor out = xs[0], x = xs[0];
+      if (a->kind == PatAttr::Kind::Recip) {  // factor 1/n: x / n, n must be positive (a goal on the right side)
+        SP_ASSIGN(Term n, condTerm(*this, *a->expr));
+        wf->push_back(z.gt(n, i(0)));
+        Term nr = z.toReal(n);
+        out.at = [zc, x, nr](const std::vector<Term>& idx) { return zc->realDiv(x.at(idx), nr); };
+        return out;
+      }
       out.at = [x, f](const std::vector<Term>& idx) { return f * x.at(idx); };
       return out;
     }
@@ -179,6 +186,28 @@ Result<SymTensor> Builder::build(const Pattern& p) {
     case PatOp::Var: break;
   }
   return makeError("internal", "unreachable");
+}
+
+bool mentions(smt::Context& z, const Term& t, const Term& var) {
+  std::string s = z.str(t), v = z.str(var);
+  auto sep = [](char c) { return c == ' ' || c == '(' || c == ')' || c == '\n' || c == '\t' || c == '|'; };
+  for (size_t p = s.find(v); p != std::string::npos; p = s.find(v, p + 1))
+    if ((p == 0 || sep(s[p - 1])) && (p + v.size() == s.size() || sep(s[p + v.size()]))) return true;
+  return false;
+}
+
+void foldReads(smt::Context& z, std::vector<Term>* sink, size_t from, const std::vector<std::pair<Term, Term>>& binders) {
+  if (!sink) return;
+  for (size_t k = from; k < sink->size(); ++k) {
+    Term orig = (*sink)[k], c = orig;
+    for (const auto& [var, n] : binders) {  // innermost first; mentions decided on the read itself
+      if (!mentions(z, orig, var)) continue;
+      Term all = z.fold(smt::FoldOp::Min, var, z.intVal(0), n,
+                        z.ite(c, z.realVal(int64_t(1), 1), z.realVal(int64_t(0), 1)));
+      c = z.ge(all, z.realVal(int64_t(1), 1));
+    }
+    (*sink)[k] = c;
+  }
 }
 
 Result<Term> condTerm(Builder& b, const CondTerm& t) {

@@ -39,10 +39,25 @@ struct Broadcast {
     std::vector<Term> j;
     size_t off = idx.size() - xs.size();
     for (size_t k = 0; k < xs.size(); ++k)
-      j.push_back(direct[k] ? idx[k + off] : z.ite(xs[k] == z.intVal(1), z.intVal(0), idx[k + off]));
+      j.push_back(direct[k]             ? idx[k + off]
+                  : isOne(z, xs[k])     ? z.intVal(0)
+                                        : z.ite(xs[k] == z.intVal(1), z.intVal(0), idx[k + off]));
     return j;
   }
+  // The literal 1 (a size that broadcasts for certain).
+  static bool isOne(smt::Context& z, const Term& t) { return z.str(t) == "1"; }
 };
+
+// Whether `t` mentions the variable `var` (a fold's bound variable) outside
+// fold placeholders: a whole-token search of the printed term.
+bool mentions(smt::Context& z, const Term& t, const Term& var);
+
+// Gather reads under a fold (docs/lemmas.md). The reads recorded in `sink`
+// from position `from` on that mention a bound variable `var` of a fold
+// over [0, n) become "the read is defined on the whole range":
+// fold_min_{var in [0, n)} ite(read, 1, 0) >= 1 (sizes are >= 1). `binders`
+// are (var, n), innermost first. Reads mentioning none stay as they are.
+void foldReads(smt::Context& z, std::vector<Term>* sink, size_t from, const std::vector<std::pair<Term, Term>>& binders);
 
 struct Builder {
   smt::Context& z;
@@ -124,6 +139,9 @@ struct Builder {
       size_t ka = d - (r - a.size()), kb = d - (r - b.size());
       Term x = a[ka], y = b[kb];
       if (provablyEqual(x, y)) { out.shape.push_back(x); continue; }
+      // A literal 1 broadcasts to the other size, whatever it is.
+      if (Broadcast::isOne(z, y)) { out.shape.push_back(x); out.directB[kb] = false; continue; }
+      if (Broadcast::isOne(z, x)) { out.shape.push_back(y); out.directA[ka] = false; continue; }
       out.wf.push_back(z.or_({x == y, x == one, y == one}));
       out.shape.push_back(z.ite(x == one, y, x));
       out.directA[ka] = out.directB[kb] = false;

@@ -173,6 +173,59 @@ Result<SymTensor> gatherElements(Builder& b, const Pattern& p, const SymTensor& 
   return out;
 }
 
+// cross_entropy(x, t) for logits [N, C] and targets [N] without class
+// weights, as the interpreter computes it: row b's loss is
+// log(sum_j exp(x[b, j] - m_b)) + m_b - x[b, t_b] with m_b = max_j x[b, j]
+// (the same reals as log(sum_j exp(x[b, j])) - x[b, t_b]); reduction mean
+// (the default) averages the rows, sum adds them, none keeps them. The
+// target is read like a gather index: defined where it is an integer in
+// [0, C) (and not a nonnegative ignore_index), so ignored rows (the default
+// ignore_index -100) are outside the modelled domain, as negative gather
+// indices are; under the row fold the reads become one fact for all rows.
+Result<SymTensor> crossEntropy(Builder& b, const Pattern& p, std::vector<SymTensor>& xs) {
+  if (xs.size() != 2) return makeError("unsupported-op", "cross_entropy with class weights has no smt meaning");
+  SymTensor x = b.asReal(xs[0]), t = xs[1];
+  if (!t.isInt) t = b.asReal(t);
+  if (x.shape.size() < 2) return makeError("rank-too-small", "cross_entropy needs logits of rank >= 2");
+  if (x.shape.size() != 2) return makeError("unsupported-op", "cross_entropy proofs need rank-2 logits [N, C]");
+  if (t.shape.size() != 1) return makeError("rank-mismatch", "cross_entropy: targets of rank-2 logits have rank 1");
+  b.wf->push_back(t.shape[0] == x.shape[0]);
+  const PatAttr* ra = p.attr("reduction");
+  std::string red = ra ? ra->text : "mean";
+  if (red != "mean" && red != "sum" && red != "none") return makeError("bad-attr", "cross_entropy: reduction " + red);
+  const PatAttr* ia = p.attr("ignore_index");
+  int64_t ignore = ia ? ia->i : -100;
+  smt::Context* zc = &b.z;
+  std::vector<Term>* sink = b.reads;
+  Builder* bp = &b;
+  Term n = x.shape[0], c = x.shape[1];
+  auto row = [zc, bp, sink, x, t, c, ignore](Term r) {
+    Term j1 = zc->freshInt("c"), j2 = zc->freshInt("c");
+    Term m = zc->fold(smt::FoldOp::Max, j1, zc->intVal(0), c, x.at({r, j1}));
+    Term s = zc->fold(smt::FoldOp::Sum, j2, zc->intVal(0), c, bp->uf1("exp", x.at({r, j2}) - m));
+    Term tv = t.at({r});
+    Term pos = readAt(*zc, sink, tv, c);
+    if (ignore >= 0 && sink)
+      sink->push_back(zc->ne(tv, zc->sort(tv) == smt::Sort::Int ? zc->intVal(ignore) : zc->realVal(ignore, 1)));
+    return zc->neg(x.at({r, pos}) - m - bp->uf1("log", s));
+  };
+  SymTensor out;
+  if (red == "none") {
+    out.shape = {n};
+    out.at = [row](const std::vector<Term>& i) { return row(i[0]); };
+    return out;
+  }
+  bool mean = red == "mean";
+  out.at = [zc, sink, row, n, mean](const std::vector<Term>&) {
+    Term r = zc->freshInt("b");
+    size_t before = sink ? sink->size() : 0;
+    Term v = zc->fold(smt::FoldOp::Sum, r, zc->intVal(0), n, row(r));
+    foldReads(*zc, sink, before, {{r, n}});
+    return mean ? zc->realDiv(v, zc->toReal(n)) : v;
+  };
+  return out;
+}
+
 }  // namespace
 
 std::optional<Result<SymTensor>> Builder::buildIndexOp(const Pattern& p, std::vector<SymTensor>& xs) {
@@ -204,6 +257,7 @@ std::optional<Result<SymTensor>> Builder::buildIndexOp(const Pattern& p, std::ve
     }
     case OpKind::Gather: return gather(*this, p, xs[0], xs[1]);
     case OpKind::GatherElements: return gatherElements(*this, p, xs[0], xs[1]);
+    case OpKind::CrossEntropy: return crossEntropy(*this, p, xs);
     default: return std::nullopt;
   }
 }

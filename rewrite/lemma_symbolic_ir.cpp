@@ -26,7 +26,15 @@ Result<SymTensor> Builder::buildIr(const Pattern& p, std::vector<SymTensor>& xs)
       case OpKind::Abs: return elementwise1([zc](Term v) { return zc->ite(zc->ge(v, zc->realVal(int64_t(0), 1)), v, zc->neg(v)); });
       case OpKind::Relu: return elementwise1([zc](Term v) { return zc->ite(zc->gt(v, zc->realVal(int64_t(0), 1)), v, zc->realVal(int64_t(0), 1)); });
       case OpKind::Reciprocal: return elementwise1([zc](Term v) { return zc->realDiv(zc->realVal(int64_t(1), 1), v); });
-      case OpKind::Cast: case OpKind::Not: return makeError("unsupported-op", std::string(info.name) + " has no smt meaning");
+      // cast(x, to=T) rounds the value to T: a function of the value alone
+      // (a bool is 0/1), uninterpreted, one per target dtype.
+      case OpKind::Cast: {
+        const PatAttr* to = p.attr("to");
+        if (!to || to->kind != PatAttr::Kind::Str) return makeError("unsupported-attr", "cast needs a literal 'to'");
+        std::string key = "cast.to=" + to->text;
+        return elementwise1([this, key](Term v) { return uf1(key, v); });
+      }
+      case OpKind::Not: return makeError("unsupported-op", std::string(info.name) + " has no smt meaning");
       default: {
         std::string key(info.name);
         for (const auto& a : p.attrs) key += "." + a.name + "=" + (a.kind == PatAttr::Kind::Str ? a.text : std::to_string(a.f));
@@ -213,7 +221,8 @@ Result<SymTensor> Builder::reduce(const Pattern& p, const SymTensor& x) {
   }
   bool mean = p.irOp == OpKind::ReduceMean;
   smt::Context* zc = &z;
-  out.at = [zc, x, red, keep, fop, mean, r](const std::vector<Term>& idx) {
+  std::vector<Term>* sink = reads;
+  out.at = [zc, sink, x, red, keep, fop, mean, r](const std::vector<Term>& idx) {
     std::vector<Term> j(r);
     size_t q = 0;
     std::vector<std::pair<Term, size_t>> bound;
@@ -221,16 +230,22 @@ Result<SymTensor> Builder::reduce(const Pattern& p, const SymTensor& x) {
       if (!red[d]) j[d] = idx[q++];
       else {
         if (keep) ++q;
+        // A reduced dim of literal size 1 is read at 0 (a fold over one element is it).
+        if (Broadcast::isOne(*zc, x.shape[d])) { j[d] = zc->intVal(0); continue; }
         j[d] = zc->freshInt("r");
         bound.emplace_back(j[d], d);
       }
     }
+    size_t readsBefore = sink ? sink->size() : 0;
     Term v = x.at(j);
     Term count = zc->intVal(1);
+    std::vector<std::pair<Term, Term>> binders;
     for (size_t b = bound.size(); b-- > 0;) {
       v = zc->fold(fop, bound[b].first, zc->intVal(0), x.shape[bound[b].second], v);
       count = count * x.shape[bound[b].second];
+      binders.emplace_back(bound[b].first, x.shape[bound[b].second]);
     }
+    foldReads(*zc, sink, readsBefore, binders);
     if (mean) v = zc->realDiv(v, zc->toReal(count));
     return v;
   };
