@@ -26,7 +26,7 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // One run: import, infer relations, verify. Writes one CSV tail to fd.
-int runOnce(const std::string& corpus, double timeLimit, int fd) {
+int runOnce(const std::string& corpus, double timeLimit, double witnessLimit, int fd) {
   auto emit = [fd](const std::string& s) { return write(fd, s.data(), s.size()) < 0 ? 1 : 0; };
   auto clean = [](std::string s) {
     for (char& c : s)
@@ -49,6 +49,9 @@ int runOnce(const std::string& corpus, double timeLimit, int fd) {
   } else {
     rewrite::VerifyOptions opts;
     opts.timeLimitSeconds = timeLimit;
+    // The bench times import and verification; a witness (gigabytes at these
+    // sizes) runs only when asked for.
+    opts.witnessWorkLimit = witnessLimit;
     auto rep = rewrite::verify(*seq, *dist, *rel, opts);
     if (!rep) {
       verdict = "error";
@@ -64,7 +67,7 @@ int runOnce(const std::string& corpus, double timeLimit, int fd) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: bench_corpus [--runs N] [--corpus DIR] [--time-limit SECONDS]\n");
+  std::fprintf(stderr, "usage: bench_corpus [--runs N] [--corpus DIR] [--time-limit SECONDS] [--witness-limit MACS (default 0: no witness)]\n");
   return 2;
 }
 
@@ -73,6 +76,7 @@ int usage() {
 int main(int argc, char** argv) {
   int runs = 1;
   double timeLimit = 300;
+  double witnessLimit = 0;  // multiply-adds; 0: no witness
   std::string corpus = SP_SOURCE_DIR "/../shared/corpus/megatron_gpt_tp2_l1";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -80,9 +84,10 @@ int main(int argc, char** argv) {
     if (a == "--runs") runs = std::atoi(argv[++i]);
     else if (a == "--corpus") corpus = argv[++i];
     else if (a == "--time-limit") timeLimit = std::atof(argv[++i]);
+    else if (a == "--witness-limit") witnessLimit = std::atof(argv[++i]);
     else return usage();
   }
-  if (runs < 1 || timeLimit <= 0) return usage();
+  if (runs < 1 || timeLimit <= 0 || witnessLimit < 0) return usage();
   if (!std::filesystem::exists(corpus + "/seq") || !std::filesystem::exists(corpus + "/dist")) {
     std::fprintf(stderr, "bench_corpus: corpus absent (%s): skipped\n", corpus.c_str());
     return 0;
@@ -95,7 +100,7 @@ int main(int argc, char** argv) {
     pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
-      _exit(runOnce(corpus, timeLimit, fds[1]));
+      _exit(runOnce(corpus, timeLimit, witnessLimit, fds[1]));
     }
     close(fds[1]);
     std::string out;
