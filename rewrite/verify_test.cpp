@@ -11,34 +11,16 @@
 
 #include "ir/text.h"
 #include "rewrite/verify.h"
+#include "rewrite/verify_test_util.h"
 
 namespace sp::rewrite {
 namespace {
 
 namespace test {
 
-std::string readFile(const std::string& name) {
-  std::ifstream in(std::string(SP_SOURCE_DIR) + "/rewrite/testdata/verify/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct Case {
-  ir::Graph seq;
-  ir::Program dist;
-  RelationFile rel;
-};
-
-Case load(const std::string& s, const std::string& d, const std::string& r) {
-  auto g = ir::parseGraph(readFile(s), s);
-  auto p = ir::parseProgram(readFile(d), d);
-  auto f = parseRelations(readFile(r), r);
-  SP_ASSERT(g.ok(), g.ok() ? "" : g.error().str());
-  SP_ASSERT(p.ok(), p.ok() ? "" : p.error().str());
-  SP_ASSERT(f.ok(), f.ok() ? "" : f.error().str());
-  return Case{std::move(*g), std::move(*p), std::move(*f)};
-}
+using sp::rewrite::testutil::Case;
+using sp::rewrite::testutil::load;
+using sp::rewrite::testutil::readFile;
 
 std::string describe(const VerifyReport& r) {
   std::string s = std::string(verdictName(r.verdict)) + ": " + r.reason;

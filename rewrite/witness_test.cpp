@@ -8,34 +8,16 @@
 
 #include "ir/text.h"
 #include "rewrite/verify.h"
+#include "rewrite/verify_test_util.h"
 #include "rewrite/witness.h"
 
 namespace sp::rewrite {
 namespace {
 
-std::string readFile(const std::string& name) {
-  std::ifstream in(std::string(SP_SOURCE_DIR) + "/rewrite/testdata/verify/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct Case {
-  ir::Graph seq;
-  ir::Program dist;
-  RelationFile rel;
-};
+using testutil::Case;
 
 // The Megatron TP MLP without its all_reduce (rewrite/testdata/verify).
-Case missingAllReduce() {
-  auto g = ir::parseGraph(readFile("mlp_seq.sp"), "mlp_seq.sp");
-  auto p = ir::parseProgram(readFile("mlp_tp2_no_allreduce.sp"), "mlp_tp2_no_allreduce.sp");
-  auto f = parseRelations(readFile("mlp_tp2.rel"), "mlp_tp2.rel");
-  SP_ASSERT(g.ok(), g.ok() ? "" : g.error().str());
-  SP_ASSERT(p.ok(), p.ok() ? "" : p.error().str());
-  SP_ASSERT(f.ok(), f.ok() ? "" : f.error().str());
-  return Case{std::move(*g), std::move(*p), std::move(*f)};
-}
+Case missingAllReduce() { return testutil::load("mlp_seq.sp", "mlp_tp2_no_allreduce.sp", "mlp_tp2.rel"); }
 
 TEST(Witness, RefutesWithinTheLimitAndReportsProgress) {
   Case c = missingAllReduce();
