@@ -299,7 +299,16 @@ void addFacts(Engine& e, const DistModel& m, const DistLeaf& leaf, std::set<Dist
   }
 }
 
+void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& seeds, int hops, bool freeAtLimit);
+
 void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& seeds, int hops) {
+  exploreDist(e, m, seeds, hops, false);
+}
+
+// freeAtLimit: a tensor at the hop limit still passes layout ops and
+// collectives (they cost no hop), so a one-hop exploration reaches the
+// all_reduce of the partial matmul it adds.
+void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& seeds, int hops, bool freeAtLimit) {
   std::set<DistLeaf> factsDone;
   std::set<std::pair<int64_t, ir::NodeId>> visited;
   std::deque<std::pair<DistLeaf, int>> q;
@@ -313,18 +322,19 @@ void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& see
     // piece) are explored too: their users are candidates as well.
     for (const auto& same : e.distLeaves(e.dist(leaf.first, leaf.second)))
       if (queued.insert(same).second) q.emplace_back(same, depth);
-    if (depth >= hops) continue;
+    bool atLimit = depth >= hops;
+    if (atLimit && !freeAtLimit) continue;
     const ir::Graph& g = m.prog->rank(leaf.first);
     for (ir::NodeId n : g.users(leaf.second)) {
-      if (!visited.insert({leaf.first, n}).second) continue;
       const ir::Node& node = g.node(n);
-      for (ir::ValueId in : node.inputs) addFacts(e, m, {leaf.first, in}, factsDone);
       // Layout ops and collectives move data without computing: passing
       // through them costs no hop (DESIGN.md).
       ir::OpCategory cat = ir::opInfo(node.op).category;
-      int next = cat == ir::OpCategory::Layout || cat == ir::OpCategory::Collective || node.op == ir::OpKind::Identity
-                     ? depth
-                     : depth + 1;
+      bool free = cat == ir::OpCategory::Layout || cat == ir::OpCategory::Collective || node.op == ir::OpKind::Identity;
+      if (atLimit && !free) continue;
+      if (!visited.insert({leaf.first, n}).second) continue;
+      for (ir::ValueId in : node.inputs) addFacts(e, m, {leaf.first, in}, factsDone);
+      int next = free ? depth : depth + 1;
       for (const auto& out : addDistNode(e, m, leaf.first, n))
         if (queued.insert(out).second) q.emplace_back(out, next);
     }

@@ -17,6 +17,7 @@
 namespace sp::rewrite {
 
 std::string groupName(const ir::Program& p, std::vector<int64_t> ranks);
+void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& seeds, int hops, bool freeAtLimit);
 std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,
                            const std::vector<const SeqRel*>& inputs, const std::string& value);
 Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
@@ -245,6 +246,60 @@ void addIndexProducers(Engine& eng, const DistModel& model, const ir::Program& d
   }
 }
 
+// Whether class `c` holds a D leaf (accepted by leafOk) or a concat whose
+// parts all do, recursively: the S value is then a tiling of D tensors, the
+// clean relation of a sharded value, and saturation can stop (goal). Without
+// this a sharded S value (no single D leaf) saturated to the fixpoint, which
+// grows exponentially once matmul and concat lemmas recombine the shards
+// (GPT TP8 [seq, hidden]: 447 nodes when the tiling appears, 83k at the
+// fixpoint, the same relation extracted).
+bool tiledByLeaves(const EGraph& g, ClassId c, const std::function<bool(const DistLeaf&)>& leafOk) {
+  std::map<ClassId, int> state;  // 1: on the stack (a cycle is no tiling), 2: tiled, 3: not
+  std::function<bool(ClassId)> rec = [&](ClassId x) -> bool {
+    x = g.find(x);
+    auto [it, fresh] = state.emplace(x, 1);
+    if (!fresh) return it->second == 2;
+    bool ok = false;
+    for (const ENode& n : g.nodes(x)) {
+      if (n.op == kOpDist) ok = leafOk({n.data[0], ir::ValueId(n.data[1])});
+      else if (n.op == kOpConcat) ok = std::all_of(n.kids.begin(), n.kids.end(), rec);
+      if (ok) break;
+    }
+    state[x] = ok ? 2 : 3;
+    return ok;
+  };
+  return rec(c);
+}
+
+// The seeds exploration starts from first. A class holding several D
+// copies on one rank is a value D recomputes (every layer's cos(freqs),
+// merged across layers and ranks by DistEqualities): exploring from every
+// copy walks every layer's attention on every rank for one S op (~tp x
+// layers leaves, Llama TP8 8 layers: 128 per RoPE op), and memoization
+// misses as each layer's e-graph holds the others. Such copies stay merged
+// into their class (congruence still sees them where the other inputs'
+// exploration reaches their users) but are not explored from, as long as
+// some input class without copies leaves seeds. The first phase also
+// explores one compute hop (plus the layout ops and collectives after it):
+// most S ops meet their D counterpart there, and the cos(freqs) op no
+// longer walks every layer. The first phase stands only where it reached
+// the goal (a D leaf, a tiling by D leaves, the expected relation); else
+// verify() explores afresh from every seed with opts.exploreHops, as
+// before: the search is only reduced, never a relation lost.
+constexpr int kFirstPhaseHops = 1;
+std::vector<DistLeaf> restrictSeeds(Engine& eng, const std::vector<DistLeaf>& seeds) {
+  std::map<ClassId, std::map<int64_t, std::set<ir::ValueId>>> perRank;
+  for (const DistLeaf& l : seeds) perRank[eng.graph().find(eng.dist(l.first, l.second))][l.first].insert(l.second);
+  std::set<ClassId> copies;
+  for (const auto& [c, ranks] : perRank)
+    for (const auto& [r, vs] : ranks)
+      if (vs.size() > 1) copies.insert(c);
+  std::vector<DistLeaf> out;
+  for (const DistLeaf& l : seeds)
+    if (!copies.count(eng.graph().find(eng.dist(l.first, l.second)))) out.push_back(l);
+  return out.empty() ? seeds : out;
+}
+
 // D tensors proven equal in one S op's engine (a value replicated on several
 // ranks: input facts and congruence) stay equal: later engines start with
 // them merged and explore from every copy, so a rank's copy of a replicated
@@ -259,7 +314,10 @@ class DistEqualities {
       for (const DistLeaf& o : members_[it->second])
         if (o != s && eng.mergeChecked(eng.dist(s.first, s.second), eng.dist(o.first, o.second))) more.push_back(o);
     }
-    seeds.insert(seeds.end(), more.begin(), more.end());
+    // Each member once (a group of n seeds used to add n^2 entries).
+    std::set<DistLeaf> have(seeds.begin(), seeds.end());
+    for (const DistLeaf& o : more)
+      if (have.insert(o).second) seeds.push_back(o);
   }
   void record(const Engine& eng) {
     for (ClassId c : eng.graph().canonicalClasses()) {
@@ -372,6 +430,8 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
   std::vector<std::string> unproven;
   auto isWanted = [&](const std::string& n) { return std::find(wanted.begin(), wanted.end(), n) != wanted.end(); };
   auto isOutputLeaf = [&](const DistLeaf& l) { return model.outputs[size_t(l.first)].count(l.second) > 0; };
+  const std::function<bool(const DistLeaf&)> isOutputLeafFn = isOutputLeaf;
+  const std::function<bool(const DistLeaf&)> anyLeaf = [](const DistLeaf&) { return true; };
 
   // Only S values the wanted outputs depend on need relations (the cone).
   std::vector<bool> neededValue(seq.values().size(), false), neededNode(seq.nodes().size(), false);
@@ -416,7 +476,12 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
       rep.failure = Failure{what, seq.value(node.outputs[0]).name, node.loc, missingInput, {}, std::nullopt};
       break;
     }
-    Engine eng(interner, rules, es, dist);
+    // Two phases (see restrictSeeds): exploration first leaves out the D
+    // copies a rank recomputes several times; when that engine finds no
+    // relation, a fresh one explores from every seed, as before.
+    std::optional<Engine> holder;
+    holder.emplace(interner, rules, es, dist);
+    Engine& eng = *holder;
     std::vector<ClassId> kids;
     std::vector<DistLeaf> seeds;
     bool bad = false;
@@ -458,39 +523,8 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
       built[in] = c;
       return c;
     };
-    for (ir::ValueId in : node.inputs) {
-      SP_ASSIGN(ClassId c, classOf(in));
-      kids.push_back(c);
-    }
-    sameDist.apply(eng, seeds);
-    exploreDist(eng, model, seeds, opts.exploreHops);
-    addIndexProducers(eng, model, dist);
-    if (node.op == ir::OpKind::Constant || node.op == ir::OpKind::Range)
-      for (const auto& [r, n] : model.sources)
-        if (dist.rank(r).node(n).op == node.op &&
-            interner.attrs(node.op, dist.rank(r).node(n).attrs, 0) == interner.attrs(node.op, node.attrs, 0))
-          addDistNode(eng, model, r, n);
     std::vector<ClassId> targets;
-    for (size_t k = 0; k < node.outputs.size(); ++k) {
-      auto c = eng.irNode(node.op, node.attrs, kids, int(k), seq.value(node.outputs[k]).type);
-      if (!c) { bad = true; break; }
-      targets.push_back(*c);
-    }
-    if (bad) return makeError("internal", what + ": its type disagrees with its inputs' relations");
-    if (node.op == ir::OpKind::Range) tileRange(eng, model, dist, node, targets[0]);
-    if (auto c = relateScalarConstant(eng, model, node)) eng.mergeChecked(targets[0], *c);
     std::map<size_t, ClassId> expCls;
-    for (size_t k = 0; k < node.outputs.size(); ++k) {
-      const std::string& n = seq.value(node.outputs[k]).name;
-      if (!isWanted(n) || !expected.count(n)) continue;
-      auto c = eng.addRel(*expected[n]);
-      if (!c.ok()) return makeError(c.error().id, "expected relation of '" + n + "': " + c.error().message);
-      if (!(eng.graph().type(*c) == eng.graph().type(targets[k])))
-        return makeError("relation-shape-mismatch", "expected relation of '" + n + "' has type " +
-                                                        eng.graph().type(*c).str() + ", S has " +
-                                                        eng.graph().type(targets[k]).str());
-      expCls[k] = *c;
-    }
     // An S value no wanted output depends on needs no relation.
     auto dead = [&](size_t k) {
       return !neededValue[size_t(node.outputs[k])];
@@ -498,34 +532,107 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
     auto goal = [&] {
       for (size_t k = 0; k < targets.size(); ++k) {
         if (dead(k)) continue;
-        if (eng.distLeaves(targets[k]).empty()) return false;
-        if (expCls.count(k) && eng.graph().find(expCls[k]) != eng.graph().find(targets[k])) return false;
+        if (expCls.count(k)) {
+          if (eng.graph().find(expCls[k]) != eng.graph().find(targets[k])) return false;
+          continue;
+        }
+        if (eng.distLeaves(targets[k]).empty() &&
+            !tiledByLeaves(eng.graph(), targets[k], isWanted(seq.value(node.outputs[k]).name) ? isOutputLeafFn : anyLeaf))
+          return false;
+      }
+      return true;
+    };
+    // Whether the engine found what this S op needs (as checked below).
+    auto found = [&] {
+      for (size_t k = 0; k < targets.size(); ++k) {
+        if (dead(k)) continue;
+        if (expCls.count(k)) {
+          if (eng.graph().find(expCls[k]) != eng.graph().find(targets[k])) return false;
+        } else if (!eng.extractClean(targets[k], isWanted(seq.value(node.outputs[k]).name) ? isOutputLeafFn : anyLeaf)) {
+          return false;
+        }
       }
       return true;
     };
     std::string memoKey;
     std::vector<std::vector<int64_t>> memoLeaves;
-    if (opts.memoize && expCls.empty() && std::none_of(node.outputs.begin(), node.outputs.end(),
-                                       [&](ir::ValueId o) { return isWanted(seq.value(o).name); })) {
-      eng.graph().rebuild();
-      for (size_t k = 0; k < targets.size(); ++k) memoKey += dead(k) ? 'd' : 'l';
-      memoKey += eng.graph().canonicalText(kOpDist, targets, memoLeaves);
-      if (auto it = memo.find(memoKey); it != memo.end()) {
-        if (auto outs = transferMemo(it->second, memoLeaves, dist)) {
-          for (size_t k = 0; k < outs->size(); ++k)
-            if ((*outs)[k]) known[node.outputs[k]] = *(*outs)[k];
-          for (auto [a, b] : it->second.sameLeaves)  // transferred theorems, as the results
-            eng.mergeChecked(eng.dist(memoLeaves[a][0], ir::ValueId(memoLeaves[a][1])),
-                             eng.dist(memoLeaves[b][0], ir::ValueId(memoLeaves[b][1])));
-          eng.graph().rebuild();
-          sameDist.record(eng);
-          ++rep.stats.memoHits;
-          continue;
+    bool memoHit = false;
+    StopReason stop = StopReason::Saturated;
+    for (int phase = 0; phase < 2; ++phase) {
+      if (phase > 0) {
+        holder.emplace(interner, rules, es, dist);
+        kids.clear();
+        seeds.clear();
+        built.clear();
+      }
+      for (ir::ValueId in : node.inputs) {
+        SP_ASSIGN(ClassId c, classOf(in));
+        kids.push_back(c);
+      }
+      sameDist.apply(eng, seeds);
+      std::vector<DistLeaf> from = phase == 0 ? restrictSeeds(eng, seeds) : seeds;
+      int hops = phase == 0 ? std::min(opts.exploreHops, kFirstPhaseHops) : opts.exploreHops;
+      bool restricted = from.size() < seeds.size() || hops < opts.exploreHops;
+      exploreDist(eng, model, from, hops, phase == 0);
+      addIndexProducers(eng, model, dist);
+      if (node.op == ir::OpKind::Constant || node.op == ir::OpKind::Range)
+        for (const auto& [r, n] : model.sources)
+          if (dist.rank(r).node(n).op == node.op &&
+              interner.attrs(node.op, dist.rank(r).node(n).attrs, 0) == interner.attrs(node.op, node.attrs, 0))
+            addDistNode(eng, model, r, n);
+      targets.clear();
+      for (size_t k = 0; k < node.outputs.size(); ++k) {
+        auto c = eng.irNode(node.op, node.attrs, kids, int(k), seq.value(node.outputs[k]).type);
+        if (!c) { bad = true; break; }
+        targets.push_back(*c);
+      }
+      if (bad) return makeError("internal", what + ": its type disagrees with its inputs' relations");
+      if (node.op == ir::OpKind::Range) tileRange(eng, model, dist, node, targets[0]);
+      if (auto c = relateScalarConstant(eng, model, node)) eng.mergeChecked(targets[0], *c);
+      expCls.clear();
+      for (size_t k = 0; k < node.outputs.size(); ++k) {
+        const std::string& n = seq.value(node.outputs[k]).name;
+        if (!isWanted(n) || !expected.count(n)) continue;
+        auto c = eng.addRel(*expected[n]);
+        if (!c.ok()) return makeError(c.error().id, "expected relation of '" + n + "': " + c.error().message);
+        if (!(eng.graph().type(*c) == eng.graph().type(targets[k])))
+          return makeError("relation-shape-mismatch", "expected relation of '" + n + "' has type " +
+                                                          eng.graph().type(*c).str() + ", S has " +
+                                                          eng.graph().type(targets[k]).str());
+        expCls[k] = *c;
+      }
+      memoKey.clear();
+      memoLeaves.clear();
+      if (opts.memoize && expCls.empty() && std::none_of(node.outputs.begin(), node.outputs.end(),
+                                         [&](ir::ValueId o) { return isWanted(seq.value(o).name); })) {
+        eng.graph().rebuild();
+        for (size_t k = 0; k < targets.size(); ++k) memoKey += dead(k) ? 'd' : 'l';
+        memoKey += eng.graph().canonicalText(kOpDist, targets, memoLeaves);
+        if (auto it = memo.find(memoKey); it != memo.end()) {
+          if (auto outs = transferMemo(it->second, memoLeaves, dist)) {
+            for (size_t k = 0; k < outs->size(); ++k)
+              if ((*outs)[k]) known[node.outputs[k]] = *(*outs)[k];
+            for (auto [a, b] : it->second.sameLeaves)  // transferred theorems, as the results
+              eng.mergeChecked(eng.dist(memoLeaves[a][0], ir::ValueId(memoLeaves[a][1])),
+                               eng.dist(memoLeaves[b][0], ir::ValueId(memoLeaves[b][1])));
+            eng.graph().rebuild();
+            sameDist.record(eng);
+            memoHit = true;
+            break;
+          }
         }
       }
+      stop = eng.saturate(opts.perOpBudget, goal);
+      sameDist.record(eng);
+      // The narrow phase stands only where it reached the goal (a D leaf or
+      // tiling, the expected relation): a relation it found that is only
+      // clean (a partial sum) may miss what the full exploration adds.
+      if (!restricted || stop == StopReason::GoalReached || (goal() && found())) break;
     }
-    StopReason stop = eng.saturate(opts.perOpBudget, goal);
-    sameDist.record(eng);
+    if (memoHit) {
+      ++rep.stats.memoHits;
+      continue;
+    }
     for (size_t k = 0; k < node.outputs.size() && !rep.failure; ++k) {
       const std::string& n = seq.value(node.outputs[k]).name;
       if (dead(k)) continue;  // nothing reads it (a dropout mask): no relation needed
