@@ -299,12 +299,6 @@ void addFacts(Engine& e, const DistModel& m, const DistLeaf& leaf, std::set<Dist
   }
 }
 
-void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& seeds, int hops, bool freeAtLimit);
-
-void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& seeds, int hops) {
-  exploreDist(e, m, seeds, hops, false);
-}
-
 // freeAtLimit: a tensor at the hop limit still passes layout ops and
 // collectives (they cost no hop), so a one-hop exploration reaches the
 // all_reduce of the partial matmul it adds.

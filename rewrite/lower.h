@@ -51,8 +51,11 @@ Result<DistModel> lowerProgram(const ir::Program& p);
 std::vector<DistLeaf> addDistNode(Engine& e, const DistModel& m, int64_t r, ir::NodeId n);
 
 // Adds the equations of every D node reachable forward from `seeds` within
-// `hops` nodes, and the input facts of every leaf that appears.
-void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& seeds, int hops);
+// `hops` computing nodes (layout ops and collectives cost no hop), and the
+// input facts of every leaf that appears. freeAtLimit: a tensor at the hop
+// limit still passes layout ops and collectives.
+void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& seeds, int hops,
+                 bool freeAtLimit = false);
 
 // Adds the producer of D value v of rank r when it is a constant.
 void addConstantInput(Engine& e, const DistModel& m, int64_t r, ir::ValueId v);
