@@ -224,7 +224,7 @@ void addIndexProducers(Engine& eng, const DistModel& model, const ir::Program& d
   constexpr int kLevels = 3;
   std::set<std::pair<int64_t, ir::NodeId>> added;
   for (int level = 0; level < kLevels; ++level) {
-    std::vector<std::pair<int64_t, ir::NodeId>> todo;
+    std::vector<std::pair<int64_t, ir::NodeId>> fresh;  // producers added at this level
     for (ClassId c : eng.graph().canonicalClasses()) {
       ir::DType dt = eng.graph().type(c).dtype;
       if (ir::isFloat(dt)) continue;
@@ -234,14 +234,14 @@ void addIndexProducers(Engine& eng, const DistModel& model, const ir::Program& d
         if (n < 0) continue;
         ir::OpCategory cat = ir::opInfo(g.node(n).op).category;
         if (cat == ir::OpCategory::Collective || cat == ir::OpCategory::Random) continue;
-        if (added.insert({l.first, n}).second) todo.emplace_back(l.first, n);
+        if (added.insert({l.first, n}).second) fresh.emplace_back(l.first, n);
       }
     }
-    if (todo.empty()) break;
+    if (fresh.empty()) break;
     std::set<DistLeaf> factsDone;
-    for (auto [r, n] : todo)
+    for (auto [r, n] : fresh)
       for (ir::ValueId in : dist.rank(r).node(n).inputs) addFacts(eng, model, {r, in}, factsDone);
-    for (auto [r, n] : todo) addDistNode(eng, model, r, n);
+    for (auto [r, n] : fresh) addDistNode(eng, model, r, n);
   }
 }
 

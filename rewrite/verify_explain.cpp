@@ -100,12 +100,12 @@ std::string allToAllNotInverse(const ir::Program& dist, const std::vector<const 
         const ir::Node& combine = g.node(u);
         if (combine.op != ir::OpKind::AllToAll) continue;
         // Nearest all_to_all of the same group upstream of the leaf.
-        std::vector<ir::ValueId> todo{*v};
+        std::vector<ir::ValueId> stack{*v};
         std::set<ir::ValueId> seen;
         const ir::Node* dispatch = nullptr;
-        while (!todo.empty() && !dispatch) {
-          ir::ValueId x = todo.back();
-          todo.pop_back();
+        while (!stack.empty() && !dispatch) {
+          ir::ValueId x = stack.back();
+          stack.pop_back();
           if (!seen.insert(x).second) continue;
           ir::NodeId p = g.value(x).producer;
           if (p < 0) continue;
@@ -114,7 +114,7 @@ std::string allToAllNotInverse(const ir::Program& dist, const std::vector<const 
             dispatch = &pn;
             break;
           }
-          for (ir::ValueId w : pn.inputs) todo.push_back(w);
+          for (ir::ValueId w : pn.inputs) stack.push_back(w);
         }
         if (!dispatch || g.value(dispatch->inputs[0]).type.shape.size() != g.value(combine.inputs[0]).type.shape.size())
           continue;

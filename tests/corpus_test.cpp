@@ -141,17 +141,23 @@ TEST(CorpusMegatron, LossIsVerified) {
   EXPECT_FALSE(run.rep.outputs[0].relation.empty());
 }
 
+// A copy of the capture whose D all_reduce (sum, group 12) of `input` is
+// replaced by a clone of it, at the same source line.
+fs::path withoutAllReduce(const std::string& name, const std::string& input) {
+  return editedCopy(name, [input](std::string s, bool dist) {
+    if (!dist) return s;
+    return replaceOnce(s, "torch.ops._c10d_functional.all_reduce.default(" + input + ", 'sum', '12')",
+                       "torch.ops.aten.clone.default(" + input + ")");
+  });
+}
+
 // The cross entropy's all_reduce of the target logits removed (each rank
 // keeps only the picks of its own vocab shard): never verified, and the
 // failure is in the vocab-parallel cross entropy. The witness is not run
 // (limit 0): this checks soundness of the cross-entropy chain, cheaply.
 TEST(CorpusMegatron, CrossEntropyWithoutTargetLogitSumIsNotVerified) {
   SKIP_WITHOUT_CORPUS();
-  fs::path dir = editedCopy("nopick", [](std::string s, bool dist) {
-    if (!dist) return s;
-    return replaceOnce(s, "torch.ops._c10d_functional.all_reduce.default(view_30, 'sum', '12')",
-                       "torch.ops.aten.clone.default(view_30)");
-  });
+  fs::path dir = withoutAllReduce("nopick", "view_30");
   VerifyRun run = verifyDir(dir, 0);
   EXPECT_EQ(run.rep.verdict, rewrite::Verdict::Inconclusive) << where(run.rep);
   ASSERT_TRUE(run.rep.failure.has_value());
@@ -218,11 +224,7 @@ TEST(CorpusMegatron, RowParallelWithoutReductionIsNotVerified) {
 // collective is missing: the clone that stands in its place.
 TEST(CorpusMegatron, EmbeddingWithoutAllReduceIsNotVerified) {
   SKIP_WITHOUT_CORPUS();
-  fs::path dir = editedCopy("noar", [](std::string s, bool dist) {
-    if (!dist) return s;
-    return replaceOnce(s, "torch.ops._c10d_functional.all_reduce.default(slice_scatter, 'sum', '12')",
-                       "torch.ops.aten.clone.default(slice_scatter)");
-  });
+  fs::path dir = withoutAllReduce("noar", "slice_scatter");
   VerifyRun run = verifyDir(dir);
   ASSERT_EQ(run.rep.verdict, rewrite::Verdict::Refuted) << where(run.rep);
   ASSERT_TRUE(run.rep.failure.has_value());
