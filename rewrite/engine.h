@@ -136,6 +136,7 @@ class Engine {
   int tileSlices();
   int composeReshapes();  // engine_reshape.cpp
   int composeScales();    // engine_scale.cpp
+  int permutesThroughConcats();  // engine_permute.cpp
 
   friend struct RuleMatcher;
   Interner& in_;

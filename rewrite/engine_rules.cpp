@@ -498,6 +498,7 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
   changed += tileSlices();
   changed += composeReshapes();
   changed += composeScales();
+  changed += permutesThroughConcats();
   return changed;
 }
 

@@ -89,5 +89,28 @@ TEST(EngineRules, GeneralLemmaWithoutProvenRanksNeverMatches) {
   EXPECT_EQ(f.stats.perLemma["exp-over-concat-last"], 0);
 }
 
+// permute(concat(a, b, dim=d), p) is the concat of the permutes along the
+// dim p moves d to, for any rank and permutation (engine_permute.cpp), and
+// nested concats are pushed through one level per round.
+TEST(EngineRules, PermuteMovesThroughConcat) {
+  Fixture f("");
+  Engine e(f.in, f.rules, f.stats, f.prog);
+  ClassId p = f.leaf(e, "p"), q = f.leaf(e, "q");  // [1, 1, 2, 2], [1, 1, 2, 3]
+  ClassId pq = *e.concat(-1, {p, q});              // [1, 1, 2, 5]
+  ClassId pqp = *e.concat(-1, {pq, p});            // [1, 1, 2, 7]
+  const std::vector<int64_t> perm{3, 0, 2, 1};     // dim 3 lands at 0
+  ClassId y = *e.permute(pqp, perm);
+  EXPECT_EQ(e.graph().type(y).shape, ir::shapeOf({7, 1, 2, 1}));
+  e.saturate(Budget{}, nullptr);
+  ClassId pp = *e.permute(p, perm), qp = *e.permute(q, perm);
+  e.graph().rebuild();
+  EXPECT_EQ(e.graph().find(y), e.graph().find(*e.concat(0, {*e.concat(0, {pp, qp}), pp})));
+  // The order of the parts is kept: q before p is another tensor.
+  auto swapped = e.concat(0, {*e.concat(0, {qp, pp}), pp});
+  ASSERT_TRUE(swapped.has_value());
+  e.graph().rebuild();
+  EXPECT_NE(e.graph().find(y), e.graph().find(*swapped));
+}
+
 }  // namespace
 }  // namespace sp::rewrite
