@@ -68,6 +68,15 @@ void collectLeaves(const Rel& r, const ir::Program& p, std::vector<DistLeaf>& ou
   for (const auto& a : r.args) collectLeaves(*a, p, out);
 }
 
+// The D leaves of a relation, as the failure's closest D tensors (at most 6).
+void nameLeavesClosest(const Rel& r, const ir::Program& dist, Failure& f) {
+  std::vector<DistLeaf> ls;
+  collectLeaves(r, dist, ls);
+  for (const auto& l : ls)
+    if (f.closestDist.size() < 6)
+      f.closestDist.push_back("r" + std::to_string(l.first) + ":" + dist.rank(l.first).value(l.second).name);
+}
+
 // range(s, l, delta) of S is, by definition, the concat of D ranges of the
 // same dtype and delta that tile it in order: range(s, m) ++ range(m, l)
 // where m = s + len(range(s, m)) * delta (a context-parallel rank's
@@ -594,12 +603,21 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
         if (!isWanted(n) || !expected.count(n)) continue;
         auto c = eng.addRel(*expected[n]);
         if (!c.ok()) return makeError(c.error().id, "expected relation of '" + n + "': " + c.error().message);
-        if (!(eng.graph().type(*c) == eng.graph().type(targets[k])))
-          return makeError("relation-shape-mismatch", "expected relation of '" + n + "' has type " +
-                                                          eng.graph().type(*c).str() + ", S has " +
-                                                          eng.graph().type(targets[k]).str());
+        if (!(eng.graph().type(*c) == eng.graph().type(targets[k]))) {
+          // D's outputs cannot meet the expectation (a collective that
+          // changed a shape): refuted, the witness shows the shapes.
+          unproven.push_back(n);
+          rep.failure = Failure{what, n, node.loc,
+                                "the expected relation " + str(*expected[n]) + " rebuilds " +
+                                    eng.graph().type(*c).str() + " from D, but S's '" + n + "' is " +
+                                    eng.graph().type(targets[k]).str() + ": D's outputs have the wrong shape",
+                                {}, std::nullopt};
+          nameLeavesClosest(*expected[n], dist, *rep.failure);
+          break;
+        }
         expCls[k] = *c;
       }
+      if (rep.failure) break;
       memoKey.clear();
       memoLeaves.clear();
       if (opts.memoize && expCls.empty() && std::none_of(node.outputs.begin(), node.outputs.end(),
@@ -628,6 +646,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
       // clean (a partial sum) may miss what the full exploration adds.
       if (!restricted || stop == StopReason::GoalReached || (goal() && found())) break;
     }
+    if (rep.failure) break;
     if (memoHit) {
       ++rep.stats.memoHits;
       continue;
@@ -715,11 +734,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
         rep.failure = Failure{what, n, node.loc,
                               "S output '" + n + "' is " + str(*best) + " over D intermediates, but no D output rebuilds it",
                               {}, std::nullopt};
-        std::vector<DistLeaf> ls;
-        collectLeaves(*best, dist, ls);
-        for (const auto& l : ls)
-          if (rep.failure->closestDist.size() < 6)
-            rep.failure->closestDist.push_back("r" + std::to_string(l.first) + ":" + dist.rank(l.first).value(l.second).name);
+        nameLeavesClosest(*best, dist, *rep.failure);
       }
     }
     if (!memoKey.empty() && !rep.failure &&

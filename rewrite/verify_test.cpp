@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -134,6 +135,19 @@ TEST(Verify, AllGatherWhereAllReduceBelongsRefuted) {
   ASSERT_EQ(rep.verdict, Verdict::Refuted) << test::describe(rep);
   EXPECT_EQ(rep.failure->seqValue, "y");
   test::checkSelfRefinement(c);
+}
+
+// With the expect line kept, D's gathered output has the wrong shape for
+// it: refuted (not a bad-input error), the witness's output error infinite.
+TEST(Verify, ExpectedRelationOfWrongShapeRefuted) {
+  Case c = load("mlp_seq.sp", "mlp_tp2_allgather.sp", "mlp_tp2.rel");
+  ASSERT_FALSE(c.rel.outputs.empty());
+  auto rep = runCase(c);
+  ASSERT_EQ(rep.verdict, Verdict::Refuted) << test::describe(rep);
+  EXPECT_EQ(rep.failure->seqValue, "y");
+  EXPECT_NE(rep.failure->message.find("D's outputs have the wrong shape"), std::string::npos) << rep.failure->message;
+  ASSERT_TRUE(rep.failure->witness.has_value());
+  EXPECT_TRUE(std::isinf(rep.failure->witness->worstOutput.maxAbsErr));
 }
 
 TEST(Verify, AllReduceWhereAllGatherBelongsRefuted) {

@@ -2,9 +2,9 @@
 // examples' MLP and every case of tests/verify/, mutants of the correct D are
 // verified and run on the interpreter. Soundness: a mutant whose outputs
 // differ from S is never "verified"; a mutant whose outputs equal S (and
-// every semantics-preserving rewrite) is never "refuted". The kill rate
-// (refuted among output-changing mutants of cases whose correct D verifies)
-// must stay at or above kMinKillRate.
+// every semantics-preserving rewrite) is never "refuted". Completeness on
+// the corpus: in a case whose correct D verifies, every output-changing
+// mutant is refuted (kill rate 1).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,7 +35,6 @@ using rewrite::Verdict;
 constexpr double kDiffers = 1e-3;   // outputs changed
 constexpr double kSame = 1e-4;      // outputs unchanged
 constexpr size_t kCapPerCase = 80;  // mutants verified per case
-constexpr double kMinKillRate = 0.85;  // measured 0.921 (129/140), see README.md
 const uint64_t kSeeds[] = {11, 12};
 
 struct Case {
@@ -263,6 +262,7 @@ TEST(Mutation, Corpus) {
         if (caseVerified) {
           ++t.changedInVerifiedCases;
           t.killedInVerifiedCases += v == Verdict::Refuted;
+          EXPECT_EQ(v, Verdict::Refuted) << who << ": outputs differ (rel err " << *err << ") but not refuted: " << vs;
         }
         EXPECT_NE(v, Verdict::Verified) << "SOUNDNESS: " << who << ": outputs differ (rel err " << *err
                                         << ") but verified";
@@ -287,11 +287,10 @@ TEST(Mutation, Corpus) {
   }
   const double rate = changed ? double(killed) / changed : 0;
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("\n%d mutants verified; %d cases verify unmutated; kill rate there %d/%d = %.3f; %.1f s\n", total,
+  std::printf("\n%d mutants checked; %d cases verify unmutated; kill rate there %d/%d = %.3f; %.1f s\n", total,
               verifiedCases, killed, changed, rate, secs);
   EXPECT_GE(total, 200) << "too few mutants";
   EXPECT_GT(changed, 0);
-  EXPECT_GE(rate, kMinKillRate) << "kill rate regressed";
 }
 
 }  // namespace
