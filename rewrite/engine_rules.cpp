@@ -62,8 +62,15 @@ bool broadcasts(const ir::Shape& a, const ir::Shape& b) {
 
 struct Bind {
   std::map<std::string, ClassId> t;
-  std::map<std::string, int64_t> i;  // slice bounds; scale factors as bits
+  std::map<std::string, int64_t> i;  // slice bounds; scale factors and IR float attributes as bits
+  std::map<std::string, ClassId> c;  // const(value=?v): the first class matched, reused on the right side
 };
+
+bool hasVarAttr(const Pattern& p) {
+  for (const auto& a : p.attrs)
+    if (a.kind == PatAttr::Kind::Var) return true;
+  return false;
+}
 
 }  // namespace
 
@@ -73,9 +80,15 @@ struct RuleMatcher {
 
   int64_t rankOf(ClassId c) const { return int64_t(g.type(c).shape.size()); }
 
-  static ir::AttrMap patAttrs(const Pattern& p) {
+  // The literal attributes of an IR pattern node, plus its variable float
+  // attributes (dropout's ratio=?p) at their values in `b`, when given.
+  static ir::AttrMap patAttrs(const Pattern& p, const Bind* b = nullptr) {
     ir::AttrMap m;
     for (const auto& a : p.attrs) {
+      if (a.kind == PatAttr::Kind::Var && b && b->i.count(a.text)) {
+        m[a.name] = std::bit_cast<double>(b->i.at(a.text));
+        continue;
+      }
       switch (a.kind) {
         case PatAttr::Kind::Int: m[a.name] = a.i; break;
         case PatAttr::Kind::Float: m[a.name] = a.f; break;
@@ -187,7 +200,10 @@ struct RuleMatcher {
     if (p.op == PatOp::Const) {  // one binding per class (its constant nodes and leaves agree)
       for (const ENode& n : g.nodes(c))
         if (auto v = constValue(n)) {
-          if (bindInt(p.attr("value"), *v, b)) out.push_back(std::move(b));
+          const PatAttr* a = p.attr("value");
+          if (!bindInt(a, *v, b)) return;
+          if (a->kind == PatAttr::Kind::Var) b.c.emplace(a->text, c);
+          out.push_back(std::move(b));
           return;
         }
       return;
@@ -251,7 +267,21 @@ struct RuleMatcher {
         case PatOp::Ir: {
           if (n.op != int32_t(p.irOp) || n.data[1] != 0) break;
           int64_t inRank = n.kids.empty() ? 0 : rankOf(n.kids[0]);
-          auto id = irAttrId(p, inRank);
+          std::optional<int64_t> id;
+          if (!hasVarAttr(p)) {
+            id = irAttrId(p, inRank);
+          } else {  // bind each variable float attribute to the node's value, then compare the whole
+            const ir::AttrMap& have = e.in_.attrMap(n.data[0]);
+            bool bound = true;
+            for (const auto& a : p.attrs) {
+              if (a.kind != PatAttr::Kind::Var) continue;
+              auto it = have.find(a.name);
+              bound = bound && it != have.end() && std::holds_alternative<double>(it->second) &&
+                      bindInt(&a, std::bit_cast<int64_t>(std::get<double>(it->second)), nb);
+            }
+            if (bound)
+              if (auto full = ir::completeAttrs(p.irOp, patAttrs(p, &nb)); full.ok()) id = e.in_.attrs(p.irOp, *full, inRank);
+          }
           ok = id && *id == n.data[0] && wellFormed(p.irOp, n.kids);
           break;
         }
@@ -454,8 +484,13 @@ struct RuleMatcher {
         dims.insert(dims.begin() + d + 1, ir::Dim(k));
         return e.irNodeInfer(ir::OpKind::Reshape, {{"shape", dims}}, kids);
       }
-      case PatOp::Ir: return e.irNodeInfer(p.irOp, patAttrs(p), kids);
-      case PatOp::Const: return std::nullopt;  // left sides only (the loader rejects it on the right)
+      case PatOp::Ir: return e.irNodeInfer(p.irOp, patAttrs(p, &b), kids);
+      case PatOp::Const: {  // the constant the left side matched (the loader allows no other)
+        const PatAttr* a = p.attr("value");
+        auto it = a->kind == PatAttr::Kind::Var ? b.c.find(a->text) : b.c.end();
+        if (it == b.c.end()) return std::nullopt;
+        return g.find(it->second);
+      }
       case PatOp::Var: break;
     }
     return std::nullopt;

@@ -18,12 +18,19 @@ struct Instance {
   std::map<std::string, double> reals;
 };
 
-void collectVars(const Pattern& p, std::map<std::string, bool>& tensors, std::map<std::string, bool>& intVars,
-                 std::map<std::string, bool>& realVars) {
-  if (p.op == PatOp::Var) { tensors[p.name] = true; return; }
+// Variables by kind: tensors, integers (slice bounds, sizes, constant
+// values), scale factors, and float attributes of IR ops (dropout's ratio),
+// drawn in (0, 1).
+struct VarKinds {
+  std::map<std::string, bool> tensors, ints, factors, fractions;
+};
+
+void collectVars(const Pattern& p, VarKinds& v) {
+  if (p.op == PatOp::Var) { v.tensors[p.name] = true; return; }
   for (const auto& a : p.attrs)
-    if (a.kind == PatAttr::Kind::Var) (p.op == PatOp::Scale ? realVars : intVars)[a.text] = true;
-  for (const auto& a : p.args) collectVars(*a, tensors, intVars, realVars);
+    if (a.kind == PatAttr::Kind::Var)
+      (p.op == PatOp::Scale ? v.factors : p.op == PatOp::Ir ? v.fractions : v.ints)[a.text] = true;
+  for (const auto& a : p.args) collectVars(*a, v);
 }
 
 std::optional<int64_t> condValue(const CondTerm& t, const Instance& in) {
@@ -197,7 +204,7 @@ Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalO
             else attrs[a.name] = a.text;
             break;
           }
-          case PatAttr::Kind::Var: attrs[a.name] = in.ints.at(a.text); break;
+          case PatAttr::Kind::Var: attrs[a.name] = in.reals.at(a.text); break;  // a float attribute (the parser's rule)
           case PatAttr::Kind::Expr: attrs[a.name] = condValue(*a.expr, in).value_or(-1); break;
           case PatAttr::Kind::Recip: break;  // scale factors only
         }
@@ -344,12 +351,15 @@ Check checkInstance(const Lemma& l, Instance& in, const std::map<std::string, st
 void checkLemmaNumerically(const Lemma& l, const std::vector<LemmaInstance>& solved, const ProveOptions& opts,
                            LemmaStatus& st) {
   if (!opts.evalOp) { st.numeric = NumericState::Skipped; st.numericNote = "no interpreter"; return; }
-  std::map<std::string, bool> tv, iv, rv;
-  collectVars(*l.lhs, tv, iv, rv);
+  VarKinds vars;
+  collectVars(*l.lhs, vars);
+  const auto& tv = vars.tensors;
+  const auto& iv = vars.ints;
   std::mt19937_64 rng(opts.seed);
   const DTypes dts = lemmaVarDTypes(l);
   auto reals = [&](Instance& in) {
-    for (const auto& [n, _] : rv) in.reals[n] = 0.5 + double(rng() % 100) / 50.0;
+    for (const auto& [n, _] : vars.factors) in.reals[n] = 0.5 + double(rng() % 100) / 50.0;
+    for (const auto& [n, _] : vars.fractions) in.reals[n] = 0.05 + double(rng() % 90) / 100.0;
   };
   int checked = 0;
   std::string lastErr;

@@ -122,6 +122,7 @@ struct LemmaParser {
   Cursor& c;
   std::map<std::string, bool> tensorVars;  // name -> seen on lhs
   std::set<std::string> attrVars;
+  std::set<std::string> constVars;  // bound by const(value=?v) on the left side
   bool onLhs = true;
 
   Status useVar(const Token& t, bool asTensor) {
@@ -252,7 +253,10 @@ struct LemmaParser {
               s && s->kind == ir::AttrKind::Type && !ir::parseDType(a.text))
             return c.errorAt(n, "attribute '" + n.text + "' of " + t.text + " must be a dtype, not '" + a.text + "'");
         }
-        if ((a.kind == PatAttr::Kind::Var || a.kind == PatAttr::Kind::Expr || a.kind == PatAttr::Kind::Recip) && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale || rel->op == PatOp::SplitLast || rel->op == PatOp::MergeLast || rel->op == PatOp::MergeDims || rel->op == PatOp::SplitDims || rel->op == PatOp::Const) && n.text != "dim"))
+        // A float attribute of an IR op may be a variable (dropout's ratio=?p):
+        // matched against the node's value, the same value on the right side.
+        bool irFloatVar = !rel && a.kind == PatAttr::Kind::Var && info->attr(n.text)->kind == ir::AttrKind::Float;
+        if ((a.kind == PatAttr::Kind::Var || a.kind == PatAttr::Kind::Expr || a.kind == PatAttr::Kind::Recip) && !irFloatVar && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale || rel->op == PatOp::SplitLast || rel->op == PatOp::MergeLast || rel->op == PatOp::MergeDims || rel->op == PatOp::SplitDims || rel->op == PatOp::Const) && n.text != "dim"))
           return c.errorAt(n, "attribute '" + n.text + "' must be a literal");
         p->attrs.push_back(a);
       } else {
@@ -263,8 +267,16 @@ struct LemmaParser {
       if (!c.accept(",")) break;
     }
     SP_TRY(c.expect(")"));
-    if (rel && rel->op == PatOp::Const && !onLhs)  // the engine matches constants, it does not build them
-      return c.errorAt(t, "const(...) may only appear on the left side");
+    if (rel && rel->op == PatOp::Const) {
+      // The engine matches constants; on the right side it reuses a matched
+      // one (the class bound by the left side's const(value=?v)), it does
+      // not build new ones.
+      const PatAttr* v = p->attr("value");
+      bool isVar = v && v->kind == PatAttr::Kind::Var;
+      if (onLhs && isVar) constVars.insert(v->text);
+      if (!onLhs && !(isVar && constVars.count(v->text)))
+        return c.errorAt(t, "const(...) on the right side needs a variable value bound by a const(...) of the left side");
+    }
     int n = int(p->args.size());
     int mn = rel ? rel->minArgs : info->minInputs, mx = rel ? rel->maxArgs : info->maxInputs;
     if (n < mn || (mx >= 0 && n > mx))
@@ -381,7 +393,7 @@ Result<std::vector<Lemma>> parseLemmas(const std::string& text, const std::strin
     std::copy(line.begin() + long(colon) + 1, line.end(), body.begin() + long(colon) + 1);
     SP_ASSIGN(auto toks, lexLine(body, file, lineNo));
     Cursor c(std::move(toks), file, lineNo);
-    LemmaParser p{c, {}, {}, true};
+    LemmaParser p{c, {}, {}, {}, true};
     Lemma l;
     l.name = name;
     l.location = loc;

@@ -32,11 +32,13 @@ std::map<std::string, int> explicitRanks(const Lemma& l) {
   return out;
 }
 
-// Tensor variables and integer attribute variables (slice bounds) of a pattern.
+// Tensor variables and integer attribute variables (slice bounds, constant
+// values) of a pattern; not the real ones (scale factors, IR float
+// attributes such as dropout's ratio).
 void patternVars(const Pattern& p, std::set<std::string>& tensors, std::set<std::string>& ints) {
   if (p.op == PatOp::Var) { tensors.insert(p.name); return; }
   for (const auto& a : p.attrs)
-    if (a.kind == PatAttr::Kind::Var && p.op != PatOp::Scale) ints.insert(a.text);
+    if (a.kind == PatAttr::Kind::Var && p.op != PatOp::Scale && p.op != PatOp::Ir) ints.insert(a.text);
   for (const auto& a : p.args) patternVars(*a, tensors, ints);
 }
 

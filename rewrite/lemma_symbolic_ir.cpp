@@ -11,6 +11,12 @@ Result<SymTensor> Builder::buildIr(const Pattern& p, std::vector<SymTensor>& xs)
   using ir::OpKind;
   smt::Context* zc = &z;
   const ir::OpInfo& info = ir::opInfo(p.irOp);
+  // Variable float attributes: dropout's ratio and the norms' epsilon only.
+  for (const auto& a : p.attrs)
+    if (a.kind == PatAttr::Kind::Var && !(p.irOp == OpKind::Dropout && a.name == "ratio") &&
+        !(info.category == ir::OpCategory::Norm && a.name == "epsilon"))
+      return makeError("unsupported-op", std::string(info.name) + ": attribute '" + a.name +
+                                             "' is a variable, which only dropout's ratio and a norm's epsilon may be");
   if (auto r = buildIndexOp(p, xs)) return std::move(*r);
   if (p.irOp == OpKind::Unsqueeze || p.irOp == OpKind::Squeeze) return unitDims(p, xs[0]);
   for (auto& x : xs) x = asReal(x);  // arithmetic is over reals (a bool counts as 0/1)
@@ -68,13 +74,17 @@ Result<SymTensor> Builder::buildIr(const Pattern& p, std::vector<SymTensor>& xs)
   if (p.irOp == OpKind::MatMul) return matmul(xs[0], xs[1]);
   if (p.irOp == OpKind::Dropout) {
     // Output 0 only: elementwise in (input, stream), same shapes (the IR's
-    // typing), an uninterpreted function per ratio.
+    // typing), an uninterpreted function per ratio. A variable ratio (?p)
+    // is a function of its own, the same for every use of ?p: proven for
+    // every function, the lemma holds whatever value ?p matches, and
+    // independently of the functions of other ratios.
     if (xs[0].shape.size() != xs[1].shape.size()) wf->push_back(i(0) == i(1));  // ill typed: vacuous
     else sameShape(xs[0], xs[1]);
     const PatAttr* r = p.attr("ratio");
-    if (r && r->kind == PatAttr::Kind::Var) return makeError("unsupported-attr", "dropout ratio must be a literal");
-    double ratio = r ? (r->kind == PatAttr::Kind::Float ? r->f : double(r->i)) : 0.5;
-    smt::Func g = z.func("op.dropout.ratio=" + std::to_string(ratio), {smt::Sort::Real, smt::Sort::Real}, smt::Sort::Real);
+    std::string key = r && r->kind == PatAttr::Kind::Var
+                          ? "?" + r->text
+                          : std::to_string(r ? (r->kind == PatAttr::Kind::Float ? r->f : double(r->i)) : 0.5);
+    smt::Func g = z.func("op.dropout.ratio=" + key, {smt::Sort::Real, smt::Sort::Real}, smt::Sort::Real);
     SymTensor out = xs[0], a = xs[0], b = xs[1];
     out.at = [zc, g, a, b](const std::vector<Term>& idx) { return zc->apply(g, {a.at(idx), b.at(idx)}); };
     return out;
@@ -285,7 +295,8 @@ Result<SymTensor> Builder::norm(const Pattern& p, std::vector<SymTensor>& xs) {
   }
   const PatAttr* ep = p.attr("epsilon");
   double epsv = ep ? ep->f : (p.irOp == OpKind::LayerNorm ? 1e-5 : 1e-6);
-  Term eps = z.realVal(epsv);
+  // A variable epsilon (?e) is a Real unknown, the same for every use of ?e.
+  Term eps = ep && ep->kind == PatAttr::Kind::Var ? z.realVar("attr." + ep->text) : z.realVal(epsv);
   bool layer = p.irOp == OpKind::LayerNorm;
   std::vector<SymTensor> w(xs.begin() + 1, xs.end());
   SymTensor out = x;

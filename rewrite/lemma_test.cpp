@@ -102,6 +102,41 @@ TEST(LemmaProver, NumericChecksPass) {
     EXPECT_EQ(s.numeric, NumericState::Ok) << s.name << ": " << s.numericNote;
 }
 
+// A float attribute of an IR op may be a variable: dropout's ratio (an
+// uninterpreted function per variable) and a norm's epsilon (a Real
+// unknown); the numeric check draws them in (0, 1).
+TEST(LemmaProver, VariableFloatAttributes) {
+  const char* rules =
+      "drop-any: dropout(concat(?a, ?b, dim=0), concat(?s, ?t, dim=0), ratio=?p) => concat(dropout(?a, ?s, ratio=?p), "
+      "dropout(?b, ?t, ratio=?p), dim=0) if size(?a, 0) == size(?s, 0)\n"
+      "drop-other-ratio-wrong: dropout(concat(?a, ?b, dim=0), concat(?s, ?t, dim=0), ratio=?p) => concat(dropout(?a, ?s, "
+      "ratio=0.1), dropout(?b, ?t, ratio=0.1), dim=0) if size(?a, 0) == size(?s, 0)\n"
+      "drop-two-ratios-wrong: sum(dropout(?a, ?s, ratio=?p), dropout(?a, ?s, ratio=?q)) => scale(dropout(?a, ?s, ratio=?p), "
+      "factor=2)\n"
+      "norm-any-eps: rms_norm(concat(?a, ?b, dim=0), axis=-1, epsilon=?e) => concat(rms_norm(?a, axis=-1, epsilon=?e), "
+      "rms_norm(?b, axis=-1, epsilon=?e), dim=0) if rank(?a) == 2\n"
+      "clip-var-wrong: clip(?a, max=?m) => ?a\n";
+  auto ls = parseLemmas(rules, "t.rules");
+  ASSERT_TRUE(ls.ok()) << ls.error().str();
+  EXPECT_EQ((*ls)[0].str().substr(0, 80),
+            "drop-any: dropout(concat(?a, ?b, dim=0), concat(?s, ?t, dim=0), ratio=?p) => con");
+  LemmaLibrary lib{*ls};
+  auto st = proveLemmas(lib, withInterpreter());
+  std::cout << renderLemmaTable(st);
+  ASSERT_EQ(st.size(), 5u);
+  EXPECT_TRUE(st[0].proven) << st[0].reason;
+  EXPECT_EQ(st[0].numeric, NumericState::Ok) << st[0].numericNote;
+  EXPECT_FALSE(st[1].proven);  // ?p is not 0.1
+  EXPECT_EQ(st[1].numeric, NumericState::Failed) << st[1].numericNote;
+  EXPECT_FALSE(st[2].proven);  // two ratio variables may differ
+  EXPECT_TRUE(st[3].proven) << st[3].reason;
+  EXPECT_EQ(st[3].numeric, NumericState::Ok) << st[3].numericNote;
+  EXPECT_FALSE(st[4].proven);
+  EXPECT_NE(st[4].reason.find("only dropout's ratio and a norm's epsilon"), std::string::npos) << st[4].reason;
+  // Integer and list attributes stay literals.
+  expectError("x: reduce_sum(?a, keepdims=?k) => ?a", "t.rules:1:19: attribute 'keepdims' must be a literal");
+}
+
 // Lemmas true for equal shapes but false under numpy broadcasting: the
 // prover refutes them and the numeric check fails on a broadcasting instance.
 TEST(LemmaProver, BroadcastWrongLemmasFailProofAndNumericCheck) {

@@ -21,13 +21,21 @@ ProveOptions withInterpreter() {
   return o;
 }
 
-TEST(VocabLemmas, ConstPatternParsesOnTheLeftOnly) {
+TEST(VocabLemmas, ConstPatternOnTheRightReusesALeftConst) {
   auto ok = parseLemmas("r: add(?x, const(value=?s)) => ?x if ?s == 0\n", "t.rules");
   ASSERT_TRUE(ok.ok()) << ok.error().str();
   EXPECT_EQ((*ok)[0].str(), "r: add(?x, const(value=?s)) => ?x if ?s == 0");
-  auto rhs = parseLemmas("r: add(?x, const(value=?s)) => add(?x, const(value=?s))\n", "t.rules");
-  ASSERT_FALSE(rhs.ok());
-  EXPECT_NE(rhs.error().message.find("const(...) may only appear on the left side"), std::string::npos);
+  // A right side may name a constant the left side matched (by its variable).
+  auto reuse = parseLemmas("r: add(?x, const(value=?s)) => add(const(value=?s), ?x)\n", "t.rules");
+  ASSERT_TRUE(reuse.ok()) << reuse.error().str();
+  // Not a literal (the engine builds no constants), nor a variable bound elsewhere.
+  for (const char* bad : {"r: add(?x, const(value=?s)) => add(?x, const(value=0))\n",
+                          "r: slice(?x, dim=0, start=?s, end=?e) => add(?x, const(value=?s))\n"}) {
+    auto rhs = parseLemmas(bad, "t.rules");
+    ASSERT_FALSE(rhs.ok()) << bad;
+    EXPECT_NE(rhs.error().message.find("const(...) on the right side needs a variable value bound by a const(...)"),
+              std::string::npos) << rhs.error().str();
+  }
   auto operand = parseLemmas("r: const(?x, value=0) => ?x\n", "t.rules");
   EXPECT_FALSE(operand.ok());
 }
@@ -79,6 +87,24 @@ TEST(VocabLemmas, WrongLemmasAreNotProven) {
         s.name == "vocab-embedding-swapped-shards-wrong") {
       EXPECT_EQ(s.numeric, NumericState::Failed) << s.name << ": " << s.numericNote;
     }
+}
+
+// The merge of adjacent masked picks (any TP) needs adjacent ranges, the
+// merged range and local offset right, and zero fills.
+TEST(VocabLemmas, WrongFlatMergesAreNotProven) {
+  std::ifstream in(src("rewrite/testdata/vocab_merge_wrong.rules"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto ls = parseLemmas(ss.str(), "vocab_merge_wrong.rules");
+  ASSERT_TRUE(ls.ok()) << ls.error().str();
+  LemmaLibrary lib{*ls};
+  auto st = proveLemmas(lib, withInterpreter());
+  std::cout << renderLemmaTable(st);
+  ASSERT_EQ(st.size(), 5u);
+  for (const auto& s : st) {
+    EXPECT_FALSE(s.proven) << s.name;
+    EXPECT_NE(s.reason.find("refuted"), std::string::npos) << s.name << ": " << s.reason;
+  }
 }
 
 }  // namespace
