@@ -139,7 +139,8 @@ std::vector<LemmaInstance> solveInstances(Builder& b, const std::set<std::string
 // One rank assignment. `prove` false: only decide applicability and solve
 // instances (after an earlier assignment failed).
 Outcome proveInstance(const Lemma& l, const std::map<std::string, int>& ranks, const std::set<std::string>& intVars,
-                      const std::map<std::string, int64_t>& pinned, bool prove, const ProveOptions& opts, std::mt19937_64& rng, std::string* reason,
+                      const std::map<std::string, int64_t>& pinned, const std::set<std::string>& symbolicSizes, bool prove,
+                      const ProveOptions& opts, std::mt19937_64& rng, std::string* reason,
                       std::vector<LemmaInstance>* instances) {
   smt::Context z;
   Builder b{z, 1, ranks, {}, nullptr, {}, opts.timeoutMs, std::nullopt};
@@ -147,6 +148,7 @@ Outcome proveInstance(const Lemma& l, const std::map<std::string, int>& ranks, c
   b.fixedInts = pinned;
   b.varTypes = lemmaVarDTypes(l);
   for (const auto& [n, v] : pinned) assumptions.push_back(z.eq(z.intVar(n), z.intVal(v)));
+  for (const auto& n : symbolicSizes) assumptions.push_back(z.ge(z.intVar(n), z.intVal(1)));
   b.wf = &lhsWf;
   auto L = b.build(*l.lhs);
   if (!L.ok()) {
@@ -175,7 +177,15 @@ Outcome proveInstance(const Lemma& l, const std::map<std::string, int>& ranks, c
   L = b.build(*l.lhs);
   if (!L.ok()) { *reason = "left side: " + L.error().message; return Outcome::Unproven; }
   if (opts.evalOp) {
-    auto solved = solveInstances(b, intVars, assumptions, opts.numericTrials, rng, opts.timeoutMs);
+    // Symbolic sizes pinned first to small values (1..4), which keeps the
+    // instance queries linear; unpinned if that finds none.
+    std::vector<LemmaInstance> solved;
+    if (!symbolicSizes.empty()) {
+      std::vector<Term> small = assumptions;
+      for (const auto& n : symbolicSizes) small.push_back(z.eq(z.intVar(n), z.intVal(int64_t(1 + rng() % 4))));
+      solved = solveInstances(b, intVars, small, opts.numericTrials, rng, opts.timeoutMs);
+    }
+    if (solved.empty()) solved = solveInstances(b, intVars, assumptions, opts.numericTrials, rng, opts.timeoutMs);
     if (solved.empty())
       solved = solveInstances(b, intVars, assumptions, opts.numericTrials, rng, opts.timeoutMs, kMaxSolvedSize,
                               kMaxSolvedSize);
@@ -250,18 +260,20 @@ std::vector<LemmaStatus> proveLemmas(const LemmaLibrary& lib, const ProveOptions
     std::vector<LemmaInstance> instances;
     std::set<int> provenRanks;
     bool failed = false, anyProven = false;
-    // Split sizes given by a variable: the conditions bound it to a finite
-    // range and each value is proven (linear index arithmetic per value).
-    std::set<std::string> sizeVars;
+    // Split sizes given by a variable: when the conditions bound it to a
+    // short range (lo >= 1, at most 17 values) each value is proven in turn
+    // (linear index arithmetic per value); otherwise it stays an Int unknown
+    // >= 1 (the engine binds sizes of at least 1) and the index arithmetic
+    // is nonlinear, which Z3 may not decide (the lemma is then unproven).
+    std::set<std::string> sizeVars, symbolicSizes;
     sizeVarsOf(*l.lhs, sizeVars);
     sizeVarsOf(*l.rhs, sizeVars);
     std::vector<std::map<std::string, int64_t>> pins{{}};
     for (const auto& n : sizeVars) {
       auto range = boundsOf(l, n);
       if (!range || range->first < 1 || range->second - range->first > 16) {
-        failed = true;
-        st.reason = "size variable ?" + n + " needs conditions bounding it to a range within 1..(lo+16)";
-        break;
+        symbolicSizes.insert(n);
+        continue;
       }
       std::vector<std::map<std::string, int64_t>> next;
       for (const auto& pm : pins)
@@ -275,7 +287,7 @@ std::vector<LemmaStatus> proveLemmas(const LemmaLibrary& lib, const ProveOptions
       std::string why;
       std::string pinText;
       for (const auto& [n, v] : pin) pinText += (pinText.empty() ? "" : ", ") + ("?" + n + " = " + std::to_string(v));
-      switch (proveInstance(l, ranks, intVars, pin, !failed, opts, rng, &why, &instances)) {
+      switch (proveInstance(l, ranks, intVars, pin, symbolicSizes, !failed, opts, rng, &why, &instances)) {
         case Outcome::Proven:
           anyProven = true;
           for (const auto& n : free) provenRanks.insert(ranks[n]);

@@ -111,31 +111,29 @@ Result<SymTensor> Builder::build(const Pattern& p) {
       return out;
     }
     case PatOp::SplitLast: case PatOp::MergeLast: {
-      auto k = sizeAttr(p);
-      if (!k) return makeError("unsupported-op", p.name + ": size must be a literal or bounded by the conditions");
-      if (*k < 1) return makeError("bad-size", p.name + ": size must be >= 1");
+      Size k = sizeAttr(p);
+      if (k.c && *k.c < 1) return makeError("bad-size", p.name + ": size must be >= 1");
       SymTensor x = xs[0], out = xs[0];
       size_t r = x.shape.size();
-      int64_t kk = *k;
       if (p.op == PatOp::SplitLast) {
         if (r < 1) return makeError("rank-too-small", "split_last needs rank >= 1");
-        wf->push_back(z.modConst(x.shape[r - 1], kk) == i(0));
-        out.shape[r - 1] = z.divConst(x.shape[r - 1], kk);
-        out.shape.push_back(i(kk));
-        out.at = [zc, x, r, kk](const std::vector<Term>& idx) {
+        wf->push_back(k.mod(z, x.shape[r - 1]) == i(0));
+        out.shape[r - 1] = k.div(z, x.shape[r - 1]);
+        out.shape.push_back(k.t);
+        out.at = [zc, x, r, k](const std::vector<Term>& idx) {
           std::vector<Term> j(idx.begin(), idx.begin() + long(r - 1));
-          j.push_back(zc->mulConst(idx[r - 1], kk) + idx[r]);
+          j.push_back(k.mul(*zc, idx[r - 1]) + idx[r]);
           return x.at(j);
         };
       } else {
         if (r < 2) return makeError("rank-too-small", "merge_last needs rank >= 2");
-        wf->push_back(x.shape[r - 1] == i(kk));
+        wf->push_back(x.shape[r - 1] == k.t);
         out.shape.pop_back();
-        out.shape[r - 2] = z.mulConst(x.shape[r - 2], kk);
-        out.at = [zc, x, r, kk](const std::vector<Term>& idx) {
+        out.shape[r - 2] = k.mul(z, x.shape[r - 2]);
+        out.at = [zc, x, r, k](const std::vector<Term>& idx) {
           std::vector<Term> j(idx.begin(), idx.begin() + long(r - 2));
-          j.push_back(zc->divConst(idx[r - 2], kk));
-          j.push_back(zc->modConst(idx[r - 2], kk));
+          j.push_back(k.div(*zc, idx[r - 2]));
+          j.push_back(k.mod(*zc, idx[r - 2]));
           return x.at(j);
         };
       }
@@ -143,40 +141,36 @@ Result<SymTensor> Builder::build(const Pattern& p) {
     }
     case PatOp::Const: return constant(p);
     case PatOp::MergeDims: {  // dims d, d+1 (size k) into one: index j -> (j div k, j mod k)
-      auto k = sizeAttr(p);
-      if (!k) return makeError("unsupported-op", p.name + ": size must be a literal or bounded by the conditions");
-      if (*k < 1) return makeError("bad-size", p.name + ": size must be >= 1");
+      Size k = sizeAttr(p);
+      if (k.c && *k.c < 1) return makeError("bad-size", p.name + ": size must be >= 1");
       SymTensor x = xs[0], out = xs[0];
       SP_ASSIGN(int64_t d, normDim(p.attr("dim")->i, x.shape.size()));
       size_t dd = size_t(d);
       if (dd + 1 >= x.shape.size()) return makeError("rank-too-small", "merge_dims: no dim after " + std::to_string(d));
-      int64_t kk = *k;
-      wf->push_back(x.shape[dd + 1] == i(kk));
+      wf->push_back(x.shape[dd + 1] == k.t);
       out.shape.erase(out.shape.begin() + long(dd) + 1);
-      out.shape[dd] = z.mulConst(x.shape[dd], kk);
-      out.at = [zc, x, dd, kk](const std::vector<Term>& idx) {
+      out.shape[dd] = k.mul(z, x.shape[dd]);
+      out.at = [zc, x, dd, k](const std::vector<Term>& idx) {
         std::vector<Term> j(idx.begin(), idx.begin() + long(dd));
-        j.push_back(zc->divConst(idx[dd], kk));
-        j.push_back(zc->modConst(idx[dd], kk));
+        j.push_back(k.div(*zc, idx[dd]));
+        j.push_back(k.mod(*zc, idx[dd]));
         j.insert(j.end(), idx.begin() + long(dd) + 1, idx.end());
         return x.at(j);
       };
       return out;
     }
     case PatOp::SplitDims: {  // dim d into (d div k, k): index (a, j) -> a*k + j
-      auto k = sizeAttr(p);
-      if (!k) return makeError("unsupported-op", p.name + ": size must be a literal or bounded by the conditions");
-      if (*k < 1) return makeError("bad-size", p.name + ": size must be >= 1");
+      Size k = sizeAttr(p);
+      if (k.c && *k.c < 1) return makeError("bad-size", p.name + ": size must be >= 1");
       SymTensor x = xs[0], out = xs[0];
       SP_ASSIGN(int64_t d, normDim(p.attr("dim")->i, x.shape.size()));
       size_t dd = size_t(d);
-      int64_t kk = *k;
-      wf->push_back(z.modConst(x.shape[dd], kk) == i(0));
-      out.shape[dd] = z.divConst(x.shape[dd], kk);
-      out.shape.insert(out.shape.begin() + long(dd) + 1, i(kk));
-      out.at = [zc, x, dd, kk](const std::vector<Term>& idx) {
+      wf->push_back(k.mod(z, x.shape[dd]) == i(0));
+      out.shape[dd] = k.div(z, x.shape[dd]);
+      out.shape.insert(out.shape.begin() + long(dd) + 1, k.t);
+      out.at = [zc, x, dd, k](const std::vector<Term>& idx) {
         std::vector<Term> j(idx.begin(), idx.begin() + long(dd));
-        j.push_back(zc->mulConst(idx[dd], kk) + idx[dd + 1]);
+        j.push_back(k.mul(*zc, idx[dd]) + idx[dd + 1]);
         j.insert(j.end(), idx.begin() + long(dd) + 2, idx.end());
         return x.at(j);
       };

@@ -78,12 +78,22 @@ struct Builder {
   std::vector<Term>* reads = nullptr;
   std::map<std::string, ir::DType> varTypes;   // i64/bool variables (lemmaVarDTypes); others real
 
-  // A split/merge size: a literal, or a variable pinned for this proof.
-  std::optional<int64_t> sizeAttr(const Pattern& p) {
+  // A split/merge size: a literal, a variable pinned for this proof (linear
+  // index arithmetic by a constant), or a variable the conditions do not
+  // bound to a short range: an Int unknown (lemma_prove.cpp assumes it
+  // >= 1), with nonlinear index arithmetic left to Z3.
+  struct Size {
+    std::optional<int64_t> c;
+    Term t;
+    Term mul(smt::Context& z, Term x) const { return c ? z.mulConst(x, *c) : x * t; }
+    Term div(smt::Context& z, Term x) const { return c ? z.divConst(x, *c) : z.divInt(x, t); }
+    Term mod(smt::Context& z, Term x) const { return c ? z.modConst(x, *c) : z.modInt(x, t); }
+  };
+  Size sizeAttr(const Pattern& p) {
     const PatAttr* a = p.attr("size");
-    if (a->kind != PatAttr::Kind::Var) return a->i;
-    if (auto it = fixedInts.find(a->text); it != fixedInts.end()) return it->second;
-    return std::nullopt;
+    if (a->kind != PatAttr::Kind::Var) return {a->i, z.intVal(a->i)};
+    if (auto it = fixedInts.find(a->text); it != fixedInts.end()) return {it->second, z.intVal(it->second)};
+    return {std::nullopt, z.intVar(a->text)};
   }
 
   Term i(int64_t v) { return z.intVal(v); }

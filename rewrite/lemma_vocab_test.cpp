@@ -21,6 +21,25 @@ ProveOptions withInterpreter() {
   return o;
 }
 
+// Proves every lemma of rewrite/testdata/FILE (wrong variants): each must be
+// refuted; returns the statuses (the table printed).
+std::vector<LemmaStatus> expectAllRefuted(const std::string& file, size_t count) {
+  std::ifstream in(src("rewrite/testdata/" + file));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto ls = parseLemmas(ss.str(), file);
+  EXPECT_TRUE(ls.ok()) << ls.error().str();
+  if (!ls.ok()) return {};
+  auto st = proveLemmas(LemmaLibrary{*ls}, withInterpreter());
+  std::cout << renderLemmaTable(st);
+  EXPECT_EQ(st.size(), count);
+  for (const auto& s : st) {
+    EXPECT_FALSE(s.proven) << s.name;
+    EXPECT_NE(s.reason.find("refuted"), std::string::npos) << s.name << ": " << s.reason;
+  }
+  return st;
+}
+
 TEST(VocabLemmas, ConstPatternOnTheRightReusesALeftConst) {
   auto ok = parseLemmas("r: add(?x, const(value=?s)) => ?x if ?s == 0\n", "t.rules");
   ASSERT_TRUE(ok.ok()) << ok.error().str();
@@ -67,19 +86,7 @@ TEST(VocabLemmas, LibraryLemmasProvenAndNumericallyOk) {
 }
 
 TEST(VocabLemmas, WrongLemmasAreNotProven) {
-  std::ifstream in(src("rewrite/testdata/vocab_wrong.rules"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto ls = parseLemmas(ss.str(), "vocab_wrong.rules");
-  ASSERT_TRUE(ls.ok()) << ls.error().str();
-  LemmaLibrary lib{*ls};
-  auto st = proveLemmas(lib, withInterpreter());
-  std::cout << renderLemmaTable(st);
-  ASSERT_EQ(st.size(), 8u);
-  for (const auto& s : st) {
-    EXPECT_FALSE(s.proven) << s.name;
-    EXPECT_NE(s.reason.find("refuted"), std::string::npos) << s.name << ": " << s.reason;
-  }
+  auto st = expectAllRefuted("vocab_wrong.rules", 8);
   // The interpreter finds the bad masks and the missing zeroing too (ids drawn
   // in range of the sequential table, so the right side is defined).
   for (const auto& s : st)
@@ -91,21 +98,7 @@ TEST(VocabLemmas, WrongLemmasAreNotProven) {
 
 // The merge of adjacent masked picks (any TP) needs adjacent ranges, the
 // merged range and local offset right, and zero fills.
-TEST(VocabLemmas, WrongFlatMergesAreNotProven) {
-  std::ifstream in(src("rewrite/testdata/vocab_merge_wrong.rules"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto ls = parseLemmas(ss.str(), "vocab_merge_wrong.rules");
-  ASSERT_TRUE(ls.ok()) << ls.error().str();
-  LemmaLibrary lib{*ls};
-  auto st = proveLemmas(lib, withInterpreter());
-  std::cout << renderLemmaTable(st);
-  ASSERT_EQ(st.size(), 5u);
-  for (const auto& s : st) {
-    EXPECT_FALSE(s.proven) << s.name;
-    EXPECT_NE(s.reason.find("refuted"), std::string::npos) << s.name << ": " << s.reason;
-  }
-}
+TEST(VocabLemmas, WrongFlatMergesAreNotProven) { expectAllRefuted("vocab_merge_wrong.rules", 5); }
 
 }  // namespace
 }  // namespace sp::rewrite

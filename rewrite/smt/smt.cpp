@@ -185,6 +185,14 @@ Term Context::modConst(Term a, int64_t c) {
   SP_ASSERT(sort(a) == Sort::Int && c > 0, "smt modConst: int term and positive constant");
   return Term(this, impl_->put(z3::mod(SP_Z(a), impl_->z.int_val(int64_t(c)))));
 }
+Term Context::divInt(Term a, Term b) {
+  SP_ASSERT(sort(a) == Sort::Int && sort(b) == Sort::Int, "smt divInt: int terms");
+  return Term(this, impl_->put(SP_Z(a) / SP_Z(b)));
+}
+Term Context::modInt(Term a, Term b) {
+  SP_ASSERT(sort(a) == Sort::Int && sort(b) == Sort::Int, "smt modInt: int terms");
+  return Term(this, impl_->put(z3::mod(SP_Z(a), SP_Z(b))));
+}
 Term Context::realDiv(Term a, Term b) {
   SP_ASSERT(sort(a) == Sort::Real && sort(b) == Sort::Real, "smt realDiv: real terms");
   return Term(this, impl_->put(SP_Z(a) / SP_Z(b)));

@@ -102,6 +102,10 @@ class Context {
   Term mulConst(Term a, int64_t c);
   Term divConst(Term a, int64_t c);  // integer floor division by a positive constant
   Term modConst(Term a, int64_t c);  // integer modulus by a positive constant
+  // Integer floor division and modulus by an Int term (nonlinear: Z3's NIA;
+  // the caller assumes b > 0).
+  Term divInt(Term a, Term b);
+  Term modInt(Term a, Term b);
   Term realDiv(Term a, Term b);      // real division (x/0 is some fixed value)
   Term toReal(Term a);
   Term toInt(Term a);   // floor of a real term (an int term is itself)
