@@ -6,127 +6,127 @@ program megatron_ce_tp4_bug {
   world 4
   mesh [tp = 4]
   rank 0 {
-    input %logits: f32[4, 2, 4]
-    input %target: i64[4, 2]
-    %lmax: f32[4, 2] = reduce_max(%logits) {axes = [2], keepdims = 0}
-    %m: f32[4, 2] = all_reduce(%lmax) {group = "tp", reduce = "max"}
-    %mu: f32[4, 2, 1] = unsqueeze(%m) {axes = [2]}
-    %sh: f32[4, 2, 4] = sub(%logits, %mu)
+    input %logits: f32[2, 20, 4]
+    input %target: i64[2, 20]
+    %lmax: f32[2, 20] = reduce_max(%logits) {axes = [2], keepdims = 0}
+    %m: f32[2, 20] = all_reduce(%lmax) {group = "tp", reduce = "max"}
+    %mu: f32[2, 20, 1] = unsqueeze(%m) {axes = [2]}
+    %sh: f32[2, 20, 4] = sub(%logits, %mu)
     %c_start: i64[] = constant() {value = dense<i64[], [0]>}
     %c_end: i64[] = constant() {value = dense<i64[], [4]>}
-    %below: bool[4, 2] = lt(%target, %c_start)
-    %above: bool[4, 2] = ge(%target, %c_end)
-    %oob: bool[4, 2] = or(%below, %above)
-    %loc: i64[4, 2] = sub(%target, %c_start)
+    %below: bool[2, 20] = lt(%target, %c_start)
+    %above: bool[2, 20] = ge(%target, %c_end)
+    %oob: bool[2, 20] = or(%below, %above)
+    %loc: i64[2, 20] = sub(%target, %c_start)
     %zi: i64[] = constant() {value = dense<i64[], [0]>}
-    %idx: i64[4, 2] = where(%oob, %zi, %loc)
-    %flat: f32[8, 4] = reshape(%sh) {shape = [8, 4]}
-    %idxf: i64[8] = reshape(%idx) {shape = [8]}
-    %idxu: i64[8, 1] = unsqueeze(%idxf) {axes = [1]}
-    %pk: f32[8, 1] = gather_elements(%flat, %idxu) {axis = 1}
-    %pks: f32[8] = squeeze(%pk) {axes = [1]}
-    %pv: f32[4, 2] = reshape(%pks) {shape = [4, 2]}
+    %idx: i64[2, 20] = where(%oob, %zi, %loc)
+    %flat: f32[40, 4] = reshape(%sh) {shape = [40, 4]}
+    %idxf: i64[40] = reshape(%idx) {shape = [40]}
+    %idxu: i64[40, 1] = unsqueeze(%idxf) {axes = [1]}
+    %pk: f32[40, 1] = gather_elements(%flat, %idxu) {axis = 1}
+    %pks: f32[40] = squeeze(%pk) {axes = [1]}
+    %pv: f32[2, 20] = reshape(%pks) {shape = [2, 20]}
     %zf: f32[] = constant() {value = dense<f32[], [0.0]>}
-    %pl: f32[4, 2] = where(%oob, %zf, %pv)
-    %pred: f32[4, 2] = all_reduce(%pl) {group = "tp", reduce = "sum"}
-    %ex: f32[4, 2, 4] = exp(%sh)
-    %sel: f32[4, 2] = reduce_sum(%ex) {axes = [2], keepdims = 0}
-    %se: f32[4, 2] = all_reduce(%sel) {group = "tp", reduce = "sum"}
-    %lse: f32[4, 2] = log(%se)
-    %loss: f32[4, 2] = sub(%lse, %pred)
+    %pl: f32[2, 20] = where(%oob, %zf, %pv)
+    %pred: f32[2, 20] = all_reduce(%pl) {group = "tp", reduce = "sum"}
+    %ex: f32[2, 20, 4] = exp(%sh)
+    %sel: f32[2, 20] = reduce_sum(%ex) {axes = [2], keepdims = 0}
+    %se: f32[2, 20] = all_reduce(%sel) {group = "tp", reduce = "sum"}
+    %lse: f32[2, 20] = log(%se)
+    %loss: f32[2, 20] = sub(%lse, %pred)
     output %loss
   }
   rank 1 {
-    input %logits: f32[4, 2, 4]
-    input %target: i64[4, 2]
-    %lmax: f32[4, 2] = reduce_max(%logits) {axes = [2], keepdims = 0}
-    %m: f32[4, 2] = all_reduce(%lmax) {group = "tp", reduce = "max"}
-    %mu: f32[4, 2, 1] = unsqueeze(%m) {axes = [2]}
-    %sh: f32[4, 2, 4] = sub(%logits, %mu)
+    input %logits: f32[2, 20, 4]
+    input %target: i64[2, 20]
+    %lmax: f32[2, 20] = reduce_max(%logits) {axes = [2], keepdims = 0}
+    %m: f32[2, 20] = all_reduce(%lmax) {group = "tp", reduce = "max"}
+    %mu: f32[2, 20, 1] = unsqueeze(%m) {axes = [2]}
+    %sh: f32[2, 20, 4] = sub(%logits, %mu)
     %c_start: i64[] = constant() {value = dense<i64[], [4]>}
     %c_end: i64[] = constant() {value = dense<i64[], [8]>}
-    %below: bool[4, 2] = lt(%target, %c_start)
-    %above: bool[4, 2] = ge(%target, %c_end)
-    %oob: bool[4, 2] = or(%below, %above)
-    %loc: i64[4, 2] = sub(%target, %c_start)
+    %below: bool[2, 20] = lt(%target, %c_start)
+    %above: bool[2, 20] = ge(%target, %c_end)
+    %oob: bool[2, 20] = or(%below, %above)
+    %loc: i64[2, 20] = sub(%target, %c_start)
     %zi: i64[] = constant() {value = dense<i64[], [0]>}
-    %idx: i64[4, 2] = where(%oob, %zi, %loc)
-    %flat: f32[8, 4] = reshape(%sh) {shape = [8, 4]}
-    %idxf: i64[8] = reshape(%idx) {shape = [8]}
-    %idxu: i64[8, 1] = unsqueeze(%idxf) {axes = [1]}
-    %pk: f32[8, 1] = gather_elements(%flat, %idxu) {axis = 1}
-    %pks: f32[8] = squeeze(%pk) {axes = [1]}
-    %pv: f32[4, 2] = reshape(%pks) {shape = [4, 2]}
+    %idx: i64[2, 20] = where(%oob, %zi, %loc)
+    %flat: f32[40, 4] = reshape(%sh) {shape = [40, 4]}
+    %idxf: i64[40] = reshape(%idx) {shape = [40]}
+    %idxu: i64[40, 1] = unsqueeze(%idxf) {axes = [1]}
+    %pk: f32[40, 1] = gather_elements(%flat, %idxu) {axis = 1}
+    %pks: f32[40] = squeeze(%pk) {axes = [1]}
+    %pv: f32[2, 20] = reshape(%pks) {shape = [2, 20]}
     %zf: f32[] = constant() {value = dense<f32[], [0.0]>}
-    %pl: f32[4, 2] = where(%oob, %zf, %pv)
-    %pred: f32[4, 2] = all_reduce(%pl) {group = "tp", reduce = "sum"}
-    %ex: f32[4, 2, 4] = exp(%sh)
-    %sel: f32[4, 2] = reduce_sum(%ex) {axes = [2], keepdims = 0}
-    %se: f32[4, 2] = all_reduce(%sel) {group = "tp", reduce = "sum"}
-    %lse: f32[4, 2] = log(%se)
-    %loss: f32[4, 2] = sub(%lse, %pred)
+    %pl: f32[2, 20] = where(%oob, %zf, %pv)
+    %pred: f32[2, 20] = all_reduce(%pl) {group = "tp", reduce = "sum"}
+    %ex: f32[2, 20, 4] = exp(%sh)
+    %sel: f32[2, 20] = reduce_sum(%ex) {axes = [2], keepdims = 0}
+    %se: f32[2, 20] = all_reduce(%sel) {group = "tp", reduce = "sum"}
+    %lse: f32[2, 20] = log(%se)
+    %loss: f32[2, 20] = sub(%lse, %pred)
     output %loss
   }
   rank 2 {
-    input %logits: f32[4, 2, 4]
-    input %target: i64[4, 2]
-    %lmax: f32[4, 2] = reduce_max(%logits) {axes = [2], keepdims = 0}
-    %m: f32[4, 2] = all_reduce(%lmax) {group = "tp", reduce = "max"}
-    %mu: f32[4, 2, 1] = unsqueeze(%m) {axes = [2]}
-    %sh: f32[4, 2, 4] = sub(%logits, %mu)
+    input %logits: f32[2, 20, 4]
+    input %target: i64[2, 20]
+    %lmax: f32[2, 20] = reduce_max(%logits) {axes = [2], keepdims = 0}
+    %m: f32[2, 20] = all_reduce(%lmax) {group = "tp", reduce = "max"}
+    %mu: f32[2, 20, 1] = unsqueeze(%m) {axes = [2]}
+    %sh: f32[2, 20, 4] = sub(%logits, %mu)
     %c_start: i64[] = constant() {value = dense<i64[], [0]>}
     %c_end: i64[] = constant() {value = dense<i64[], [4]>}
-    %below: bool[4, 2] = lt(%target, %c_start)
-    %above: bool[4, 2] = ge(%target, %c_end)
-    %oob: bool[4, 2] = or(%below, %above)
-    %loc: i64[4, 2] = sub(%target, %c_start)
+    %below: bool[2, 20] = lt(%target, %c_start)
+    %above: bool[2, 20] = ge(%target, %c_end)
+    %oob: bool[2, 20] = or(%below, %above)
+    %loc: i64[2, 20] = sub(%target, %c_start)
     %zi: i64[] = constant() {value = dense<i64[], [0]>}
-    %idx: i64[4, 2] = where(%oob, %zi, %loc)
-    %flat: f32[8, 4] = reshape(%sh) {shape = [8, 4]}
-    %idxf: i64[8] = reshape(%idx) {shape = [8]}
-    %idxu: i64[8, 1] = unsqueeze(%idxf) {axes = [1]}
-    %pk: f32[8, 1] = gather_elements(%flat, %idxu) {axis = 1}
-    %pks: f32[8] = squeeze(%pk) {axes = [1]}
-    %pv: f32[4, 2] = reshape(%pks) {shape = [4, 2]}
+    %idx: i64[2, 20] = where(%oob, %zi, %loc)
+    %flat: f32[40, 4] = reshape(%sh) {shape = [40, 4]}
+    %idxf: i64[40] = reshape(%idx) {shape = [40]}
+    %idxu: i64[40, 1] = unsqueeze(%idxf) {axes = [1]}
+    %pk: f32[40, 1] = gather_elements(%flat, %idxu) {axis = 1}
+    %pks: f32[40] = squeeze(%pk) {axes = [1]}
+    %pv: f32[2, 20] = reshape(%pks) {shape = [2, 20]}
     %zf: f32[] = constant() {value = dense<f32[], [0.0]>}
-    %pl: f32[4, 2] = where(%oob, %zf, %pv)
-    %pred: f32[4, 2] = all_reduce(%pl) {group = "tp", reduce = "sum"}
-    %ex: f32[4, 2, 4] = exp(%sh)
-    %sel: f32[4, 2] = reduce_sum(%ex) {axes = [2], keepdims = 0}
-    %se: f32[4, 2] = all_reduce(%sel) {group = "tp", reduce = "sum"}
-    %lse: f32[4, 2] = log(%se)
-    %loss: f32[4, 2] = sub(%lse, %pred)
+    %pl: f32[2, 20] = where(%oob, %zf, %pv)
+    %pred: f32[2, 20] = all_reduce(%pl) {group = "tp", reduce = "sum"}
+    %ex: f32[2, 20, 4] = exp(%sh)
+    %sel: f32[2, 20] = reduce_sum(%ex) {axes = [2], keepdims = 0}
+    %se: f32[2, 20] = all_reduce(%sel) {group = "tp", reduce = "sum"}
+    %lse: f32[2, 20] = log(%se)
+    %loss: f32[2, 20] = sub(%lse, %pred)
     output %loss
   }
   rank 3 {
-    input %logits: f32[4, 2, 4]
-    input %target: i64[4, 2]
-    %lmax: f32[4, 2] = reduce_max(%logits) {axes = [2], keepdims = 0}
-    %m: f32[4, 2] = all_reduce(%lmax) {group = "tp", reduce = "max"}
-    %mu: f32[4, 2, 1] = unsqueeze(%m) {axes = [2]}
-    %sh: f32[4, 2, 4] = sub(%logits, %mu)
+    input %logits: f32[2, 20, 4]
+    input %target: i64[2, 20]
+    %lmax: f32[2, 20] = reduce_max(%logits) {axes = [2], keepdims = 0}
+    %m: f32[2, 20] = all_reduce(%lmax) {group = "tp", reduce = "max"}
+    %mu: f32[2, 20, 1] = unsqueeze(%m) {axes = [2]}
+    %sh: f32[2, 20, 4] = sub(%logits, %mu)
     %c_start: i64[] = constant() {value = dense<i64[], [12]>}
     %c_end: i64[] = constant() {value = dense<i64[], [16]>}
-    %below: bool[4, 2] = lt(%target, %c_start)
-    %above: bool[4, 2] = ge(%target, %c_end)
-    %oob: bool[4, 2] = or(%below, %above)
-    %loc: i64[4, 2] = sub(%target, %c_start)
+    %below: bool[2, 20] = lt(%target, %c_start)
+    %above: bool[2, 20] = ge(%target, %c_end)
+    %oob: bool[2, 20] = or(%below, %above)
+    %loc: i64[2, 20] = sub(%target, %c_start)
     %zi: i64[] = constant() {value = dense<i64[], [0]>}
-    %idx: i64[4, 2] = where(%oob, %zi, %loc)
-    %flat: f32[8, 4] = reshape(%sh) {shape = [8, 4]}
-    %idxf: i64[8] = reshape(%idx) {shape = [8]}
-    %idxu: i64[8, 1] = unsqueeze(%idxf) {axes = [1]}
-    %pk: f32[8, 1] = gather_elements(%flat, %idxu) {axis = 1}
-    %pks: f32[8] = squeeze(%pk) {axes = [1]}
-    %pv: f32[4, 2] = reshape(%pks) {shape = [4, 2]}
+    %idx: i64[2, 20] = where(%oob, %zi, %loc)
+    %flat: f32[40, 4] = reshape(%sh) {shape = [40, 4]}
+    %idxf: i64[40] = reshape(%idx) {shape = [40]}
+    %idxu: i64[40, 1] = unsqueeze(%idxf) {axes = [1]}
+    %pk: f32[40, 1] = gather_elements(%flat, %idxu) {axis = 1}
+    %pks: f32[40] = squeeze(%pk) {axes = [1]}
+    %pv: f32[2, 20] = reshape(%pks) {shape = [2, 20]}
     %zf: f32[] = constant() {value = dense<f32[], [0.0]>}
-    %pl: f32[4, 2] = where(%oob, %zf, %pv)
-    %pred: f32[4, 2] = all_reduce(%pl) {group = "tp", reduce = "sum"}
-    %ex: f32[4, 2, 4] = exp(%sh)
-    %sel: f32[4, 2] = reduce_sum(%ex) {axes = [2], keepdims = 0}
-    %se: f32[4, 2] = all_reduce(%sel) {group = "tp", reduce = "sum"}
-    %lse: f32[4, 2] = log(%se)
-    %loss: f32[4, 2] = sub(%lse, %pred)
+    %pl: f32[2, 20] = where(%oob, %zf, %pv)
+    %pred: f32[2, 20] = all_reduce(%pl) {group = "tp", reduce = "sum"}
+    %ex: f32[2, 20, 4] = exp(%sh)
+    %sel: f32[2, 20] = reduce_sum(%ex) {axes = [2], keepdims = 0}
+    %se: f32[2, 20] = all_reduce(%sel) {group = "tp", reduce = "sum"}
+    %lse: f32[2, 20] = log(%se)
+    %loss: f32[2, 20] = sub(%lse, %pred)
     output %loss
   }
 }
