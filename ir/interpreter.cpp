@@ -1,7 +1,10 @@
 // Single-graph execution: node-by-node kernels with type sanity checks.
 #include "ir/interpreter.h"
 
+#include <algorithm>
+
 #include "ir/interpreter_impl.h"
+#include "ir/kernel_util.h"
 
 namespace sp::ir {
 namespace detail {
@@ -95,16 +98,43 @@ std::vector<int64_t> lastUses(const Graph& g, const std::vector<bool>& needed,
 
 bool isCommunication(OpKind op) { return opInfo(op).category == OpCategory::Collective; }
 
-Status execNode(const Graph& g, const Node& n, std::vector<Tensor>& vals, const Bindings& b) {
+bool pastDeadline(std::chrono::steady_clock::time_point deadline) {
+  return deadline != std::chrono::steady_clock::time_point::max() && std::chrono::steady_clock::now() >= deadline;
+}
+
+Error timeLimitError(const std::string& where, size_t done, size_t total, const std::string& of) {
+  return makeError("time-limit", "interpreted up to " + where + ", " + std::to_string(done) + " of " +
+                                     std::to_string(total) + " ops" + of + " done");
+}
+
+Status execNode(const Graph& g, size_t idx, std::vector<Tensor>& vals, const Bindings& b, const ExecEnv& env) {
+  const Node& n = g.nodes()[idx];
+  if (pastDeadline(env.deadline)) return makeError("time-limit", nodeWhere(n));
+  KernelContext ctx;
+  ctx.deadline = env.deadline;
   std::vector<Tensor> in;
   in.reserve(n.inputs.size());
-  for (ValueId v : n.inputs) {
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    ValueId v = n.inputs[i];
     SP_ASSERT(vals[size_t(v)].defined(), "value '" + g.value(v).name + "' read after release");
-    in.push_back(vals[size_t(v)]);
+    // The value's last reader, at its last position among the inputs: hand
+    // the reference over (freeAfter would drop it right after the node).
+    bool dies = env.lastUse && (*env.lastUse)[size_t(v)] == int64_t(idx) && i < 64 &&
+                std::find(n.inputs.begin() + int64_t(i) + 1, n.inputs.end(), v) == n.inputs.end();
+    if (dies) {
+      in.push_back(std::move(vals[size_t(v)]));
+      ctx.donated |= uint64_t(1) << i;
+    } else {
+      in.push_back(vals[size_t(v)]);
+    }
   }
   auto attrs = bindAttrs(n.attrs, b);
   if (!attrs) return atNode(n, attrs.error());
-  auto out = runKernel(n.op, *attrs, in);
+  Result<std::vector<Tensor>> out = [&] {
+    KernelContextScope scope(&ctx);
+    return runKernel(n.op, *attrs, in);
+  }();
+  if (ctx.interrupted) return makeError("time-limit", nodeWhere(n));
   if (!out) return atNode(n, out.error());
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     const Value& v = g.value(n.outputs[k]);
@@ -164,11 +194,15 @@ Result<std::vector<Tensor>> runGraphImpl(const Graph& g, TensorMap given, const 
   if (mode != Keep::All)
     for (size_t v = 0; v < vals.size(); ++v)
       if (last[v] < 0) vals[v] = Tensor();  // inputs nothing reads
-  size_t total = g.nodes().size();
+  detail::ExecEnv env{mode == Keep::All ? nullptr : &last, opts.deadline};
+  size_t total = g.nodes().size(), toRun = size_t(std::count(needed.begin(), needed.end(), true)), done = 0;
   for (size_t i = 0; i < total; ++i) {
     if (!needed[i]) continue;
     if (opts.onNode) opts.onNode(0, i, total);
-    SP_TRY(detail::execNode(g, g.nodes()[i], vals, b));
+    auto st = detail::execNode(g, i, vals, b, env);
+    if (!st && st.error().id == "time-limit") return detail::timeLimitError(st.error().message, done, toRun);
+    SP_TRY(st);
+    ++done;
     if (mode != Keep::All) detail::freeAfter(g, i, last, vals);
   }
   return vals;

@@ -4,6 +4,7 @@
 // pays, f16/bf16 stored rounded and computed in f32. Distributed programs run
 // all ranks in-process under a cooperative scheduler that executes each
 // collective once every member of its group has reached it.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -28,6 +29,14 @@ struct RunOptions {
   // When false, an input or parameter that is neither given nor carries data
   // in the model is an error (missing-input) instead of being drawn at random.
   bool fillMissing = true;
+  // Once this time has passed, the run stops with error id "time-limit" and
+  // the message "interpreted up to matmul 'mm_4' (loc), 56 of 80 ops done"
+  // (programs: "rank 1 matmul ..., 300 of 420 ops of all ranks done"; ops:
+  // those that run). Checked before every node, and polled inside long
+  // kernels (matmul and gemm between blocks of rows, gather, every loop
+  // split by parallelFor) at most a few hundred milliseconds apart; an
+  // interrupted kernel's output is discarded.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 // Deterministic random tensor for a value. `symbols` must bind every symbol
@@ -63,7 +72,11 @@ Result<TensorMap> prepareInputs(const Graph& g, const TensorMap& given, const Ru
 // Runs the graph; returns every graph output by name. Inputs not in `given`
 // are drawn from the seed. Errors name the node and its location:
 // "matmul 'mm3' (model.onnx node 'MatMul_3'): ...". Intermediates are freed
-// after their last use.
+// after their last use. Where a value is freed, elementwise kernels (unary,
+// binary, where, dropout, softmax, layer/rms norm) write their output into
+// its storage when nothing else references it (no view, no other value, no
+// copy held by the caller) and dtype and dims match: the result is the same,
+// and a chain of elementwise ops over a large tensor holds one buffer.
 Result<TensorMap> runGraph(const Graph& g, const TensorMap& given, const RunOptions& opts = {});
 
 // Also returns every intermediate value (for witnesses and debugging),

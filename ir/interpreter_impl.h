@@ -1,6 +1,7 @@
 #pragma once
 // Internals shared by the graph interpreter (interpreter.cpp) and the rank
 // scheduler (scheduler.cpp). Not part of the public interface.
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -40,8 +41,22 @@ std::vector<int64_t> lastUses(const Graph& g, const std::vector<bool>& needed,
 // Collectives, send and recv: the nodes that synchronize ranks.
 bool isCommunication(OpKind op);
 
+// How execNode runs node `idx`: inputs whose last use (per `lastUse`; null
+// when nothing is freed, as in runGraphAll) is this node are moved out of
+// `vals` and donated to the kernel, which may write its output into them;
+// `deadline` is checked before the kernel and polled inside it.
+struct ExecEnv {
+  const std::vector<int64_t>* lastUse = nullptr;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
 // Runs a non-collective node: reads its inputs from `vals`, writes outputs.
-Status execNode(const Graph& g, const Node& n, std::vector<Tensor>& vals, const Bindings& b);
+// Past the deadline: error id "time-limit" whose message is nodeWhere(n)
+// (the caller adds the rank and the counts: timeLimitError).
+Status execNode(const Graph& g, size_t idx, std::vector<Tensor>& vals, const Bindings& b, const ExecEnv& env);
+bool pastDeadline(std::chrono::steady_clock::time_point deadline);
+// The error a run reports at its deadline (RunOptions::deadline).
+Error timeLimitError(const std::string& where, size_t done, size_t total, const std::string& of = "");
 
 // Releases the inputs of node `idx` (and its unused outputs) whose last use
 // it is, unless they are graph outputs.

@@ -3,8 +3,10 @@
 // the strided broadcast iterator and a deterministic parallel-for.
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <vector>
 
 #include "ir/infer_util.h"
@@ -37,8 +39,51 @@ decltype(auto) visitDType(DType t, F&& f) {
 // Output element type of an elementwise op on dtype t, widened for halves.
 inline DType computeType(DType t) { return isHalf(t) ? DType::F32 : t; }
 
+// What the interpreter tells the kernel it runs on this thread (execNode
+// installs it; evalOp and direct kernel calls run without one):
+//  - a deadline: long kernels poll kernelInterrupted() between chunks and
+//    skip the rest of their work once it has passed; the interpreter then
+//    discards their output and reports the time limit;
+//  - donated inputs: bit i set when in[i] was the last use of its value and
+//    the interpreter handed its reference over, so an elementwise kernel may
+//    write its output into in[i]'s storage (donatedOutput).
+struct KernelContext {
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  uint64_t donated = 0;
+  bool interrupted = false;
+};
+// The calling thread's context (nullptr when none is installed).
+KernelContext* currentKernelContext();
+// Installs `ctx` for the calling thread for the scope's lifetime.
+class KernelContextScope {
+ public:
+  explicit KernelContextScope(KernelContext* ctx);
+  ~KernelContextScope();
+  KernelContextScope(const KernelContextScope&) = delete;
+  KernelContextScope& operator=(const KernelContextScope&) = delete;
+
+ private:
+  KernelContext* prev_;
+};
+// True once the calling thread's deadline has passed (and marks the kernel
+// interrupted); false without a context. Reads the clock: poll per chunk of
+// work, not per element.
+bool kernelInterrupted();
+
+// Output storage for an elementwise kernel whose output element i depends
+// only on element i of its same-shaped inputs: in[i]'s storage for the
+// first candidate i that was donated, is referenced by nothing else (no
+// view, no other value, no caller copy) and has the output's dtype and
+// dims; else a new zero-filled tensor. Call it before copying in[i] (a
+// kernel-local copy counts as another reference).
+Tensor donatedOutput(std::span<const Tensor> in, std::initializer_list<size_t> candidates, DType dtype,
+                     const std::vector<int64_t>& dims);
+
 // Runs body(begin, end) over [0, n) split into contiguous chunks on a few
-// threads when n is large; results must not depend on the split.
+// threads when n is large; results must not depend on the split. Under a
+// kernel context, n is covered in rounds of at most 512 * minPerThread per
+// thread, with a deadline poll between rounds: an interrupted loop returns
+// early and leaves the rest undone.
 void parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& body,
                  int64_t minPerThread = int64_t(1) << 15);
 

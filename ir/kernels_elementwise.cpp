@@ -112,8 +112,12 @@ Status kernelUnary(OpKind op, const AttrMap& attrs, std::span<const Tensor> in, 
     out.push_back(in[0]);
     return okStatus();
   }
+  // In place: into a donated input, or into the kernel's own f32 copy of a
+  // half input.
+  bool half = isHalf(in[0].dtype());
+  Tensor y = half ? Tensor() : donatedOutput(in, {0}, in[0].dtype(), in[0].dims());
   Tensor x = widenHalf(in[0]);
-  Tensor y(x.dtype(), x.dims());
+  if (half) y = x;
   SP_TRY(visitDType(x.dtype(), [&](auto tag) { return unaryTyped<decltype(tag)>(op, attrs, x, y); }));
   out.push_back(y.dtype() == in[0].dtype() ? y : y.castTo(in[0].dtype()));
   return okStatus();
@@ -286,6 +290,11 @@ Status binaryTyped(OpKind op, const AttrMap& attrs, const Tensor& a, const Tenso
 Status kernelBinary(OpKind op, const AttrMap& attrs, std::span<const Tensor> in, std::vector<Tensor>& out) {
   SP_ASSIGN(Types t, inferTensors(op, attrs, in));
   DType resultType = t[0].dtype;
+  auto dims = concreteDims(t[0].shape);
+  // Computed in the inputs' own type: the output may take a donated input's
+  // storage (taken before a and b copy the inputs).
+  bool ownType = !isHalf(in[0].dtype()) && !isHalf(in[1].dtype()) && in[0].dtype() == in[1].dtype();
+  Tensor y = ownType ? donatedOutput(in, {0, 1}, resultType, dims) : Tensor();
   Tensor a = widenHalf(in[0]);
   Tensor b = widenHalf(in[1]);
   if (op == OpKind::Pow && a.dtype() != b.dtype()) {
@@ -297,7 +306,7 @@ Status kernelBinary(OpKind op, const AttrMap& attrs, std::span<const Tensor> in,
     }
   }
   DType yt = t[0].dtype == DType::Bool ? DType::Bool : a.dtype();
-  Tensor y(yt, concreteDims(t[0].shape));
+  if (!y.defined()) y = Tensor(yt, dims);
   SP_TRY(visitDType(a.dtype(), [&](auto tag) { return binaryTyped<decltype(tag)>(op, attrs, a, b, y); }));
   out.push_back(y.dtype() == resultType ? y : y.castTo(resultType));
   return okStatus();
@@ -325,7 +334,7 @@ void whereLoop(const Tensor& c, const Tensor& a, const Tensor& b, Tensor& y) {
 
 Status kernelWhere(OpKind op, const AttrMap& attrs, std::span<const Tensor> in, std::vector<Tensor>& out) {
   SP_ASSIGN(Types t, inferTensors(op, attrs, in));
-  Tensor y(t[0].dtype, concreteDims(t[0].shape));
+  Tensor y = donatedOutput(in, {1, 2, 0}, t[0].dtype, concreteDims(t[0].shape));
   switch (dtypeSize(y.dtype())) {
     case 1: whereLoop<uint8_t>(in[0], in[1], in[2], y); break;
     case 2: whereLoop<uint16_t>(in[0], in[1], in[2], y); break;

@@ -7,21 +7,60 @@
 
 namespace sp::ir {
 
-void parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& body, int64_t minPerThread) {
+namespace {
+thread_local KernelContext* tCurrentContext = nullptr;
+
+void splitOverThreads(int64_t begin, int64_t end, const std::function<void(int64_t, int64_t)>& body,
+                      int64_t minPerThread) {
+  int64_t n = end - begin;
   int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
   int64_t nt = std::min<int64_t>({hw, 8, n / std::max<int64_t>(1, minPerThread)});
   if (nt <= 1) {
-    if (n > 0) body(0, n);
+    if (n > 0) body(begin, end);
     return;
   }
   std::vector<std::thread> threads;
   int64_t chunk = (n + nt - 1) / nt;
   for (int64_t t = 1; t < nt; ++t) {
-    int64_t b = t * chunk, e = std::min(n, b + chunk);
+    int64_t b = begin + t * chunk, e = std::min(end, b + chunk);
     if (b < e) threads.emplace_back(body, b, e);
   }
-  body(0, std::min(n, chunk));
+  body(begin, std::min(end, begin + chunk));
   for (auto& th : threads) th.join();
+}
+}  // namespace
+
+KernelContext* currentKernelContext() { return tCurrentContext; }
+
+KernelContextScope::KernelContextScope(KernelContext* ctx) : prev_(tCurrentContext) { tCurrentContext = ctx; }
+KernelContextScope::~KernelContextScope() { tCurrentContext = prev_; }
+
+bool kernelInterrupted() {
+  KernelContext* c = tCurrentContext;
+  if (!c || c->deadline == std::chrono::steady_clock::time_point::max()) return false;
+  if (!c->interrupted && std::chrono::steady_clock::now() >= c->deadline) c->interrupted = true;
+  return c->interrupted;
+}
+
+Tensor donatedOutput(std::span<const Tensor> in, std::initializer_list<size_t> candidates, DType dtype,
+                     const std::vector<int64_t>& dims) {
+  if (const KernelContext* c = tCurrentContext)
+    for (size_t i : candidates)
+      if (i < in.size() && i < 64 && (c->donated >> i & 1) && in[i].storageRefs() == 1 &&
+          in[i].dtype() == dtype && in[i].dims() == dims)
+        return in[i];
+  return Tensor(dtype, dims);
+}
+
+void parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& body, int64_t minPerThread) {
+  int64_t per = std::max<int64_t>(1, minPerThread);
+  if (!tCurrentContext) return splitOverThreads(0, n, body, per);
+  int64_t hw = std::max<int64_t>(1, std::min<unsigned>(8, std::thread::hardware_concurrency()));
+  int64_t round = per * 512 * hw;
+  for (int64_t b = 0; b < n; b += round) {
+    if (b > 0 && kernelInterrupted()) return;
+    splitOverThreads(b, std::min(n, b + round), body, per);
+  }
 }
 
 StridedPlan stridedPlan(const std::vector<int64_t>& outDims, std::vector<std::vector<int64_t>> strides) {
@@ -223,6 +262,7 @@ Status kernelGather(OpKind op, const AttrMap& attrs, std::span<const Tensor> in,
   int64_t inner = prodDims(x.dims(), axis + 1, x.dims().size()) * int64_t(es);
   int64_t n = idx.numel();
   for (int64_t j = 0; j < n; ++j) {
+    if (j % 4096 == 4095 && kernelInterrupted()) break;
     SP_ASSIGN(int64_t w, wrapIndex(indexAt(idx, j), d));
     for (int64_t o = 0; o < outer && inner > 0; ++o)
       std::memcpy(y.mutableRaw() + (o * n + j) * inner, x.raw() + (o * d + w) * inner, size_t(inner));
@@ -239,6 +279,7 @@ static Status forEachElementIndex(const Tensor& data, const Tensor& idx, size_t 
   const auto& id = idx.dims();
   std::vector<int64_t> coord(id.size(), 0);
   for (int64_t p = 0; p < idx.numel(); ++p) {
+    if (p % 65536 == 65535 && kernelInterrupted()) break;
     int64_t off = 0;
     for (size_t k = 0; k < id.size(); ++k)
       if (k != axis) off += coord[k] * ds[k];

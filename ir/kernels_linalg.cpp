@@ -11,24 +11,25 @@ namespace sp::ir {
 
 namespace {
 
-// C[M,N] = alpha * op(A) @ op(B) + beta * C, row-major; op transposes when asked.
+// C[M,N] = alpha * op(A) @ op(B) + beta * C, row-major with leading
+// dimensions lda, ldb, ldc; op transposes when asked.
 template <typename T>
-void gemmTyped(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const T* a,
-               const T* b, double beta, T* c) {
+void gemmTyped(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const T* a, int64_t lda,
+               const T* b, int64_t ldb, double beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     if (k == 0) {
-      for (int64_t i = 0; i < m * n; ++i) c[i] = beta == 0 ? T(0) : T(beta) * c[i];
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? T(0) : T(beta) * c[i * ldc + j];
       return;
     }
-    int lda = int(ta ? m : k), ldb = int(tb ? k : n);
     auto tA = ta ? CblasTrans : CblasNoTrans, tB = tb ? CblasTrans : CblasNoTrans;
     if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, tA, tB, int(m), int(n), int(k), float(alpha), a, lda, b, ldb,
-                  float(beta), c, int(n));
+      cblas_sgemm(CblasRowMajor, tA, tB, int(m), int(n), int(k), float(alpha), a, int(lda), b, int(ldb),
+                  float(beta), c, int(ldc));
     else
-      cblas_dgemm(CblasRowMajor, tA, tB, int(m), int(n), int(k), alpha, a, lda, b, ldb, beta, c,
-                  int(n));
+      cblas_dgemm(CblasRowMajor, tA, tB, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c,
+                  int(ldc));
   } else {
     using U = std::make_unsigned_t<T>;
     bool exact = alpha == 1 && (beta == 0 || beta == 1);
@@ -36,15 +37,34 @@ void gemmTyped(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, 
       for (int64_t j = 0; j < n; ++j) {
         U acc = 0;
         for (int64_t p = 0; p < k; ++p) {
-          T av = ta ? a[p * m + i] : a[i * k + p];
-          T bv = tb ? b[j * k + p] : b[p * n + j];
+          T av = ta ? a[p * lda + i] : a[i * lda + p];
+          T bv = tb ? b[j * ldb + p] : b[p * ldb + j];
           acc = U(acc + U(U(av) * U(bv)));
         }
-        T& out = c[i * n + j];
+        T& out = c[i * ldc + j];
         if (exact) out = beta == 0 ? T(acc) : T(U(out) + acc);
         else out = T(alpha * double(T(acc)) + (beta == 0 ? 0.0 : beta * double(out)));
       }
     }
+  }
+}
+
+// Multiply-adds per gemm call above which a gemm runs in blocks of rows,
+// with a deadline poll between blocks (kernelInterrupted): about 0.1 to 0.5 s
+// of OpenBLAS on a few cores. The blocking depends only on the sizes.
+constexpr int64_t kGemmBlockMacs = int64_t(1) << 34;
+
+// gemmTyped on contiguous operands (lda, ldb, ldc implied by the sizes),
+// large products split into blocks of rows of C.
+template <typename T>
+void gemmBlocked(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const T* a, const T* b,
+                 double beta, T* c) {
+  int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  int64_t nk = std::max<int64_t>(1, n * k);
+  int64_t rows = m > kGemmBlockMacs / nk ? std::max<int64_t>(1, kGemmBlockMacs / nk) : m;
+  for (int64_t r = 0; r < m; r += rows) {
+    if (r > 0 && kernelInterrupted()) return;
+    gemmTyped<T>(ta, tb, std::min(rows, m - r), n, k, alpha, ta ? a + r : a + r * k, lda, b, ldb, beta, c + r * n, n);
   }
 }
 
@@ -69,7 +89,7 @@ void matmulTyped(const Tensor& a, const Tensor& b, Tensor& y) {
   int64_t nb = prodDims(batch, 0, br);
   int64_t batchA = prodDims(ba, 0, ba.size()), batchB = prodDims(bb, 0, bb.size());
   if (batchB == 1 && batchA == nb) {  // shared right operand: one big gemm
-    gemmTyped<T>(false, false, nb * m, n, k, 1.0, pa, pb, 0.0, pc);
+    gemmBlocked<T>(false, false, nb * m, n, k, 1.0, pa, pb, 0.0, pc);
     return;
   }
   // Batch offsets (in matrices) of each operand, by broadcasting.
@@ -81,11 +101,16 @@ void matmulTyped(const Tensor& a, const Tensor& b, Tensor& y) {
   });
   auto body = [&](int64_t beg, int64_t end) {
     for (int64_t i = beg; i < end; ++i)
-      gemmTyped<T>(false, false, m, n, k, 1.0, pa + offs[size_t(i)].first * m * k,
-                   pb + offs[size_t(i)].second * k * n, 0.0, pc + i * m * n);
+      gemmBlocked<T>(false, false, m, n, k, 1.0, pa + offs[size_t(i)].first * m * k,
+                     pb + offs[size_t(i)].second * k * n, 0.0, pc + i * m * n);
   };
   // OpenBLAS threads each float gemm; split only integer batches.
-  if constexpr (std::is_floating_point_v<T>) body(0, nb);
+  if constexpr (std::is_floating_point_v<T>) {
+    for (int64_t i = 0; i < nb; ++i) {
+      if (i > 0 && kernelInterrupted()) return;
+      body(i, i + 1);
+    }
+  }
   else parallelFor(nb, body, std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, m * n * k)));
 }
 
@@ -117,7 +142,7 @@ Status kernelGemm(OpKind op, const AttrMap& attrs, std::span<const Tensor> in, s
   }
   visitDType(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    gemmTyped<T>(ta, tb, dims[0], dims[1], k, alpha, a.data<T>(), b.data<T>(), beta, y.mutableData<T>());
+    gemmBlocked<T>(ta, tb, dims[0], dims[1], k, alpha, a.data<T>(), b.data<T>(), beta, y.mutableData<T>());
     return 0;
   });
   out.push_back(y.dtype() == t[0].dtype ? y : y.castTo(t[0].dtype));

@@ -234,28 +234,44 @@ Status kernelCrossEntropy(OpKind op, const AttrMap& attrs, std::span<const Tenso
   return okStatus();
 }
 
+namespace {
+
+// y[i] = stream[i] >= thr ? x[i] / keep : 0 and the mask, position by
+// position (y may share x's or the stream's storage).
+template <typename T, typename S>
+void dropoutLoop(const Tensor& x, const Tensor& s, double thr, double ratio, Tensor& y, Tensor& mask) {
+  const T* px = x.data<T>();
+  const S* ps = s.data<S>();
+  T* py = y.mutableData<T>();
+  uint8_t* pm = mask.mutableData<uint8_t>();
+  T keep = T(1.0 - ratio);
+  parallelFor(x.numel(), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      bool m = double(ps[i]) >= thr;
+      pm[i] = m;
+      py[i] = m ? px[i] / keep : T(0);
+    }
+  });
+}
+
+}  // namespace
+
 Status kernelDropout(OpKind op, const AttrMap& attrs, std::span<const Tensor> in, std::vector<Tensor>& out) {
   SP_TRY(inferTensors(op, attrs, in));
+  Tensor y = isHalf(in[0].dtype()) ? Tensor() : donatedOutput(in, {0, 1}, in[0].dtype(), in[0].dims());
   Tensor x = widenHalf(in[0]), s = widenHalf(in[1]);
+  if (!y.defined()) y = x.dtype() == in[0].dtype() ? Tensor(x.dtype(), x.dims()) : x;  // a half's own f32 copy
   double ratio = attrFloat(attrs, "ratio");
   // The comparison happens in the stream's precision (f32 for f32/f16/bf16).
   double thr = s.dtype() == DType::F64 ? ratio : double(float(ratio));
-  Tensor y(x.dtype(), x.dims()), mask(DType::Bool, x.dims());
-  uint8_t* pm = mask.mutableData<uint8_t>();
-  visitDType(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<T>) {
-      const T* px = x.data<T>();
-      T* py = y.mutableData<T>();
-      T keep = T(1.0 - ratio);
-      for (int64_t i = 0; i < x.numel(); ++i) {
-        bool m = s.getAsDouble(i) >= thr;
-        pm[i] = m;
-        py[i] = m ? px[i] / keep : T(0);
-      }
-    }
-    return 0;
-  });
+  Tensor mask(DType::Bool, x.dims());
+  auto run = [&](auto xt) {
+    using T = decltype(xt);
+    if (s.dtype() == DType::F64) dropoutLoop<T, double>(x, s, thr, ratio, y, mask);
+    else dropoutLoop<T, float>(x, s, thr, ratio, y, mask);
+  };
+  if (x.dtype() == DType::F64) run(double{});
+  else run(float{});
   out.push_back(y.dtype() == in[0].dtype() ? y : y.castTo(in[0].dtype()));
   out.push_back(std::move(mask));
   return okStatus();

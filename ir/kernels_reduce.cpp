@@ -14,6 +14,15 @@ namespace sp::ir {
 
 namespace {
 
+// The output of a row-wise kernel over in[0] that computes in its own type:
+// a donated in[0], or an undefined tensor meaning "in place into x" when
+// in[0] is a half (x = widenHalf(in[0]) is then the kernel's own copy), or
+// a new tensor.
+Tensor inPlaceOutput(std::span<const Tensor> in) {
+  if (isHalf(in[0].dtype())) return Tensor();
+  return donatedOutput(in, {0}, in[0].dtype(), in[0].dims());
+}
+
 template <typename T>
 Status reduceTyped(OpKind op, const Tensor& x, const std::vector<int64_t>& keepDims, Tensor& y) {
   constexpr bool kFloat = std::is_floating_point_v<T>;
@@ -26,11 +35,19 @@ Status reduceTyped(OpKind op, const Tensor& x, const std::vector<int64_t>& keepD
   StridedPlan p = stridedPlan(x.dims(), {os});
   const T* px = x.data<T>();
   T* py = y.mutableData<T>();
+  // Slices along the leading kept dims reduce into disjoint outputs: they
+  // run in parallel, each output still accumulating in row-major order.
+  size_t lead = 0;
+  while (lead < keepDims.size() && keepDims[lead] == x.dims()[lead]) ++lead;
+  int64_t slices = prodDims(x.dims(), 0, lead);
+  int64_t perSlice = slices == 0 ? 0 : x.numel() / slices;
   auto visit = [&](auto f) {
-    forEachRun<1>(p, 0, p.numel, [&](int64_t pos, const std::array<int64_t, 1>& off, int64_t len) {
-      int64_t s = p.strides[0].back();
-      for (int64_t i = 0; i < len; ++i) f(off[0] + i * s, px[pos + i]);
-    });
+    parallelFor(slices, [&](int64_t b, int64_t e) {
+      forEachRun<1>(p, b * perSlice, e * perSlice, [&](int64_t pos, const std::array<int64_t, 1>& off, int64_t len) {
+        int64_t s = p.strides[0].back();
+        for (int64_t i = 0; i < len; ++i) f(off[0] + i * s, px[pos + i]);
+      });
+    }, std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, perSlice)));
   };
   if (op == OpKind::ReduceMax || op == OpKind::ReduceMin) {
     bool isMax = op == OpKind::ReduceMax;
@@ -117,12 +134,15 @@ Status kernelArg(OpKind op, const AttrMap& attrs, std::span<const Tensor> in, st
 
 Status kernelSoftmax(OpKind op, const AttrMap& attrs, std::span<const Tensor> in, std::vector<Tensor>& out) {
   SP_TRY(inferTensors(op, attrs, in));
+  // In place (into a donated input or a half's own f32 copy): each element
+  // is read before its output is written, and only then.
+  Tensor y = inPlaceOutput(in);
   Tensor x = widenHalf(in[0]);
+  if (!y.defined()) y = x;
   size_t axis = size_t(*normAxis(attrInt(attrs, "axis"), x.rank(), "softmax"));
   int64_t outer = prodDims(x.dims(), 0, axis), d = x.dims()[axis];
   int64_t inner = prodDims(x.dims(), axis + 1, x.dims().size());
   bool logMode = op == OpKind::LogSoftmax;
-  Tensor y(x.dtype(), x.dims());
   visitDType(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
@@ -196,6 +216,8 @@ void normRows(bool rms, const Tensor& x, int64_t n, double eps, const Tensor* sc
 Status normKernel(bool rms, OpKind op, const AttrMap& attrs, std::span<const Tensor> in,
                   std::vector<Tensor>& out) {
   SP_TRY(inferTensors(op, attrs, in));
+  // In place as softmax: a row is read completely before it is written.
+  Tensor y = inPlaceOutput(in);
   Tensor x = widenHalf(in[0]);
   size_t axis = size_t(*normAxis(attrInt(attrs, "axis"), x.rank(), "norm"));
   std::vector<int64_t> nd(x.dims().begin() + int64_t(axis), x.dims().end());
@@ -203,7 +225,7 @@ Status normKernel(bool rms, OpKind op, const AttrMap& attrs, std::span<const Ten
   std::optional<Tensor> scale, bias;
   if (in.size() > 1) scale = broadcastTo(widenHalf(in[1]), nd);
   if (in.size() > 2) bias = broadcastTo(widenHalf(in[2]), nd);
-  Tensor y(x.dtype(), x.dims());
+  if (!y.defined()) y = x;
   double eps = attrFloat(attrs, "epsilon");
   if (x.dtype() == DType::F64)
     normRows<double>(rms, x, n, eps, scale ? &*scale : nullptr, bias ? &*bias : nullptr, y);

@@ -4,6 +4,7 @@
 // message has not arrived; then every group whose members all wait at a
 // collective on that group executes it. A round without progress is a
 // deadlock. Sends are buffered and never block.
+#include <algorithm>
 #include <deque>
 #include <tuple>
 
@@ -119,7 +120,15 @@ class Scheduler {
   }
   static std::string rankStr(int64_t r) { return "rank " + std::to_string(r) + ": "; }
 
+  // The deadline error at rank r's node `where`, with the ops done so far.
+  Error timeLimit(int64_t r, const std::string& where) const {
+    size_t total = 0;
+    for (const auto& st : ranks_) total += size_t(std::count(st.needed.begin(), st.needed.end(), true));
+    return detail::timeLimitError("rank " + std::to_string(r) + " " + where, done_, total, " of all ranks");
+  }
+
   void finishNode(RankState& st) {
+    ++done_;
     if (!keepAll_) detail::freeAfter(*st.g, st.pc, st.lastUse, st.vals);
     ++st.pc;
     st.members.clear();
@@ -149,6 +158,7 @@ class Scheduler {
         st.reported = st.pc;
         opts_.onNode(r, st.pc, total);
       }
+      if (detail::pastDeadline(opts_.deadline)) return timeLimit(r, nodeWhere(n));
       if (n.op == OpKind::Send) {
         int64_t peer = attrInt(n.attrs, "peer");
         channels_[{r, peer, attrInt(n.attrs, "tag")}].push_back(
@@ -184,7 +194,9 @@ class Scheduler {
         return okStatus();  // blocked until the group executes it
       }
       SP_TRY([&]() -> Status {
-        auto s = detail::execNode(*st.g, n, st.vals, st.b);
+        auto s = detail::execNode(*st.g, st.pc, st.vals, st.b,
+                                  detail::ExecEnv{keepAll_ ? nullptr : &st.lastUse, opts_.deadline});
+        if (!s && s.error().id == "time-limit") return timeLimit(r, s.error().message);
         if (!s) return prefixed(r, s.error());
         return okStatus();
       }());
@@ -280,6 +292,7 @@ class Scheduler {
   bool keepAll_;
   const std::vector<std::vector<ValueId>>* keep_;
   std::vector<RankState> ranks_;
+  size_t done_ = 0;  // nodes finished, all ranks
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::deque<Message>> channels_;  // (src, dst, tag)
 };
 

@@ -31,6 +31,10 @@ class Tensor {
   size_t nbytes() const { return size_t(numel_) * dtypeSize(dtype_); }
   TensorType type() const { return {dtype_, shapeOf(dims_)}; }
   bool defined() const { return data_ != nullptr; }
+  // Tensors (views from reshaped() included) sharing this one's storage,
+  // itself counted; 0 when undefined. The interpreter writes an output into
+  // a dying input's storage only when this is 1.
+  long storageRefs() const { return data_.use_count(); }
 
   const std::byte* raw() const { return data_->data(); }
   std::byte* mutableRaw() { return data_->data(); }

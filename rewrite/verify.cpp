@@ -21,7 +21,15 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
                            const std::vector<const SeqRel*>& inputs, const std::string& value);
 Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
                          const VerifyOptions& opts, const std::vector<std::string>& unproven,
-                         const std::map<std::string, RelPtr>& expected, VerifyReport& rep);
+                         const std::map<std::string, RelPtr>& expected,
+                         std::chrono::steady_clock::time_point deadline, VerifyReport& rep);
+
+// "5", "0.5", "300": time limits in reasons (also witness_verdict.cpp).
+std::string secondsStr(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
 
 std::string_view verdictName(Verdict v) {
   switch (v) {
@@ -352,12 +360,6 @@ class DistEqualities {
   std::map<DistLeaf, size_t> group_;
   std::vector<std::vector<DistLeaf>> members_;
 };
-
-std::string secondsStr(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", s);
-  return buf;
-}
 
 double peakRss() {
   rusage ru{};
@@ -784,7 +786,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
     rep.verdict = Verdict::Verified;
   } else {
     if (!rep.failure) rep.failure = Failure{"", unproven.front(), {}, "no relation found for S output '" + unproven.front() + "'", {}, std::nullopt};
-    SP_TRY(decideWithWitness(seq, dist, relations, opts, unproven, expected, rep));
+    SP_TRY(decideWithWitness(seq, dist, relations, opts, unproven, expected, deadline, rep));
   }
   rep.stats.seconds = elapsed();
   rep.stats.peakRssMb = peakRss();

@@ -35,6 +35,11 @@ struct VerifyOptions {
   // stays inconclusive, saying so. The default takes about a minute on two
   // cores; `shardproof verify --witness-limit`.
   double witnessWorkLimit = kDefaultWitnessWorkLimit;
+  // Witness: at most this many seconds of its own, within timeLimitSeconds
+  // (which covers the whole run, witness included); negative: no cap of its
+  // own. Reaching either limit leaves the verdict inconclusive, saying how
+  // far the interpreter got. 0 stops it before its first op (tests).
+  double witnessTimeLimitSeconds = -1;
   // Progress of the witness run: (estimated work done, work total, "seq mm_4" / "rank 1 mm_4").
   std::function<void(double, double, const std::string&)> witnessProgress;
   std::string lemmaDir;              // empty: defaultLemmaDir()

@@ -80,6 +80,59 @@ struct ProgressTracker {
   }
 };
 
+// A D input that is plain data movement of one S input (the input itself,
+// slices, reshapes, permutes), computed on the tensors: no f64 copy, and a
+// replicated input shares S's storage. An error: not of that form, or out of
+// range (the relation evaluator then computes it, or reports the error).
+Result<ir::Tensor> movedInput(const Rel& r, const ir::TensorMap& seq, const RelScope& s) {
+  auto unsupported = [] { return makeError("not-data-movement", "evaluated by the relation evaluator"); };
+  if (r.op == RelOp::Seq) {
+    auto it = seq.find(r.name);
+    if (it == seq.end()) return unsupported();
+    return it->second;
+  }
+  if (r.op != RelOp::Slice && r.op != RelOp::Reshape && r.op != RelOp::Permute) return unsupported();
+  SP_ASSIGN(ir::Tensor x, movedInput(*r.args[0], seq, s));
+  if (r.op == RelOp::Reshape) {
+    std::vector<int64_t> dims;
+    int64_t n = 1;
+    for (const auto& d : r.shape) {
+      if (!d.isConcrete()) return unsupported();
+      dims.push_back(d.value());
+      n *= d.value();
+    }
+    if (n != x.numel()) return unsupported();
+    return x.reshaped(dims);
+  }
+  ir::AttrMap attrs;
+  if (r.op == RelOp::Permute) {
+    attrs["perm"] = r.perm;
+  } else {
+    SP_ASSIGN(int64_t start, r.start.eval(s.vars, s.ranks));
+    SP_ASSIGN(int64_t end, r.end.eval(s.vars, s.ranks));
+    int64_t axis = r.dim < 0 ? r.dim + x.rank() : r.dim;
+    if (axis < 0 || axis >= x.rank() || start < 0 || end < start || end > x.dims()[size_t(axis)]) return unsupported();
+    attrs = {{"starts", std::vector<int64_t>{start}}, {"ends", std::vector<int64_t>{end}},
+             {"axes", std::vector<int64_t>{axis}}};
+  }
+  SP_ASSIGN(auto out, ir::evalOp(r.op == RelOp::Permute ? ir::OpKind::Transpose : ir::OpKind::Slice, attrs, {x}));
+  return out[0];
+}
+
+// buildDistInputs (relation_text.h) with data movement on the tensors.
+Result<std::vector<ir::TensorMap>> distInputs(const RelationFile& rel, const ir::Program& dist, const ir::TensorMap& sin) {
+  RankSpace ranks = RankSpace::of(dist);
+  SP_ASSIGN(auto bound, expandInputs(rel, ranks));
+  std::vector<ir::TensorMap> out(size_t(dist.worldSize()));
+  for (const auto& b : bound) {
+    auto t = movedInput(*b.expr, sin, b.scope);
+    if (!t.ok()) t = evaluate(*b.expr, TensorSource{&sin, nullptr}, b.scope);
+    if (!t.ok()) return makeError(t.error().id, "rank " + std::to_string(b.rank) + ": " + t.error().message, b.location);
+    out[size_t(b.rank)][b.name] = std::move(*t);
+  }
+  return out;
+}
+
 }  // namespace
 
 double WitnessWork::total() const {
@@ -100,9 +153,14 @@ WitnessWork estimateWork(const ir::Graph& seq, const ir::Program& dist, const Wi
 }
 
 Result<WitnessRun> runWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
-                              const WitnessPlan& plan, uint64_t seed, const WitnessProgress& progress) {
+                              const WitnessPlan& plan, uint64_t seed, const WitnessProgress& progress,
+                              std::chrono::steady_clock::time_point deadline) {
   ir::RunOptions opts;
   opts.seed = seed;
+  opts.deadline = deadline;
+  auto stopped = [](const Error& e, const std::string& phase) {
+    return e.id == "time-limit" ? makeError(e.id, phase + e.message) : e;
+  };
   static const std::vector<std::string> kNone;
   std::vector<std::vector<ir::ValueId>> dkeep;
   for (int64_t r = 0; r < dist.worldSize(); ++r)
@@ -118,7 +176,11 @@ Result<WitnessRun> runWitness(const ir::Graph& seq, const ir::Program& dist, con
   // tensors again for R_in, so S and D run on related inputs without S's
   // inputs and D's staying alive through S's run.
   WitnessRun run;
-  SP_ASSIGN(run.seq, ir::runGraphKeep(seq, {}, idsOf(seq, plan.seq), opts));
+  {
+    auto s = ir::runGraphKeep(seq, {}, idsOf(seq, plan.seq), opts);
+    if (!s.ok()) return stopped(s.error(), "S ");
+    run.seq = std::move(*s);
+  }
 
   track.finish();
   track.phase = "rank";
@@ -132,16 +194,17 @@ Result<WitnessRun> runWitness(const ir::Graph& seq, const ir::Program& dist, con
   std::vector<ir::TensorMap> din;
   {
     SP_ASSIGN(ir::TensorMap sin, ir::prepareInputs(seq, {}, opts));
-    SP_ASSIGN(din, buildDistInputs(rel, RankSpace::of(dist), sin));
+    SP_ASSIGN(din, distInputs(rel, dist, sin));
   }
   ir::RunOptions dopts = opts;
   dopts.fillMissing = false;
-  SP_ASSIGN(auto dvals, ir::runProgramKeep(dist, std::move(din), dkeep, dopts));
-  run.dist.resize(dvals.size());
-  for (size_t r = 0; r < dvals.size(); ++r) {
+  auto dvals = ir::runProgramKeep(dist, std::move(din), dkeep, dopts);
+  if (!dvals.ok()) return stopped(dvals.error(), "S done; D ");
+  run.dist.resize(dvals->size());
+  for (size_t r = 0; r < dvals->size(); ++r) {
     const auto& g = dist.rank(int64_t(r));
-    for (size_t v = 0; v < dvals[r].size(); ++v)
-      if (dvals[r][v].defined()) run.dist[r][g.value(ir::ValueId(v)).name] = std::move(dvals[r][v]);
+    for (size_t v = 0; v < (*dvals)[r].size(); ++v)
+      if ((*dvals)[r][v].defined()) run.dist[r][g.value(ir::ValueId(v)).name] = std::move((*dvals)[r][v]);
   }
   return run;
 }

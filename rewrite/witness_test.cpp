@@ -60,6 +60,43 @@ TEST(Witness, LimitBelowTheEstimateIsInconclusiveWithTheReason) {
   EXPECT_FALSE(ran);
 }
 
+// The time limit covers the witness: a witness whose deadline has passed
+// when it starts stops before its first op, and the verdict is
+// inconclusive with the reason, never refuted without a witness.
+TEST(Witness, PassedDeadlineIsInconclusiveWithTheTimeLimitReason) {
+  Case c = missingAllReduce();
+  VerifyOptions o;
+  o.witnessTimeLimitSeconds = 0;
+  auto rep = verify(c.seq, c.dist, c.rel, o);
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  EXPECT_EQ(rep->verdict, Verdict::Inconclusive) << rep->reason;
+  EXPECT_NE(rep->reason.find("; witness time limit of 0 s reached while computing the witness (S interpreted up to "),
+            std::string::npos)
+      << rep->reason;
+  EXPECT_NE(rep->reason.find(", 0 of "), std::string::npos) << rep->reason;
+  ASSERT_TRUE(rep->failure.has_value());
+  EXPECT_FALSE(rep->failure->witness.has_value());
+  // A cap above the run's limit leaves the run's limit in charge: the same
+  // case refutes.
+  o.witnessTimeLimitSeconds = 1e9;
+  rep = verify(c.seq, c.dist, c.rel, o);
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  EXPECT_EQ(rep->verdict, Verdict::Refuted) << rep->reason;
+}
+
+TEST(Witness, RunStopsAtTheDeadlineSayingHowFarItGot) {
+  Case c = missingAllReduce();
+  WitnessPlan plan{{"y"}, {{"y"}, {"y"}}};
+  auto past = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  auto run = runWitness(c.seq, c.dist, c.rel, plan, 0, {}, past);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.error().id, "time-limit");
+  EXPECT_EQ(run.error().message.rfind("S interpreted up to matmul 'h'", 0), 0u) << run.error().message;
+  EXPECT_NE(run.error().message.find(", 0 of 3 ops done"), std::string::npos) << run.error().message;
+  auto full = runWitness(c.seq, c.dist, c.rel, plan, 0, {}, std::chrono::steady_clock::now() + std::chrono::hours(1));
+  ASSERT_TRUE(full.ok()) << full.error().str();
+}
+
 TEST(Witness, WorkCountsOnlyTheConesThatRun) {
   Case c = missingAllReduce();
   WitnessPlan all{{"y"}, {{"y"}, {"y"}}};

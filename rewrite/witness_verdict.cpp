@@ -1,5 +1,7 @@
 // Refuted or inconclusive: run the witness and compare where no relation
 // was proven.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -8,6 +10,8 @@
 #include "rewrite/witness.h"
 
 namespace sp::rewrite {
+
+std::string secondsStr(double s);  // verify.cpp
 
 namespace {
 
@@ -108,7 +112,8 @@ WitnessPlan planWitness(const ir::Graph& seq, const ir::Program& dist, const Fai
 
 Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
                          const VerifyOptions& opts, const std::vector<std::string>& unproven,
-                         const std::map<std::string, RelPtr>& expected, VerifyReport& rep) {
+                         const std::map<std::string, RelPtr>& expected,
+                         std::chrono::steady_clock::time_point deadline, VerifyReport& rep) {
   Failure& f = *rep.failure;
   // Where D differs: the source lines of the closest D tensors go into the
   // failure's message (text and JSON reports) whatever the verdict.
@@ -130,7 +135,23 @@ Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const Re
                  fmt(opts.witnessWorkLimit) + " (--witness-limit)";
     return okStatus();
   }
-  auto run = runWitness(seq, dist, rel, plan, opts.seed, opts.witnessProgress);
+  // The run's deadline, or the witness's own when that comes first.
+  std::string limit = "time limit of " + secondsStr(opts.timeLimitSeconds) + " s";
+  if (opts.witnessTimeLimitSeconds >= 0) {
+    auto own = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   std::chrono::duration<double>(std::min(opts.witnessTimeLimitSeconds, 1e8)));
+    if (own < deadline) {
+      deadline = own;
+      limit = "witness time limit of " + secondsStr(opts.witnessTimeLimitSeconds) + " s";
+    }
+  }
+  auto run = runWitness(seq, dist, rel, plan, opts.seed, opts.witnessProgress, deadline);
+  if (!run.ok() && run.error().id == "time-limit") {
+    rep.verdict = Verdict::Inconclusive;
+    rep.reason = base + "; " + limit + " reached while computing the witness (" + run.error().message + ")";
+    return okStatus();
+  }
   if (!run.ok()) {
     rep.verdict = Verdict::Inconclusive;
     rep.reason = base + "; witness could not run: " + run.error().str();
