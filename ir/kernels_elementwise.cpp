@@ -155,13 +155,17 @@ Status kernelCast(OpKind op, const AttrMap& attrs, std::span<const Tensor> in, s
     const S* a = x.data<S>();
     if (to == DType::Bool) {
       uint8_t* o = y.mutableData<uint8_t>();
-      for (int64_t i = 0; i < x.numel(); ++i) o[i] = a[i] != S(0);
+      parallelFor(x.numel(), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) o[i] = a[i] != S(0);
+      });
       return 0;
     }
     visitDType(mid, [&](auto dtag) {
       using D = decltype(dtag);
       D* o = y.mutableData<D>();
-      for (int64_t i = 0; i < x.numel(); ++i) o[i] = convertElem<D>(a[i]);
+      parallelFor(x.numel(), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) o[i] = convertElem<D>(a[i]);
+      });
       return 0;
     });
     return 0;

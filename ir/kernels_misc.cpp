@@ -204,6 +204,7 @@ Status kernelCrossEntropy(OpKind op, const AttrMap& attrs, std::span<const Tenso
       for (int64_t b = 0; b < n; ++b)
         for (int64_t i = 0; i < inner; ++i) {
           int64_t e = b * inner + i;
+          if (e % 256 == 255 && kernelInterrupted()) return okStatus();  // output discarded
           int64_t cls = indexValue(target, e);
           if (cls == ignore) continue;
           if (cls < 0 || cls >= c)

@@ -327,6 +327,36 @@ TEST(KernelLoss, CrossEntropyWithIgnoreIndexAndWeights) {
             "index-out-of-range: cross_entropy: target 2 is out of range for 2 classes");
 }
 
+// Reductions split over the leading kept dims (and threads) still add each
+// output's elements in row-major order, in f64: bitwise a serial sum.
+TEST(KernelReduce, SplitReductionsMatchASerialRowMajorSum) {
+  std::vector<int64_t> dims{48, 700, 5};
+  std::vector<float> v(size_t(48 * 700 * 5));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(std::sin(double(i) * 0.37)) * 1000.0f + float(i % 7) * 1e-3f;
+  Tensor x = F(dims, v);
+  for (std::vector<int64_t> axes : {std::vector<int64_t>{1}, {2}, {0, 2}, {1, 2}}) {
+    std::vector<int64_t> keep = dims;
+    for (int64_t a : axes) keep[size_t(a)] = 1;
+    std::vector<double> sum(size_t(keep[0] * keep[1] * keep[2]), 0.0);
+    std::vector<float> mx(sum.size(), -INFINITY);
+    for (int64_t i = 0; i < dims[0]; ++i)
+      for (int64_t j = 0; j < dims[1]; ++j)
+        for (int64_t k = 0; k < dims[2]; ++k) {
+          int64_t o = ((keep[0] > 1 ? i : 0) * keep[1] + (keep[1] > 1 ? j : 0)) * keep[2] + (keep[2] > 1 ? k : 0);
+          float e = v[size_t((i * dims[1] + j) * dims[2] + k)];
+          sum[size_t(o)] += double(e);
+          mx[size_t(o)] = std::max(mx[size_t(o)], e);
+        }
+    Tensor s = run1(OpKind::ReduceSum, {x}, {{"axes", axes}});
+    Tensor m = run1(OpKind::ReduceMax, {x}, {{"axes", axes}});
+    ASSERT_EQ(s.numel(), int64_t(sum.size()));
+    for (size_t o = 0; o < sum.size(); ++o) {
+      ASSERT_EQ(s.data<float>()[o], float(sum[o])) << "axes " << axes.size() << " output " << o;
+      ASSERT_EQ(m.data<float>()[o], mx[o]) << "axes " << axes.size() << " output " << o;
+    }
+  }
+}
+
 TEST(KernelRandom, Dropout) {
   Tensor x = F({4}, {1, 2, 3, 4});
   Tensor s = F({4}, {0.1f, 0.5f, 0.9f, 0.49f});
