@@ -24,7 +24,7 @@ inline constexpr double kDefaultWitnessWorkLimit = 5e12;
 
 struct VerifyOptions {
   std::vector<std::string> outputs;  // S outputs that must be rebuilt; empty: all
-  double timeLimitSeconds = 300;     // whole run; running out is "inconclusive"
+  double timeLimitSeconds = 300;     // whole run, witness included; running out is "inconclusive"
   Budget perOpBudget;                // e-graph budget per S op
   int exploreHops = 5;               // bounded exploration of D per S op (5: a vocab-parallel loss, 5 ops from the logits)
   bool memoize = true;               // layer memoization (verify.cpp); false: every S op saturated
