@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/text.h"
 
 namespace sp::ir::test {
 
@@ -23,6 +24,29 @@ inline Graph finish(GraphBuilder gb) {
   auto g = std::move(gb).finish();
   EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().str());
   return g.ok() ? std::move(*g) : Graph();
+}
+
+// A graph from text IR (a test failure and an empty graph on errors).
+inline Graph parsed(const std::string& text, const std::string& filename) {
+  auto g = parseGraph(text, filename);
+  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().str());
+  return g.ok() ? std::move(*g) : Graph();
+}
+
+// Two ranks: l = neg(x) local, s = all_reduce(x) over tp, t = exp(s).
+inline Result<Program> localAndReduced() {
+  return parseProgram(R"(program p {
+  world 2
+  mesh [tp = 2]
+  rank 0..1 {
+    input %x: f32[2]
+    %l: f32[2] = neg(%x)
+    %s: f32[2] = all_reduce(%x) {group = "tp"}
+    %t: f32[2] = exp(%s)
+    output %l
+    output %t
+  }
+})", "p.sp");
 }
 
 }  // namespace sp::ir::test

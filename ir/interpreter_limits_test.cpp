@@ -23,7 +23,7 @@ using test::vals;
 // looked at: x (the caller keeps a copy), v (a view of c, kept), e used
 // twice by one node.
 Graph chains() {
-  auto g = parseGraph(R"(graph chains {
+  return test::parsed(R"(graph chains {
   input %x: f32[2, 3]
   input %r: f32[2, 3]
   input %m: bool[2, 3]
@@ -43,8 +43,6 @@ Graph chains() {
   output %v
   output %z
 })", "chains.sp");
-  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().str());
-  return g.ok() ? std::move(*g) : Graph();
 }
 
 TensorMap chainInputs() {
@@ -122,23 +120,14 @@ TEST(InterpDeadline, PassedDeadlineStopsAGraphBeforeItsFirstOp) {
 }
 
 TEST(InterpDeadline, PassedDeadlineStopsAProgramNamingTheRank) {
-  auto p = parseProgram(R"(program p {
-  world 2
-  mesh [tp = 2]
-  rank 0..1 {
-    input %x: f32[2]
-    %s: f32[2] = all_reduce(%x) {group = "tp"}
-    %t: f32[2] = exp(%s)
-    output %t
-  }
-})", "p.sp");
+  auto p = test::localAndReduced();
   ASSERT_TRUE(p.ok()) << p.error().str();
   RunOptions opts;
   opts.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
   auto out = runProgramKeep(*p, {}, {{*p->rank(0).findValue("t")}, {*p->rank(1).findValue("t")}}, opts);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.error().id, "time-limit");
-  EXPECT_EQ(out.error().message, "interpreted up to rank 0 all_reduce 's' (p.sp:6:5), 0 of 4 ops of all ranks done");
+  EXPECT_EQ(out.error().message, "interpreted up to rank 0 all_reduce 's' (p.sp:7:5), 0 of 4 ops of all ranks done");
 }
 
 // Inside a kernel: parallelFor stops between rounds once the deadline has

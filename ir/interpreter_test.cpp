@@ -275,7 +275,7 @@ TEST(InterpEvalOp, RunsKernelsAndChecksTypes) {
 
 // Two branches from x: a = relu(x) -> b = exp(a) (an output), c = neg(x) -> d = mul(c, x).
 Graph twoBranches() {
-  auto g = parseGraph(R"(graph two {
+  return test::parsed(R"(graph two {
   input %x: f32[2, 3]
   %a: f32[2, 3] = relu(%x)
   %b: f32[2, 3] = exp(%a)
@@ -284,8 +284,6 @@ Graph twoBranches() {
   output %b
   output %d
 })", "two.sp");
-  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().str());
-  return g.ok() ? std::move(*g) : Graph();
 }
 
 TEST(InterpKeep, RunsOnlyTheConeAndKeepsOnlyTheListedValues) {
@@ -329,18 +327,7 @@ TEST(InterpKeep, ReleasedInputsLeaveTheCallersCopyIntact) {
 TEST(InterpKeep, CollectivesOutsideTheConeStillRunOnEveryRank) {
   // Rank 0 keeps only its local value; rank 1 keeps the all_reduce result,
   // which needs rank 0 to take part.
-  auto p = parseProgram(R"(program p {
-  world 2
-  mesh [tp = 2]
-  rank 0..1 {
-    input %x: f32[2]
-    %l: f32[2] = neg(%x)
-    %s: f32[2] = all_reduce(%x) {group = "tp"}
-    %t: f32[2] = exp(%s)
-    output %l
-    output %t
-  }
-})", "p.sp");
+  auto p = test::localAndReduced();
   ASSERT_TRUE(p.ok()) << p.error().str();
   std::vector<TensorMap> in{{{"x", f32({2}, {1, 2})}}, {{"x", f32({2}, {10, 20})}}};
   const Graph& g0 = p->rank(0);
