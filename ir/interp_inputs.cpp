@@ -84,24 +84,56 @@ int64_t intHighFor(const Graph& g, ValueId v, const Bindings& symbols) {
     int64_t a = axis < 0 ? axis + r : axis;
     if (a >= 0 && a < r) consider(s[size_t(a)]);
   };
-  for (NodeId nid : g.users(v)) {
-    const Node& n = g.node(nid);
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      if (n.inputs[k] != v) continue;
-      switch (n.op) {
-        case OpKind::Gather:
-        case OpKind::GatherElements:
-        case OpKind::ScatterElements:
-          if (k == 1) dimAt(n.inputs[0], attrInt(n.attrs, "axis"));
-          break;
-        case OpKind::CrossEntropy:
-          if (k == 1) dimAt(n.inputs[0], 1);
-          break;
-        case OpKind::OneHot:
-          consider(Dim(attrInt(n.attrs, "depth")));
-          break;
-        default:
-          break;
+  // The ids reach their lookup through integer plumbing: casts, layout ops,
+  // an offset (Megatron's `target - vocab_start`), a masked replacement
+  // (`where(mask, 0, target)`). Follow integer values through those to the
+  // gathers, one-hots and cross entropies they index.
+  auto carries = [&](const Node& n, size_t k) {
+    if (n.outputs.size() != 1 || !isInteger(g.value(n.outputs[0]).type.dtype)) return false;
+    switch (n.op) {
+      case OpKind::Identity:
+      case OpKind::Cast:
+      case OpKind::Reshape:
+      case OpKind::Transpose:
+      case OpKind::Squeeze:
+      case OpKind::Unsqueeze:
+      case OpKind::Expand:
+      case OpKind::Slice:
+      case OpKind::Concat:
+      case OpKind::Add:
+      case OpKind::Sub:
+        return true;
+      case OpKind::Where:
+        return k > 0;
+      default:
+        return false;
+    }
+  };
+  std::vector<ValueId> work{v};
+  std::set<ValueId> seen{v};
+  while (!work.empty()) {
+    ValueId x = work.back();
+    work.pop_back();
+    for (NodeId nid : g.users(x)) {
+      const Node& n = g.node(nid);
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        if (n.inputs[k] != x) continue;
+        if (carries(n, k) && seen.insert(n.outputs[0]).second && seen.size() <= 64) work.push_back(n.outputs[0]);
+        switch (n.op) {
+          case OpKind::Gather:
+          case OpKind::GatherElements:
+          case OpKind::ScatterElements:
+            if (k == 1) dimAt(n.inputs[0], attrInt(n.attrs, "axis"));
+            break;
+          case OpKind::CrossEntropy:
+            if (k == 1) dimAt(n.inputs[0], 1);
+            break;
+          case OpKind::OneHot:
+            consider(Dim(attrInt(n.attrs, "depth")));
+            break;
+          default:
+            break;
+        }
       }
     }
   }

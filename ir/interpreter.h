@@ -55,8 +55,10 @@ Tensor randomTensor(const TensorType& type, const Bindings& symbols, uint64_t se
 // Safe exclusive upper bound for random integers of input/param `v`:
 // the smallest valid index extent among its uses (gather / gather_elements /
 // scatter_elements indices: the data dim along `axis`; cross_entropy target:
-// the class dim 1 of the logits; one_hot: depth); if it has none of those
-// uses, the smallest dim 0 of a rank-2 float parameter (an embedding-table
+// the class dim 1 of the logits; one_hot: depth), followed through integer
+// plumbing (identity, cast, layout ops, add/sub, the value inputs of where:
+// Megatron's masked, offset targets); if it has none of those uses, the
+// smallest dim 0 of a rank-2 float parameter (an embedding-table
 // look-alike); else 2. Extents are evaluated under `symbols`; at least 1.
 int64_t intHighFor(const Graph& g, ValueId v, const Bindings& symbols);
 

@@ -254,6 +254,34 @@ TEST(InterpInputs, IntegerBoundsComeFromIndexUses) {
   EXPECT_EQ(intHighFor(g3, *g3.findValue("k"), {}), 2);
 }
 
+// Megatron's vocab-parallel cross entropy reaches its pick through integer
+// plumbing: targets transposed, offset by vocab_start, masked to 0 where out
+// of the shard, flattened and unsqueezed. The bound is the vocab extent (40),
+// not the small parameter's dim 0 (the fallback): targets drawn below 4
+// would all fall in the first vocab shard.
+TEST(InterpInputs, IntegerBoundsFollowIndexPlumbing) {
+  GraphBuilder gb("ce");
+  ASSERT_TRUE(gb.addInput("labels", {DType::I64, {2, 3}}).ok());
+  ASSERT_TRUE(gb.addInput("start", {DType::I64, {}}).ok());
+  ASSERT_TRUE(gb.addInput("zero", {DType::I64, {}}).ok());
+  ASSERT_TRUE(gb.addInput("logits", {DType::F32, {6, 40}}).ok());
+  ASSERT_TRUE(gb.addParam("w", {DType::F32, {4, 3}}).ok());
+  ASSERT_TRUE(gb.addNode(OpKind::Transpose, {"labels"}, {"t"}, {{"perm", std::vector<int64_t>{1, 0}}}).ok());
+  ASSERT_TRUE(gb.addNode(OpKind::Lt, {"t", "start"}, {"below"}, {}).ok());
+  ASSERT_TRUE(gb.addNode(OpKind::Sub, {"t", "start"}, {"local"}, {}).ok());
+  ASSERT_TRUE(gb.addNode(OpKind::Where, {"below", "zero", "local"}, {"masked"}, {}).ok());
+  ASSERT_TRUE(gb.addNode(OpKind::Reshape, {"masked"}, {"flat"}, {{"shape", Shape{6}}}).ok());
+  ASSERT_TRUE(gb.addNode(OpKind::Unsqueeze, {"flat"}, {"col"}, {{"axes", std::vector<int64_t>{1}}}).ok());
+  ASSERT_TRUE(gb.addNode(OpKind::GatherElements, {"logits", "col"}, {"pick"}, {{"axis", int64_t(1)}}).ok());
+  ASSERT_TRUE(gb.addOutput("pick").ok());
+  Graph g = test::finish(std::move(gb));
+  EXPECT_EQ(intHighFor(g, *g.findValue("labels"), {}), 40);
+  // The replacement the where puts in place of out-of-shard ids is an id too.
+  EXPECT_EQ(intHighFor(g, *g.findValue("zero"), {}), 40);
+  auto out = runGraph(g, {});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+}
+
 // ---- evalOp ----
 
 TEST(InterpEvalOp, RunsKernelsAndChecksTypes) {

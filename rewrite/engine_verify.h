@@ -1,6 +1,7 @@
 #pragma once
 // Internals of verify() shared by its source files: input-relation
 // inversion, concrete relation terms, the witness.
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,12 +44,15 @@ ErrorStat compareTensors(const ir::Tensor& got, const ir::Tensor& want);
 // The natural ways to rebuild S value `want` from D tensors `names` (same
 // shape on a rank, sum or concat over a group, a chunk of a gathered
 // tensor): the best match, with its description. nullopt: no D tensor of a
-// compatible shape.
+// compatible shape. Shapes are matched before any sum or concat is built;
+// past `deadline` it stops with error id "time-limit".
 struct Candidate {
   std::string what;  // "dist[0].y", "sum over tp of y", ...
   ErrorStat err;
 };
-std::optional<Candidate> bestCandidate(const ir::Tensor& want, const WitnessRun& run, const ir::Program& dist,
-                                       const std::vector<std::pair<int64_t, std::string>>& names);
+Result<std::optional<Candidate>> bestCandidate(
+    const ir::Tensor& want, const WitnessRun& run, const ir::Program& dist,
+    const std::vector<std::pair<int64_t, std::string>>& names,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 }  // namespace sp::rewrite

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
+#include "ir/collectives.h"
 #include "ir/compare.h"
 #include "rewrite/witness.h"
 
@@ -214,56 +216,77 @@ ErrorStat compareTensors(const ir::Tensor& got, const ir::Tensor& want) {
   return ErrorStat{d.maxAbsErr, d.maxRelErr};
 }
 
-std::optional<Candidate> bestCandidate(const ir::Tensor& want, const WitnessRun& run, const ir::Program& dist,
-                                       const std::vector<std::pair<int64_t, std::string>>& names) {
+Result<std::optional<Candidate>> bestCandidate(const ir::Tensor& want, const WitnessRun& run, const ir::Program& dist,
+                                               const std::vector<std::pair<int64_t, std::string>>& names,
+                                               std::chrono::steady_clock::time_point deadline) {
   std::optional<Candidate> best;
   auto consider = [&](const std::string& what, const ir::Tensor& t) {
     ErrorStat e = compareTensors(t, want);
     if (std::isinf(e.maxAbsErr)) return;
     if (!best || e.maxRelErr < best->err.maxRelErr) best = Candidate{what, e};
   };
+  auto late = [&] { return std::chrono::steady_clock::now() > deadline; };
+  auto stopped = [&](const std::string& at) {
+    return makeError("time-limit", "S and D done; comparing D tensors with S, at " + at);
+  };
   std::vector<std::string> groups;
   for (const auto& a : dist.mesh().axes) groups.push_back(a.name);
   for (const auto& [name, part] : dist.namedGroups()) groups.push_back(name);
   RankSpace ranks = RankSpace::of(dist);
+  const std::vector<int64_t>& wd = want.dims();
+  // Shapes are checked before anything is built: a sum or concat of large
+  // tensors that cannot match `want` never is.
   std::set<std::string> tried;
   for (const auto& [r, name] : names) {
-    auto it = run.dist[size_t(r)].find(name);
-    if (it == run.dist[size_t(r)].end()) continue;
-    const ir::Tensor& t = it->second;
+    auto found = run.dist[size_t(r)].find(name);
+    if (found == run.dist[size_t(r)].end()) continue;
     std::string leaf = "dist[" + std::to_string(r) + "]." + name;
-    consider(leaf, t);
-    // Chunks of a tensor that is g times larger along one dim.
+    if (late()) return stopped(leaf);
+    const ir::Tensor& t = found->second;
+    const std::vector<int64_t>* td = &t.dims();
+    if (*td == wd) consider(leaf, t);
+    // Chunks of a tensor that is g times larger along one dim (g at most the
+    // world size: a gathered tensor).
     if (t.rank() == want.rank())
       for (int64_t d = 0; d < t.rank(); ++d) {
         bool others = true;
-        for (int64_t k = 0; k < t.rank(); ++k) others = others && (k == d || t.dims()[size_t(k)] == want.dims()[size_t(k)]);
-        int64_t n = want.dims()[size_t(d)];
-        if (!others || n == 0 || t.dims()[size_t(d)] <= n || t.dims()[size_t(d)] % n != 0) continue;
-        for (int64_t c = 0; c * n < t.dims()[size_t(d)]; ++c) {
-          RelScope s;
-          s.ranks = &ranks;
-          auto sl = evaluate(*Rel::slice(Rel::dist(IntExpr::constant(r), name), d, IntExpr::constant(c * n),
-                                         IntExpr::constant((c + 1) * n)),
-                             TensorSource{nullptr, &run.dist}, s);
-          if (sl.ok()) consider("chunk " + std::to_string(c) + " of " + leaf + " along dim " + std::to_string(d), *sl);
-        }
+        for (int64_t k = 0; k < t.rank(); ++k) others = others && (k == d || (*td)[size_t(k)] == wd[size_t(k)]);
+        int64_t n = wd[size_t(d)];
+        if (!others || n == 0 || (*td)[size_t(d)] <= n || (*td)[size_t(d)] % n != 0) continue;
+        int64_t parts = (*td)[size_t(d)] / n;
+        if (parts > dist.worldSize()) continue;
+        auto chunks = ir::splitTensor(t, d, parts);
+        if (!chunks.ok()) continue;
+        for (int64_t c = 0; c < parts; ++c)
+          consider("chunk " + std::to_string(c) + " of " + leaf + " along dim " + std::to_string(d), (*chunks)[size_t(c)]);
+        if (late()) return stopped("chunks of " + leaf);
       }
-    // Sum and concat over each group containing r.
+    // Sum and concat over each group containing r, in the tensors' dtype.
     for (const auto& gname : groups) {
       auto members = ranks.members(gname, r);
       if (!members.ok() || members->size() < 2) continue;
       std::string key = gname + "/" + name + "/" + std::to_string(members->front());
       if (!tried.insert(key).second) continue;
-      std::vector<RelPtr> parts;
-      for (int64_t m : *members) parts.push_back(Rel::dist(IntExpr::constant(m), name));
-      RelScope s;
-      s.ranks = &ranks;
-      TensorSource src{nullptr, &run.dist};
-      if (auto v = evaluate(*Rel::sum(parts), src, s); v.ok()) consider("sum over " + gname + " of " + name, *v);
-      for (int64_t d = 0; d < want.rank(); ++d)
-        if (auto v = evaluate(*Rel::concat(d, parts), src, s); v.ok())
+      std::vector<ir::Tensor> parts;
+      for (int64_t m : *members)
+        if (auto it = run.dist[size_t(m)].find(name); it != run.dist[size_t(m)].end()) parts.push_back(it->second);
+      if (parts.size() != members->size()) continue;
+      bool sameAsWant = std::all_of(parts.begin(), parts.end(), [&](const ir::Tensor& p) { return p.dims() == wd; });
+      if (sameAsWant)
+        if (auto v = ir::reduceTensors(parts, ir::ReduceOp::Sum); v.ok()) consider("sum over " + gname + " of " + name, *v);
+      for (int64_t d = 0; d < want.rank(); ++d) {
+        int64_t along = 0;
+        bool fits = true;
+        for (const auto& p : parts) {
+          fits = fits && p.rank() == want.rank();
+          for (int64_t k = 0; fits && k < want.rank(); ++k) fits = k == d || p.dims()[size_t(k)] == wd[size_t(k)];
+          if (fits) along += p.dims()[size_t(d)];
+        }
+        if (!fits || along != wd[size_t(d)]) continue;
+        if (late()) return stopped("concat over " + gname + " of " + name);
+        if (auto v = ir::concatTensors(parts, d); v.ok())
           consider("concat over " + gname + " of " + name + " along dim " + std::to_string(d), *v);
+      }
     }
   }
   return best;

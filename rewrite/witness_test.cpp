@@ -97,6 +97,43 @@ TEST(Witness, RunStopsAtTheDeadlineSayingHowFarItGot) {
   ASSERT_TRUE(full.ok()) << full.error().str();
 }
 
+// The natural rebuilds of an S value from D tensors: partial sums summed
+// over tp, column shards concatenated, a replicated tensor's chunk; a
+// passed deadline stops the search with "time-limit" rather than answering
+// from a partial search.
+TEST(Witness, CandidatesAreRebuildsOfFittingShape) {
+  Case c = missingAllReduce();
+  WitnessPlan plan{{"h", "y"}, {{"h", "y"}, {"h", "y"}}};
+  auto run = runWitness(c.seq, c.dist, c.rel, plan, 0);
+  ASSERT_TRUE(run.ok()) << run.error().str();
+  const ir::Tensor& sy = run->seq[size_t(*c.seq.findValue("y"))];
+  const ir::Tensor& sh = run->seq[size_t(*c.seq.findValue("h"))];
+  std::vector<std::pair<int64_t, std::string>> ys{{0, "y"}, {1, "y"}}, hs{{0, "h"}, {1, "h"}};
+  auto y = bestCandidate(sy, *run, c.dist, ys);
+  ASSERT_TRUE(y.ok() && y->has_value());
+  EXPECT_EQ((*y)->what, "sum over tp of y");
+  EXPECT_LT((*y)->err.maxRelErr, 1e-5);
+  auto h = bestCandidate(sh, *run, c.dist, hs);
+  ASSERT_TRUE(h.ok() && h->has_value());
+  EXPECT_EQ((*h)->what, "concat over tp of h along dim 1");
+  EXPECT_EQ((*h)->err.maxAbsErr, 0);
+  // S's h is two ranks' worth of D's h along dim 1: its chunks rebuild D's.
+  WitnessRun swapped;
+  swapped.dist.resize(2);
+  swapped.dist[0]["whole"] = sh;
+  auto chunk = bestCandidate(run->dist[1].at("h"), swapped, c.dist, {{0, "whole"}});
+  ASSERT_TRUE(chunk.ok() && chunk->has_value());
+  EXPECT_EQ((*chunk)->what, "chunk 1 of dist[0].whole along dim 1");
+  EXPECT_EQ((*chunk)->err.maxAbsErr, 0);
+  // No D tensor of a fitting shape: no candidate.
+  auto none = bestCandidate(sy.reshaped({128}), *run, c.dist, ys);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  auto late = bestCandidate(sy, *run, c.dist, ys, std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.error().id, "time-limit");
+}
+
 TEST(Witness, WorkCountsOnlyTheConesThatRun) {
   Case c = missingAllReduce();
   WitnessPlan all{{"y"}, {{"y"}, {"y"}}};

@@ -146,12 +146,13 @@ Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const Re
       limit = "witness time limit of " + secondsStr(opts.witnessTimeLimitSeconds) + " s";
     }
   }
-  auto run = runWitness(seq, dist, rel, plan, opts.seed, opts.witnessProgress, deadline);
-  if (!run.ok() && run.error().id == "time-limit") {
+  auto timedOut = [&](const Error& e) {
     rep.verdict = Verdict::Inconclusive;
-    rep.reason = base + "; " + limit + " reached while computing the witness (" + run.error().message + ")";
+    rep.reason = base + "; " + limit + " reached while computing the witness (" + e.message + ")";
     return okStatus();
-  }
+  };
+  auto run = runWitness(seq, dist, rel, plan, opts.seed, opts.witnessProgress, deadline);
+  if (!run.ok() && run.error().id == "time-limit") return timedOut(run.error());
   if (!run.ok()) {
     rep.verdict = Verdict::Inconclusive;
     rep.reason = base + "; witness could not run: " + run.error().str();
@@ -166,9 +167,11 @@ Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const Re
     std::vector<std::pair<int64_t, std::string>> names;
     for (const auto& c : f.closestDist)
       if (auto d = parseDistName(dist, c)) names.push_back(*d);
-    if (auto best = bestCandidate(run->seq[size_t(*v)], *run, dist, names)) {
-      w.atLocalized = best->err;
-      localDiverges = best->err.maxRelErr > opts.tolerance;
+    auto best = bestCandidate(run->seq[size_t(*v)], *run, dist, names, deadline);
+    if (!best.ok()) return timedOut(best.error());
+    if (*best) {
+      w.atLocalized = (*best)->err;
+      localDiverges = (*best)->err.maxRelErr > opts.tolerance;
     } else {
       localDiverges = !names.empty();
       w.atLocalized.maxAbsErr = w.atLocalized.maxRelErr = names.empty() ? 0 : INFINITY;
@@ -188,8 +191,10 @@ Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const Re
       sc.ranks = &ranks;
       auto t = evaluate(*it->second, TensorSource{nullptr, &run->dist}, sc);
       if (t.ok()) err = compareTensors(*t, s);
-    } else if (auto best = bestCandidate(s, *run, dist, outNames)) {
-      err = best->err;
+    } else {
+      auto best = bestCandidate(s, *run, dist, outNames, deadline);
+      if (!best.ok()) return timedOut(best.error());
+      if (*best) err = (*best)->err;
     }
     if (!err) { outNoCandidate = true; continue; }
     w.outputs.emplace_back(name, *err);
