@@ -283,7 +283,7 @@ Texts generate(const Cell& c, const Plan& pl) {
         sq << sI << "param %" << p << "g: f32[" << H << "]\n";
         ds << dI << "param %" << p << "g: f32[" << H << "]\n";
         repl(p + "g");
-        both(out, t3(T, H), t3(t, H), "rms_norm(%" + in + ", %" + p + "g)");
+        both(out, t3(T, H), t3(t, H), "rms_norm(%" + in + ", %" + p + "g) {epsilon = 1e-5}");
       } else {
         sq << sI << "param %" << p << "g: f32[" << H << "]\n" << sI << "param %" << p << "b: f32[" << H << "]\n";
         ds << dI << "param %" << p << "g: f32[" << H << "]\n" << dI << "param %" << p << "b: f32[" << H << "]\n";
