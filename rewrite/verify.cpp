@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include "rewrite/engine_verify.h"
@@ -381,8 +382,11 @@ Status prepareLemmaLibrary(const VerifyOptions& opts) {
   return okStatus();
 }
 
-Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const RelationFile& relations,
-                            const VerifyOptions& opts) {
+namespace {
+
+// One walk over the cone of opts.outputs, up to the first failure.
+Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, const RelationFile& relations,
+                                const VerifyOptions& opts) {
   auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   VerifyReport rep;
@@ -787,6 +791,61 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
   } else {
     if (!rep.failure) rep.failure = Failure{"", unproven.front(), {}, "no relation found for S output '" + unproven.front() + "'", {}, std::nullopt};
     SP_TRY(decideWithWitness(seq, dist, relations, opts, unproven, expected, deadline, rep));
+  }
+  rep.stats.seconds = elapsed();
+  rep.stats.peakRssMb = peakRss();
+  return rep;
+}
+
+}  // namespace
+
+// The walk stops at the first S op without a relation. Each output left
+// without a relation that does not depend on that value is then walked
+// again on its own (no witness; one walk per output, within the time
+// limit), so the report gives a relation for every output provable
+// independently of the failure. Verdict, failure and witness stay those of
+// the first walk.
+Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const RelationFile& relations,
+                            const VerifyOptions& opts) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  SP_ASSIGN(VerifyReport rep, verifyCone(seq, dist, relations, opts));
+  auto timedOut = [](const VerifyReport& r) { return r.reason.find("time limit of ") != std::string::npos; };
+  if (rep.verdict == Verdict::Verified || !rep.failure || timedOut(rep)) return rep;
+  auto failing = seq.findValue(rep.failure->seqValue);
+  if (!failing) return rep;
+  // S values computed from the failing one (itself included).
+  std::vector<bool> down(seq.values().size(), false);
+  std::vector<ir::ValueId> work{*failing};
+  down[size_t(*failing)] = true;
+  while (!work.empty()) {
+    ir::ValueId x = work.back();
+    work.pop_back();
+    for (ir::NodeId u : seq.users(x))
+      for (ir::ValueId o : seq.node(u).outputs)
+        if (!down[size_t(o)]) {
+          down[size_t(o)] = true;
+          work.push_back(o);
+        }
+  }
+  std::set<std::string> tried;
+  for (size_t i = 0; i < rep.outputs.size(); ++i) {
+    const std::string name = rep.outputs[i].name;
+    auto v = seq.findValue(name);
+    if (rep.outputs[i].expr || !v || down[size_t(*v)] || !tried.insert(name).second) continue;
+    double left = opts.timeLimitSeconds - elapsed();
+    if (left <= 0) break;
+    VerifyOptions sub = opts;
+    sub.outputs = {name};
+    sub.timeLimitSeconds = left;
+    sub.witnessWorkLimit = 0;  // relations only: the first walk's failure is the one reported
+    sub.witnessProgress = nullptr;
+    SP_ASSIGN(VerifyReport more, verifyCone(seq, dist, relations, sub));
+    rep.stats.lemmasApplied += more.stats.lemmasApplied;
+    rep.stats.z3Queries += more.stats.z3Queries;
+    if (more.outputs.size() == 1 && more.outputs[0].expr)
+      for (auto& mine : rep.outputs)
+        if (mine.name == name) mine = more.outputs[0];
   }
   rep.stats.seconds = elapsed();
   rep.stats.peakRssMb = peakRss();

@@ -111,6 +111,66 @@ TEST(Verify, MissingAllReduceRefuted) {
   test::checkSelfRefinement(c);
 }
 
+// After the first failure, outputs that do not depend on the failing value
+// are walked on their own: the report gives their relations. The verdict
+// and the failure stay the first walk's.
+TEST(Verify, OutputsIndependentOfTheFailureKeepTheirRelations) {
+  auto seq = ir::parseGraph(R"(graph two {
+  input %x: f32[8, 16]
+  param %w1: f32[16, 32]
+  param %w2: f32[32, 16]
+  param %w3: f32[16, 4]
+  %h: f32[8, 32] = matmul(%x, %w1)
+  %g: f32[8, 32] = gelu(%h)
+  %y: f32[8, 16] = matmul(%g, %w2)
+  %u: f32[8, 16] = gelu(%y)
+  %z: f32[8, 4] = matmul(%x, %w3)
+  output %u
+  output %z
+  output %y
+})", "two.sp");
+  auto dist = ir::parseProgram(R"(program two_tp2 {
+  world 2
+  mesh [tp = 2]
+  rank 0..1 {
+    input %x: f32[8, 16]
+    param %w1: f32[16, 16]
+    param %w2: f32[16, 16]
+    param %w3: f32[16, 4]
+    %h: f32[8, 16] = matmul(%x, %w1)
+    %g: f32[8, 16] = gelu(%h)
+    %y: f32[8, 16] = matmul(%g, %w2)
+    %u: f32[8, 16] = gelu(%y)
+    %z: f32[8, 4] = matmul(%x, %w3)
+    output %u
+    output %z
+    output %y
+  }
+})", "two_tp2.sp");
+  auto rel = parseRelations(R"(dist[*].x = seq.x
+dist[*].w3 = seq.w3
+for r in tp: dist[r].w1 = slice(seq.w1, dim=1, start=idx(r,tp)*16, end=(idx(r,tp)+1)*16)
+for r in tp: dist[r].w2 = slice(seq.w2, dim=0, start=idx(r,tp)*16, end=(idx(r,tp)+1)*16)
+)", "two.rel");
+  ASSERT_TRUE(seq.ok() && dist.ok() && rel.ok());
+  auto rep = verify(*seq, *dist, *rel, {});
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  EXPECT_EQ(rep->verdict, Verdict::Refuted) << test::describe(*rep);
+  ASSERT_TRUE(rep->failure.has_value());
+  EXPECT_EQ(rep->failure->seqValue, "u") << test::describe(*rep);
+  ASSERT_EQ(rep->outputs.size(), 3u);
+  // u depends on the failing value: no relation. z does not: proven.
+  EXPECT_EQ(rep->outputs[0].name, "u");
+  EXPECT_FALSE(rep->outputs[0].expr) << rep->outputs[0].relation;
+  EXPECT_EQ(rep->outputs[1].name, "z");
+  ASSERT_TRUE(rep->outputs[1].expr) << test::describe(*rep);
+  EXPECT_EQ(rep->outputs[1].relation.find("dist[") , 0u) << rep->outputs[1].relation;
+  // y is the partial sums, rebuildable from D's outputs as a sum over tp.
+  EXPECT_EQ(rep->outputs[2].name, "y");
+  ASSERT_TRUE(rep->outputs[2].expr) << test::describe(*rep);
+  EXPECT_NE(rep->outputs[2].relation.find("sum("), std::string::npos) << rep->outputs[2].relation;
+}
+
 TEST(Verify, PartialSumsIntoNonlinearOpLocalized) {
   Case c = load("mlp2_seq.sp", "mlp2_tp2_no_allreduce.sp", "mlp2_tp2.rel");
   auto rep = runCase(c);
