@@ -211,21 +211,22 @@ std::optional<ClassId> Engine::irNode(ir::OpKind op, const ir::AttrMap& attrs, s
   return c;
 }
 
-std::optional<ClassId> Engine::irNodeInfer(ir::OpKind op, const ir::AttrMap& attrs, std::vector<ClassId> kids) {
+std::optional<ClassId> Engine::irNodeInfer(ir::OpKind op, const ir::AttrMap& attrs, std::vector<ClassId> kids,
+                                           int outIndex) {
   for (auto& k : kids) k = g_.find(k);
   int64_t inRank = kids.empty() ? 0 : int64_t(g_.type(kids[0]).shape.size());
   auto full = ir::completeAttrs(op, attrs);
   if (!full.ok()) return std::nullopt;
   int64_t id = in_.attrs(op, *full, inRank);
-  if (auto c = g_.lookup(ENode{int32_t(op), {id, 0}, kids})) return *c;
+  if (auto c = g_.lookup(ENode{int32_t(op), {id, outIndex}, kids})) return *c;
   std::vector<ir::TensorType> ins;
   for (ClassId k : kids) ins.push_back(g_.type(k));
   ir::InferCtx ctx{op, in_.attrMap(id), ins, nullptr};
   auto outs = ir::opInfo(op).infer(ctx);
   // Lemma patterns denote output 0 of a multi-output op (the matcher only
-  // matches output 0 too).
-  if (!outs.ok() || outs->empty()) return std::nullopt;
-  return irNode(op, in_.attrMap(id), kids, 0, (*outs)[0]);
+  // matches output 0 too), or a dropout's mask in a mask rule.
+  if (!outs.ok() || outIndex < 0 || size_t(outIndex) >= outs->size()) return std::nullopt;
+  return irNode(op, in_.attrMap(id), kids, outIndex, (*outs)[size_t(outIndex)]);
 }
 
 // expand (numpy broadcast_to) is, by definition, leading unit dims added

@@ -69,6 +69,8 @@ struct Rule {
   bool general = false;            // has tensor variables of the default rank
   std::vector<int> ranks;          // proven default ranks
   std::map<std::string, int> fixedRanks;
+  // 1: the lemma's dropouts read as their mask output (compileRules).
+  int dropoutOut = 0;
 };
 
 // Compiles the proven lemmas of `lib` (statuses from proveLemmas, by name).
@@ -101,7 +103,8 @@ class Engine {
   std::optional<ClassId> irNode(ir::OpKind op, const ir::AttrMap& attrs, std::vector<ClassId> kids,
                                 int outIndex, const ir::TensorType& t);
   // Same, with the type inferred (lemma right sides).
-  std::optional<ClassId> irNodeInfer(ir::OpKind op, const ir::AttrMap& attrs, std::vector<ClassId> kids);
+  std::optional<ClassId> irNodeInfer(ir::OpKind op, const ir::AttrMap& attrs, std::vector<ClassId> kids,
+                                     int outIndex = 0);
   // Relation operators with inferred types; nullopt when ill-typed.
   std::optional<ClassId> concat(int64_t dim, const std::vector<ClassId>& parts);
   std::optional<ClassId> sum(const std::vector<ClassId>& parts);

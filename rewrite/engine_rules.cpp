@@ -21,6 +21,13 @@ void tensorVars(const Pattern& p, std::set<std::string>& out) {
 
 }  // namespace
 
+namespace {
+bool onlyDropoutIr(const Pattern& p) {
+  if (p.op == PatOp::Ir && p.irOp != ir::OpKind::Dropout) return false;
+  return std::all_of(p.args.begin(), p.args.end(), [](const PatPtr& a) { return onlyDropoutIr(*a); });
+}
+}  // namespace
+
 std::vector<Rule> compileRules(const LemmaLibrary& lib, const std::vector<LemmaStatus>& status) {
   std::map<std::string, const LemmaStatus*> byName;
   for (const auto& s : status) byName[s.name] = &s;
@@ -41,7 +48,18 @@ std::vector<Rule> compileRules(const LemmaLibrary& lib, const std::vector<LemmaS
     std::set<std::string> vars;
     tensorVars(*l.lhs, vars);
     for (const auto& v : vars) r.general = r.general || !r.fixedRanks.count(v);
-    out.push_back(std::move(r));
+    // A dropout lemma is proven for an uninterpreted function of the input
+    // and stream elements at the same index, so for every such function;
+    // the mask (stream >= ratio, docs/ops.md) is one. A lemma whose only IR
+    // ops are dropouts, rooted at one, therefore also holds with every
+    // dropout read as its mask output: that reading is a rule of its own.
+    bool maskToo = l.lhs->op == PatOp::Ir && l.lhs->irOp == ir::OpKind::Dropout && onlyDropoutIr(*l.lhs) &&
+                   onlyDropoutIr(*l.rhs);
+    out.push_back(r);
+    if (maskToo) {
+      r.dropoutOut = 1;
+      out.push_back(std::move(r));
+    }
   }
   return out;
 }
@@ -77,6 +95,9 @@ bool hasVarAttr(const Pattern& p) {
 struct RuleMatcher {
   Engine& e;
   const EGraph& g;
+  int dropoutOut = 0;  // the rule being matched or built: Rule::dropoutOut
+
+  int outIndexOf(const Pattern& p) const { return p.irOp == ir::OpKind::Dropout ? dropoutOut : 0; }
 
   int64_t rankOf(ClassId c) const { return int64_t(g.type(c).shape.size()); }
 
@@ -265,7 +286,7 @@ struct RuleMatcher {
           break;
         }
         case PatOp::Ir: {
-          if (n.op != int32_t(p.irOp) || n.data[1] != 0) break;
+          if (n.op != int32_t(p.irOp) || n.data[1] != outIndexOf(p)) break;
           int64_t inRank = n.kids.empty() ? 0 : rankOf(n.kids[0]);
           std::optional<int64_t> id;
           if (!hasVarAttr(p)) {
@@ -484,7 +505,7 @@ struct RuleMatcher {
         dims.insert(dims.begin() + d + 1, ir::Dim(k));
         return e.irNodeInfer(ir::OpKind::Reshape, {{"shape", dims}}, kids);
       }
-      case PatOp::Ir: return e.irNodeInfer(p.irOp, patAttrs(p, &b), kids);
+      case PatOp::Ir: return e.irNodeInfer(p.irOp, patAttrs(p, &b), kids, outIndexOf(p));
       case PatOp::Const: {  // the constant the left side matched (the loader allows no other)
         const PatAttr* a = p.attr("value");
         auto it = a->kind == PatAttr::Kind::Var ? b.c.find(a->text) : b.c.end();
@@ -498,7 +519,7 @@ struct RuleMatcher {
 };
 
 int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, const Budget& budget) {
-  RuleMatcher m{*this, g_, {}};
+  RuleMatcher m{*this, g_, 0, {}};
   struct Hit {
     const Rule* rule;
     ClassId root;
@@ -507,6 +528,7 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
   std::vector<Hit> hits;
   const std::vector<ClassId> classes = g_.canonicalClasses();  // matching adds no nodes
   for (const Rule& r : rules_) {
+    m.dropoutOut = r.dropoutOut;
     for (ClassId c : classes) {
       std::vector<Bind> found;
       m.match(*r.lemma->lhs, c, Bind{}, found);
@@ -518,6 +540,7 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
   int changed = 0;
   for (auto& h : hits) {
     if (g_.numNodes() > budget.nodes || std::chrono::steady_clock::now() > deadline) break;
+    m.dropoutOut = h.rule->dropoutOut;
     if (!m.conditions(*h.rule, h.bind)) continue;
     size_t before = g_.numNodes();
     auto rhs = m.build(*h.rule->lemma->rhs, h.bind);

@@ -385,8 +385,12 @@ Status prepareLemmaLibrary(const VerifyOptions& opts) {
 namespace {
 
 // One walk over the cone of opts.outputs, up to the first failure.
+// *outputOnly: the failure is at a wanted output whose value has a relation
+// over D (not the expected one, or not over D outputs); what it computes
+// still has relations.
 Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, const RelationFile& relations,
-                                const VerifyOptions& opts) {
+                                const VerifyOptions& opts, bool* outputOnly) {
+  *outputOnly = false;
   auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   VerifyReport rep;
@@ -725,6 +729,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
           done[n] = OutputResult{n, str(*expected[n]), expected[n]};
         } else {
           unproven.push_back(n);
+          *outputOnly = true;
           rep.failure = Failure{what, n, node.loc,
                                 "S output '" + n + "' is " + str(*best) + ", not proven equal to the expected " +
                                     str(*expected[n]),
@@ -737,6 +742,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
         done[n] = OutputResult{n, str(*viaOutputs), viaOutputs};
       } else {
         unproven.push_back(n);
+        *outputOnly = true;
         rep.failure = Failure{what, n, node.loc,
                               "S output '" + n + "' is " + str(*best) + " over D intermediates, but no D output rebuilds it",
                               {}, std::nullopt};
@@ -800,16 +806,18 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
 }  // namespace
 
 // The walk stops at the first S op without a relation. Each output left
-// without a relation that does not depend on that value is then walked
-// again on its own (no witness; one walk per output, within the time
-// limit), so the report gives a relation for every output provable
-// independently of the failure. Verdict, failure and witness stay those of
-// the first walk.
+// without a relation that does not depend on that value (or, when the
+// failure is only that an output's relation is not over D outputs, every
+// other output) is then walked again on its own (no witness; one walk per
+// output, within the time limit), so the report gives a relation for every
+// output provable independently of the failure. Verdict, failure and
+// witness stay those of the first walk.
 Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const RelationFile& relations,
                             const VerifyOptions& opts) {
   auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  SP_ASSIGN(VerifyReport rep, verifyCone(seq, dist, relations, opts));
+  bool outputOnly = false;
+  SP_ASSIGN(VerifyReport rep, verifyCone(seq, dist, relations, opts, &outputOnly));
   auto timedOut = [](const VerifyReport& r) { return r.reason.find("time limit of ") != std::string::npos; };
   if (rep.verdict == Verdict::Verified || !rep.failure || timedOut(rep)) return rep;
   auto failing = seq.findValue(rep.failure->seqValue);
@@ -818,7 +826,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
   std::vector<bool> down(seq.values().size(), false);
   std::vector<ir::ValueId> work{*failing};
   down[size_t(*failing)] = true;
-  while (!work.empty()) {
+  while (!outputOnly && !work.empty()) {
     ir::ValueId x = work.back();
     work.pop_back();
     for (ir::NodeId u : seq.users(x))
@@ -840,7 +848,8 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
     sub.timeLimitSeconds = left;
     sub.witnessWorkLimit = 0;  // relations only: the first walk's failure is the one reported
     sub.witnessProgress = nullptr;
-    SP_ASSIGN(VerifyReport more, verifyCone(seq, dist, relations, sub));
+    bool ignored = false;
+    SP_ASSIGN(VerifyReport more, verifyCone(seq, dist, relations, sub, &ignored));
     rep.stats.lemmasApplied += more.stats.lemmasApplied;
     rep.stats.z3Queries += more.stats.z3Queries;
     if (more.outputs.size() == 1 && more.outputs[0].expr)

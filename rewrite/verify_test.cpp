@@ -171,6 +171,45 @@ for r in tp: dist[r].w2 = slice(seq.w2, dim=0, start=idx(r,tp)*16, end=(idx(r,tp
   EXPECT_NE(rep->outputs[2].relation.find("sum("), std::string::npos) << rep->outputs[2].relation;
 }
 
+// A dropout's mask (output 1), saved for backward, has the relation of the
+// masked values: the dropout lemmas hold for the mask too. With rank 1
+// drawing rank 0's stream slice, neither output is verified.
+TEST(Verify, DropoutMaskOutputFollowsTheStreamLayout) {
+  auto seq = ir::parseGraph(R"(graph drop {
+  input %x: f32[8, 4]
+  input %rng: f32[8, 4]
+  %y: f32[8, 4], %m: bool[8, 4] = dropout(%x, %rng) {ratio = 0.1}
+  output %y
+  output %m
+})", "drop.sp");
+  auto dist = ir::parseProgram(R"(program drop_sp2 {
+  world 2
+  mesh [tp = 2]
+  rank 0..1 {
+    input %x: f32[4, 4]
+    input %rng: f32[4, 4]
+    %y: f32[4, 4], %m: bool[4, 4] = dropout(%x, %rng) {ratio = 0.1}
+    output %y
+    output %m
+  }
+})", "drop_sp2.sp");
+  ASSERT_TRUE(seq.ok() && dist.ok());
+  const std::string x = "for r in tp: dist[r].x = slice(seq.x, dim=0, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)\n";
+  auto rel = parseRelations(x + "for r in tp: dist[r].rng = slice(seq.rng, dim=0, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)\n", "drop.rel");
+  ASSERT_TRUE(rel.ok()) << rel.error().str();
+  auto rep = verify(*seq, *dist, *rel, {});
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  EXPECT_EQ(rep->verdict, Verdict::Verified) << test::describe(*rep);
+  ASSERT_EQ(rep->outputs.size(), 2u);
+  EXPECT_EQ(rep->outputs[1].relation, "concat(dim=0, dist[0].m, dist[1].m)");
+  auto same = parseRelations(x + "dist[*].rng = slice(seq.rng, dim=0, start=0, end=4)\n", "same.rel");
+  ASSERT_TRUE(same.ok()) << same.error().str();
+  rep = verify(*seq, *dist, *same, {});
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  EXPECT_NE(rep->verdict, Verdict::Verified) << test::describe(*rep);
+  EXPECT_FALSE(rep->outputs[1].expr) << rep->outputs[1].relation;
+}
+
 TEST(Verify, PartialSumsIntoNonlinearOpLocalized) {
   Case c = load("mlp2_seq.sp", "mlp2_tp2_no_allreduce.sp", "mlp2_tp2.rel");
   auto rep = runCase(c);
