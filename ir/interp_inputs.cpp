@@ -2,10 +2,13 @@
 // against declared types, and deterministic random fill.
 #include <algorithm>
 #include <cmath>
-#include <random>
+#include <functional>
+#include <numeric>
 #include <set>
 
 #include "ir/interpreter.h"
+#include "ir/interpreter_impl.h"
+#include "ir/kernel_util.h"
 
 namespace sp::ir {
 
@@ -48,27 +51,33 @@ Tensor randomTensor(const TensorType& type, const Bindings& symbols, uint64_t se
   auto dims = bindShape(type.shape, symbols);
   SP_ASSERT(dims.ok(), "randomTensor: " + (dims.ok() ? std::string() : dims.error().message));
   Tensor t(type.dtype, *dims);
-  std::mt19937_64 rng(splitmix64(fnv1a64(name) ^ splitmix64(seed)));
-  int64_t n = t.numel();
+  // Element i takes the i-th output of a SplitMix64 stream: a function of
+  // (key, i) alone, so chunks fill in parallel with the same result.
+  const uint64_t key = splitmix64(fnv1a64(name) ^ splitmix64(seed));
+  auto bits = [key](int64_t i) { return splitmix64(key + uint64_t(i) * 0x9e3779b97f4a7c15ull); };
+  const int64_t n = t.numel();
+  constexpr int64_t kChunk = int64_t(1) << 16;
   if (isFloat(type.dtype)) {
     double scale = 1.0;
     if (isParam && !dims->empty() && dims->back() > 0) scale = 1.0 / std::sqrt(double(dims->back()));
-    auto next = [&] { return (2.0 * (double(rng() >> 11) * 0x1.0p-53) - 1.0) * scale; };
+    auto at = [&](int64_t i) { return (2.0 * (double(bits(i) >> 11) * 0x1.0p-53) - 1.0) * scale; };
     if (type.dtype == DType::F32) {
       float* p = t.mutableData<float>();
-      for (int64_t i = 0; i < n; ++i) p[i] = float(next());
+      parallelFor(n, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) p[i] = float(at(i)); }, kChunk);
     } else {
-      for (int64_t i = 0; i < n; ++i) t.setFromDouble(i, next());
+      parallelFor(n, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) t.setFromDouble(i, at(i)); },
+                  kChunk);
     }
   } else if (type.dtype == DType::Bool) {
     uint8_t* p = t.mutableData<uint8_t>();
-    for (int64_t i = 0; i < n; ++i) p[i] = uint8_t(rng() >> 63);
+    parallelFor(n, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) p[i] = uint8_t(bits(i) >> 63); },
+                kChunk);
   } else {
     uint64_t hi = uint64_t(intHigh > 0 ? intHigh : 2);
-    for (int64_t i = 0; i < n; ++i) {
-      uint64_t v = uint64_t((static_cast<unsigned __int128>(rng()) * hi) >> 64);
-      t.setFromDouble(i, double(v));
-    }
+    parallelFor(n, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        t.setFromDouble(i, double(uint64_t((static_cast<unsigned __int128>(bits(i)) * hi) >> 64)));
+    }, kChunk);
   }
   return t;
 }
@@ -252,6 +261,12 @@ Result<TensorMap> prepareInputs(const Graph& g, const TensorMap& given, const Ru
   for (size_t i = 0; i < pending.size(); ++i)
     if (!done[i]) SP_TRY(check(pending[i], true));
 
+  // Drawing polls the deadline between chunks (parallelFor under a kernel
+  // context): large models draw hundreds of millions of elements.
+  constexpr int64_t kLargeDraw = int64_t(1) << 20;
+  KernelContext ctx;
+  ctx.deadline = opts.deadline;
+  KernelContextScope scope(&ctx);
   TensorMap out;
   for (ValueId v : leaves) {
     const Value& val = g.value(v);
@@ -270,8 +285,12 @@ Result<TensorMap> prepareInputs(const Graph& g, const TensorMap& given, const Ru
     TensorType concrete{val.type.dtype, shapeOf(dims)};
     SP_TRY(checkType(concrete, leafWhat(val)));
     int64_t hi = isInteger(val.type.dtype) ? intHighFor(g, v, b) : 0;
-    out.emplace(val.name, randomTensor(val.type, b, opts.seed, val.name, hi,
-                                       val.kind == ValueKind::Param));
+    // A large draw checks the clock first (small ones take microseconds).
+    if (std::accumulate(dims.begin(), dims.end(), int64_t(1), std::multiplies<>()) >= kLargeDraw && detail::pastDeadline(opts.deadline))
+      return makeError("time-limit", "drawing random " + leafWhat(val));
+    Tensor t = randomTensor(val.type, b, opts.seed, val.name, hi, val.kind == ValueKind::Param);
+    if (ctx.interrupted) return makeError("time-limit", "drawing random " + leafWhat(val));
+    out.emplace(val.name, std::move(t));
   }
   if (boundOut) *boundOut = std::move(b);
   return out;

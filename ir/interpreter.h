@@ -40,9 +40,11 @@ struct RunOptions {
 };
 
 // Deterministic random tensor for a value. `symbols` must bind every symbol
-// of `type` (asserted). The stream is std::mt19937_64 seeded with
-// splitmix64(fnv1a64(name) ^ splitmix64(seed)), mapped by hand so results do
-// not depend on the standard library:
+// of `type` (asserted). Element i draws the 64-bit word
+// splitmix64(key + i * 0x9e3779b97f4a7c15) with
+// key = splitmix64(fnv1a64(name) ^ splitmix64(seed)) (the i-th output of a
+// SplitMix64 stream, so the fill runs in parallel chunks with one result),
+// mapped by hand so results do not depend on the standard library:
 //   floats  ~ U(-1, 1) from the top 53 bits; parameters (`isParam`) are
 //             scaled by 1/sqrt(last dim);
 //   integers ~ U[0, hi) with hi = intHigh if > 0, else 2 (multiply-high map);

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <optional>
+
 #include "ir/interp_test_util.h"
+#include "ir/kernel_util.h"
 #include "ir/text.h"
 
 namespace sp::ir {
@@ -226,9 +230,36 @@ TEST(InterpInputs, RandomTensorRangesAndStability) {
   // platforms or standard libraries (seed 0, name "x"); they were checked
   // against an independent Python implementation of the documented stream.
   EXPECT_EQ(vals(randomTensor({DType::I32, {4}}, {}, 0, "x", 1000)),
-            (std::vector<double>{185, 882, 882, 371}));
+            (std::vector<double>{659, 330, 592, 471}));
   EXPECT_EQ(vals(randomTensor({DType::F64, {2}}, {}, 0, "x")),
-            (std::vector<double>{-0.62960327163127494, 0.76435211406509107}));
+            (std::vector<double>{0.31974480033979047, -0.3388908660321439}));
+  // A tensor large enough to fill in parallel chunks, with and without a
+  // kernel context: element i is still the stream's i-th word.
+  for (bool ctx : {false, true}) {
+    KernelContext kc;
+    std::optional<KernelContextScope> scope;
+    if (ctx) scope.emplace(&kc);
+    std::vector<double> big = vals(randomTensor({DType::F32, {4000000}}, {}, 5, "big"));
+    EXPECT_EQ(big[0], -0.3333781659603119);
+    EXPECT_EQ(big[1], 0.41589343547821045);
+    EXPECT_EQ(big[2500000], -0.7289462089538574);
+    EXPECT_EQ(big[3999999], 0.2828158140182495);
+  }
+}
+
+// A large draw (2^20 elements or more) stops at the deadline with a
+// time-limit error naming the input.
+TEST(InterpInputs, DrawingHonoursTheDeadline) {
+  GraphBuilder gb("big");
+  ASSERT_TRUE(gb.addInput("x", {DType::F32, {1024, 1024}}).ok());
+  ASSERT_TRUE(gb.addNode(OpKind::Neg, {"x"}, {"y"}, {}).ok());
+  ASSERT_TRUE(gb.addOutput("y").ok());
+  Graph g = test::finish(std::move(gb));
+  RunOptions opts;
+  opts.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  expectError(prepareInputs(g, {}, opts), "time-limit", "drawing random input 'x'");
+  opts.deadline = std::chrono::steady_clock::time_point::max();
+  EXPECT_TRUE(prepareInputs(g, {}, opts).ok());
 }
 
 TEST(InterpInputs, IntegerBoundsComeFromIndexUses) {
@@ -333,7 +364,9 @@ TEST(InterpKeep, RunsOnlyTheConeAndKeepsOnlyTheListedValues) {
   for (size_t v = 0; v < kept->size(); ++v) {
     bool listed = ValueId(v) == a || ValueId(v) == d;
     EXPECT_EQ((*kept)[v].defined(), listed) << g.value(ValueId(v)).name;  // x, c and the output b released
-    if (listed) EXPECT_TRUE((*kept)[v].identical((*all)[v])) << g.value(ValueId(v)).name;
+    if (listed) {
+      EXPECT_TRUE((*kept)[v].identical((*all)[v])) << g.value(ValueId(v)).name;
+    }
   }
   EXPECT_FALSE((*kept)[size_t(c)].defined());
   // Keeping nothing runs nothing.
