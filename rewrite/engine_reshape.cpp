@@ -4,10 +4,36 @@
 // shape(x)). With both, a split of a merged dim meets the tensor it came
 // from (Megatron's [s, b, h] -> [s*b, h] -> matmul -> [s, b, h'], and the
 // [b*np, s, d] <-> [b, np, s, d] views of attention), so lemmas need only be
-// written in one direction.
+// written in one direction. A reshape that merges three or more adjacent
+// dims at once (a [s, b, 1] statistic flattened to [s*b]) is also factored
+// into a first merge of two dims and the rest, so lemmas about one merge
+// (merge_dims) reach it step by step.
 #include "rewrite/engine.h"
 
 namespace sp::rewrite {
+
+namespace {
+
+// `in` with the first two dims of its first differing run merged, when
+// `out` has at least two fewer dims than `in`, the same dims before that
+// run, and the run's first two dims multiply to no more than out's dim
+// there: the first step of a multi-dim merge.
+std::optional<ir::Shape> firstMergeStep(const ir::Shape& in, const ir::Shape& out) {
+  if (in.size() < out.size() + 2) return std::nullopt;
+  for (const auto& d : in)
+    if (!d.isConcrete()) return std::nullopt;
+  size_t d = 0;
+  while (d < out.size() && in[d] == out[d]) ++d;
+  if (d >= out.size() || !out[d].isConcrete()) return std::nullopt;
+  int64_t two = in[d].value() * in[d + 1].value();
+  if (two == 0 || out[d].value() % two != 0) return std::nullopt;
+  ir::Shape step = in;
+  step[d] = ir::Dim(two);
+  step.erase(step.begin() + int64_t(d) + 1);
+  return step;
+}
+
+}  // namespace
 
 int Engine::composeReshapes() {
   struct Edge {
@@ -28,6 +54,8 @@ int Engine::composeReshapes() {
   };
   for (const auto& e : edges) {
     unite(e.in, reshape(e.out, g_.type(e.in).shape));  // inverse
+    if (auto step = firstMergeStep(g_.type(e.in).shape, g_.type(e.out).shape))
+      if (auto first = reshape(e.in, *step)) unite(e.out, reshape(*first, g_.type(e.out).shape));
     auto it = producersOf.find(e.in);
     if (it == producersOf.end()) continue;
     for (ClassId x : it->second) unite(e.out, reshape(x, g_.type(e.out).shape));  // composition

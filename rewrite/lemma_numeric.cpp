@@ -309,11 +309,17 @@ Check compareSides(const Lemma& l, const Instance& in, const ProveOptions& opts,
   if (!a.ok()) return fail("left side reads out of range where the right side is defined (" + a.error().message + ")");
   if (!b.ok()) return fail("right side ill-typed (" + b.error().message + ")");
   if (a->dims() != b->dims()) return fail("shapes differ: left " + dimsStr(a->dims()) + ", right " + dimsStr(b->dims()));
+  // Elements agree when equal (infinities of one sign included) or both NaN
+  // (log, sqrt, rsqrt of a negative draw on both sides); the tolerance
+  // scales with the largest finite magnitude.
   double scale = 1, err = 0;
-  for (int64_t k = 0; k < a->numel(); ++k) scale = std::max(scale, std::abs(a->getAsDouble(k)));
+  for (int64_t k = 0; k < a->numel(); ++k)
+    if (double v = std::abs(a->getAsDouble(k)); std::isfinite(v)) scale = std::max(scale, v);
   for (int64_t k = 0; k < a->numel(); ++k) {
-    double e = std::abs(a->getAsDouble(k) - b->getAsDouble(k));
-    err = std::isnan(e) ? INFINITY : std::max(err, e);
+    double x = a->getAsDouble(k), y = b->getAsDouble(k);
+    if (x == y || (std::isnan(x) && std::isnan(y))) continue;
+    double e = std::abs(x - y);
+    err = std::isfinite(e) ? std::max(err, e) : INFINITY;
     if (std::isinf(err)) break;
   }
   st.maxError = std::max(st.maxError, err);

@@ -152,6 +152,28 @@ TEST(LemmaProver, BroadcastWrongLemmasFailProofAndNumericCheck) {
   EXPECT_NE(st[1].numericNote.find("right side ill-typed (sum: part 1 has shape"), std::string::npos) << st[1].numericNote;
 }
 
+// NaN on both sides at the same element (sqrt of a negative draw) agrees;
+// NaN against a number, or a number against another, does not.
+TEST(LemmaNumeric, NaNAgreesOnlyWithNaN) {
+  auto lemmas = parseLemmas(
+      "same: sqrt(concat(?a, ?b, dim=0)) => concat(sqrt(?a), sqrt(?b), dim=0)\n"
+      "negated: sqrt(?a) => neg(sqrt(?a))\n"
+      "reflected: sqrt(?a) => sqrt(neg(?a))\n"
+      "log-of-abs: log(?a) => log(abs(?a))\n",
+      "nan.rules");
+  ASSERT_TRUE(lemmas.ok()) << lemmas.error().str();
+  for (const Lemma& l : *lemmas) {
+    LemmaStatus st;
+    checkLemmaNumerically(l, {}, withInterpreter(), st);
+    if (l.name == "same") {
+      EXPECT_EQ(st.numeric, NumericState::Ok) << st.numericNote;
+    } else {
+      EXPECT_EQ(st.numeric, NumericState::Failed) << l.name;
+      EXPECT_NE(st.numericNote.find("max error"), std::string::npos) << l.name << ": " << st.numericNote;
+    }
+  }
+}
+
 // The random-shape pass alone (no solved instances, so independent of the
 // prover's typing model) finds the broadcasting counterexample.
 TEST(LemmaNumeric, RandomShapesCatchBroadcastBug) {

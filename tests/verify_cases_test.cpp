@@ -294,6 +294,7 @@ const std::set<std::string> kFixedVerified = {
     "shared-expert-tp-with-sp-input",
     "sp-backward-norm-grad",
     "sp-layernorm",
+    "sp-layernorm-stats",
     "sp-norm-epsilon",
     "sp-local-size-mixed",
     "sp-norm-weight-grad-not-reduced",
