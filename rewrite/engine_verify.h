@@ -49,6 +49,11 @@ ErrorStat compareTensors(const ir::Tensor& got, const ir::Tensor& want);
 struct Candidate {
   std::string what;  // "dist[0].y", "sum over tp of y", ...
   ErrorStat err;
+  // How it was built: a D tensor (or a chunk of one), or a sum or concat
+  // of one D value over the ranks of `group` (concat along `dim`).
+  enum class Kind { Tensor, Sum, Concat } kind = Kind::Tensor;
+  std::string group, name;
+  int64_t dim = 0;
 };
 Result<std::optional<Candidate>> bestCandidate(
     const ir::Tensor& want, const WitnessRun& run, const ir::Program& dist,

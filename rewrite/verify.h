@@ -64,6 +64,7 @@ struct ErrorStat {
 struct Witness {
   uint64_t seed = 0;
   ErrorStat atLocalized;                      // S op output vs closest D candidate
+  std::string atLocalizedRebuild;             // that candidate ("sum over tp of h"), empty if none
   std::vector<std::pair<std::string, ErrorStat>> outputs;  // per S output
   ErrorStat worstOutput;
 };

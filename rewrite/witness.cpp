@@ -220,10 +220,11 @@ Result<std::optional<Candidate>> bestCandidate(const ir::Tensor& want, const Wit
                                                const std::vector<std::pair<int64_t, std::string>>& names,
                                                std::chrono::steady_clock::time_point deadline) {
   std::optional<Candidate> best;
-  auto consider = [&](const std::string& what, const ir::Tensor& t) {
+  auto consider = [&](const std::string& what, const ir::Tensor& t, Candidate::Kind kind = Candidate::Kind::Tensor,
+                      const std::string& group = {}, const std::string& name = {}, int64_t dim = 0) {
     ErrorStat e = compareTensors(t, want);
     if (std::isinf(e.maxAbsErr)) return;
-    if (!best || e.maxRelErr < best->err.maxRelErr) best = Candidate{what, e};
+    if (!best || e.maxRelErr < best->err.maxRelErr) best = Candidate{what, e, kind, group, name, dim};
   };
   auto late = [&] { return std::chrono::steady_clock::now() > deadline; };
   auto stopped = [&](const std::string& at) {
@@ -273,7 +274,8 @@ Result<std::optional<Candidate>> bestCandidate(const ir::Tensor& want, const Wit
       if (parts.size() != members->size()) continue;
       bool sameAsWant = std::all_of(parts.begin(), parts.end(), [&](const ir::Tensor& p) { return p.dims() == wd; });
       if (sameAsWant)
-        if (auto v = ir::reduceTensors(parts, ir::ReduceOp::Sum); v.ok()) consider("sum over " + gname + " of " + name, *v);
+        if (auto v = ir::reduceTensors(parts, ir::ReduceOp::Sum); v.ok())
+          consider("sum over " + gname + " of " + name, *v, Candidate::Kind::Sum, gname, name);
       for (int64_t d = 0; d < want.rank(); ++d) {
         int64_t along = 0;
         bool fits = true;
@@ -285,7 +287,8 @@ Result<std::optional<Candidate>> bestCandidate(const ir::Tensor& want, const Wit
         if (!fits || along != wd[size_t(d)]) continue;
         if (late()) return stopped("concat over " + gname + " of " + name);
         if (auto v = ir::concatTensors(parts, d); v.ok())
-          consider("concat over " + gname + " of " + name + " along dim " + std::to_string(d), *v);
+          consider("concat over " + gname + " of " + name + " along dim " + std::to_string(d), *v,
+                   Candidate::Kind::Concat, gname, name, d);
       }
     }
   }

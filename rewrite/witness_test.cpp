@@ -112,10 +112,15 @@ TEST(Witness, CandidatesAreRebuildsOfFittingShape) {
   auto y = bestCandidate(sy, *run, c.dist, ys);
   ASSERT_TRUE(y.ok() && y->has_value());
   EXPECT_EQ((*y)->what, "sum over tp of y");
+  EXPECT_EQ((*y)->kind, Candidate::Kind::Sum);
+  EXPECT_EQ((*y)->group, "tp");
+  EXPECT_EQ((*y)->name, "y");
   EXPECT_LT((*y)->err.maxRelErr, 1e-5);
   auto h = bestCandidate(sh, *run, c.dist, hs);
   ASSERT_TRUE(h.ok() && h->has_value());
   EXPECT_EQ((*h)->what, "concat over tp of h along dim 1");
+  EXPECT_EQ((*h)->kind, Candidate::Kind::Concat);
+  EXPECT_EQ((*h)->dim, 1);
   EXPECT_EQ((*h)->err.maxAbsErr, 0);
   // S's h is two ranks' worth of D's h along dim 1: its chunks rebuild D's.
   WitnessRun swapped;
@@ -132,6 +137,89 @@ TEST(Witness, CandidatesAreRebuildsOfFittingShape) {
   auto late = bestCandidate(sy, *run, c.dist, ys, std::chrono::steady_clock::now() - std::chrono::seconds(1));
   ASSERT_FALSE(late.ok());
   EXPECT_EQ(late.error().id, "time-limit");
+}
+
+// A vocab-parallel lookup whose all_reduce was dropped: no lemma relates
+// the masked rank-local lookups without the sum the collective makes, so
+// the failure is at the lookup; the witness finds S's value is the sum over
+// tp of D's masked lookups and the message names the missing collective,
+// with the D line where the sum should have been.
+TEST(Witness, LocalizedValueRebuiltBySumNamesTheMissingAllReduce) {
+  auto seq = ir::parseGraph(R"(graph embed {
+  input %ids: i64[8]
+  param %table: f32[16, 8]
+  %emb: f32[8, 8] = gather(%table, %ids)
+  %y: f32[8, 8] = exp(%emb)
+  output %y
+})", "embed.sp");
+  std::string body = R"(
+    input %ids: i64[8]
+    param %table: f32[8, 8]
+    %start: i64[] = constant() {value = dense<i64[], [START]>}
+    %end: i64[] = constant() {value = dense<i64[], [END]>}
+    %below: bool[8] = lt(%ids, %start)
+    %above: bool[8] = ge(%ids, %end)
+    %oob: bool[8] = or(%below, %above)
+    %loc: i64[8] = sub(%ids, %start)
+    %zi: i64[] = constant() {value = dense<i64[], [0]>}
+    %safe: i64[8] = where(%oob, %zi, %loc)
+    %zf: f32[] = constant() {value = dense<f32[], [0.0]>}
+    %g: f32[8, 8] = gather(%table, %safe)
+    %oob2: bool[8, 1] = unsqueeze(%oob) {axes = [1]}
+    %gm: f32[8, 8] = where(%oob2, %zf, %g)
+    %y: f32[8, 8] = exp(%gm)
+    output %y
+)";
+  auto rankBody = [&](const std::string& start, const std::string& end) {
+    std::string b = body;
+    b.replace(b.find("START"), 5, start);
+    b.replace(b.find("END"), 3, end);
+    return b;
+  };
+  auto dist = ir::parseProgram("program embed_vp2 {\n  world 2\n  mesh [tp = 2]\n  rank 0 {" + rankBody("0", "8") +
+                                   "  }\n  rank 1 {" + rankBody("8", "16") + "  }\n}\n",
+                               "embed_vp2.sp");
+  auto rel = parseRelations(
+      "dist[*].ids = seq.ids\n"
+      "for r in tp: dist[r].table = slice(seq.table, dim=0, start=idx(r,tp)*8, end=(idx(r,tp)+1)*8)\n",
+      "embed.rel");
+  ASSERT_TRUE(seq.ok()) << seq.error().str();
+  ASSERT_TRUE(dist.ok()) << dist.error().str();
+  ASSERT_TRUE(rel.ok()) << rel.error().str();
+  auto rep = verify(*seq, *dist, *rel, {});
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  ASSERT_EQ(rep->verdict, Verdict::Refuted) << rep->reason;
+  ASSERT_TRUE(rep->failure && rep->failure->witness);
+  const Failure& f = *rep->failure;
+  EXPECT_EQ(f.seqValue, "emb");
+  EXPECT_EQ(f.witness->atLocalizedRebuild, "sum over tp of gm");
+  EXPECT_LT(f.witness->atLocalized.maxRelErr, 1e-6);
+  EXPECT_NE(f.message.find("on the witness it equals the sum over group tp of D's 'gm' (embed_vp2.sp:"),
+            std::string::npos)
+      << f.message;
+  EXPECT_NE(f.message.find("missing sum over group tp (all_reduce)"), std::string::npos) << f.message;
+}
+
+// A column-parallel output gathered on the wrong dim: at the localized
+// value the witness rebuilds S's h as the concat of the rank-local shards
+// and says which all_gather would. A replicated-output bug whose localized
+// value diverges everywhere gets no such hint.
+TEST(Witness, ConcatRebuildNamesTheGatherThatWould) {
+  Case c = testutil::load("col_seq.sp", "col_tp2_wrong_dim.sp", "col_tp2.rel");
+  auto rep = verify(c.seq, c.dist, c.rel, {});
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  ASSERT_EQ(rep->verdict, Verdict::Refuted) << rep->reason;
+  ASSERT_TRUE(rep->failure && rep->failure->witness);
+  EXPECT_EQ(rep->failure->witness->atLocalizedRebuild, "concat over tp of hl along dim 1");
+  EXPECT_NE(rep->failure->message.find("which D never computes (an all_gather over group tp along dim 1 would)"),
+            std::string::npos)
+      << rep->failure->message;
+  Case g = testutil::load("mlp_seq.sp", "mlp_tp2_allgather.sp", "mlp_tp2.rel");
+  auto bad = verify(g.seq, g.dist, g.rel, {});
+  ASSERT_TRUE(bad.ok()) << bad.error().str();
+  ASSERT_TRUE(bad->failure && bad->failure->witness) << bad->reason;
+  EXPECT_GT(bad->failure->witness->atLocalized.maxRelErr, 1e-3);
+  EXPECT_EQ(bad->failure->message.find("on the witness it equals"), std::string::npos) << bad->failure->message;
 }
 
 TEST(Witness, WorkCountsOnlyTheConesThatRun) {

@@ -108,6 +108,28 @@ WitnessPlan planWitness(const ir::Graph& seq, const ir::Program& dist, const Fai
   return plan;
 }
 
+// When the witness rebuilds the localized S value as a sum or concat of a
+// D value over a group, which no D op computes (else it would have a
+// relation), the likely missing collective, in the user's terms.
+std::string collectiveHint(const Candidate& c, const ir::Program& dist) {
+  if (c.kind == Candidate::Kind::Tensor) return "";
+  std::string what = "D's '" + c.name + "'";
+  for (int64_t r = 0; r < dist.worldSize(); ++r) {
+    const ir::Graph& g = dist.rank(r);
+    auto v = g.findValue(c.name);
+    if (!v) continue;
+    if (g.value(*v).producer >= 0 && !g.node(g.value(*v).producer).loc.empty())
+      what += " (" + g.node(g.value(*v).producer).loc.str() + ")";
+    break;
+  }
+  if (c.kind == Candidate::Kind::Sum)
+    return "; on the witness it equals the sum over group " + c.group + " of " + what +
+           ", which D never computes: rank-local partial sums, missing sum over group " + c.group + " (all_reduce)";
+  return "; on the witness it equals the concat over group " + c.group + " of " + what + " along dim " +
+         std::to_string(c.dim) + ", which D never computes (an all_gather over group " + c.group + " along dim " +
+         std::to_string(c.dim) + " would)";
+}
+
 }  // namespace
 
 Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
@@ -163,6 +185,7 @@ Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const Re
   RankSpace ranks = RankSpace::of(dist);
   // At the localized value: the closest D tensors.
   bool localDiverges = false;
+  std::optional<Candidate> local;
   if (auto v = seq.findValue(f.seqValue)) {
     std::vector<std::pair<int64_t, std::string>> names;
     for (const auto& c : f.closestDist)
@@ -170,7 +193,9 @@ Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const Re
     auto best = bestCandidate(run->seq[size_t(*v)], *run, dist, names, deadline);
     if (!best.ok()) return timedOut(best.error());
     if (*best) {
+      local = *best;
       w.atLocalized = (*best)->err;
+      w.atLocalizedRebuild = (*best)->what;
       localDiverges = (*best)->err.maxRelErr > opts.tolerance;
     } else {
       localDiverges = !names.empty();
@@ -205,6 +230,7 @@ Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const Re
   if (outDiverges || (outNoCandidate && !outMatches && localDiverges)) {
     rep.verdict = Verdict::Refuted;
     rep.reason.clear();
+    if (local && local->err.maxRelErr <= opts.tolerance) f.message += collectiveHint(*local, dist);
     f.witness = w;
     return okStatus();
   }

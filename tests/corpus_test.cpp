@@ -275,6 +275,10 @@ TEST(CorpusMegatron, EmbeddingWithoutAllReduceIsNotVerified) {
   ASSERT_EQ(f.witness->outputs.size(), 1u);
   EXPECT_EQ(f.witness->outputs[0].first, "div_2");
   EXPECT_NE(f.message.find("megatron/core/tensor_parallel/mappings.py:484"), std::string::npos) << f.message;
+  // The witness rebuilds the lookup as the sum of D's rank-local lookups
+  // at the clone: the missing collective, in the user's terms.
+  EXPECT_EQ(f.witness->atLocalizedRebuild, "sum over world of all_reduce");
+  EXPECT_NE(f.message.find("missing sum over group world (all_reduce)"), std::string::npos) << f.message;
   fs::remove_all(dir);
 }
 

@@ -84,7 +84,9 @@ std::string reportText(const rewrite::VerifyReport& r) {
     if (f.witness) {
       const auto& w = *f.witness;
       t += "  witness (seed " + std::to_string(w.seed) + "): at " + f.seqValue + ": " +
-           errStr(w.atLocalized) + "\n";
+           (w.atLocalizedRebuild.empty() ? std::string("no closest D tensor to compare")
+                                         : errStr(w.atLocalized) + " (closest rebuild: " + w.atLocalizedRebuild + ")") +
+           "\n";
       for (const auto& [name, e] : w.outputs) t += "    output " + name + ": " + errStr(e) + "\n";
     }
   }
@@ -112,6 +114,8 @@ std::string reportJson(const rewrite::VerifyReport& r, const std::string& inputR
     if (f.witness) {
       ordered_json wj = errJson(f.witness->atLocalized);
       wj["seed"] = f.witness->seed;
+      wj["closest_rebuild"] = f.witness->atLocalizedRebuild.empty() ? ordered_json(nullptr)
+                                                                     : ordered_json(f.witness->atLocalizedRebuild);
       wj["outputs"] = ordered_json::object();
       for (const auto& [name, e] : f.witness->outputs) wj["outputs"][name] = errJson(e);
       fj["witness"] = wj;
