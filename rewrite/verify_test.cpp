@@ -171,6 +171,36 @@ for r in tp: dist[r].w2 = slice(seq.w2, dim=0, start=idx(r,tp)*16, end=(idx(r,tp
   EXPECT_NE(rep->outputs[2].relation.find("sum("), std::string::npos) << rep->outputs[2].relation;
 }
 
+// The average of the shards' means is the mean only for equal shards
+// (reduce-mean-over-concat-halves needs equal sizes): with 3 and 5 columns
+// it is refuted at the mean; with 4 and 4 (tests/verify/tp-reduction-modes)
+// it verifies.
+TEST(Verify, AverageOfUnequalShardMeansIsRefuted) {
+  auto seq = ir::parseGraph(R"(graph m {
+  input %x: f32[4, 8]
+  %v: f32[4, 1] = reduce_mean(%x) {axes = [1], keepdims = 1}
+  output %v
+})", "m.sp");
+  std::string rank = R"(
+    input %x: f32[4, K]
+    %vl: f32[4, 1] = reduce_mean(%x) {axes = [1], keepdims = 1}
+    %v: f32[4, 1] = all_reduce(%vl) {group = "tp", reduce = "avg"}
+    output %v
+)";
+  auto body = [&](const char* k) { return std::string(rank).replace(rank.find('K'), 1, k); };
+  auto dist = ir::parseProgram("program m2 {\n  world 2\n  mesh [tp = 2]\n  rank 0 {" + body("3") + "  }\n  rank 1 {" +
+                                   body("5") + "  }\n}\n",
+                               "m2.sp");
+  auto rel = parseRelations(
+      "dist[0].x = slice(seq.x, dim=1, start=0, end=3)\ndist[1].x = slice(seq.x, dim=1, start=3, end=8)\n", "m.rel");
+  ASSERT_TRUE(seq.ok() && dist.ok() && rel.ok());
+  auto rep = verify(*seq, *dist, *rel, {});
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  EXPECT_EQ(rep->verdict, Verdict::Refuted) << test::describe(*rep);
+  ASSERT_TRUE(rep->failure.has_value());
+  EXPECT_EQ(rep->failure->seqValue, "v");
+}
+
 // A dropout's mask (output 1), saved for backward, has the relation of the
 // masked values: the dropout lemmas hold for the mask too. With rank 1
 // drawing rank 0's stream slice, neither output is verified.

@@ -139,19 +139,22 @@ TEST(Witness, CandidatesAreRebuildsOfFittingShape) {
   EXPECT_EQ(late.error().id, "time-limit");
 }
 
-// A vocab-parallel lookup whose all_reduce was dropped: no lemma relates
-// the masked rank-local lookups without the sum the collective makes, so
-// the failure is at the lookup; the witness finds S's value is the sum over
-// tp of D's masked lookups and the message names the missing collective,
-// with the D line where the sum should have been.
-TEST(Witness, LocalizedValueRebuiltBySumNamesTheMissingAllReduce) {
-  auto seq = ir::parseGraph(R"(graph embed {
+// A vocab-parallel lookup over 16 rows, TP=2, whose all_reduce was dropped,
+// followed by the elementwise `f`: S is f(gather(table, ids)), rank r's
+// output f(masked lookup in its 8 rows).
+struct EmbedCase {
+  Result<ir::Graph> seq;
+  Result<ir::Program> dist;
+  Result<RelationFile> rel;
+};
+EmbedCase embedWithoutAllReduce(const std::string& f) {
+  std::string seqText = R"(graph embed {
   input %ids: i64[8]
   param %table: f32[16, 8]
   %emb: f32[8, 8] = gather(%table, %ids)
-  %y: f32[8, 8] = exp(%emb)
+  %y: f32[8, 8] = F(%emb)
   output %y
-})", "embed.sp");
+})";
   std::string body = R"(
     input %ids: i64[8]
     param %table: f32[8, 8]
@@ -167,22 +170,32 @@ TEST(Witness, LocalizedValueRebuiltBySumNamesTheMissingAllReduce) {
     %g: f32[8, 8] = gather(%table, %safe)
     %oob2: bool[8, 1] = unsqueeze(%oob) {axes = [1]}
     %gm: f32[8, 8] = where(%oob2, %zf, %g)
-    %y: f32[8, 8] = exp(%gm)
+    %y: f32[8, 8] = F(%gm)
     output %y
 )";
-  auto rankBody = [&](const std::string& start, const std::string& end) {
-    std::string b = body;
-    b.replace(b.find("START"), 5, start);
-    b.replace(b.find("END"), 3, end);
-    return b;
+  auto fill = [&](std::string t, const std::string& key, const std::string& v) {
+    return t.replace(t.find(key), key.size(), v);
   };
-  auto dist = ir::parseProgram("program embed_vp2 {\n  world 2\n  mesh [tp = 2]\n  rank 0 {" + rankBody("0", "8") +
-                                   "  }\n  rank 1 {" + rankBody("8", "16") + "  }\n}\n",
-                               "embed_vp2.sp");
-  auto rel = parseRelations(
-      "dist[*].ids = seq.ids\n"
-      "for r in tp: dist[r].table = slice(seq.table, dim=0, start=idx(r,tp)*8, end=(idx(r,tp)+1)*8)\n",
-      "embed.rel");
+  auto rankBody = [&](const std::string& start, const std::string& end) {
+    return fill(fill(fill(body, "START", start), "END", end), "F(", f + "(");
+  };
+  return EmbedCase{
+      ir::parseGraph(fill(seqText, "F(", f + "("), "embed.sp"),
+      ir::parseProgram("program embed_vp2 {\n  world 2\n  mesh [tp = 2]\n  rank 0 {" + rankBody("0", "8") +
+                           "  }\n  rank 1 {" + rankBody("8", "16") + "  }\n}\n",
+                       "embed_vp2.sp"),
+      parseRelations("dist[*].ids = seq.ids\n"
+                     "for r in tp: dist[r].table = slice(seq.table, dim=0, start=idx(r,tp)*8, end=(idx(r,tp)+1)*8)\n",
+                     "embed.rel")};
+}
+
+// A vocab-parallel lookup whose all_reduce was dropped: no lemma relates
+// the masked rank-local lookups without the sum the collective makes, so
+// the failure is at the lookup; the witness finds S's value is the sum over
+// tp of D's masked lookups and the message names the missing collective,
+// with the D line where the sum should have been.
+TEST(Witness, LocalizedValueRebuiltBySumNamesTheMissingAllReduce) {
+  auto [seq, dist, rel] = embedWithoutAllReduce("exp");
   ASSERT_TRUE(seq.ok()) << seq.error().str();
   ASSERT_TRUE(dist.ok()) << dist.error().str();
   ASSERT_TRUE(rel.ok()) << rel.error().str();
@@ -220,6 +233,57 @@ TEST(Witness, ConcatRebuildNamesTheGatherThatWould) {
   ASSERT_TRUE(bad->failure && bad->failure->witness) << bad->reason;
   EXPECT_GT(bad->failure->witness->atLocalized.maxRelErr, 1e-3);
   EXPECT_EQ(bad->failure->message.find("on the witness it equals"), std::string::npos) << bad->failure->message;
+}
+
+// A dropped max all_reduce over a TP split: on seed 0 rank 0's shard holds
+// every row's max (a 1-in-16 draw), so its local max matches S; a cheap
+// witness moves on to the next seed, which refutes, and reports that seed.
+TEST(Witness, CheapWitnessTriesFurtherSeeds) {
+  auto seq = ir::parseGraph(R"(graph m {
+  input %x: f32[4, 8]
+  %hi: f32[4, 1] = reduce_max(%x) {axes = [1], keepdims = 1}
+  output %hi
+})", "m.sp");
+  auto dist = ir::parseProgram(R"(program m2 {
+  world 2
+  mesh [tp = 2]
+  rank 0..1 {
+    input %x: f32[4, 4]
+    %hi_l: f32[4, 1] = reduce_max(%x) {axes = [1], keepdims = 1}
+    %hi: f32[4, 1] = identity(%hi_l)
+    output %hi
+  }
+})", "m2.sp");
+  auto rel = parseRelations("for r in tp: dist[r].x = slice(seq.x, dim=1, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)\n"
+                            "expect seq.hi = dist[0].hi\n",
+                            "m.rel");
+  ASSERT_TRUE(seq.ok() && dist.ok() && rel.ok());
+  auto rep = verify(*seq, *dist, *rel, {});
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  ASSERT_EQ(rep->verdict, Verdict::Refuted) << rep->reason;
+  ASSERT_TRUE(rep->failure && rep->failure->witness);
+  EXPECT_EQ(rep->failure->witness->seed, 1u);
+  EXPECT_GT(rep->failure->witness->worstOutput.maxRelErr, 0.1);
+  // Starting from seed 1, the first try refutes.
+  VerifyOptions from1;
+  from1.seed = 1;
+  auto again = verify(*seq, *dist, *rel, from1);
+  ASSERT_TRUE(again.ok() && again->failure && again->failure->witness);
+  EXPECT_EQ(again->failure->witness->seed, 1u);
+}
+
+// D's outputs are partial lookups whose sum over tp is S's tanh (tanh(0) is
+// 0 on the rank that masks a token): no lemma proves it, and no seed
+// diverges; the reason names the seeds tried.
+TEST(Witness, NoDivergenceOnAnySeedIsInconclusive) {
+  auto [seq, dist, rel] = embedWithoutAllReduce("tanh");
+  ASSERT_TRUE(seq.ok()) << seq.error().str();
+  ASSERT_TRUE(dist.ok()) << dist.error().str();
+  ASSERT_TRUE(rel.ok()) << rel.error().str();
+  auto rep = verify(*seq, *dist, *rel, {});
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  EXPECT_EQ(rep->verdict, Verdict::Inconclusive);
+  EXPECT_NE(rep->reason.find("the witness (seeds 0..3) shows no divergence"), std::string::npos) << rep->reason;
 }
 
 TEST(Witness, WorkCountsOnlyTheConesThatRun) {

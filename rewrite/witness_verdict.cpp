@@ -130,6 +130,12 @@ std::string collectiveHint(const Candidate& c, const ir::Program& dist) {
          std::to_string(c.dim) + " would)";
 }
 
+// Seeds a witness that shows no divergence may try (from opts.seed on), as
+// long as all of them together stay below kRetryWork multiply-adds (a few
+// tenths of a second): a bug can hide on one draw.
+constexpr uint64_t kWitnessSeeds = 4;
+constexpr double kRetryWork = 1e10;
+
 }  // namespace
 
 Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
@@ -173,73 +179,81 @@ Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const Re
     rep.reason = base + "; " + limit + " reached while computing the witness (" + e.message + ")";
     return okStatus();
   };
-  auto run = runWitness(seq, dist, rel, plan, opts.seed, opts.witnessProgress, deadline);
-  if (!run.ok() && run.error().id == "time-limit") return timedOut(run.error());
-  if (!run.ok()) {
-    rep.verdict = Verdict::Inconclusive;
-    rep.reason = base + "; witness could not run: " + run.error().str();
-    return okStatus();
-  }
-  Witness w;
-  w.seed = opts.seed;
   RankSpace ranks = RankSpace::of(dist);
-  // At the localized value: the closest D tensors.
-  bool localDiverges = false;
-  std::optional<Candidate> local;
-  if (auto v = seq.findValue(f.seqValue)) {
-    std::vector<std::pair<int64_t, std::string>> names;
-    for (const auto& c : f.closestDist)
-      if (auto d = parseDistName(dist, c)) names.push_back(*d);
-    auto best = bestCandidate(run->seq[size_t(*v)], *run, dist, names, deadline);
-    if (!best.ok()) return timedOut(best.error());
-    if (*best) {
-      local = *best;
-      w.atLocalized = (*best)->err;
-      w.atLocalizedRebuild = (*best)->what;
-      localDiverges = (*best)->err.maxRelErr > opts.tolerance;
-    } else {
-      localDiverges = !names.empty();
-      w.atLocalized.maxAbsErr = w.atLocalized.maxRelErr = names.empty() ? 0 : INFINITY;
+  for (uint64_t k = 0;; ++k) {
+    const uint64_t seed = opts.seed + k;
+    auto run = runWitness(seq, dist, rel, plan, seed, opts.witnessProgress, deadline);
+    if (!run.ok() && run.error().id == "time-limit") return timedOut(run.error());
+    if (!run.ok()) {
+      rep.verdict = Verdict::Inconclusive;
+      rep.reason = base + "; witness could not run: " + run.error().str();
+      return okStatus();
     }
-  }
-  // At the outputs without a proven relation: the expected relation, else
-  // the best natural rebuild from D outputs.
-  std::vector<std::pair<int64_t, std::string>> outNames;
-  for (int64_t r = 0; r < dist.worldSize(); ++r)
-    for (ir::ValueId o : dist.rank(r).outputs()) outNames.emplace_back(r, dist.rank(r).value(o).name);
-  bool outDiverges = false, outNoCandidate = false, outMatches = false;
-  for (const auto& name : unproven) {
-    const ir::Tensor& s = run->seq[size_t(*seq.findValue(name))];
-    std::optional<ErrorStat> err;
-    if (auto it = expected.find(name); it != expected.end()) {
-      RelScope sc;
-      sc.ranks = &ranks;
-      auto t = evaluate(*it->second, TensorSource{nullptr, &run->dist}, sc);
-      if (t.ok()) err = compareTensors(*t, s);
-    } else {
-      auto best = bestCandidate(s, *run, dist, outNames, deadline);
+    Witness w;
+    w.seed = seed;
+    // At the localized value: the closest D tensors.
+    bool localDiverges = false;
+    std::optional<Candidate> local;
+    if (auto v = seq.findValue(f.seqValue)) {
+      std::vector<std::pair<int64_t, std::string>> names;
+      for (const auto& c : f.closestDist)
+        if (auto d = parseDistName(dist, c)) names.push_back(*d);
+      auto best = bestCandidate(run->seq[size_t(*v)], *run, dist, names, deadline);
       if (!best.ok()) return timedOut(best.error());
-      if (*best) err = (*best)->err;
+      if (*best) {
+        local = *best;
+        w.atLocalized = (*best)->err;
+        w.atLocalizedRebuild = (*best)->what;
+        localDiverges = (*best)->err.maxRelErr > opts.tolerance;
+      } else {
+        localDiverges = !names.empty();
+        w.atLocalized.maxAbsErr = w.atLocalized.maxRelErr = names.empty() ? 0 : INFINITY;
+      }
     }
-    if (!err) { outNoCandidate = true; continue; }
-    w.outputs.emplace_back(name, *err);
-    if (err->maxRelErr > w.worstOutput.maxRelErr || std::isinf(err->maxRelErr)) w.worstOutput = *err;
-    if (err->maxRelErr > opts.tolerance) outDiverges = true;
-    else outMatches = true;
-  }
-  if (outDiverges || (outNoCandidate && !outMatches && localDiverges)) {
-    rep.verdict = Verdict::Refuted;
-    rep.reason.clear();
-    if (local && local->err.maxRelErr <= opts.tolerance) f.message += collectiveHint(*local, dist);
-    f.witness = w;
+    // At the outputs without a proven relation: the expected relation, else
+    // the best natural rebuild from D outputs.
+    std::vector<std::pair<int64_t, std::string>> outNames;
+    for (int64_t r = 0; r < dist.worldSize(); ++r)
+      for (ir::ValueId o : dist.rank(r).outputs()) outNames.emplace_back(r, dist.rank(r).value(o).name);
+    bool outDiverges = false, outNoCandidate = false, outMatches = false;
+    for (const auto& name : unproven) {
+      const ir::Tensor& s = run->seq[size_t(*seq.findValue(name))];
+      std::optional<ErrorStat> err;
+      if (auto it = expected.find(name); it != expected.end()) {
+        RelScope sc;
+        sc.ranks = &ranks;
+        auto t = evaluate(*it->second, TensorSource{nullptr, &run->dist}, sc);
+        if (t.ok()) err = compareTensors(*t, s);
+      } else {
+        auto best = bestCandidate(s, *run, dist, outNames, deadline);
+        if (!best.ok()) return timedOut(best.error());
+        if (*best) err = (*best)->err;
+      }
+      if (!err) { outNoCandidate = true; continue; }
+      w.outputs.emplace_back(name, *err);
+      if (err->maxRelErr > w.worstOutput.maxRelErr || std::isinf(err->maxRelErr)) w.worstOutput = *err;
+      if (err->maxRelErr > opts.tolerance) outDiverges = true;
+      else outMatches = true;
+    }
+    if (outDiverges || (outNoCandidate && !outMatches && localDiverges)) {
+      rep.verdict = Verdict::Refuted;
+      rep.reason.clear();
+      if (local && local->err.maxRelErr <= opts.tolerance) f.message += collectiveHint(*local, dist);
+      f.witness = w;
+      return okStatus();
+    }
+    // No divergence on this seed. A cheap witness tries the next seeds: a
+    // bug can hide on one draw (a shard's max that happens to be the row's).
+    if (k + 1 < kWitnessSeeds && double(k + 2) * work <= kRetryWork) continue;
+    rep.verdict = Verdict::Inconclusive;
+    f.witness = w;  // informative: no divergence was found
+    std::string seeds = k == 0 ? "seed " + std::to_string(opts.seed)
+                               : "seeds " + std::to_string(opts.seed) + ".." + std::to_string(seed);
+    rep.reason = base + "; the witness (" + seeds + ") shows no divergence" +
+                 (outMatches ? " at the outputs (max relative error " + fmt(w.worstOutput.maxRelErr) + ")" : "") +
+                 ": a lemma or op rule may be missing";
     return okStatus();
   }
-  rep.verdict = Verdict::Inconclusive;
-  f.witness = w;  // informative: no divergence was found
-  rep.reason = base + "; the witness (seed " + std::to_string(opts.seed) + ") shows no divergence" +
-               (outMatches ? " at the outputs (max relative error " + fmt(w.worstOutput.maxRelErr) + ")" : "") +
-               ": a lemma or op rule may be missing";
-  return okStatus();
 }
 
 }  // namespace sp::rewrite

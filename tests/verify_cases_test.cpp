@@ -301,6 +301,7 @@ const std::set<std::string> kFixedVerified = {
     "tp-attention",
     "tp-backward-mlp",
     "tp-mlp",
+    "tp-reduction-modes",
     "uneven-head-split",
     "vocab-ce-missing-max",
     "vocab-embedding-no-mask",
