@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 
 #include "ir/interp_test_util.h"
 #include "ir/interpreter.h"
@@ -146,6 +147,51 @@ TEST(InterpDeadline, ParallelForStopsBetweenRounds) {
   EXPECT_GT(covered, 0);  // the first round runs
   EXPECT_LT(covered, n);
   EXPECT_TRUE(ctx.interrupted);
+}
+
+// The serial index kernels (arg max, top-k, one-hot, scatter, trilu, range,
+// gathers) poll the deadline too: past it, each stops early and marks the
+// kernel interrupted; with time left, each finishes without the mark.
+TEST(InterpDeadline, SerialIndexKernelsPollTheDeadline) {
+  const int64_t rows = 512, cols = 256, n = rows * cols;
+  Tensor x(DType::F32, {rows, cols});
+  for (int64_t i = 0; i < n; ++i) x.setFromDouble(i, double((i * 7919) % 1000));
+  Tensor flat(DType::F32, {n}), idx(DType::I64, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    flat.setFromDouble(i, double(i));
+    idx.setFromDouble(i, double((i * 31) % n));
+  }
+  struct Case {
+    const char* name;
+    OpKind op;
+    AttrMap attrs;
+    std::vector<Tensor> in;
+  };
+  std::vector<Case> cases = {
+      {"argmax", OpKind::ArgMax, {{"axis", int64_t(1)}}, {x}},
+      {"topk", OpKind::TopK, {{"k", int64_t(4)}}, {x}},
+      {"one_hot", OpKind::OneHot, {{"depth", int64_t(4)}, {"off", 0.5}}, {idx}},
+      {"scatter_elements", OpKind::ScatterElements, {}, {flat, idx, flat}},
+      {"trilu", OpKind::Trilu, {}, {x}},
+      {"range", OpKind::Range, {{"start", 0.0}, {"limit", double(n)}}, {}},
+      {"gather", OpKind::Gather, {}, {flat, idx}},
+      {"gather_elements", OpKind::GatherElements, {}, {flat, idx}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    KernelContext late, early;
+    late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    early.deadline = std::chrono::steady_clock::now() + std::chrono::hours(1);
+    {
+      KernelContextScope scope(&early);
+      auto out = evalOp(c.op, c.attrs, c.in);
+      ASSERT_TRUE(out.ok()) << out.error().str();
+      EXPECT_FALSE(early.interrupted);
+    }
+    KernelContextScope scope(&late);
+    (void)evalOp(c.op, c.attrs, c.in);
+    EXPECT_TRUE(late.interrupted);
+  }
 }
 
 }  // namespace

@@ -70,6 +70,23 @@ class KernelContextScope {
 // work, not per element.
 bool kernelInterrupted();
 
+// Deadline poll for a serial kernel loop: step(w) counts w units of work
+// (elements touched) and reads the clock once per 2^16 units; true once the
+// deadline has passed. The kernel then stops and its output is discarded.
+class WorkPoll {
+ public:
+  bool step(int64_t work = 1) {
+    done_ += work;
+    if (done_ < kEvery) return false;
+    done_ = 0;
+    return kernelInterrupted();
+  }
+
+ private:
+  static constexpr int64_t kEvery = int64_t(1) << 16;
+  int64_t done_ = 0;
+};
+
 // Output storage for an elementwise kernel whose output element i depends
 // only on element i of its same-shaped inputs: in[i]'s storage for the
 // first candidate i that was donated, is referenced by nothing else (no

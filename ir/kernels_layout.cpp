@@ -1,5 +1,6 @@
 // Layout kernels (pure data movement, dtype-agnostic: elements are copied by
 // size) and the strided iteration helpers shared by all kernels.
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -261,8 +262,9 @@ Status kernelGather(OpKind op, const AttrMap& attrs, std::span<const Tensor> in,
   int64_t outer = prodDims(x.dims(), 0, axis), d = x.dims()[axis];
   int64_t inner = prodDims(x.dims(), axis + 1, x.dims().size()) * int64_t(es);
   int64_t n = idx.numel();
+  WorkPoll poll;
   for (int64_t j = 0; j < n; ++j) {
-    if (j % 4096 == 4095 && kernelInterrupted()) break;
+    if (poll.step(std::max<int64_t>(outer * inner / int64_t(es), 1))) break;
     SP_ASSIGN(int64_t w, wrapIndex(indexAt(idx, j), d));
     for (int64_t o = 0; o < outer && inner > 0; ++o)
       std::memcpy(y.mutableRaw() + (o * n + j) * inner, x.raw() + (o * d + w) * inner, size_t(inner));
@@ -278,8 +280,9 @@ static Status forEachElementIndex(const Tensor& data, const Tensor& idx, size_t 
   auto ds = stridesOf(data.dims());
   const auto& id = idx.dims();
   std::vector<int64_t> coord(id.size(), 0);
+  WorkPoll poll;
   for (int64_t p = 0; p < idx.numel(); ++p) {
-    if (p % 65536 == 65535 && kernelInterrupted()) break;
+    if (poll.step()) break;
     int64_t off = 0;
     for (size_t k = 0; k < id.size(); ++k)
       if (k != axis) off += coord[k] * ds[k];

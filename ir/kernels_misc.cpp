@@ -47,7 +47,9 @@ Status kernelScatterElements(OpKind op, const AttrMap& attrs, std::span<const Te
     T* py = y.mutableData<T>();
     const T* pu = upd.data<T>();
     std::vector<int64_t> coord(id.size(), 0);
+    WorkPoll poll;
     for (int64_t p = 0; p < idx.numel(); ++p) {
+      if (poll.step()) break;
       SP_ASSIGN(int64_t w, wrapIdx(indexValue(idx, p), x.dims()[axis]));
       int64_t off = w * ds[axis];
       for (size_t k = 0; k < id.size(); ++k)
@@ -79,8 +81,10 @@ Status kernelTrilu(OpKind op, const AttrMap& attrs, std::span<const Tensor> in, 
   Tensor y(x.dtype(), x.dims());  // zero-filled
   size_t es = dtypeSize(x.dtype());
   int64_t mats = r * c == 0 ? 0 : x.numel() / (r * c);
+  WorkPoll poll;
   for (int64_t m = 0; m < mats; ++m)
-    for (int64_t i = 0; i < r; ++i)
+    for (int64_t i = 0; i < r; ++i) {
+      if (poll.step(c)) break;
       for (int64_t j = 0; j < c; ++j) {
         bool keep = upper ? j - i >= k : j - i <= k;
         if (keep) {
@@ -88,6 +92,7 @@ Status kernelTrilu(OpKind op, const AttrMap& attrs, std::span<const Tensor> in, 
           std::memcpy(y.mutableRaw() + e * int64_t(es), x.raw() + e * int64_t(es), es);
         }
       }
+    }
   out.push_back(std::move(y));
   return okStatus();
 }
@@ -108,10 +113,18 @@ Status kernelRange(OpKind op, const AttrMap& attrs, std::span<const Tensor> in, 
     // Exact integer arithmetic.
     int64_t s = int64_t(start), d = int64_t(delta);
     Tensor w(DType::I64, y.dims());
-    for (int64_t i = 0; i < y.numel(); ++i) w.mutableData<int64_t>()[i] = s + i * d;
+    WorkPoll poll;
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      if (poll.step()) break;
+      w.mutableData<int64_t>()[i] = s + i * d;
+    }
     y = dt == DType::I64 ? w : w.castTo(dt);
   } else {
-    for (int64_t i = 0; i < y.numel(); ++i) y.setFromDouble(i, start + double(i) * delta);
+    WorkPoll poll;
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      if (poll.step()) break;
+      y.setFromDouble(i, start + double(i) * delta);
+    }
   }
   out.push_back(std::move(y));
   return okStatus();
@@ -142,8 +155,10 @@ Status kernelTopK(OpKind op, const AttrMap& attrs, std::span<const Tensor> in, s
       if (!na && va != vb) return largest ? va > vb : va < vb;
       return a < b;
     };
+    WorkPoll poll;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
+        if (poll.step(d)) return 0;
         const T* row = px + o * d * inner + i;
         std::iota(order.begin(), order.end(), int64_t(0));
         std::partial_sort(order.begin(), order.begin() + k, order.end(),
@@ -170,10 +185,15 @@ Status kernelOneHot(OpKind op, const AttrMap& attrs, std::span<const Tensor> in,
   int64_t inner = prodDims(idx.dims(), axis, idx.dims().size());
   Tensor y(t[0].dtype, concreteDims(t[0].shape));
   double on = attrFloat(attrs, "on"), off = attrFloat(attrs, "off");
+  WorkPoll poll;
   if (off != 0)
-    for (int64_t i = 0; i < y.numel(); ++i) y.setFromDouble(i, off);
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      if (poll.step()) break;
+      y.setFromDouble(i, off);
+    }
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
+      if (poll.step()) break;
       int64_t v = indexValue(idx, o * inner + i);
       if (v < 0) v += depth;
       if (v < 0 || v >= depth) continue;  // ONNX: out-of-range rows are all off

@@ -115,8 +115,10 @@ Status kernelArg(OpKind op, const AttrMap& attrs, std::span<const Tensor> in, st
   visitDType(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
+    WorkPoll poll;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
+        if (poll.step(d)) return 0;
         const T* row = px + o * d * inner + i;
         int64_t best = 0;
         for (int64_t j = 1; j < d; ++j) {
