@@ -20,6 +20,7 @@ namespace sp::rewrite {
 std::string groupName(const ir::Program& p, std::vector<int64_t> ranks);
 std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,
                            const std::vector<const SeqRel*>& inputs, const std::string& value);
+std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, const Rel& expected);
 Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
                          const VerifyOptions& opts, const std::vector<std::string>& unproven,
                          const std::map<std::string, RelPtr>& expected,
@@ -732,8 +733,9 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
           *outputOnly = true;
           rep.failure = Failure{what, n, node.loc,
                                 "S output '" + n + "' is " + str(*best) + ", not proven equal to the expected " +
-                                    str(*expected[n]),
+                                    str(*expected[n]) + explainExpectMismatch(dist, *best, *expected[n]),
                                 {}, std::nullopt};
+          nameLeavesClosest(*expected[n], dist, *rep.failure);
         }
         continue;
       }

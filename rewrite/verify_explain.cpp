@@ -1,5 +1,6 @@
 // Localization messages in the user's terms: what the best candidate lacked.
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "rewrite/engine_verify.h"
@@ -127,6 +128,24 @@ std::string allToAllNotInverse(const ir::Program& dist, const std::vector<const 
     }
   }
   return "";
+}
+
+// An S output whose relation is a sum over ranks of D values where the
+// expected relation sums nothing: every rank returns its own partial sums.
+// "": no such explanation.
+std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, const Rel& expected) {
+  std::function<bool(const Rel&)> sums = [&](const Rel& r) {
+    return r.op == RelOp::Sum || std::any_of(r.args.begin(), r.args.end(), [&](const RelPtr& a) { return sums(*a); });
+  };
+  if (found.op != RelOp::Sum || sums(expected)) return "";
+  std::vector<int64_t> ranks;
+  std::vector<std::string> names;
+  leavesOf(found, ranks, names);
+  if (std::set<int64_t>(ranks.begin(), ranks.end()).size() < 2) return "";
+  std::string group = groupName(dist, ranks);
+  return ": S's value is a sum over group " + group +
+         " of rank-local values, which D's output does not add up: rank-local partial sums, missing sum over group " +
+         group + " (all_reduce) before the output";
 }
 
 std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,

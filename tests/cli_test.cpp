@@ -181,6 +181,12 @@ TEST(CliVerify, MissingAllReduceIsRefutedWithWitnessJson) {
   EXPECT_EQ(j["failure"]["seq_op"], "add 'y'");
   EXPECT_NE(j["failure"]["location"].get<std::string>().find("mlp.sp:12"), std::string::npos);
   EXPECT_GT(j["failure"]["witness"]["outputs"]["y"]["max_rel_err"].get<double>(), 1e-3);
+  // Explained in the user's terms, and compared with the expected D output.
+  std::string msg = j["failure"]["message"].get<std::string>();
+  EXPECT_NE(msg.find("rank-local partial sums, missing sum over group tp (all_reduce) before the output"),
+            std::string::npos) << msg;
+  EXPECT_NE(msg.find("closest D tensors: r0:y at "), std::string::npos) << msg;
+  EXPECT_FALSE(j["failure"]["witness"]["closest_rebuild"].get<std::string>().empty()) << r.out;
   for (const char* k : {"seconds", "seq_ops", "dist_ops", "lemmas_applied", "z3_queries", "peak_rss_mb"})
     EXPECT_TRUE(j["stats"].contains(k)) << k;
 }
