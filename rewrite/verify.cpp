@@ -19,7 +19,8 @@ namespace sp::rewrite {
 
 std::string groupName(const ir::Program& p, std::vector<int64_t> ranks);
 std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,
-                           const std::vector<const SeqRel*>& inputs, const std::string& value);
+                           const std::vector<const SeqRel*>& inputs, const std::string& value,
+                           const std::map<std::pair<int64_t, std::string>, std::string>& distInputs);
 std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, const Rel& expected);
 Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
                          const VerifyOptions& opts, const std::vector<std::string>& unproven,
@@ -91,8 +92,12 @@ void nameLeavesClosest(const Rel& r, const ir::Program& dist, Failure& f) {
 // same dtype and delta that tile it in order: range(s, m) ++ range(m, l)
 // where m = s + len(range(s, m)) * delta (a context-parallel rank's
 // positions start at its sequence offset). Ranks holding the same range
-// (replicas) are interchangeable; the lowest is taken.
-void tileRange(Engine& eng, const DistModel& model, const ir::Program& dist, const ir::Node& node, ClassId target) {
+// (replicas) are interchangeable; the lowest is taken. When the tiling
+// stops at a position no D range starts at while a D range of another rank
+// was left over, says so in `gap` ("positions of rank 1 start at 0 where 4
+// was needed (D's range 'pos', loc)").
+void tileRange(Engine& eng, const DistModel& model, const ir::Program& dist, const ir::Node& node, ClassId target,
+               std::string& gap) {
   auto num = [](const ir::AttrMap& a, const char* k) { return ir::attrFloat(a, k); };
   double start = num(node.attrs, "start"), limit = num(node.attrs, "limit"), delta = num(node.attrs, "delta");
   if (delta <= 0) return;
@@ -105,11 +110,25 @@ void tileRange(Engine& eng, const DistModel& model, const ir::Program& dist, con
     byStart.emplace(num(dn.attrs, "start"), std::make_pair(r, n));
   }
   std::vector<ClassId> parts;
+  std::set<int64_t> used;
   double pos = start;
   while (pos < limit) {
     auto it = byStart.find(pos);
-    if (it == byStart.end()) return;
+    if (it == byStart.end()) {
+      for (const auto& [r, n] : model.sources) {
+        const ir::Node& dn = dist.rank(r).node(n);
+        if (used.count(r) || dn.op != ir::OpKind::Range || num(dn.attrs, "delta") != delta ||
+            ir::attrType(dn.attrs, "dtype") != ir::attrType(node.attrs, "dtype"))
+          continue;
+        gap = "positions of rank " + std::to_string(r) + " start at " + secondsStr(num(dn.attrs, "start")) +
+              " where " + secondsStr(pos) + " was needed (D's range '" + dn.name + "'" +
+              (dn.loc.empty() ? "" : ", " + dn.loc.str()) + ")";
+        break;
+      }
+      return;
+    }
     auto [r, n] = it->second;
+    used.insert(r);
     const ir::Value& out = dist.rank(r).value(dist.rank(r).node(n).outputs[0]);
     if (out.type.shape.size() != 1 || !out.type.shape[0].isConcrete() || out.type.shape[0].value() < 1) return;
     addDistNode(eng, model, r, n);
@@ -417,6 +436,11 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   SP_ASSIGN(DistModel model, lowerProgram(dist));
   SP_ASSIGN(InputInversion inv, invertInputs(seq, dist, relations, model));
   RankSpace ranks = RankSpace::of(dist);
+  // Each D input's relation to S, as text, for explanations.
+  std::map<std::pair<int64_t, std::string>, std::string> distInputs;
+  if (auto bound = expandInputs(relations, ranks); bound.ok())
+    for (const auto& b : *bound)
+      if (auto c = concretize(*b.expr, b.scope); c.ok()) distInputs[{b.rank, b.name}] = str(**c);
   rep.stats.seqOps = int64_t(seq.nodes().size());
   rep.stats.distOps = model.numNodes;
 
@@ -544,6 +568,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     };
     std::vector<ClassId> targets;
     std::map<size_t, ClassId> expCls;
+    std::string rangeGap;  // why D's ranges do not tile an S range
     // An S value no wanted output depends on needs no relation.
     auto dead = [&](size_t k) {
       return !neededValue[size_t(node.outputs[k])];
@@ -606,7 +631,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
         targets.push_back(*c);
       }
       if (bad) return makeError("internal", what + ": its type disagrees with its inputs' relations");
-      if (node.op == ir::OpKind::Range) tileRange(eng, model, dist, node, targets[0]);
+      if (node.op == ir::OpKind::Range) tileRange(eng, model, dist, node, targets[0], rangeGap);
       if (auto c = relateScalarConstant(eng, model, node)) eng.mergeChecked(targets[0], *c);
       expCls.clear();
       for (size_t k = 0; k < node.outputs.size(); ++k) {
@@ -667,7 +692,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       if (dead(k)) continue;  // nothing reads it (a dropout mask): no relation needed
       RelPtr best = eng.extractClean(targets[k], [](const DistLeaf&) { return true; });
       if (!best) {
-        std::string msg = explainFailure(seq, dist, node, ins, n);
+        std::string msg = explainFailure(seq, dist, node, ins, n, distInputs) + (rangeGap.empty() ? "" : ": " + rangeGap);
         bool budget = stop != StopReason::Saturated && stop != StopReason::GoalReached;
         if (budget) rep.reason = "e-graph budget ran out at " + what + " (" + std::string(stopReasonName(stop)) + ")";
         Failure f{what, n, node.loc, msg, {}, std::nullopt};

@@ -1,6 +1,7 @@
 // Localization messages in the user's terms: what the best candidate lacked.
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "rewrite/engine_verify.h"
@@ -15,6 +16,146 @@ void leavesOf(const Rel& r, std::vector<int64_t>& ranks, std::vector<std::string
     names.push_back(str(r));
   }
   for (const auto& a : r.args) leavesOf(*a, ranks, names);
+}
+
+// The first sum over ranks in r: r itself, or one under layout ops and
+// scales (a concat over dp of partial sums over tp).
+const Rel* firstSum(const Rel& r) {
+  if (r.op == RelOp::Sum) return &r;
+  for (const auto& a : r.args)
+    if (const Rel* s = firstSum(*a)) return s;
+  return nullptr;
+}
+
+// "D's all_reduce 'o' (loc)".
+std::string distOp(const ir::Node& n) {
+  return "D's " + std::string(ir::opName(n.op)) + " '" + n.name + "'" + (n.loc.empty() ? "" : " (" + n.loc.str() + ")");
+}
+
+bool sumsOverGroup(const ir::Node& n) {
+  return (n.op == ir::OpKind::AllReduce || n.op == ir::OpKind::ReduceScatter) && ir::attrStr(n.attrs, "reduce") == "sum";
+}
+
+// Calls f(node) for each D node that reads a D leaf of `r`, until f returns
+// a non-empty string, which is returned.
+std::string forLeafUsers(const ir::Program& dist, const Rel& r,
+                         const std::function<std::string(int64_t rank, const std::string& leaf, const ir::Node&)>& f) {
+  std::vector<int64_t> ranks;
+  std::vector<std::string> names;
+  leavesOf(r, ranks, names);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const ir::Graph& g = dist.rank(ranks[i]);
+    std::string leaf = names[i].substr(names[i].find('.') + 1);
+    auto v = g.findValue(leaf);
+    if (!v) continue;
+    for (ir::NodeId u : g.users(*v))
+      if (std::string s = f(ranks[i], leaf, g.node(u)); !s.empty()) return s;
+  }
+  return "";
+}
+
+// What D does with rank-local partial sums over `group` instead of summing
+// them over it: sums them over another group ("; D's all_reduce 'o' (loc)
+// is a sum over group dp where group tp was needed"), or sums values over
+// the group that are not the partial sums on every rank (a replicated term
+// added on every rank before the sum counts once per rank). "" when no
+// leaf of `sum` feeds a summing collective.
+struct SumNote {
+  std::string text;
+  bool sameGroup = false;  // D does sum over the group, other values
+};
+SumNote sumNote(const ir::Program& dist, const Rel& sum, const std::string& group) {
+  SumNote out;
+  out.text = forLeafUsers(dist, sum, [&](int64_t, const std::string& leaf, const ir::Node& n) -> std::string {
+    if (!sumsOverGroup(n)) return "";
+    if (ir::attrStr(n.attrs, "group") != group)
+      return "; " + distOp(n) + " is a sum over group " + ir::attrStr(n.attrs, "group") + " where group " + group +
+             " was needed";
+    out.sameGroup = true;
+    return "; " + distOp(n) + " sums '" + leaf + "' over group " + group +
+           ", which is not the partial sum on every rank: a replicated term added on every rank before it is summed " +
+           "once per rank";
+  });
+  return out;
+}
+
+// "[1, 0]".
+std::string ranksStr(const std::vector<int64_t>& ranks) {
+  std::string s;
+  for (int64_t r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return "[" + s + "]";
+}
+
+// What D does with the shards of a concat over `group` along `dim`: sums
+// them ("; D's all_reduce 'sg' (loc) is a sum over group tp where concat
+// along dim 1 was needed"), gathers them along another dim, or gathers them
+// over a group of the same ranks in another order.
+std::string concatNote(const ir::Program& dist, const Rel& concat, int64_t dim, int64_t rank, const std::string& group) {
+  RankSpace rs = RankSpace::of(dist);
+  return forLeafUsers(dist, concat, [&](int64_t at, const std::string&, const ir::Node& n) -> std::string {
+    if (!sumsOverGroup(n) && n.op != ir::OpKind::AllGather) return "";
+    const std::string& used = ir::attrStr(n.attrs, "group");
+    if (used != group) {
+      auto want = rs.members(group, at), got = rs.members(used, at);
+      if (n.op != ir::OpKind::AllGather || !want.ok() || !got.ok() || *want == *got ||
+          std::set<int64_t>(want->begin(), want->end()) != std::set<int64_t>(got->begin(), got->end()))
+        return "";
+      return "; " + distOp(n) + " concatenates over group " + used + " in order " + ranksStr(*got) + " where " +
+             group + " order " + ranksStr(*want) + " was needed";
+    }
+    if (sumsOverGroup(n))
+      return "; " + distOp(n) + " is a sum over group " + group + " where concat along dim " + std::to_string(dim) +
+             " was needed (all_gather)";
+    if (n.op == ir::OpKind::AllGather && normDim(ir::attrInt(n.attrs, "dim"), rank) != dim)
+      return "; " + distOp(n) + " concatenates along dim " +
+             std::to_string(normDim(ir::attrInt(n.attrs, "dim"), rank)) + " where dim " + std::to_string(dim) +
+             " was needed";
+    return "";
+  });
+}
+
+// Where the shards of `concat` (split along `dim`, which the op reads
+// whole) come from a reduce_scatter or all_gather along that dim: "; D's
+// reduce_scatter 'o' (loc) splits along dim 1 where dim 0 was needed" (the
+// one dim the op does not read whole, when there is one).
+std::string scatterNote(const ir::Program& dist, const Rel& concat, int64_t dim, int64_t rank,
+                        const std::vector<int64_t>& whole) {
+  std::vector<int64_t> ranks;
+  std::vector<std::string> names;
+  leavesOf(concat, ranks, names);
+  std::vector<int64_t> free;
+  for (int64_t d = 0; d < rank; ++d)
+    if (std::find(whole.begin(), whole.end(), d) == whole.end()) free.push_back(d);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const ir::Graph& g = dist.rank(ranks[i]);
+    auto v = g.findValue(names[i].substr(names[i].find('.') + 1));
+    if (!v || g.value(*v).producer < 0) continue;
+    const ir::Node& n = g.node(g.value(*v).producer);
+    if (n.op != ir::OpKind::ReduceScatter || normDim(ir::attrInt(n.attrs, "dim"), rank) != dim) continue;
+    return "; " + distOp(n) + " splits along dim " + std::to_string(dim) +
+           (free.size() == 1 ? " where dim " + std::to_string(free[0]) + " was needed" : "");
+  }
+  return "";
+}
+
+// A replicated S value (the same D value on every rank of the group) that
+// D sums over the group: "; D's reduce_scatter 'hs' (loc) is a sum over
+// group tp of a replicated value ('h' on every rank)".
+std::string replicatedSumNote(const ir::Program& dist, const SeqRel& in) {
+  if (in.best->op != RelOp::Dist) return "";
+  RankSpace rs = RankSpace::of(dist);
+  std::set<std::pair<int64_t, std::string>> same;
+  for (const RelPtr& a : in.alts)
+    if (a->op == RelOp::Dist) same.emplace(a->rank.eval({}, nullptr).value(), a->name);
+  return forLeafUsers(dist, *in.best, [&](int64_t rank, const std::string& leaf, const ir::Node& n) -> std::string {
+    if (!sumsOverGroup(n)) return "";
+    auto members = rs.members(ir::attrStr(n.attrs, "group"), rank);
+    if (!members.ok() || members->size() < 2) return "";
+    for (int64_t m : *members)
+      if (m != rank && !same.count({m, leaf})) return "";
+    return "; " + distOp(n) + " is a sum over group " + ir::attrStr(n.attrs, "group") + " of a replicated value ('" +
+           leaf + "' on every rank)";
+  });
 }
 
 }  // namespace
@@ -148,8 +289,52 @@ std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, con
          group + " (all_reduce) before the output";
 }
 
+// A dropout whose D counterpart draws its mask from another stream than the
+// one laid out like S's (DESIGN.md: a stream is laid out like the tensor it
+// masks): "; stream s_rep is replicated over group tp where per-rank slices
+// of s1 were needed". `distInputs` holds each D input's relation to S, per
+// (rank, name), as text.
+std::string streamNote(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,
+                       const std::vector<const SeqRel*>& inputs,
+                       const std::map<std::pair<int64_t, std::string>, std::string>& distInputs) {
+  if (node.op != ir::OpKind::Dropout || inputs.size() < 2 || !inputs[0] || !inputs[0]->best || !inputs[1] ||
+      !inputs[1]->best)
+    return "";
+  const SeqRel& stream = *inputs[1];
+  std::set<std::pair<int64_t, std::string>> laidOut;  // D tensors equal to (parts of) S's stream
+  std::vector<RelPtr> terms = stream.alts;
+  terms.push_back(stream.best);
+  for (const RelPtr& t : terms) {
+    std::vector<int64_t> ranks;
+    std::vector<std::string> names;
+    leavesOf(*t, ranks, names);
+    for (size_t i = 0; i < ranks.size(); ++i) laidOut.emplace(ranks[i], names[i].substr(names[i].find('.') + 1));
+  }
+  std::string needed = stream.best->op == RelOp::Dist
+                           ? std::string("a replicated stream was needed")
+                           : "per-rank slices of " + seq.value(node.inputs[1]).name + " were needed";
+  return forLeafUsers(dist, *inputs[0]->best, [&](int64_t rank, const std::string&, const ir::Node& n) -> std::string {
+    if (n.op != ir::OpKind::Dropout || n.inputs.size() < 2) return "";
+    const ir::Graph& g = dist.rank(rank);
+    const std::string& used = g.value(n.inputs[1]).name;
+    if (laidOut.count({rank, used}) || g.value(n.inputs[1]).producer >= 0) return "";
+    // How the stream used relates to S across the ranks that hold it.
+    std::set<std::string> forms;
+    std::vector<int64_t> holders;
+    for (const auto& [key, text] : distInputs)
+      if (key.second == used) {
+        forms.insert(text);
+        holders.push_back(key.first);
+      }
+    if (holders.size() < 2) return "";
+    return "; stream " + used + (forms.size() == 1 ? " is replicated over" : " differs across") + " group " +
+           groupName(dist, holders) + " where " + needed + ", in " + distOp(n);
+  });
+}
+
 std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,
-                           const std::vector<const SeqRel*>& inputs, const std::string& value) {
+                           const std::vector<const SeqRel*>& inputs, const std::string& value,
+                           const std::map<std::pair<int64_t, std::string>, std::string>& distInputs) {
   std::string what = std::string(ir::opName(node.op)) + " '" + node.name + "'";
   bool linear = node.op == ir::OpKind::Add || node.op == ir::OpKind::Sub || node.op == ir::OpKind::Neg ||
                 node.op == ir::OpKind::Identity;
@@ -162,9 +347,15 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
     leavesOf(r, ranks, names);
     if (ranks.empty()) continue;
     std::string group = groupName(dist, ranks);
-    if (r.op == RelOp::Sum && !linear)
+    if (const Rel* sum = firstSum(r); sum && !linear) {
+      std::vector<int64_t> summed;
+      std::vector<std::string> unused;
+      leavesOf(*sum, summed, unused);
+      std::string g = groupName(dist, summed);
+      SumNote note = sumNote(dist, *sum, g);
       return "rank-local partial sums reach " + what + ": its input '" + in + "' is " + str(r) +
-             "; missing sum over group " + group + " (all_reduce) before it";
+             (note.sameGroup ? "" : "; missing sum over group " + g + " (all_reduce) before it") + note.text;
+    }
     if (r.op == RelOp::Concat) {
       int64_t rank = int64_t(seq.value(node.inputs[i]).type.shape.size());
       int64_t d = normDim(r.dim, rank);
@@ -175,16 +366,30 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
       if (std::find(whole.begin(), whole.end(), d) != whole.end() && !otherSplit)
         return "shard of dim " + std::to_string(d) + " where the full tensor is needed: " + what + " reads all of dim " +
                std::to_string(d) + " of '" + in + "', which D holds split over group " + group +
-               "; missing all_gather over group " + group;
+               "; missing all_gather over group " + group + scatterNote(dist, r, d, rank, whole) +
+               concatNote(dist, r, d, rank, group);
     }
+  }
+  // No explanation from one input: what D does to the inputs' D tensors.
+  std::string note = streamNote(seq, dist, node, inputs, distInputs);
+  for (size_t i = 0; i < inputs.size() && note.empty(); ++i) {
+    if (!inputs[i] || !inputs[i]->best) continue;
+    const Rel& r = *inputs[i]->best;
+    int64_t rank = int64_t(seq.value(node.inputs[i]).type.shape.size());
+    std::vector<int64_t> ranks;
+    std::vector<std::string> names;
+    leavesOf(r, ranks, names);
+    if (r.op == RelOp::Concat && !ranks.empty())
+      note = concatNote(dist, r, normDim(r.dim, rank), rank, groupName(dist, ranks));
+    else note = replicatedSumNote(dist, *inputs[i]);
   }
   if (std::string a2a = allToAllNotInverse(dist, inputs); !a2a.empty())
     return "no relation found between S value '" + value + "' and D tensors: " + a2a;
   if (ir::opInfo(node.op).category == ir::OpCategory::Binary && inputs.size() == 2 && inputs[0] && inputs[1] &&
       seq.value(node.inputs[0]).type.shape != seq.value(node.inputs[1]).type.shape)
     return "no relation found between S value '" + value + "' and D tensors (" + what +
-           " broadcasts its operands; no lemma covers that split)";
-  return "no relation found between S value '" + value + "' and D tensors";
+           " broadcasts its operands; no lemma covers that split)" + note;
+  return "no relation found between S value '" + value + "' and D tensors" + note;
 }
 
 }  // namespace sp::rewrite

@@ -110,8 +110,9 @@ WitnessPlan planWitness(const ir::Graph& seq, const ir::Program& dist, const Fai
 
 // When the witness rebuilds the localized S value as a sum or concat of a
 // D value over a group, which no D op computes (else it would have a
-// relation), the likely missing collective, in the user's terms.
-std::string collectiveHint(const Candidate& c, const ir::Program& dist) {
+// relation), the likely missing collective, in the user's terms; only the
+// witness's confirmation when `message` already names that missing sum.
+std::string collectiveHint(const Candidate& c, const ir::Program& dist, const std::string& message) {
   if (c.kind == Candidate::Kind::Tensor) return "";
   std::string what = "D's '" + c.name + "'";
   for (int64_t r = 0; r < dist.worldSize(); ++r) {
@@ -122,6 +123,8 @@ std::string collectiveHint(const Candidate& c, const ir::Program& dist) {
       what += " (" + g.node(g.value(*v).producer).loc.str() + ")";
     break;
   }
+  if (c.kind == Candidate::Kind::Sum && message.find("missing sum over group " + c.group + " ") != std::string::npos)
+    return "; on the witness S's value equals the sum over group " + c.group + " of " + what;
   if (c.kind == Candidate::Kind::Sum)
     return "; on the witness it equals the sum over group " + c.group + " of " + what +
            ", which D never computes: rank-local partial sums, missing sum over group " + c.group + " (all_reduce)";
@@ -238,7 +241,7 @@ Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const Re
     if (outDiverges || (outNoCandidate && !outMatches && localDiverges)) {
       rep.verdict = Verdict::Refuted;
       rep.reason.clear();
-      if (local && local->err.maxRelErr <= opts.tolerance) f.message += collectiveHint(*local, dist);
+      if (local && local->err.maxRelErr <= opts.tolerance) f.message += collectiveHint(*local, dist, f.message);
       f.witness = w;
       return okStatus();
     }
