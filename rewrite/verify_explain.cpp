@@ -289,6 +289,105 @@ std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, con
          group + " (all_reduce) before the output";
 }
 
+// Whether reshaping `concat` (of D leaves, concrete shapes) to `to` leaves
+// some shard's elements non-contiguous along every target dim: no concat of
+// the reshaped shards can equal it. False when unsure (symbolic shapes, a
+// shard that is not a D leaf).
+bool reshapeInterleaves(const ir::Program& dist, const Rel& concat, const ir::Shape& to) {
+  std::vector<std::vector<int64_t>> parts;
+  for (const auto& a : concat.args) {
+    if (a->op != RelOp::Dist) return false;
+    const ir::Graph& g = dist.rank(a->rank.eval({}, nullptr).value());
+    auto v = g.findValue(a->name);
+    if (!v || !ir::isConcrete(g.value(*v).type.shape) || !ir::isConcrete(to)) return false;
+    parts.push_back({});
+    for (const auto& d : g.value(*v).type.shape) parts.back().push_back(d.value());
+  }
+  if (parts.empty()) return false;
+  int64_t rank = int64_t(parts[0].size()), d = normDim(concat.dim, rank);
+  if (d < 0 || d >= rank) return false;
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < d; ++k) outer *= parts[0][size_t(k)];
+  for (int64_t k = d + 1; k < rank; ++k) inner *= parts[0][size_t(k)];
+  std::vector<int64_t> t;
+  for (const auto& x : to) t.push_back(x.value());
+  // Contiguous along target dim k: the dims before k hold exactly the outer
+  // blocks, and every shard boundary falls on a whole row of the dims after k.
+  int64_t before = 1;
+  for (size_t k = 0; k < t.size(); ++k) {
+    int64_t after = 1;
+    for (size_t j = k + 1; j < t.size(); ++j) after *= t[j];
+    if (before == outer && after > 0) {
+      bool aligned = true;
+      int64_t off = 0;
+      for (const auto& p : parts) {
+        aligned = aligned && (off * inner) % after == 0 && (p[size_t(d)] * inner) % after == 0;
+        off += p[size_t(d)];
+      }
+      if (aligned) return false;
+    }
+    before *= t[k];
+  }
+  return true;
+}
+
+// A replicated S operand that D slices (through slices and transposes) along
+// a dim the S op reads whole before the same op: "; D's matmul 'h' (loc)
+// reads a slice of w1 along dim 0 where dim 1 was needed" (the one dim the
+// op does not read whole, when there is one).
+std::string sliceNote(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,
+                      const std::vector<const SeqRel*>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i] || !inputs[i]->best || inputs[i]->best->op != RelOp::Dist) continue;
+    const Rel& leaf = *inputs[i]->best;
+    const ir::Graph& g = dist.rank(leaf.rank.eval({}, nullptr).value());
+    auto v0 = g.findValue(leaf.name);
+    int64_t rank = int64_t(seq.value(node.inputs[i]).type.shape.size());
+    if (!v0 || int64_t(g.value(*v0).type.shape.size()) != rank) continue;
+    auto whole = dimsReadWhole(seq, node, i);
+    std::vector<int64_t> free;
+    for (int64_t d = 0; d < rank; ++d)
+      if (std::find(whole.begin(), whole.end(), d) == whole.end()) free.push_back(d);
+    // Walk forward: (value, perm: its dim j is the leaf's dim perm[j], leaf dims sliced).
+    struct At {
+      ir::ValueId v;
+      std::vector<int64_t> perm;
+      std::set<int64_t> sliced;
+    };
+    std::vector<int64_t> id(static_cast<size_t>(rank));
+    for (int64_t d = 0; d < rank; ++d) id[size_t(d)] = d;
+    std::vector<At> work{{*v0, id, {}}};
+    for (size_t steps = 0; !work.empty() && steps < 64; ++steps) {
+      At at = work.back();
+      work.pop_back();
+      for (ir::NodeId u : g.users(at.v)) {
+        const ir::Node& n = g.node(u);
+        At next{n.outputs.empty() ? at.v : n.outputs[0], at.perm, at.sliced};
+        if (n.op == ir::OpKind::Slice) {
+          const auto& in = g.value(at.v).type.shape;
+          const auto& out = g.value(n.outputs[0]).type.shape;
+          for (int64_t d = 0; d < rank; ++d)
+            if (!(in[size_t(d)] == out[size_t(d)])) next.sliced.insert(at.perm[size_t(d)]);
+          work.push_back(next);
+        } else if (n.op == ir::OpKind::Transpose) {
+          auto p = ir::attrInts(n.attrs, "perm");
+          if (p.empty())
+            for (int64_t d = rank - 1; d >= 0; --d) p.push_back(d);
+          if (int64_t(p.size()) != rank) continue;
+          for (int64_t d = 0; d < rank; ++d) next.perm[size_t(d)] = at.perm[size_t(normDim(p[size_t(d)], rank))];
+          work.push_back(next);
+        } else if (n.op == node.op) {
+          for (int64_t d : whole)
+            if (at.sliced.count(d))
+              return "; " + distOp(n) + " reads a slice of " + seq.value(node.inputs[i]).name + " along dim " +
+                     std::to_string(d) + (free.size() == 1 ? " where dim " + std::to_string(free[0]) + " was needed" : "");
+        }
+      }
+    }
+  }
+  return "";
+}
+
 // A dropout whose D counterpart draws its mask from another stream than the
 // one laid out like S's (DESIGN.md: a stream is laid out like the tensor it
 // masks): "; stream s_rep is replicated over group tp where per-rank slices
@@ -347,6 +446,20 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
     leavesOf(r, ranks, names);
     if (ranks.empty()) continue;
     std::string group = groupName(dist, ranks);
+    if (r.op == RelOp::Reshape && !r.args.empty() && r.args[0]->op == RelOp::Concat &&
+        reshapeInterleaves(dist, *r.args[0], r.shape) && allToAllNotInverse(dist, inputs).empty()) {
+      const Rel& cat = *r.args[0];
+      const ir::Graph& g = dist.rank(ranks[0]);
+      auto leaf = g.findValue(names[0].substr(names[0].find('.') + 1));
+      int64_t d = leaf ? normDim(cat.dim, int64_t(g.value(*leaf).type.shape.size())) : cat.dim;
+      std::string reshaped = forLeafUsers(dist, cat, [&](int64_t, const std::string& l, const ir::Node& n) {
+        return n.op == ir::OpKind::Reshape ? "; " + distOp(n) + " reshapes each rank's '" + l + "' on its own"
+                                           : std::string();
+      });
+      return "shards mixed by a reshape: " + what + " reads '" + in + "', which is " + str(r) +
+             ", a reshape of a tensor sharded on dim " + std::to_string(d) + " over group " + group +
+             " that interleaves the shards" + reshaped;
+    }
     if (const Rel* sum = firstSum(r); sum && !linear) {
       std::vector<int64_t> summed;
       std::vector<std::string> unused;
@@ -372,6 +485,7 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
   }
   // No explanation from one input: what D does to the inputs' D tensors.
   std::string note = streamNote(seq, dist, node, inputs, distInputs);
+  if (note.empty()) note = sliceNote(seq, dist, node, inputs);
   for (size_t i = 0; i < inputs.size() && note.empty(); ++i) {
     if (!inputs[i] || !inputs[i]->best) continue;
     const Rel& r = *inputs[i]->best;

@@ -364,12 +364,10 @@ const std::set<std::string> kMessageDiffers = {
     "loss-scale-group-mismatch",       // says: shard where the full tensor is needed
     "pp-crossed-transfers",            // send/recv tags
     "pp-send-wrong-stage",             // send/recv pairing
-    "reshape-moves-sharded-dim",       // says: shard where the full tensor is needed
     "shared-expert-tp-with-sp-input",  // tokens mixed in a sum
     "sp-local-size-mixed",             // a size-dependent scale
     "vocab-ce-missing-max",            // a max that is not reduced
     "vocab-embedding-no-mask",         // masking
-    "wrong-shard-dim",                 // D slices a replicated weight on the wrong dim
 };
 
 std::string describe(const rewrite::VerifyReport& r) {
