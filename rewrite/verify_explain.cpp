@@ -10,10 +10,11 @@ namespace sp::rewrite {
 
 namespace {
 
+// The D leaves of r: their ranks and value names.
 void leavesOf(const Rel& r, std::vector<int64_t>& ranks, std::vector<std::string>& names) {
   if (r.op == RelOp::Dist) {
     ranks.push_back(r.rank.eval({}, nullptr).value());
-    names.push_back(str(r));
+    names.push_back(r.name);
   }
   for (const auto& a : r.args) leavesOf(*a, ranks, names);
 }
@@ -45,11 +46,10 @@ std::string forLeafUsers(const ir::Program& dist, const Rel& r,
   leavesOf(r, ranks, names);
   for (size_t i = 0; i < ranks.size(); ++i) {
     const ir::Graph& g = dist.rank(ranks[i]);
-    std::string leaf = names[i].substr(names[i].find('.') + 1);
-    auto v = g.findValue(leaf);
+    auto v = g.findValue(names[i]);
     if (!v) continue;
     for (ir::NodeId u : g.users(*v))
-      if (std::string s = f(ranks[i], leaf, g.node(u)); !s.empty()) return s;
+      if (std::string s = f(ranks[i], names[i], g.node(u)); !s.empty()) return s;
   }
   return "";
 }
@@ -114,26 +114,30 @@ std::string concatNote(const ir::Program& dist, const Rel& concat, int64_t dim, 
   });
 }
 
+// " where dim 0 was needed": the one dim of a rank-`rank` operand that the
+// op does not read whole (`whole`), when there is exactly one; else "".
+std::string whereNeeded(int64_t rank, const std::vector<int64_t>& whole) {
+  std::vector<int64_t> free;
+  for (int64_t d = 0; d < rank; ++d)
+    if (std::find(whole.begin(), whole.end(), d) == whole.end()) free.push_back(d);
+  return free.size() == 1 ? " where dim " + std::to_string(free[0]) + " was needed" : "";
+}
+
 // Where the shards of `concat` (split along `dim`, which the op reads
-// whole) come from a reduce_scatter or all_gather along that dim: "; D's
-// reduce_scatter 'o' (loc) splits along dim 1 where dim 0 was needed" (the
-// one dim the op does not read whole, when there is one).
+// whole) come from a reduce_scatter along that dim: "; D's reduce_scatter
+// 'o' (loc) splits along dim 1 where dim 0 was needed".
 std::string scatterNote(const ir::Program& dist, const Rel& concat, int64_t dim, int64_t rank,
                         const std::vector<int64_t>& whole) {
   std::vector<int64_t> ranks;
   std::vector<std::string> names;
   leavesOf(concat, ranks, names);
-  std::vector<int64_t> free;
-  for (int64_t d = 0; d < rank; ++d)
-    if (std::find(whole.begin(), whole.end(), d) == whole.end()) free.push_back(d);
   for (size_t i = 0; i < ranks.size(); ++i) {
     const ir::Graph& g = dist.rank(ranks[i]);
-    auto v = g.findValue(names[i].substr(names[i].find('.') + 1));
+    auto v = g.findValue(names[i]);
     if (!v || g.value(*v).producer < 0) continue;
     const ir::Node& n = g.node(g.value(*v).producer);
     if (n.op != ir::OpKind::ReduceScatter || normDim(ir::attrInt(n.attrs, "dim"), rank) != dim) continue;
-    return "; " + distOp(n) + " splits along dim " + std::to_string(dim) +
-           (free.size() == 1 ? " where dim " + std::to_string(free[0]) + " was needed" : "");
+    return "; " + distOp(n) + " splits along dim " + std::to_string(dim) + whereNeeded(rank, whole);
   }
   return "";
 }
@@ -235,7 +239,7 @@ std::string allToAllNotInverse(const ir::Program& dist, const std::vector<const 
     leavesOf(*in->best, ranks, names);
     for (size_t i = 0; i < ranks.size(); ++i) {
       const ir::Graph& g = dist.rank(ranks[i]);
-      std::string name = names[i].substr(names[i].find('.') + 1);
+      std::string name = names[i];
       auto v = g.findValue(name);
       if (!v) continue;
       for (ir::NodeId u : g.users(*v)) {
@@ -306,6 +310,8 @@ bool reshapeInterleaves(const ir::Program& dist, const Rel& concat, const ir::Sh
   if (parts.empty()) return false;
   int64_t rank = int64_t(parts[0].size()), d = normDim(concat.dim, rank);
   if (d < 0 || d >= rank) return false;
+  for (const auto& p : parts)
+    if (int64_t(p.size()) != rank) return false;
   int64_t outer = 1, inner = 1;
   for (int64_t k = 0; k < d; ++k) outer *= parts[0][size_t(k)];
   for (int64_t k = d + 1; k < rank; ++k) inner *= parts[0][size_t(k)];
@@ -334,20 +340,20 @@ bool reshapeInterleaves(const ir::Program& dist, const Rel& concat, const ir::Sh
 // A replicated S operand that D slices (through slices and transposes) along
 // a dim the S op reads whole before the same op: "; D's matmul 'h' (loc)
 // reads a slice of w1 along dim 0 where dim 1 was needed" (the one dim the
-// op does not read whole, when there is one).
+// op does not read whole, when there is one). Only when every operand is
+// replicated: with a sharded one, a slice of a dim read whole may be a
+// legitimate partial sum (row parallel).
 std::string sliceNote(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,
                       const std::vector<const SeqRel*>& inputs) {
+  for (const SeqRel* in : inputs)
+    if (!in || !in->best || in->best->op != RelOp::Dist) return "";
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i] || !inputs[i]->best || inputs[i]->best->op != RelOp::Dist) continue;
     const Rel& leaf = *inputs[i]->best;
     const ir::Graph& g = dist.rank(leaf.rank.eval({}, nullptr).value());
     auto v0 = g.findValue(leaf.name);
     int64_t rank = int64_t(seq.value(node.inputs[i]).type.shape.size());
     if (!v0 || int64_t(g.value(*v0).type.shape.size()) != rank) continue;
     auto whole = dimsReadWhole(seq, node, i);
-    std::vector<int64_t> free;
-    for (int64_t d = 0; d < rank; ++d)
-      if (std::find(whole.begin(), whole.end(), d) == whole.end()) free.push_back(d);
     // Walk forward: (value, perm: its dim j is the leaf's dim perm[j], leaf dims sliced).
     struct At {
       ir::ValueId v;
@@ -380,7 +386,7 @@ std::string sliceNote(const ir::Graph& seq, const ir::Program& dist, const ir::N
           for (int64_t d : whole)
             if (at.sliced.count(d))
               return "; " + distOp(n) + " reads a slice of " + seq.value(node.inputs[i]).name + " along dim " +
-                     std::to_string(d) + (free.size() == 1 ? " where dim " + std::to_string(free[0]) + " was needed" : "");
+                     std::to_string(d) + whereNeeded(rank, whole);
         }
       }
     }
@@ -407,7 +413,7 @@ std::string streamNote(const ir::Graph& seq, const ir::Program& dist, const ir::
     std::vector<int64_t> ranks;
     std::vector<std::string> names;
     leavesOf(*t, ranks, names);
-    for (size_t i = 0; i < ranks.size(); ++i) laidOut.emplace(ranks[i], names[i].substr(names[i].find('.') + 1));
+    for (size_t i = 0; i < ranks.size(); ++i) laidOut.emplace(ranks[i], names[i]);
   }
   std::string needed = stream.best->op == RelOp::Dist
                            ? std::string("a replicated stream was needed")
@@ -450,7 +456,7 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
         reshapeInterleaves(dist, *r.args[0], r.shape) && allToAllNotInverse(dist, inputs).empty()) {
       const Rel& cat = *r.args[0];
       const ir::Graph& g = dist.rank(ranks[0]);
-      auto leaf = g.findValue(names[0].substr(names[0].find('.') + 1));
+      auto leaf = g.findValue(names[0]);
       int64_t d = leaf ? normDim(cat.dim, int64_t(g.value(*leaf).type.shape.size())) : cat.dim;
       std::string reshaped = forLeafUsers(dist, cat, [&](int64_t, const std::string& l, const ir::Node& n) {
         return n.op == ir::OpKind::Reshape ? "; " + distOp(n) + " reshapes each rank's '" + l + "' on its own"
