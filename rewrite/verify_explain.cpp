@@ -3,10 +3,13 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <variant>
 
 #include "rewrite/engine_verify.h"
 
 namespace sp::rewrite {
+
+std::string secondsStr(double s);  // verify.cpp: "%g"
 
 namespace {
 
@@ -394,6 +397,60 @@ std::string sliceNote(const ir::Graph& seq, const ir::Program& dist, const ir::N
   return "";
 }
 
+// D's counterparts of the S op (same op, reading a D leaf of an input's
+// relation) with a float attribute other than S's: "; D's layer_norm 'y'
+// (loc) has epsilon 1.5e-05 where S's has 1e-05".
+std::string attrNote(const ir::Program& dist, const ir::Node& node, const std::vector<const SeqRel*>& inputs) {
+  for (const SeqRel* in : inputs) {
+    if (!in || !in->best) continue;
+    std::string note = forLeafUsers(dist, *in->best, [&](int64_t, const std::string&, const ir::Node& n) -> std::string {
+      if (n.op != node.op) return "";
+      for (const auto& [k, v] : node.attrs) {
+        auto it = n.attrs.find(k);
+        if (!std::holds_alternative<double>(v) || it == n.attrs.end() || !std::holds_alternative<double>(it->second))
+          continue;
+        double want = std::get<double>(v), got = std::get<double>(it->second);
+        if (got != want)
+          return "; " + distOp(n) + " has " + k + " " + secondsStr(got) + " where S's has " + secondsStr(want);
+      }
+      return "";
+    });
+    if (!note.empty()) return note;
+  }
+  return "";
+}
+
+// An S constant upstream of the failing op whose D namesake (a constant of
+// the same name and shape on some rank) holds other values: "; D's
+// constant 'scale' (loc) is 0.625 where S's is 0.25" (or "differs from
+// S's" for a tensor).
+std::string constNote(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node) {
+  std::vector<ir::ValueId> stack(node.inputs.begin(), node.inputs.end());
+  std::set<ir::ValueId> seen;
+  while (!stack.empty() && seen.size() < 512) {
+    ir::ValueId v = stack.back();
+    stack.pop_back();
+    if (!seen.insert(v).second || seq.value(v).producer < 0) continue;
+    const ir::Node& p = seq.node(seq.value(v).producer);
+    stack.insert(stack.end(), p.inputs.begin(), p.inputs.end());
+    if (p.op != ir::OpKind::Constant) continue;
+    const ir::Tensor& want = ir::attrTensor(p.attrs, "value");
+    for (int64_t r = 0; r < dist.worldSize(); ++r) {
+      const ir::Graph& g = dist.rank(r);
+      auto d = g.findValue(seq.value(v).name);
+      if (!d || g.value(*d).producer < 0) continue;
+      const ir::Node& dn = g.node(g.value(*d).producer);
+      if (dn.op != ir::OpKind::Constant) continue;
+      const ir::Tensor& got = ir::attrTensor(dn.attrs, "value");
+      if (got.dims() != want.dims() || got.dtype() != want.dtype() || got.identical(want)) continue;
+      return "; " + distOp(dn) + (want.numel() == 1 ? " is " + secondsStr(got.getAsDouble(0)) + " where S's is " +
+                                                          secondsStr(want.getAsDouble(0))
+                                                    : " differs from S's constant '" + seq.value(v).name + "'");
+    }
+  }
+  return "";
+}
+
 // A dropout whose D counterpart draws its mask from another stream than the
 // one laid out like S's (DESIGN.md: a stream is laid out like the tensor it
 // masks): "; stream s_rep is replicated over group tp where per-rank slices
@@ -492,6 +549,8 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
   // No explanation from one input: what D does to the inputs' D tensors.
   std::string note = streamNote(seq, dist, node, inputs, distInputs);
   if (note.empty()) note = sliceNote(seq, dist, node, inputs);
+  if (note.empty()) note = attrNote(dist, node, inputs);
+  if (note.empty()) note = constNote(seq, dist, node);
   for (size_t i = 0; i < inputs.size() && note.empty(); ++i) {
     if (!inputs[i] || !inputs[i]->best) continue;
     const Rel& r = *inputs[i]->best;

@@ -3,6 +3,8 @@
 // refines S and D refines D (a checker that proves everything fails these
 // tests through the bug twins; one that proves nothing fails these).
 #include <gtest/gtest.h>
+
+#include <tuple>
 #include <unistd.h>
 
 #include <cmath>
@@ -199,6 +201,51 @@ TEST(Verify, AverageOfUnequalShardMeansIsRefuted) {
   EXPECT_EQ(rep->verdict, Verdict::Refuted) << test::describe(*rep);
   ASSERT_TRUE(rep->failure.has_value());
   EXPECT_EQ(rep->failure->seqValue, "v");
+}
+
+// A D op that differs from S only in a float attribute, or downstream of a
+// constant that differs: refuted, and the explanation names the D op or
+// constant with both values.
+TEST(Verify, ExplanationNamesADifferingAttributeOrConstant) {
+  auto seq = ir::parseGraph(R"(graph n {
+  input %x: f32[4, 8]
+  %c: f32[] = constant() {value = dense<f32[], [0.5]>}
+  %s: f32[4, 8] = mul(%x, %c)
+  %y: f32[4, 8] = layer_norm(%s) {axis = 1, epsilon = 0.5}
+  output %y
+})", "n.sp");
+  auto program = [](const char* c, const char* eps) {
+    return ir::parseProgram(std::string(R"(program n2 {
+  world 2
+  mesh [tp = 2]
+  rank 0..1 {
+    input %x: f32[2, 8]
+    %c: f32[] = constant() {value = dense<f32[], [)") + c + R"(]>}
+    %s: f32[2, 8] = mul(%x, %c)
+    %y: f32[2, 8] = layer_norm(%s) {axis = 1, epsilon = )" + eps + R"(}
+    output %y
+  }
+})", "n2.sp");
+  };
+  auto rel = parseRelations(
+      "for r in tp: dist[r].x = slice(seq.x, dim=0, start=idx(r,tp)*2, end=(idx(r,tp)+1)*2)\n"
+      "expect seq.y = concat(dim=0, for r in tp: dist[r].y)\n", "n.rel");
+  ASSERT_TRUE(seq.ok() && rel.ok()) << rel.error().str();
+  auto same = program("0.5", "0.5");
+  ASSERT_TRUE(same.ok()) << same.error().str();
+  auto rep = verify(*seq, *same, *rel, {});
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  EXPECT_EQ(rep->verdict, Verdict::Verified) << test::describe(*rep);
+  for (auto [c, eps, says] : {std::tuple("0.5", "1.5", "D's layer_norm 'y' (n2.sp:8:5) has epsilon 1.5 where S's has 0.5"),
+                              std::tuple("0.75", "0.5", "D's constant 'c' (n2.sp:6:5) is 0.75 where S's is 0.5")}) {
+    auto dist = program(c, eps);
+    ASSERT_TRUE(dist.ok()) << dist.error().str();
+    rep = verify(*seq, *dist, *rel, {});
+    ASSERT_TRUE(rep.ok()) << rep.error().str();
+    EXPECT_EQ(rep->verdict, Verdict::Refuted) << test::describe(*rep);
+    ASSERT_TRUE(rep->failure.has_value());
+    EXPECT_NE(rep->failure->message.find(says), std::string::npos) << rep->failure->message;
+  }
 }
 
 // A dropout's mask (output 1), saved for backward, has the relation of the
