@@ -536,10 +536,23 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
       int64_t rank = int64_t(seq.value(node.inputs[i]).type.shape.size());
       int64_t d = normDim(r.dim, rank);
       auto whole = dimsReadWhole(seq, node, i);
-      bool otherSplit = false;
-      if (node.op == ir::OpKind::MatMul && inputs.size() == 2 && inputs[1 - i] && inputs[1 - i]->best)
-        otherSplit = inputs[1 - i]->best->op == RelOp::Concat;
-      if (std::find(whole.begin(), whole.end(), d) != whole.end() && !otherSplit)
+      const bool readWhole = std::find(whole.begin(), whole.end(), d) != whole.end();
+      // A matmul contracting shards of both operands (row parallel) makes
+      // partial sums; shards of the other operand along another dim do not
+      // pair up with these.
+      if (node.op == ir::OpKind::MatMul && readWhole && inputs.size() == 2 && inputs[1 - i] && inputs[1 - i]->best &&
+          inputs[1 - i]->best->op == RelOp::Concat) {
+        const Rel& o = *inputs[1 - i]->best;
+        int64_t orank = int64_t(seq.value(node.inputs[1 - i]).type.shape.size());
+        int64_t od = normDim(o.dim, orank);
+        auto owhole = dimsReadWhole(seq, node, 1 - i);
+        if (std::find(owhole.begin(), owhole.end(), od) != owhole.end()) continue;
+        return "shards do not pair up: " + what + " contracts dim " + std::to_string(d) + " of '" + in +
+               "', which D holds split over group " + group + ", while '" + seq.value(node.inputs[1 - i]).name +
+               "' is split along dim " + std::to_string(od) +
+               (owhole.size() == 1 ? ", not its contracted dim " + std::to_string(owhole[0]) : "");
+      }
+      if (readWhole)
         return "shard of dim " + std::to_string(d) + " where the full tensor is needed: " + what + " reads all of dim " +
                std::to_string(d) + " of '" + in + "', which D holds split over group " + group +
                "; missing all_gather over group " + group + scatterNote(dist, r, d, rank, whole) +
