@@ -248,6 +248,44 @@ TEST(Verify, ExplanationNamesADifferingAttributeOrConstant) {
   }
 }
 
+// Tokens split along the hidden dim (x's contracted dim) where the weight
+// is split column-parallel: the shards do not pair up, and the explanation
+// says which dims.
+TEST(Verify, MatmulShardsThatDoNotPairUpAreExplained) {
+  auto seq = ir::parseGraph(R"(graph m {
+  input %x: f32[8, 8]
+  param %w: f32[8, 8]
+  %h: f32[8, 8] = matmul(%x, %w)
+  %y: f32[8, 8] = tanh(%h)
+  output %y
+})", "m.sp");
+  auto dist = ir::parseProgram(R"(program m2 {
+  world 2
+  mesh [tp = 2]
+  rank 0..1 {
+    input %x: f32[8, 4]
+    param %w: f32[8, 4]
+    %xt: f32[4, 8] = transpose(%x) {perm = [1, 0]}
+    %h: f32[4, 4] = matmul(%xt, %w)
+    %y: f32[4, 4] = tanh(%h)
+    output %y
+  }
+})", "m2.sp");
+  auto rel = parseRelations(
+      "for r in tp: dist[r].x = slice(seq.x, dim=1, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)\n"
+      "for r in tp: dist[r].w = slice(seq.w, dim=1, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)\n", "m.rel");
+  ASSERT_TRUE(seq.ok() && dist.ok() && rel.ok());
+  auto rep = verify(*seq, *dist, *rel, {});
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  EXPECT_EQ(rep->verdict, Verdict::Refuted) << test::describe(*rep);
+  ASSERT_TRUE(rep->failure.has_value());
+  EXPECT_EQ(rep->failure->seqValue, "h");
+  EXPECT_NE(rep->failure->message.find("shards do not pair up: matmul 'h' contracts dim 1 of 'x', which D holds split "
+                                       "over group tp, while 'w' is split along dim 1, not its contracted dim 0"),
+            std::string::npos)
+      << rep->failure->message;
+}
+
 // A dropout's mask (output 1), saved for backward, has the relation of the
 // masked values: the dropout lemmas hold for the mask too. With rank 1
 // drawing rank 0's stream slice, neither output is verified.
