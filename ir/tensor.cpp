@@ -1,9 +1,34 @@
 #include "ir/tensor.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
 
 namespace sp::ir {
+
+namespace {
+
+// Buffers from this size on are mapped directly; below it, the heap.
+constexpr size_t kMapBytes = size_t(1) << 21;
+
+// n zero bytes (at least one, so that storage is never null). Large
+// buffers are fresh anonymous mappings: zeroed by the kernel, so no memset
+// touches them before the kernel that fills them, and advised onto huge
+// pages (a 2 GiB attention score tensor faults 1024 times, not 500 000).
+std::shared_ptr<std::byte[]> zeroedStorage(size_t n) {
+  if (n < kMapBytes) return std::shared_ptr<std::byte[]>(new std::byte[std::max<size_t>(n, 1)]());
+  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  madvise(p, n, MADV_HUGEPAGE);  // advisory; ignored where unsupported
+#endif
+  return std::shared_ptr<std::byte[]>(static_cast<std::byte*>(p), [n](std::byte* q) { munmap(q, n); });
+}
+
+}  // namespace
 
 std::string TensorType::str() const { return std::string(dtypeName(dtype)) + shapeStr(shape); }
 
@@ -14,7 +39,7 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(st
     numel_ *= d;
     SP_ASSERT(numel_ <= kMaxElements, "tensor too large");
   }
-  data_ = std::make_shared<std::vector<std::byte>>(nbytes());
+  data_ = zeroedStorage(nbytes());
 }
 
 double Tensor::getAsDouble(int64_t i) const {

@@ -36,8 +36,8 @@ class Tensor {
   // a dying input's storage only when this is 1.
   long storageRefs() const { return data_.use_count(); }
 
-  const std::byte* raw() const { return data_->data(); }
-  std::byte* mutableRaw() { return data_->data(); }
+  const std::byte* raw() const { return data_.get(); }
+  std::byte* mutableRaw() { return data_.get(); }
   template <typename T> const T* data() const { return reinterpret_cast<const T*>(raw()); }
   template <typename T> T* mutableData() { return reinterpret_cast<T*>(mutableRaw()); }
 
@@ -59,7 +59,10 @@ class Tensor {
   DType dtype_ = DType::F32;
   std::vector<int64_t> dims_;
   int64_t numel_ = 0;
-  std::shared_ptr<std::vector<std::byte>> data_;
+  // Zero-filled storage: large buffers are fresh anonymous mappings (zeroed
+  // by the kernel, backed by huge pages where the kernel allows), so a big
+  // tensor costs no user-space memset and few page faults.
+  std::shared_ptr<std::byte[]> data_;
 };
 
 std::vector<int64_t> stridesOf(const std::vector<int64_t>& dims);
