@@ -61,7 +61,7 @@ void Sink::add(const std::string& kind, const std::string& desc, bool preserving
 
 void Sink::add(const std::string& kind, const std::string& desc, bool preserving, const ProgramSpec& s,
                const rewrite::RelationFile& rel) {
-  auto p = build(s);
+  auto p = ir::buildProgram(s);
   if (!p.ok()) { ++out_->stillborn[kind]; return; }
   out_->mutants.push_back({kind, desc, preserving, std::move(*p), rel});
 }

@@ -7,9 +7,16 @@
 #include <vector>
 
 #include "tests/mutate/mutator.h"
-#include "tests/mutate/program_edit.h"
+#include "ir/program_edit.h"
 
 namespace sp::mutate {
+
+using ir::GraphSpec;
+using ir::LeafSpec;
+using ir::NodeSpec;
+using ir::ProgramSpec;
+using ir::groupNames;
+using ir::toSpec;
 
 // A node identified by its first output (or node name) and op, with its
 // position (rank, node index) on every rank that has it.

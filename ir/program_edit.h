@@ -1,6 +1,6 @@
 #pragma once
 // An editable copy of a distributed program: plain structs that mutators
-// change freely, rebuilt through GraphBuilder/ProgramBuilder (which validate
+// (tests/mutate) and repair search (rewrite/repair.cpp) change freely, rebuilt through GraphBuilder/ProgramBuilder (which validate
 // names, arity, attributes, acyclicity, shapes and groups) into a Program.
 #include <optional>
 #include <string>
@@ -8,20 +8,21 @@
 
 #include "ir/program.h"
 
-namespace sp::mutate {
+namespace sp::ir {
 
 struct LeafSpec {
   std::string name;
-  ir::TensorType type;
+  TensorType type;
   bool isParam = false;
-  std::optional<ir::Tensor> data;
+  std::optional<Tensor> data;
 };
 
 struct NodeSpec {
-  ir::OpKind op;
+  OpKind op;
   std::string name;  // empty: the builder's default (first output's name)
   std::vector<std::string> inputs, outputs;
-  ir::AttrMap attrs;
+  AttrMap attrs;
+  SourceLoc loc;
 };
 
 struct GraphSpec {
@@ -40,17 +41,17 @@ struct GraphSpec {
 
 struct ProgramSpec {
   int64_t worldSize = 0;
-  ir::Mesh mesh;
-  std::map<std::string, ir::GroupPartition> groups;
+  Mesh mesh;
+  std::map<std::string, GroupPartition> groups;
   std::vector<GraphSpec> ranks;
 };
 
-ProgramSpec toSpec(const ir::Program& p);
+ProgramSpec toSpec(const Program& p);
 // Fails when the edited program is invalid (a "stillborn" mutant).
-Result<ir::Program> build(const ProgramSpec& s);
+Result<Program> buildProgram(const ProgramSpec& s);
 
 // Group names a collective may name in this program: every mesh axis, every
 // named group, and (with two or more axes) all axes joined by '+'.
 std::vector<std::string> groupNames(const ProgramSpec& s);
 
-}  // namespace sp::mutate
+}  // namespace sp::ir

@@ -1,8 +1,8 @@
-#include "tests/mutate/program_edit.h"
+#include "ir/program_edit.h"
 
 #include <set>
 
-namespace sp::mutate {
+namespace sp::ir {
 
 int GraphSpec::producer(const std::string& v) const {
   for (size_t i = 0; i < nodes.size(); ++i)
@@ -29,45 +29,45 @@ std::string GraphSpec::freshName(const std::string& base) const {
   }
 }
 
-ProgramSpec toSpec(const ir::Program& p) {
+ProgramSpec toSpec(const Program& p) {
   ProgramSpec s;
   s.worldSize = p.worldSize();
   s.mesh = p.mesh();
   s.groups = p.namedGroups();
-  for (const ir::Graph& g : p.ranks()) {
+  for (const Graph& g : p.ranks()) {
     GraphSpec gs;
     gs.name = g.name();
-    auto addLeaf = [&](ir::ValueId v, bool isParam) {
-      const ir::Tensor* data = isParam ? g.paramData(v) : nullptr;
+    auto addLeaf = [&](ValueId v, bool isParam) {
+      const Tensor* data = isParam ? g.paramData(v) : nullptr;
       gs.leaves.push_back({g.value(v).name, g.value(v).type, isParam,
-                           data ? std::optional<ir::Tensor>(*data) : std::nullopt});
+                           data ? std::optional<Tensor>(*data) : std::nullopt});
     };
-    for (ir::ValueId v : g.inputs()) addLeaf(v, false);
-    for (ir::ValueId v : g.params()) addLeaf(v, true);
-    for (const ir::Node& n : g.nodes()) {
-      NodeSpec ns{n.op, {}, {}, {}, n.attrs};
-      for (ir::ValueId v : n.inputs) ns.inputs.push_back(g.value(v).name);
-      for (ir::ValueId v : n.outputs) ns.outputs.push_back(g.value(v).name);
+    for (ValueId v : g.inputs()) addLeaf(v, false);
+    for (ValueId v : g.params()) addLeaf(v, true);
+    for (const Node& n : g.nodes()) {
+      NodeSpec ns{n.op, {}, {}, {}, n.attrs, n.loc};
+      for (ValueId v : n.inputs) ns.inputs.push_back(g.value(v).name);
+      for (ValueId v : n.outputs) ns.outputs.push_back(g.value(v).name);
       if (ns.outputs.empty() || n.name != ns.outputs[0]) ns.name = n.name;
       gs.nodes.push_back(std::move(ns));
     }
-    for (ir::ValueId v : g.outputs()) gs.outputs.push_back(g.value(v).name);
+    for (ValueId v : g.outputs()) gs.outputs.push_back(g.value(v).name);
     s.ranks.push_back(std::move(gs));
   }
   return s;
 }
 
-Result<ir::Program> build(const ProgramSpec& s) {
-  ir::ProgramBuilder pb(s.worldSize, s.mesh);
+Result<Program> buildProgram(const ProgramSpec& s) {
+  ProgramBuilder pb(s.worldSize, s.mesh);
   for (const auto& [name, members] : s.groups) SP_TRY(pb.addGroup(name, members));
   for (size_t r = 0; r < s.ranks.size(); ++r) {
     const GraphSpec& gs = s.ranks[r];
-    ir::GraphBuilder gb(gs.name);
+    GraphBuilder gb(gs.name);
     for (const auto& l : gs.leaves) {
       if (l.isParam) SP_TRY(gb.addParam(l.name, l.type, l.data));
       else SP_TRY(gb.addInput(l.name, l.type));
     }
-    for (const auto& n : gs.nodes) SP_TRY(gb.addNode(n.op, n.inputs, n.outputs, n.attrs, {}, n.name));
+    for (const auto& n : gs.nodes) SP_TRY(gb.addNode(n.op, n.inputs, n.outputs, n.attrs, n.loc, n.name));
     for (const auto& o : gs.outputs) SP_TRY(gb.addOutput(o));
     SP_TRY(pb.setRank(int64_t(r), std::move(gb)));
   }
@@ -86,4 +86,4 @@ std::vector<std::string> groupNames(const ProgramSpec& s) {
   return out;
 }
 
-}  // namespace sp::mutate
+}  // namespace sp::ir
