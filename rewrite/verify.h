@@ -48,6 +48,11 @@ struct VerifyOptions {
   std::string proofCacheDir;
   // Progress on long runs: (S ops done, S ops total, current S op name).
   std::function<void(size_t, size_t, const std::string&)> progress;
+  // Refuted: at most this many seconds (within timeLimitSeconds) searching
+  // single edits of one collective (reduce mode, dim, group) under which D
+  // verifies (rewrite/repair.cpp); 0: no search. `shardproof verify
+  // --repair-limit`, 10 there.
+  double repairSeconds = 0;
 };
 
 struct OutputResult {
@@ -76,6 +81,10 @@ struct Failure {
   std::string message;       // one line, in the user's terms
   std::vector<std::string> closestDist;  // D tensors that came closest ("r0:h2")
   std::optional<Witness> witness;        // refuted: always present
+  // Refuted, with VerifyOptions::repairSeconds: an edit of one collective
+  // under which D verifies ("all_reduce 'se' (loc) reducing with sum instead
+  // of avg"); empty: none searched or found.
+  std::string repair;
 };
 
 struct VerifyStats {

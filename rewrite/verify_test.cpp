@@ -469,6 +469,28 @@ TEST(InferRelations, ProposesMegatronLayout) {
   EXPECT_EQ(rep.verdict, Verdict::Verified) << test::describe(rep);
 }
 
+// Repair search: an all_gather along the wrong dim is refuted, and with a
+// repair budget the report names the edit under which D verifies; without
+// a budget, or with no collective to edit (a dropped all_reduce), none.
+TEST(Repair, WrongGatherDimNamesTheVerifyingEdit) {
+  Case c = load("col_seq.sp", "col_tp2_wrong_dim.sp", "col_tp2.rel");
+  VerifyOptions o;
+  auto plain = verify(c.seq, c.dist, c.rel, o);
+  ASSERT_TRUE(plain.ok()) << plain.error().str();
+  ASSERT_EQ(plain->verdict, Verdict::Refuted) << test::describe(*plain);
+  EXPECT_TRUE(plain->failure->repair.empty()) << plain->failure->repair;
+  o.repairSeconds = 30;
+  auto rep = verify(c.seq, c.dist, c.rel, o);
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  ASSERT_EQ(rep->verdict, Verdict::Refuted) << test::describe(*rep);
+  EXPECT_EQ(rep->failure->repair, "all_gather 'hg' (col_tp2_wrong_dim.sp:8:5) along dim 1 instead of 0");
+  Case none = load("mlp_seq.sp", "mlp_tp2_no_allreduce.sp", "mlp_tp2.rel");
+  rep = verify(none.seq, none.dist, none.rel, o);
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  ASSERT_EQ(rep->verdict, Verdict::Refuted) << test::describe(*rep);
+  EXPECT_TRUE(rep->failure->repair.empty()) << rep->failure->repair;
+}
+
 TEST(InferRelations, UnmatchedInputIsAnError) {
   Case c = load("col_seq.sp", "col_tp2_wrong_dim.sp", "col_tp2.rel");
   auto s = ir::parseGraph("graph g {\n  input %z: f32[8, 16]\n  output %z\n}\n", "g.sp");

@@ -233,6 +233,30 @@ TEST(CliVerify, BadArgumentsExitThree) {
   EXPECT_NE(seqAsDist.err.find("expected a distributed program"), std::string::npos) << seqAsDist.err;
 }
 
+// A refuted program whose all_reduce names the wrong group: the report
+// names the edit under which D verifies (text and JSON); --repair-limit 0
+// turns the search off; a negative limit is bad input.
+TEST(CliVerify, RepairNamesTheVerifyingEdit) {
+  const std::string dir = sourcePath("tests/verify/wrong-group");
+  std::vector<std::string> args = {"verify", "--seq", dir + "/seq.sp", "--dist", dir + "/bug.sp",
+                                   "--relation", dir + "/relations.rel"};
+  auto text = runCli(args);
+  EXPECT_EQ(text.code, 1) << text.out << text.err;
+  EXPECT_NE(text.out.find("  repair: D verifies with all_reduce 'o' ("), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("bug.sp:13:5) over group tp instead of dp\n"), std::string::npos) << text.out;
+  auto json = args;
+  json.insert(json.end(), {"--format", "json"});
+  auto j = nlohmann::json::parse(runCli(json).out);
+  EXPECT_NE(j["failure"]["repair"].get<std::string>().find("over group tp instead of dp"), std::string::npos) << j;
+  json.insert(json.end(), {"--repair-limit", "0"});
+  j = nlohmann::json::parse(runCli(json).out);
+  EXPECT_TRUE(j["failure"]["repair"].is_null()) << j;
+  args.insert(args.end(), {"--repair-limit", "-1"});
+  auto bad = runCli(args);
+  EXPECT_EQ(bad.code, 3);
+  EXPECT_NE(bad.err.find("--repair-limit must be non-negative"), std::string::npos) << bad.err;
+}
+
 TEST(CliLemmas, ListsLibrary) {
   auto r = runCli({"lemmas"});
   EXPECT_EQ(r.code, 0) << r.err;

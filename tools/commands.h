@@ -59,6 +59,7 @@ struct VerifyArgs {
   std::string dotFile;
   uint64_t seed = 0;
   double witnessLimit = kVerifyWitnessLimit;  // --witness-limit MACS
+  double repairLimit = 10;                     // --repair-limit SECONDS (0: no repair search)
   frontend::FxFlags fx;         // applies to --seq and --dist captures
 };
 int cmdVerify(const VerifyArgs& a);

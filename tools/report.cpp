@@ -89,6 +89,7 @@ std::string reportText(const rewrite::VerifyReport& r) {
            "\n";
       for (const auto& [name, e] : w.outputs) t += "    output " + name + ": " + errStr(e) + "\n";
     }
+    if (!f.repair.empty()) t += "  repair: D verifies with " + f.repair + "\n";
   }
   if (!r.reason.empty()) t += "reason: " + r.reason + "\n";
   for (const auto& a : r.assumptions) t += "assumes: " + a + "\n";
@@ -122,6 +123,7 @@ std::string reportJson(const rewrite::VerifyReport& r, const std::string& inputR
     } else {
       fj["witness"] = nullptr;
     }
+    fj["repair"] = f.repair.empty() ? ordered_json(nullptr) : ordered_json(f.repair);
     j["failure"] = fj;
   } else {
     j["failure"] = nullptr;

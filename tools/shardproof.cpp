@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
   vf->add_option("--seed", verify.seed, "seed of the witness inputs (default 0)");
   vf->add_option("--witness-limit", verify.witnessLimit,
                  "estimated multiply-adds above which the witness is not run: inconclusive (default 5e12)");
+  vf->add_option("--repair-limit", verify.repairLimit,
+                 "refuted: seconds spent looking for one collective edit (reduce mode, dim, group) under which "
+                 "D verifies; 0: none (default 10)");
   addFxFlags(vf, verify.fx);
 
   LemmasArgs lemmas;

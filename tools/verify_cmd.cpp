@@ -59,6 +59,8 @@ int cmdVerify(const VerifyArgs& a) {
     return fail(makeError("bad-args", "--write-relations needs --infer-relations"));
   if (!(a.witnessLimit >= 0))
     return fail(makeError("bad-args", "--witness-limit must be non-negative, got " + std::to_string(a.witnessLimit)));
+  if (!(a.repairLimit >= 0))
+    return fail(makeError("bad-args", "--repair-limit must be non-negative, got " + std::to_string(a.repairLimit)));
   if (a.timeLimit <= 0)
     return fail(makeError("bad-args", "--time-limit must be positive, got " + std::to_string(a.timeLimit)));
   auto fx = frontend::fxOptionsFromFlags(a.fx);
@@ -110,6 +112,7 @@ int cmdVerify(const VerifyArgs& a) {
   opts.timeLimitSeconds = a.timeLimit;
   opts.seed = a.seed;
   opts.witnessWorkLimit = a.witnessLimit;
+  opts.repairSeconds = a.repairLimit;
   // Progress lines on stderr: none in the first 2 seconds, then at most one a second.
   auto start = std::chrono::steady_clock::now();
   auto last = std::make_shared<std::chrono::steady_clock::time_point>(start);
