@@ -115,10 +115,12 @@ Result<double> outputError(const Case& c, const std::vector<SeqRun>& runs, const
   return worst;
 }
 
-Result<rewrite::VerifyReport> runVerify(const Case& c, const ir::Program& dist, const rewrite::RelationFile& rel) {
+Result<rewrite::VerifyReport> runVerify(const Case& c, const ir::Program& dist, const rewrite::RelationFile& rel,
+                                        double repairSeconds = 0) {
   rewrite::VerifyOptions o;
   o.outputs = c.outputs;
   o.timeLimitSeconds = 20;
+  o.repairSeconds = repairSeconds;
   // The limit is for verification proper: the lemma library is proven
   // first, once per process (about a minute on a cold proof cache).
   SP_TRY(rewrite::prepareLemmaLibrary(o));
@@ -143,6 +145,14 @@ struct Tally {
   int changedInVerifiedCases = 0, killedInVerifiedCases = 0;
   int generic = 0;  // killed, explained only as "no relation found ..." (no note on what D did)
 };
+
+// Mutants the repair search must undo: one attribute of one collective site
+// (reduce mode, group, all_gather / reduce_scatter dim) changed, whose
+// inverse edit is among the search's candidates.
+bool repairable(const mutate::Mutant& m) {
+  return m.kind == "reduce-mode" || m.kind == "collective-group" ||
+         (m.kind == "collective-dim" && m.description.rfind("all_to_all", 0) != 0);
+}
 
 // A refutation explained only generically: the message, less the closest
 // D tensors, is "no relation found between S value 'v' and D tensors".
@@ -231,7 +241,7 @@ TEST(Mutation, MlpMutants) {
 TEST(Mutation, Corpus) {
   const auto start = std::chrono::steady_clock::now();
   std::map<std::string, Tally> table;
-  int verifiedCases = 0, total = 0;
+  int verifiedCases = 0, total = 0, repairEligible = 0, repaired = 0;
   for (const Case& c : allCases()) {
     SCOPED_TRACE(c.id);
     std::vector<SeqRun> runs;
@@ -258,7 +268,7 @@ TEST(Mutation, Corpus) {
       Tally& t = table[m->kind];
       const std::string who = c.id + " [" + m->kind + "] " + m->description;
       auto err = outputError(c, runs, m->dist, m->relations);
-      auto rep = runVerify(c, m->dist, m->relations);
+      auto rep = runVerify(c, m->dist, m->relations, caseVerified && repairable(*m) ? 20 : 0);
       if (!rep.ok()) {  // the verifier rejects the input outright: counts as not verified
         std::printf("[mutant] %s: verify error: %s\n", who.c_str(), rep.error().str().c_str());
       }
@@ -285,6 +295,11 @@ TEST(Mutation, Corpus) {
         if (caseVerified) {
           ++t.changedInVerifiedCases;
           t.killedInVerifiedCases += v == Verdict::Refuted;
+          if (v == Verdict::Refuted && repairable(*m)) {
+            ++repairEligible;
+            repaired += !rep->failure->repair.empty();
+            EXPECT_FALSE(rep->failure->repair.empty()) << who << ": no repair found: " << vs;
+          }
           EXPECT_EQ(v, Verdict::Refuted) << who << ": outputs differ (rel err " << *err << ") but not refuted: " << vs;
         }
         EXPECT_NE(v, Verdict::Verified) << "SOUNDNESS: " << who << ": outputs differ (rel err " << *err
@@ -321,6 +336,9 @@ TEST(Mutation, Corpus) {
               verifiedCases, killed, changed, rate, secs);
   std::printf("refuted output-changing mutants explained beyond 'no relation found': %d/%d\n", refuted - generic,
               refuted);
+  std::printf("refuted single-collective-attribute mutants with a verifying repair found: %d/%d\n", repaired,
+              repairEligible);
+  EXPECT_GT(repairEligible, 0);
   EXPECT_GE(total, 200) << "too few mutants";
   EXPECT_GT(changed, 0);
 }
