@@ -1,5 +1,6 @@
-// Repair search: when D is refuted, single edits of one collective (on
-// every rank that has it) under which D verifies. A repair found is a fact
+// Repair search: when D is refuted, single edits under which D verifies: an
+// all_reduce inserted after a D value the failure names, or one attribute
+// of one collective changed (on every rank that has it). A repair found is a fact
 // about the edited program (it is verified, by the same verifier), given to
 // the user as the likely fix next to the failure.
 #include <algorithm>
@@ -71,10 +72,52 @@ std::vector<Candidate> candidates(const ir::Program& dist) {
   return out;
 }
 
+// A sum over a group the explanation found missing, inserted after a D
+// value the failure names (on every rank that holds it, its users reading
+// the sum). `closest` holds "r<rank>:<name>" entries.
+std::vector<Candidate> insertions(const ir::Program& dist, const std::vector<std::string>& closest,
+                                  const std::vector<std::string>& groups) {
+  const ir::ProgramSpec base = ir::toSpec(dist);
+  std::vector<std::string> names;
+  for (const auto& c : closest) {
+    auto colon = c.find(':');
+    if (colon == std::string::npos) continue;
+    std::string n = c.substr(colon + 1);
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  }
+  std::vector<Candidate> out;
+  for (const auto& name : names) {
+    std::string where;
+    for (int64_t r = 0; r < dist.worldSize() && where.empty(); ++r) {
+      const ir::Graph& g = dist.rank(r);
+      auto v = g.findValue(name);
+      if (v && g.value(*v).producer >= 0 && !g.node(g.value(*v).producer).loc.empty())
+        where = " (" + g.node(g.value(*v).producer).loc.str() + ")";
+    }
+    for (const auto& group : groups) {
+      Candidate c{"an all_reduce over group " + group + " inserted after '" + name + "'" + where, base};
+      bool any = false;
+      for (size_t r = 0; r < c.spec.ranks.size(); ++r) {
+        const ir::Graph& g = dist.rank(int64_t(r));
+        auto v = g.findValue(name);
+        if (!v || !ir::isFloat(g.value(*v).type.dtype)) continue;
+        ir::GraphSpec& gs = c.spec.ranks[r];
+        std::string summed = gs.freshName(name + "_sum");
+        gs.renameUses(name, summed);
+        gs.nodes.push_back({ir::OpKind::AllReduce, {}, {name}, {summed},
+                            {{"group", group}, {"reduce", std::string("sum")}}, {}});
+        any = true;
+      }
+      if (any) out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
-                                        const VerifyOptions& opts, double seconds) {
+                                        const VerifyOptions& opts, const Failure& failure, double seconds) {
   auto t0 = std::chrono::steady_clock::now();
   auto left = [&] { return seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   VerifyOptions sub = opts;
@@ -82,11 +125,16 @@ std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program&
   sub.witnessProgress = nullptr;
   sub.progress = nullptr;
   sub.repairSeconds = 0;
-  for (const Candidate& c : candidates(dist)) {
+  std::vector<Candidate> all = insertions(dist, failure.closestDist, failure.missingSumGroups);
+  for (auto& c : candidates(dist)) all.push_back(std::move(c));
+  for (const Candidate& c : all) {
     if (left() <= 0) break;
     auto p = ir::buildProgram(c.spec);
     if (!p.ok()) continue;  // ill-formed under this edit (a shape no longer divides)
-    sub.timeLimitSeconds = left();
+    // Each candidate gets at most an eighth of the budget: a correct edit
+    // verifies about as fast as the program would, a wrong one may spend
+    // its e-graph budgets before giving up.
+    sub.timeLimitSeconds = std::min(left(), seconds / 8);
     auto r = verify(seq, *p, rel, sub);
     if (r.ok() && r->verdict == Verdict::Verified) return c.what;
   }

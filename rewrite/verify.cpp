@@ -20,10 +20,12 @@ namespace sp::rewrite {
 std::string groupName(const ir::Program& p, std::vector<int64_t> ranks);
 std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,
                            const std::vector<const SeqRel*>& inputs, const std::string& value,
-                           const std::map<std::pair<int64_t, std::string>, std::string>& distInputs);
-std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, const Rel& expected);
+                           const std::map<std::pair<int64_t, std::string>, std::string>& distInputs,
+                           std::string* sumGroup);
+std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, const Rel& expected,
+                                  std::string* sumGroup);
 std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
-                                        const VerifyOptions& opts, double seconds);
+                                        const VerifyOptions& opts, const Failure& failure, double seconds);
 Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
                          const VerifyOptions& opts, const std::vector<std::string>& unproven,
                          const std::map<std::string, RelPtr>& expected,
@@ -495,7 +497,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     std::string what = std::string(ir::opName(node.op)) + " '" + node.name + "'";
     if (elapsed() > opts.timeLimitSeconds) {
       rep.reason = "time limit of " + secondsStr(opts.timeLimitSeconds) + " s reached at " + what;
-      rep.failure = Failure{what, seq.value(node.outputs[0]).name, node.loc, rep.reason, {}, std::nullopt, {}};
+      rep.failure = Failure{what, seq.value(node.outputs[0]).name, node.loc, rep.reason, {}, std::nullopt, {}, {}};
       break;
     }
     std::vector<const SeqRel*> ins;
@@ -518,7 +520,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       }
     }
     if (!missingInput.empty()) {
-      rep.failure = Failure{what, seq.value(node.outputs[0]).name, node.loc, missingInput, {}, std::nullopt, {}};
+      rep.failure = Failure{what, seq.value(node.outputs[0]).name, node.loc, missingInput, {}, std::nullopt, {}, {}};
       break;
     }
     // Two phases (see restrictSeeds): exploration first leaves out the D
@@ -649,7 +651,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
                                 "the expected relation " + str(*expected[n]) + " rebuilds " +
                                     eng.graph().type(*c).str() + " from D, but S's '" + n + "' is " +
                                     eng.graph().type(targets[k]).str() + ": D's outputs have the wrong shape",
-                                {}, std::nullopt, {}};
+                                {}, std::nullopt, {}, {}};
           nameLeavesClosest(*expected[n], dist, *rep.failure);
           break;
         }
@@ -694,10 +696,13 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       if (dead(k)) continue;  // nothing reads it (a dropout mask): no relation needed
       RelPtr best = eng.extractClean(targets[k], [](const DistLeaf&) { return true; });
       if (!best) {
-        std::string msg = explainFailure(seq, dist, node, ins, n, distInputs) + (rangeGap.empty() ? "" : ": " + rangeGap);
+        std::string sumGroup;
+        std::string msg =
+            explainFailure(seq, dist, node, ins, n, distInputs, &sumGroup) + (rangeGap.empty() ? "" : ": " + rangeGap);
         bool budget = stop != StopReason::Saturated && stop != StopReason::GoalReached;
         if (budget) rep.reason = "e-graph budget ran out at " + what + " (" + std::string(stopReasonName(stop)) + ")";
-        Failure f{what, n, node.loc, msg, {}, std::nullopt, {}};
+        Failure f{what, n, node.loc, msg, {}, std::nullopt, {}, {}};
+        if (!sumGroup.empty()) f.missingSumGroups.push_back(sumGroup);
         // Closest D tensors: same shape, or a shape that concatenates to it.
         const auto& want = seq.value(node.outputs[k]).type.shape;
         std::vector<std::pair<int, std::string>> cands;
@@ -758,11 +763,14 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
         } else {
           unproven.push_back(n);
           *outputOnly = true;
+          std::string sumGroup;
           rep.failure = Failure{what, n, node.loc,
                                 "S output '" + n + "' is " + str(*best) + ", not proven equal to the expected " +
-                                    str(*expected[n]) + explainExpectMismatch(dist, *best, *expected[n]),
-                                {}, std::nullopt, {}};
+                                    str(*expected[n]) + explainExpectMismatch(dist, *best, *expected[n], &sumGroup),
+                                {}, std::nullopt, {}, {}};
+          if (!sumGroup.empty()) rep.failure->missingSumGroups.push_back(sumGroup);
           nameLeavesClosest(*expected[n], dist, *rep.failure);
+          nameLeavesClosest(*best, dist, *rep.failure);
         }
         continue;
       }
@@ -774,7 +782,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
         *outputOnly = true;
         rep.failure = Failure{what, n, node.loc,
                               "S output '" + n + "' is " + str(*best) + " over D intermediates, but no D output rebuilds it",
-                              {}, std::nullopt, {}};
+                              {}, std::nullopt, {}, {}};
         nameLeavesClosest(*best, dist, *rep.failure);
       }
     }
@@ -824,7 +832,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   if (unproven.empty() && !rep.failure) {
     rep.verdict = Verdict::Verified;
   } else {
-    if (!rep.failure) rep.failure = Failure{"", unproven.front(), {}, "no relation found for S output '" + unproven.front() + "'", {}, std::nullopt, {}};
+    if (!rep.failure) rep.failure = Failure{"", unproven.front(), {}, "no relation found for S output '" + unproven.front() + "'", {}, std::nullopt, {}, {}};
     SP_TRY(decideWithWitness(seq, dist, relations, opts, unproven, expected, deadline, rep));
   }
   rep.stats.seconds = elapsed();
@@ -888,7 +896,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
   if (rep.verdict == Verdict::Refuted && opts.repairSeconds > 0) {
     double budget = std::min(opts.repairSeconds, opts.timeLimitSeconds - elapsed());
     if (budget > 0)
-      if (auto fix = searchRepair(seq, dist, relations, opts, budget)) rep.failure->repair = *fix;
+      if (auto fix = searchRepair(seq, dist, relations, opts, *rep.failure, budget)) rep.failure->repair = *fix;
   }
   rep.stats.seconds = elapsed();
   rep.stats.peakRssMb = peakRss();

@@ -85,6 +85,9 @@ struct Failure {
   // under which D verifies ("all_reduce 'se' (loc) reducing with sum instead
   // of avg"); empty: none searched or found.
   std::string repair;
+  // Groups over which the explanation found rank-local partial sums that D
+  // never adds up (the repair search tries an all_reduce over them).
+  std::vector<std::string> missingSumGroups;
 };
 
 struct VerifyStats {

@@ -281,7 +281,8 @@ std::string allToAllNotInverse(const ir::Program& dist, const std::vector<const 
 // An S output whose relation is a sum over ranks of D values where the
 // expected relation sums nothing: every rank returns its own partial sums.
 // "": no such explanation.
-std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, const Rel& expected) {
+std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, const Rel& expected,
+                                  std::string* sumGroup) {
   std::function<bool(const Rel&)> sums = [&](const Rel& r) {
     return r.op == RelOp::Sum || std::any_of(r.args.begin(), r.args.end(), [&](const RelPtr& a) { return sums(*a); });
   };
@@ -291,6 +292,7 @@ std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, con
   leavesOf(found, ranks, names);
   if (std::set<int64_t>(ranks.begin(), ranks.end()).size() < 2) return "";
   std::string group = groupName(dist, ranks);
+  if (sumGroup) *sumGroup = group;
   return ": S's value is a sum over group " + group +
          " of rank-local values, which D's output does not add up: rank-local partial sums, missing sum over group " +
          group + " (all_reduce) before the output";
@@ -496,7 +498,8 @@ std::string streamNote(const ir::Graph& seq, const ir::Program& dist, const ir::
 
 std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,
                            const std::vector<const SeqRel*>& inputs, const std::string& value,
-                           const std::map<std::pair<int64_t, std::string>, std::string>& distInputs) {
+                           const std::map<std::pair<int64_t, std::string>, std::string>& distInputs,
+                           std::string* sumGroup) {
   std::string what = std::string(ir::opName(node.op)) + " '" + node.name + "'";
   bool linear = node.op == ir::OpKind::Add || node.op == ir::OpKind::Sub || node.op == ir::OpKind::Neg ||
                 node.op == ir::OpKind::Identity;
@@ -529,6 +532,7 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
       leavesOf(*sum, summed, unused);
       std::string g = groupName(dist, summed);
       SumNote note = sumNote(dist, *sum, g);
+      if (sumGroup && !note.sameGroup) *sumGroup = g;
       return "rank-local partial sums reach " + what + ": its input '" + in + "' is " + str(r) +
              (note.sameGroup ? "" : "; missing sum over group " + g + " (all_reduce) before it") + note.text;
     }

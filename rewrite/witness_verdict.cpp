@@ -241,7 +241,12 @@ Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const Re
     if (outDiverges || (outNoCandidate && !outMatches && localDiverges)) {
       rep.verdict = Verdict::Refuted;
       rep.reason.clear();
-      if (local && local->err.maxRelErr <= opts.tolerance) f.message += collectiveHint(*local, dist, f.message);
+      if (local && local->err.maxRelErr <= opts.tolerance) {
+        f.message += collectiveHint(*local, dist, f.message);
+        if (local->kind == Candidate::Kind::Sum &&
+            std::find(f.missingSumGroups.begin(), f.missingSumGroups.end(), local->group) == f.missingSumGroups.end())
+          f.missingSumGroups.push_back(local->group);
+      }
       f.witness = w;
       return okStatus();
     }

@@ -187,6 +187,10 @@ TEST(CliVerify, MissingAllReduceIsRefutedWithWitnessJson) {
             std::string::npos) << msg;
   EXPECT_NE(msg.find("closest D tensors: r0:y at "), std::string::npos) << msg;
   EXPECT_FALSE(j["failure"]["witness"]["closest_rebuild"].get<std::string>().empty()) << r.out;
+  // The proven fix: the sum put back after the row-parallel matmul.
+  std::string repair = j["failure"]["repair"].get<std::string>();
+  EXPECT_EQ(repair.rfind("an all_reduce over group tp inserted after 'o' (", 0), 0u) << repair;
+  EXPECT_NE(repair.find("mlp_tp2_missing_allreduce.sp:15:5)"), std::string::npos) << repair;
   for (const char* k : {"seconds", "seq_ops", "dist_ops", "lemmas_applied", "z3_queries", "peak_rss_mb"})
     EXPECT_TRUE(j["stats"].contains(k)) << k;
 }

@@ -63,7 +63,7 @@ struct VerifyRun {
   rewrite::VerifyReport rep;
 };
 
-VerifyRun verifyDir(const fs::path& dir) {
+VerifyRun verifyDir(const fs::path& dir, double repairSeconds = 0) {
   VerifyRun run;
   auto seq = frontend::loadGraph((dir / "seq").string());
   auto dist = frontend::loadProgram((dir / "dist").string());
@@ -76,6 +76,7 @@ VerifyRun verifyDir(const fs::path& dir) {
   run.rel = *rel;
   rewrite::VerifyOptions opts;
   opts.outputs = {"div_2"};
+  opts.repairSeconds = repairSeconds;
   auto rep = rewrite::verify(*seq, *dist, *rel, opts);
   EXPECT_TRUE(rep.ok()) << (rep.ok() ? "" : rep.error().str());
   if (rep.ok()) run.rep = *rep;
@@ -259,11 +260,12 @@ TEST(CorpusMegatron, RowParallelWithoutReductionIsNotVerified) {
 // correct capture passes, with a witness that diverges at the loss (the
 // cones of the compared values, about 2.1e12 multiply-adds, run within the
 // default witness limit), and the report names the D line where the
-// collective is missing: the clone that stands in its place.
+// collective is missing: the clone that stands in its place, and the
+// verifying repair.
 TEST(CorpusMegatron, EmbeddingWithoutAllReduceIsNotVerified) {
   SKIP_WITHOUT_CORPUS();
   fs::path dir = withoutAllReduce("noar", "slice_scatter");
-  VerifyRun run = verifyDir(dir);
+  VerifyRun run = verifyDir(dir, 60);
   ASSERT_EQ(run.rep.verdict, rewrite::Verdict::Refuted) << where(run.rep);
   ASSERT_TRUE(run.rep.failure.has_value());
   const rewrite::Failure& f = *run.rep.failure;
@@ -279,6 +281,10 @@ TEST(CorpusMegatron, EmbeddingWithoutAllReduceIsNotVerified) {
   // at the clone: the missing collective, in the user's terms.
   EXPECT_EQ(f.witness->atLocalizedRebuild, "sum over world of all_reduce");
   EXPECT_NE(f.message.find("missing sum over group world (all_reduce)"), std::string::npos) << f.message;
+  // And the repair search proves the fix: the capture verifies with the sum
+  // put back after the clone, at the Megatron line it stands for.
+  EXPECT_EQ(f.repair.rfind("an all_reduce over group world inserted after 'all_reduce' (", 0), 0u) << f.repair;
+  EXPECT_NE(f.repair.find("megatron/core/tensor_parallel/mappings.py:484"), std::string::npos) << f.repair;
   fs::remove_all(dir);
 }
 

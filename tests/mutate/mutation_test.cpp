@@ -153,6 +153,11 @@ bool repairable(const mutate::Mutant& m) {
   return m.kind == "reduce-mode" || m.kind == "collective-group" ||
          (m.kind == "collective-dim" && m.description.rfind("all_to_all", 0) != 0);
 }
+// A dropped all_reduce: the search inserts sums after the failure's closest
+// D values; counted, not required (the value to sum may not be among them).
+bool droppedAllReduce(const mutate::Mutant& m) {
+  return m.kind == "drop-collective" && m.description.rfind("all_reduce", 0) == 0;
+}
 
 // A refutation explained only generically: the message, less the closest
 // D tensors, is "no relation found between S value 'v' and D tensors".
@@ -241,7 +246,7 @@ TEST(Mutation, MlpMutants) {
 TEST(Mutation, Corpus) {
   const auto start = std::chrono::steady_clock::now();
   std::map<std::string, Tally> table;
-  int verifiedCases = 0, total = 0, repairEligible = 0, repaired = 0;
+  int verifiedCases = 0, total = 0, repairEligible = 0, repaired = 0, dropEligible = 0, dropRepaired = 0;
   for (const Case& c : allCases()) {
     SCOPED_TRACE(c.id);
     std::vector<SeqRun> runs;
@@ -268,7 +273,7 @@ TEST(Mutation, Corpus) {
       Tally& t = table[m->kind];
       const std::string who = c.id + " [" + m->kind + "] " + m->description;
       auto err = outputError(c, runs, m->dist, m->relations);
-      auto rep = runVerify(c, m->dist, m->relations, caseVerified && repairable(*m) ? 20 : 0);
+      auto rep = runVerify(c, m->dist, m->relations, caseVerified && (repairable(*m) || droppedAllReduce(*m)) ? 20 : 0);
       if (!rep.ok()) {  // the verifier rejects the input outright: counts as not verified
         std::printf("[mutant] %s: verify error: %s\n", who.c_str(), rep.error().str().c_str());
       }
@@ -295,6 +300,11 @@ TEST(Mutation, Corpus) {
         if (caseVerified) {
           ++t.changedInVerifiedCases;
           t.killedInVerifiedCases += v == Verdict::Refuted;
+          if (v == Verdict::Refuted && droppedAllReduce(*m)) {
+            ++dropEligible;
+            dropRepaired += !rep->failure->repair.empty();
+            if (rep->failure->repair.empty()) std::printf("[unrepaired] %s | %s\n", who.c_str(), vs.c_str());
+          }
           if (v == Verdict::Refuted && repairable(*m)) {
             ++repairEligible;
             repaired += !rep->failure->repair.empty();
@@ -338,6 +348,8 @@ TEST(Mutation, Corpus) {
               refuted);
   std::printf("refuted single-collective-attribute mutants with a verifying repair found: %d/%d\n", repaired,
               repairEligible);
+  std::printf("refuted mutants with an all_reduce dropped, repaired by an inserted all_reduce: %d/%d\n", dropRepaired,
+              dropEligible);
   EXPECT_GT(repairEligible, 0);
   EXPECT_GE(total, 200) << "too few mutants";
   EXPECT_GT(changed, 0);
