@@ -40,21 +40,31 @@ bool sumsOverGroup(const ir::Node& n) {
   return (n.op == ir::OpKind::AllReduce || n.op == ir::OpKind::ReduceScatter) && ir::attrStr(n.attrs, "reduce") == "sum";
 }
 
-// Calls f(node) for each D node that reads a D leaf of `r`, until f returns
-// a non-empty string, which is returned.
-std::string forLeafUsers(const ir::Program& dist, const Rel& r,
-                         const std::function<std::string(int64_t rank, const std::string& leaf, const ir::Node&)>& f) {
+// Calls f(rank, leaf name, its graph, its value) for each D leaf of `r`
+// that D has, until f returns a non-empty string, which is returned.
+std::string forLeaves(
+    const ir::Program& dist, const Rel& r,
+    const std::function<std::string(int64_t rank, const std::string& leaf, const ir::Graph&, ir::ValueId)>& f) {
   std::vector<int64_t> ranks;
   std::vector<std::string> names;
   leavesOf(r, ranks, names);
   for (size_t i = 0; i < ranks.size(); ++i) {
     const ir::Graph& g = dist.rank(ranks[i]);
-    auto v = g.findValue(names[i]);
-    if (!v) continue;
-    for (ir::NodeId u : g.users(*v))
-      if (std::string s = f(ranks[i], names[i], g.node(u)); !s.empty()) return s;
+    if (auto v = g.findValue(names[i]))
+      if (std::string s = f(ranks[i], names[i], g, *v); !s.empty()) return s;
   }
   return "";
+}
+
+// Calls f(rank, leaf name, node) for each D node that reads a D leaf of `r`,
+// until f returns a non-empty string, which is returned.
+std::string forLeafUsers(const ir::Program& dist, const Rel& r,
+                         const std::function<std::string(int64_t rank, const std::string& leaf, const ir::Node&)>& f) {
+  return forLeaves(dist, r, [&](int64_t rank, const std::string& leaf, const ir::Graph& g, ir::ValueId v) {
+    for (ir::NodeId u : g.users(v))
+      if (std::string s = f(rank, leaf, g.node(u)); !s.empty()) return s;
+    return std::string();
+  });
 }
 
 // What D does with rank-local partial sums over `group` instead of summing
@@ -131,18 +141,12 @@ std::string whereNeeded(int64_t rank, const std::vector<int64_t>& whole) {
 // 'o' (loc) splits along dim 1 where dim 0 was needed".
 std::string scatterNote(const ir::Program& dist, const Rel& concat, int64_t dim, int64_t rank,
                         const std::vector<int64_t>& whole) {
-  std::vector<int64_t> ranks;
-  std::vector<std::string> names;
-  leavesOf(concat, ranks, names);
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    const ir::Graph& g = dist.rank(ranks[i]);
-    auto v = g.findValue(names[i]);
-    if (!v || g.value(*v).producer < 0) continue;
-    const ir::Node& n = g.node(g.value(*v).producer);
-    if (n.op != ir::OpKind::ReduceScatter || normDim(ir::attrInt(n.attrs, "dim"), rank) != dim) continue;
+  return forLeaves(dist, concat, [&](int64_t, const std::string&, const ir::Graph& g, ir::ValueId v) -> std::string {
+    if (g.value(v).producer < 0) return "";
+    const ir::Node& n = g.node(g.value(v).producer);
+    if (n.op != ir::OpKind::ReduceScatter || normDim(ir::attrInt(n.attrs, "dim"), rank) != dim) return "";
     return "; " + distOp(n) + " splits along dim " + std::to_string(dim) + whereNeeded(rank, whole);
-  }
-  return "";
+  });
 }
 
 // A replicated S value (the same D value on every rank of the group) that
