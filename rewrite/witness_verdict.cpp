@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <new>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -141,10 +142,12 @@ constexpr double kRetryWork = 1e10;
 
 }  // namespace
 
-Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
-                         const VerifyOptions& opts, const std::vector<std::string>& unproven,
-                         const std::map<std::string, RelPtr>& expected,
-                         std::chrono::steady_clock::time_point deadline, VerifyReport& rep) {
+namespace {
+
+Status decideWithWitnessRun(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
+                            const VerifyOptions& opts, const std::vector<std::string>& unproven,
+                            const std::map<std::string, RelPtr>& expected,
+                            std::chrono::steady_clock::time_point deadline, VerifyReport& rep) {
   Failure& f = *rep.failure;
   // Where D differs: the source lines of the closest D tensors go into the
   // failure's message (text and JSON reports) whatever the verdict.
@@ -260,6 +263,26 @@ Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const Re
     rep.reason = base + "; the witness (" + seeds + ") shows no divergence" +
                  (outMatches ? " at the outputs (max relative error " + fmt(w.worstOutput.maxRelErr) + ")" : "") +
                  ": a lemma or op rule may be missing";
+    return okStatus();
+  }
+}
+
+}  // namespace
+
+// The witness's tensors may not fit in memory: then the verdict stays
+// inconclusive, saying so, instead of the process dying.
+Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
+                         const VerifyOptions& opts, const std::vector<std::string>& unproven,
+                         const std::map<std::string, RelPtr>& expected,
+                         std::chrono::steady_clock::time_point deadline, VerifyReport& rep) {
+  try {
+    return decideWithWitnessRun(seq, dist, rel, opts, unproven, expected, deadline, rep);
+  } catch (const std::bad_alloc&) {
+    rep.verdict = Verdict::Inconclusive;
+    rep.failure->witness.reset();
+    rep.reason = (rep.reason.empty() ? rep.failure->message : rep.reason) +
+                 "; the witness ran out of memory (its tensors did not fit; --witness-limit skips witnesses this "
+                 "large)";
     return okStatus();
   }
 }

@@ -39,12 +39,15 @@ inline std::filesystem::path tempDir(const std::string& name) {
   return dir;
 }
 
-inline CliResult runCli(const std::vector<std::string>& args) {
+// Runs the shardproof binary; with `memoryKb` > 0, under that address-space
+// limit (`ulimit -v`).
+inline CliResult runCli(const std::vector<std::string>& args, long memoryKb = 0) {
   static int counter = 0;
   auto dir = std::filesystem::temp_directory_path();
   std::string base = (dir / ("sp-cli-" + std::to_string(::getpid()) + "-" +
                              std::to_string(counter++))).string();
-  std::string cmd = shellQuote(SP_SHARDPROOF_BIN);
+  std::string cmd = (memoryKb > 0 ? "ulimit -v " + std::to_string(memoryKb) + "; " : std::string()) +
+                    shellQuote(SP_SHARDPROOF_BIN);
   for (const auto& a : args) cmd += " " + shellQuote(a);
   cmd += " >" + base + ".out 2>" + base + ".err </dev/null";
   int status = std::system(cmd.c_str());

@@ -1,6 +1,8 @@
 // End-to-end tests of the shardproof binary: help, exit codes, messages.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "ir/npy.h"
@@ -259,6 +261,29 @@ TEST(CliVerify, RepairNamesTheVerifyingEdit) {
   auto bad = runCli(args);
   EXPECT_EQ(bad.code, 3);
   EXPECT_NE(bad.err.find("--repair-limit must be non-negative"), std::string::npos) << bad.err;
+}
+
+// A witness whose tensors do not fit (2^28-element S tensors, 1 GiB each,
+// under a 1.5 GB address-space limit): inconclusive with the reason, exit
+// 2, never a crash.
+TEST(CliVerify, WitnessOutOfMemoryIsInconclusive) {
+  auto dir = tempDir("oom");
+  const std::string n = "268435456", h = "134217728";
+  std::ofstream(dir / "seq.sp") << "graph big {\n  input %x: f32[" + n + "]\n  %y: f32[" + n +
+                                         "] = tanh(%x)\n  output %y\n}\n";
+  std::ofstream(dir / "dist.sp") << "program big2 {\n  world 2\n  mesh [tp = 2]\n  rank 0..1 {\n    input %x: f32[" +
+                                          h + "]\n    %t: f32[" + h + "] = tanh(%x)\n    %y: f32[" + h +
+                                          "] = neg(%t)\n    output %y\n  }\n}\n";
+  std::ofstream(dir / "r.rel") << "for r in tp: dist[r].x = slice(seq.x, dim=0, start=idx(r,tp)*" + h +
+                                        ", end=(idx(r,tp)+1)*" + h +
+                                        ")\nexpect seq.y = concat(dim=0, for r in tp: dist[r].y)\n";
+  auto r = runCli({"verify", "--seq", (dir / "seq.sp").string(), "--dist", (dir / "dist.sp").string(), "--relation",
+                   (dir / "r.rel").string(), "--repair-limit", "0"},
+                  1500000);
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict: inconclusive"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the witness ran out of memory"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliLemmas, ListsLibrary) {
