@@ -27,7 +27,6 @@ std::vector<Candidate> candidates(const ir::Program& dist) {
   const ir::ProgramSpec base = ir::toSpec(dist);
   const std::vector<std::string> groups = ir::groupNames(base);
   struct Site {
-    ir::OpKind op;
     const ir::Node* node;  // on the first rank holding it
     int64_t rank;          // of its input
     std::vector<std::pair<size_t, size_t>> at;
@@ -40,7 +39,7 @@ std::vector<Candidate> candidates(const ir::Program& dist) {
       const ir::Node& n = g.nodes()[i];
       if (n.op != ir::OpKind::AllReduce && n.op != ir::OpKind::ReduceScatter && n.op != ir::OpKind::AllGather) continue;
       std::string key = std::string(ir::opName(n.op)) + "/" + n.name;
-      auto [it, fresh] = sites.try_emplace(key, Site{n.op, &n, int64_t(g.value(n.inputs[0]).type.shape.size()), {}});
+      auto [it, fresh] = sites.try_emplace(key, Site{&n, int64_t(g.value(n.inputs[0]).type.shape.size()), {}});
       if (fresh) order.push_back(key);
       it->second.at.emplace_back(r, i);
     }

@@ -287,10 +287,7 @@ std::string allToAllNotInverse(const ir::Program& dist, const std::vector<const 
 // "": no such explanation.
 std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, const Rel& expected,
                                   std::string* sumGroup) {
-  std::function<bool(const Rel&)> sums = [&](const Rel& r) {
-    return r.op == RelOp::Sum || std::any_of(r.args.begin(), r.args.end(), [&](const RelPtr& a) { return sums(*a); });
-  };
-  if (found.op != RelOp::Sum || sums(expected)) return "";
+  if (found.op != RelOp::Sum || firstSum(expected)) return "";
   std::vector<int64_t> ranks;
   std::vector<std::string> names;
   leavesOf(found, ranks, names);

@@ -112,8 +112,9 @@ WitnessPlan planWitness(const ir::Graph& seq, const ir::Program& dist, const Fai
 // When the witness rebuilds the localized S value as a sum or concat of a
 // D value over a group, which no D op computes (else it would have a
 // relation), the likely missing collective, in the user's terms; only the
-// witness's confirmation when `message` already names that missing sum.
-std::string collectiveHint(const Candidate& c, const ir::Program& dist, const std::string& message) {
+// witness's confirmation when the explanation already found that sum
+// missing (`explained`: Failure::missingSumGroups).
+std::string collectiveHint(const Candidate& c, const ir::Program& dist, const std::vector<std::string>& explained) {
   if (c.kind == Candidate::Kind::Tensor) return "";
   std::string what = "D's '" + c.name + "'";
   for (int64_t r = 0; r < dist.worldSize(); ++r) {
@@ -124,7 +125,7 @@ std::string collectiveHint(const Candidate& c, const ir::Program& dist, const st
       what += " (" + g.node(g.value(*v).producer).loc.str() + ")";
     break;
   }
-  if (c.kind == Candidate::Kind::Sum && message.find("missing sum over group " + c.group + " ") != std::string::npos)
+  if (c.kind == Candidate::Kind::Sum && std::find(explained.begin(), explained.end(), c.group) != explained.end())
     return "; on the witness S's value equals the sum over group " + c.group + " of " + what;
   if (c.kind == Candidate::Kind::Sum)
     return "; on the witness it equals the sum over group " + c.group + " of " + what +
@@ -245,7 +246,7 @@ Status decideWithWitnessRun(const ir::Graph& seq, const ir::Program& dist, const
       rep.verdict = Verdict::Refuted;
       rep.reason.clear();
       if (local && local->err.maxRelErr <= opts.tolerance) {
-        f.message += collectiveHint(*local, dist, f.message);
+        f.message += collectiveHint(*local, dist, f.missingSumGroups);
         if (local->kind == Candidate::Kind::Sum &&
             std::find(f.missingSumGroups.begin(), f.missingSumGroups.end(), local->group) == f.missingSumGroups.end())
           f.missingSumGroups.push_back(local->group);
