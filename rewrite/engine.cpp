@@ -102,19 +102,25 @@ std::optional<ir::TensorType> Engine::relType(int32_t op, const std::vector<int6
   ir::TensorType t = g_.type(kids.at(0));
   int64_t rank = int64_t(t.shape.size());
   switch (op) {
-    case kOpConcat: {
-      const ir::TensorType& u = g_.type(kids[1]);
+    case kOpConcat: {  // n-ary (engine_assoc.cpp flattens nested ones)
+      if (kids.size() < 2) return std::nullopt;
       int64_t d = data[0];
-      if (d < 0 || d >= rank || u.shape.size() != t.shape.size() || u.dtype != t.dtype) return std::nullopt;
-      for (int64_t k = 0; k < rank; ++k)
-        if (k != d && t.shape[size_t(k)] != u.shape[size_t(k)]) return std::nullopt;
-      auto s = ir::addDims(t.shape[size_t(d)], u.shape[size_t(d)]);
-      if (!s) return std::nullopt;
-      t.shape[size_t(d)] = *s;
+      if (d < 0 || d >= rank) return std::nullopt;
+      for (size_t i = 1; i < kids.size(); ++i) {
+        const ir::TensorType& u = g_.type(kids[i]);
+        if (u.shape.size() != t.shape.size() || u.dtype != t.dtype) return std::nullopt;
+        for (int64_t k = 0; k < rank; ++k)
+          if (k != d && t.shape[size_t(k)] != u.shape[size_t(k)]) return std::nullopt;
+        auto s = ir::addDims(t.shape[size_t(d)], u.shape[size_t(d)]);
+        if (!s) return std::nullopt;
+        t.shape[size_t(d)] = *s;
+      }
       return t;
     }
     case kOpSum:
-      if (!(g_.type(kids[1]) == t)) return std::nullopt;
+      if (kids.size() < 2) return std::nullopt;
+      for (size_t i = 1; i < kids.size(); ++i)
+        if (!(g_.type(kids[i]) == t)) return std::nullopt;
       return t;
     case kOpSlice: {
       int64_t d = data[0], s = data[1], e = data[2];

@@ -7,8 +7,9 @@
 // Encoding of e-nodes (ENode::op / data):
 //   IR op k      op = int(k), data = [attr id (Interner), output index]
 //   dist leaf    op = kOpDist, data = [rank, value id in that rank's graph]
-//   concat       op = kOpConcat, data = [dim >= 0], two kids (n-ary = left-nested)
-//   sum          op = kOpSum, two kids (n-ary = left-nested, member order)
+//   concat       op = kOpConcat, data = [dim >= 0], two or more kids; built
+//                left-nested, and engine_assoc.cpp adds the flat n-ary form
+//   sum          op = kOpSum, two or more kids (member order), likewise
 //   slice        op = kOpSlice, data = [dim >= 0, start, end]
 //   scale        op = kOpScale, data = [bits of the double factor]
 //   permute      op = kOpPermute, data = perm
@@ -140,6 +141,7 @@ class Engine {
   int composeReshapes();  // engine_reshape.cpp
   int composeScales();    // engine_scale.cpp
   int permutesThroughConcats();  // engine_permute.cpp
+  int flattenAssoc();            // engine_assoc.cpp
 
   friend struct RuleMatcher;
   Interner& in_;

@@ -557,6 +557,7 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
   changed += composeReshapes();
   changed += composeScales();
   changed += permutesThroughConcats();
+  changed += flattenAssoc();
   return changed;
 }
 

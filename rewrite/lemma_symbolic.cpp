@@ -216,9 +216,12 @@ Result<Term> condTerm(Builder& b, const CondTerm& t) {
       std::optional<int64_t> m;
       if (t.args[1].kind == CondTerm::Kind::Const) m = t.args[1].value;
       else if (t.args[1].kind == CondTerm::Kind::Var && b.fixedInts.count(t.args[1].var)) m = b.fixedInts.at(t.args[1].var);
-      if (!m || *m < 1) return makeError("unsupported-cond", "mod needs a positive constant modulus");
       SP_ASSIGN(Term x, condTerm(b, t.args[0]));
-      return z.modConst(x, *m);
+      if (m && *m >= 1) return z.modConst(x, *m);
+      // A size variable left symbolic (an Int unknown >= 1, lemma_prove.cpp):
+      // Z3's integer mod, nonlinear; only an unsat answer proves.
+      if (t.args[1].kind == CondTerm::Kind::Var) return z.modInt(x, z.intVar(t.args[1].var));
+      return makeError("unsupported-cond", "mod needs a positive constant modulus or a size variable");
     }
     case CondTerm::Kind::Rank: {
       SP_ASSIGN(SymTensor v, b.var(t.var));

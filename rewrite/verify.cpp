@@ -2,6 +2,8 @@
 // (DESIGN.md), then the verdict, with a witness when a relation is missing.
 #include "rewrite/verify.h"
 
+#include <spdlog/spdlog.h>
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -695,6 +697,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       const std::string& n = seq.value(node.outputs[k]).name;
       if (dead(k)) continue;  // nothing reads it (a dropout mask): no relation needed
       RelPtr best = eng.extractClean(targets[k], [](const DistLeaf&) { return true; });
+      spdlog::debug("verify: {} '{}' = {} ({})", what, n, best ? str(*best) : "(no relation)", stopReasonName(stop));
       if (!best) {
         std::string sumGroup;
         std::string msg =
