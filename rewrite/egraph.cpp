@@ -35,6 +35,7 @@ ClassId EGraph::find(ClassId c) const {
 
 ENode EGraph::canonicalize(ENode n) const {
   for (ClassId& k : n.kids) k = find(k);
+  if (n.kids.size() > 1 && isCommutative(n.op)) std::sort(n.kids.begin(), n.kids.end());
   return n;
 }
 
@@ -170,14 +171,18 @@ void EGraph::matchAt(const EPattern& p, ClassId c, Subst s, std::vector<Subst>& 
     if (n.op != p.op || n.kids.size() != p.kids.size()) continue;
     Subst base = s;
     if (!matchData(p.data, n.data, base)) continue;
-    // Match children left to right, threading substitutions.
-    std::vector<Subst> partial{std::move(base)};
-    for (size_t k = 0; k < p.kids.size() && !partial.empty(); ++k) {
-      std::vector<Subst> next;
-      for (auto& ps : partial) matchAt(p.kids[k], n.kids[k], std::move(ps), next);
-      partial = std::move(next);
+    // Match children left to right, threading substitutions; a binary
+    // commutative node in both orders (its stored order is by class id).
+    bool both = n.kids.size() == 2 && isCommutative(n.op) && n.kids[0] != n.kids[1];
+    for (int order = 0; order < (both ? 2 : 1); ++order) {
+      std::vector<Subst> partial{base};
+      for (size_t k = 0; k < p.kids.size() && !partial.empty(); ++k) {
+        std::vector<Subst> next;
+        for (auto& ps : partial) matchAt(p.kids[k], n.kids[order ? 1 - k : k], std::move(ps), next);
+        partial = std::move(next);
+      }
+      for (auto& ps : partial) out.push_back(std::move(ps));
     }
-    for (auto& ps : partial) out.push_back(std::move(ps));
   }
 }
 

@@ -5,6 +5,7 @@
 // every member), explicit budgets with a stop reason, and cost-based
 // extraction. The meaning of ENode::op is the client's (IR ops and relation
 // operators for the verifier).
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -73,6 +74,14 @@ class EGraph {
   bool merge(ClassId a, ClassId b);
   // Restores congruence closure after merges.
   void rebuild();
+  // Declares op commutative (for any arity: its children form a multiset):
+  // the children of its nodes are kept sorted by canonical class, so nodes
+  // that differ only in their order are one node (call before adding any).
+  // Matchers of a binary pattern try both orders (matchAt does).
+  void setCommutative(int32_t op) { commutative_.push_back(op); }
+  bool isCommutative(int32_t op) const {
+    return std::find(commutative_.begin(), commutative_.end(), op) != commutative_.end();
+  }
 
   const ir::TensorType& type(ClassId c) const { return classes_.at(size_t(find(c))).type; }
   const std::vector<ENode>& nodes(ClassId c) const { return classes_.at(size_t(find(c))).nodes; }
@@ -118,6 +127,7 @@ class EGraph {
   mutable std::vector<ClassId> parent_;  // union-find (path halving in find)
   std::vector<EClass> classes_;
   std::unordered_map<ENode, ClassId, ENodeHash> memo_;
+  std::vector<int32_t> commutative_;
   std::vector<ClassId> pending_;
 };
 

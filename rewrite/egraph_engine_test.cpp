@@ -35,6 +35,35 @@ TEST(EGraph, CongruenceAfterMerge) {
   EXPECT_EQ(g.lookup({2, {}, {b}}), g.find(fa));
 }
 
+// A commutative op's node is one node whatever the order of its children,
+// stays so after merges reorder their classes, and a binary pattern with
+// structure on one side matches it in either order.
+TEST(EGraph, CommutativeNodesAreMultisets) {
+  EGraph g;
+  const int32_t sum = 7;
+  g.setCommutative(sum);
+  ClassId a = g.add({1, {0}, {}}, f32({2}));
+  ClassId b = g.add({1, {1}, {}}, f32({2}));
+  ClassId c = g.add({1, {2}, {}}, f32({2}));
+  ClassId fc = g.add({2, {}, {c}}, f32({2}));
+  EXPECT_EQ(g.add({sum, {}, {a, b, c}}, f32({2})), g.add({sum, {}, {c, a, b}}, f32({2})));
+  ClassId ab = g.add({sum, {}, {a, fc}}, f32({2}));
+  ClassId ba = g.add({sum, {}, {fc, b}}, f32({2}));
+  EXPECT_NE(g.find(ab), g.find(ba));
+  g.merge(a, b);
+  g.rebuild();
+  EXPECT_EQ(g.find(ab), g.find(ba));
+  // sum(f(?x), ?y) finds f(c) whichever child slot holds it.
+  EPattern pat{false, -1, sum, {}, {EPattern{false, -1, 2, {}, {EPattern{true, 0, 0, {}, {}}}}, EPattern{true, 1, 0, {}, {}}}};
+  std::vector<Subst> found;
+  g.matchAt(pat, ab, Subst{{-1, -1}, {}}, found);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(g.find(found[0].classes[0]), g.find(c));
+  EXPECT_EQ(g.find(found[0].classes[1]), g.find(a));
+  // A non-commutative op keeps its order.
+  EXPECT_NE(g.add({3, {}, {a, c}}, f32({2})), g.add({3, {}, {c, a}}, f32({2})));
+}
+
 // Layer memoization rests on this: isomorphic e-graphs (leaves renamed) have
 // one canonical text; any difference in an op, its data, a type or sharing
 // gives another.

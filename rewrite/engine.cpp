@@ -73,7 +73,12 @@ int64_t Interner::shape(const ir::Shape& s) {
 }
 
 Engine::Engine(Interner& in, const std::vector<Rule>& rules, EngineStats& stats, const ir::Program& dist)
-    : in_(in), rules_(rules), stats_(stats), dist_(dist) {}
+    : in_(in), rules_(rules), stats_(stats), dist_(dist) {
+  // Sum over ranks is a multiset (sum-comm and sum-assoc, both proven
+  // lemmas): sums that differ only in operand order are one e-node, so a
+  // sum over G ranks is not explored in its |G|! orders.
+  g_.setCommutative(kOpSum);
+}
 Engine::~Engine() = default;
 
 std::optional<ClassId> Engine::add(ENode n, const ir::TensorType& t) {
@@ -370,6 +375,14 @@ std::vector<DistLeaf> Engine::distLeaves(ClassId c) const {
   return out;
 }
 
+namespace {
+// The rank of the first dist leaf of a concrete term (a sort key).
+int64_t firstRank(const Rel& r) {
+  if (r.op == RelOp::Dist) return r.rank.kind == IntExpr::Kind::Const ? r.rank.value : 0;
+  return r.args.empty() ? 0 : firstRank(*r.args[0]);
+}
+}  // namespace
+
 RelPtr Engine::extractClean(ClassId c, const std::function<bool(const DistLeaf&)>& leafOk) const {
   auto best = g_.extract([&](const ENode& n, const std::vector<double>& kids) -> std::optional<double> {
     if (!isRelOp(n.op)) return std::nullopt;
@@ -397,6 +410,10 @@ RelPtr Engine::extractClean(ClassId c, const std::function<bool(const DistLeaf&)
           else
             parts.push_back(p);
         }
+        if (n.op == kOpSum)  // a multiset, stored by class id: show it by rank
+          std::stable_sort(parts.begin(), parts.end(), [](const RelPtr& a, const RelPtr& b) {
+            return firstRank(*a) < firstRank(*b);
+          });
         return n.op == kOpSum ? Rel::sum(parts) : Rel::concat(n.data[0], parts);
       }
       case kOpSlice:

@@ -9,7 +9,8 @@
 //   dist leaf    op = kOpDist, data = [rank, value id in that rank's graph]
 //   concat       op = kOpConcat, data = [dim >= 0], two or more kids; built
 //                left-nested, and engine_assoc.cpp adds the flat n-ary form
-//   sum          op = kOpSum, two or more kids (member order), likewise
+//   sum          op = kOpSum, two or more kids, a multiset: stored sorted by
+//                class (EGraph::setCommutative), likewise flattened
 //   slice        op = kOpSlice, data = [dim >= 0, start, end]
 //   scale        op = kOpScale, data = [bits of the double factor]
 //   permute      op = kOpPermute, data = perm
@@ -142,6 +143,7 @@ class Engine {
   int composeScales();    // engine_scale.cpp
   int permutesThroughConcats();  // engine_permute.cpp
   int flattenAssoc();            // engine_assoc.cpp
+  std::vector<ClassId> viewClasses_;  // prefixes and suffixes flattenAssoc made (sorted)
 
   friend struct RuleMatcher;
   Interner& in_;

@@ -73,7 +73,16 @@ int Engine::flattenAssoc() {
     int64_t dim;
   };
   std::vector<Todo> todo;
-  for (ClassId c : g_.canonicalClasses())
+  // A prefix or suffix made below for a longer chain is not a root: its
+  // own views would be the infixes, O(n^2) classes per chain.
+  auto isView = [&](ClassId c) {
+    auto it = std::lower_bound(viewClasses_.begin(), viewClasses_.end(), c);
+    return it != viewClasses_.end() && *it == c;
+  };
+  for (auto& v : viewClasses_) v = g_.find(v);
+  std::sort(viewClasses_.begin(), viewClasses_.end());
+  for (ClassId c : g_.canonicalClasses()) {
+    if (isView(c)) continue;
     for (const ENode& n : g_.nodes(c))
       if (n.op == kOpSum || n.op == kOpConcat) {
         bool nested = false;
@@ -82,6 +91,7 @@ int Engine::flattenAssoc() {
             nested = nested || (m.op == n.op && (n.op == kOpSum || m.data[0] == n.data[0]));
         if (nested) todo.push_back({c, n.op, n.op == kOpConcat ? n.data[0] : 0});
       }
+  }
   // Collect first (the flatteners read the e-graph), then add and merge.
   std::map<std::pair<int32_t, int64_t>, Flattener> flat;
   std::vector<std::pair<Todo, std::vector<ClassId>>> adds;
@@ -91,12 +101,39 @@ int Engine::flattenAssoc() {
       if (parts.size() > 2) adds.emplace_back(t, parts);
   }
   int changed = 0;
-  for (const auto& [t, parts] : adds) {
+  auto same = [&](ClassId a, std::optional<ClassId> b) {
     size_t before = g_.numNodes();
-    auto n = relNode(t.op, t.op == kOpConcat ? std::vector<int64_t>{t.dim} : std::vector<int64_t>{}, parts);
-    if (!n) continue;
-    bool merged = g_.find(*n) != g_.find(t.cls) && mergeChecked(t.cls, *n);
+    if (!b) return false;
+    bool merged = g_.find(*b) != g_.find(a) && mergeChecked(a, *b);
     if (merged || g_.numNodes() != before) ++changed;
+    return true;
+  };
+  for (auto [t, parts] : adds) {
+    const std::vector<int64_t> data = t.op == kOpConcat ? std::vector<int64_t>{t.dim} : std::vector<int64_t>{};
+    if (t.op == kOpSum) {  // a multiset: its views follow the stored (sorted) order
+      for (auto& k : parts) k = g_.find(k);
+      std::sort(parts.begin(), parts.end());
+    }
+    if (!same(t.cls, relNode(t.op, data, parts))) continue;
+    // The left- and right-nested binary views of the chain, through its
+    // flat prefixes and suffixes: a binary lemma (concat(?a, ?b) paired
+    // with another split at the same point) finds every split point, in
+    // O(n) nodes per chain instead of the Catalan number of bracketings.
+    std::optional<ClassId> prefix = parts[0], suffix = parts.back();
+    for (size_t i = 1; i < parts.size() && prefix && suffix; ++i) {
+      std::vector<ClassId> pre(parts.begin(), parts.begin() + long(i) + 1);
+      std::vector<ClassId> suf(parts.end() - long(i) - 1, parts.end());
+      auto p = relNode(t.op, data, pre), s = relNode(t.op, data, suf);
+      if (!p || !s) break;
+      same(*p, relNode(t.op, data, {*prefix, pre.back()}));
+      same(*s, relNode(t.op, data, {suf.front(), *suffix}));
+      if (i + 1 < parts.size()) {
+        viewClasses_.push_back(g_.find(*p));
+        viewClasses_.push_back(g_.find(*s));
+      }
+      prefix = p;
+      suffix = s;
+    }
   }
   if (changed) g_.rebuild();
   return changed;

@@ -309,13 +309,18 @@ struct RuleMatcher {
         case PatOp::Const: case PatOp::Var: break;
       }
       if (!ok) continue;
-      std::vector<Bind> partial{std::move(nb)};
-      for (size_t k = 0; k < p.args.size() && !partial.empty(); ++k) {
-        std::vector<Bind> next;
-        for (auto& pb : partial) match(*p.args[k], n.kids[k], std::move(pb), next);
-        partial = std::move(next);
+      // A binary sum is matched in both orders: its children are stored
+      // sorted (sum is commutative, EGraph::setCommutative).
+      bool both = n.kids.size() == 2 && g.isCommutative(n.op) && g.find(n.kids[0]) != g.find(n.kids[1]);
+      for (int order = 0; order < (both ? 2 : 1); ++order) {
+        std::vector<Bind> partial{nb};
+        for (size_t k = 0; k < p.args.size() && !partial.empty(); ++k) {
+          std::vector<Bind> next;
+          for (auto& pb : partial) match(*p.args[k], n.kids[order ? 1 - k : k], std::move(pb), next);
+          partial = std::move(next);
+        }
+        for (auto& pb : partial) out.push_back(std::move(pb));
       }
-      for (auto& pb : partial) out.push_back(std::move(pb));
     }
   }
 

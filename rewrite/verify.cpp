@@ -697,7 +697,8 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       const std::string& n = seq.value(node.outputs[k]).name;
       if (dead(k)) continue;  // nothing reads it (a dropout mask): no relation needed
       RelPtr best = eng.extractClean(targets[k], [](const DistLeaf&) { return true; });
-      spdlog::debug("verify: {} '{}' = {} ({})", what, n, best ? str(*best) : "(no relation)", stopReasonName(stop));
+      spdlog::debug("verify: {} '{}' = {} ({}, {} lemma applications, {} e-nodes)", what, n,
+                    best ? str(*best) : "(no relation)", stopReasonName(stop), es.lemmasApplied, eng.graph().numNodes());
       if (!best) {
         std::string sumGroup;
         std::string msg =
@@ -820,6 +821,12 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     if (done.count(w)) rep.outputs.push_back(done[w]);
     else rep.outputs.push_back(OutputResult{w, "", nullptr});
   rep.stats.lemmasApplied = es.lemmasApplied;
+  if (spdlog::should_log(spdlog::level::debug)) {  // where the search spent its work
+    std::vector<std::pair<int64_t, std::string>> top;
+    for (const auto& [name, n] : es.perLemma) top.emplace_back(n, name);
+    std::sort(top.rbegin(), top.rend());
+    for (size_t i = 0; i < top.size() && i < 12; ++i) spdlog::debug("verify: lemma {} applied {} times", top[i].second, top[i].first);
+  }
   // Gather lemmas hold where their sequential (right) side is defined.
   std::function<bool(const Pattern&)> indexes = [&](const Pattern& p) {
     if (p.op == PatOp::Ir && (p.irOp == ir::OpKind::Gather || p.irOp == ir::OpKind::GatherElements)) return true;
