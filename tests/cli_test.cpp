@@ -286,6 +286,34 @@ TEST(CliVerify, WitnessOutOfMemoryIsInconclusive) {
   std::filesystem::remove_all(dir);
 }
 
+// ---- wrong verdicts (tests/data/trust) ----
+
+std::vector<std::string> trustArgs(const std::string& seq, const std::string& dist, const std::string& rel) {
+  const std::string d = sourcePath("tests/data/trust/");
+  return {"verify", "--seq", d + seq, "--dist", d + dist, "--relation", d + rel, "--repair-limit", "0"};
+}
+
+// Three ranks broadcasting on three two-rank groups in a cycle: every group
+// pairs its collectives, but no rank can finish its first. verify used to
+// say verified; it is refuted with the cycle, as `run` reports it.
+TEST(CliTrust, GroupCycleDeadlockIsRefuted) {
+  auto r = runCli(trustArgs("cycle_seq.sp", "cycle_dist.sp", "cycle.rel"));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict: refuted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("deadlock: ranks 0 -> 1 -> 2 -> 0 wait for each other in a cycle"), std::string::npos)
+      << r.out;
+  auto junit = trustArgs("cycle_seq.sp", "cycle_dist.sp", "cycle.rel");
+  junit.insert(junit.end(), {"--format", "junit"});
+  auto j = runCli(junit);
+  EXPECT_EQ(j.code, 1) << j.out << j.err;
+  EXPECT_NE(j.out.find("<failure type=\"refuted\" message=\"D: deadlock: ranks 0 -&gt; 1"), std::string::npos) << j.out;
+  auto run = runCli({"run", sourcePath("tests/data/trust/cycle_dist.sp"), "--out-dir",
+                     tempDir("cycle").string()});
+  EXPECT_EQ(run.code, 3) << run.out << run.err;
+  EXPECT_NE(run.err.find("deadlock: ranks 0 -> 1 -> 2 -> 0 wait for each other in a cycle"), std::string::npos)
+      << run.err;
+}
+
 TEST(CliLemmas, ListsLibrary) {
   auto r = runCli({"lemmas"});
   EXPECT_EQ(r.code, 0) << r.err;
