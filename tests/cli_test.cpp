@@ -314,6 +314,19 @@ TEST(CliTrust, GroupCycleDeadlockIsRefuted) {
       << run.err;
 }
 
+// Each rank floors its transposed column shard and outputs it flattened; S's
+// transposed floor is rebuilt from those by reshape and concat, so D refines
+// S. The witness used to refute it from its closest-rebuild guess at S's
+// floor and from "no tensor of matching shape" at the output.
+TEST(CliTrust, FlattenedFloorShardsAreNotRefuted) {
+  auto r = runCli(trustArgs("floor_seq.sp", "floor_dist.sp", "floor.rel"));
+  EXPECT_NE(r.code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.find("verdict: refuted"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict: inconclusive"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the witness has no value of D to compare with S output 'y'"), std::string::npos) << r.out;
+}
+
 TEST(CliLemmas, ListsLibrary) {
   auto r = runCli({"lemmas"});
   EXPECT_EQ(r.code, 0) << r.err;
