@@ -327,6 +327,16 @@ TEST(CliTrust, FlattenedFloorShardsAreNotRefuted) {
   EXPECT_NE(r.out.find("the witness has no value of D to compare with S output 'y'"), std::string::npos) << r.out;
 }
 
+// A reshape to [0] in a relation does not hold the 4 elements of seq.x: the
+// relation is bad input (exit 3) naming the line, not a premise of a proof.
+TEST(CliTrust, RelationReshapeToAnotherElementCountIsBadInput) {
+  auto r = runCli(trustArgs("reshape_seq.sp", "reshape_dist.sp", "reshape_empty.rel"));
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_EQ(r.out.find("verdict: verified"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "error: " + sourcePath("tests/data/trust/reshape_empty.rel") +
+                       ":2: rank 0: relation of D input 'x': reshape [4] to [0]: element counts differ\n");
+}
+
 TEST(CliLemmas, ListsLibrary) {
   auto r = runCli({"lemmas"});
   EXPECT_EQ(r.code, 0) << r.err;
