@@ -286,6 +286,20 @@ TEST(CliVerify, WitnessOutOfMemoryIsInconclusive) {
   std::filesystem::remove_all(dir);
 }
 
+// `run` on a valid program whose tensors do not fit (a 4 GiB input under a
+// 1.5 GB address-space limit): one clear error and exit 3, never an
+// uncaught bad_alloc, and no output written.
+TEST(CliRun, OutOfMemoryIsOneClearError) {
+  auto dir = tempDir("runoom");
+  std::ofstream(dir / "big.sp") << "graph big {\n  input %x: f32[1073741824]\n  %y: f32[1073741824] = tanh(%x)\n"
+                                   "  output %y\n}\n";
+  auto r = runCli({"run", (dir / "big.sp").string(), "--out-dir", (dir / "o").string()}, 1500000);
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_EQ(r.err, "error: run " + (dir / "big.sp").string() + ": out of memory (the model's tensors do not fit)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "o" / "y.npy"));
+  std::filesystem::remove_all(dir);
+}
+
 // ---- wrong verdicts (tests/data/trust) ----
 
 std::vector<std::string> trustArgs(const std::string& seq, const std::string& dist, const std::string& rel) {
