@@ -2,6 +2,8 @@
 #include "frontend/fx_decomp_expr.h"
 
 #include <cctype>
+#include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 
@@ -10,6 +12,24 @@ namespace sp::frontend::fx {
 namespace {
 
 Error exprError(const std::string& msg) { return makeError("fx-decomp-expr", msg); }
+
+// Nesting of parentheses, brackets and unary minus: deeper is an error, not
+// a stack overflow.
+constexpr int kMaxDepth = 200;
+
+Error overflow(int64_t x, char op, int64_t y) {
+  return exprError("integer overflow in " + std::to_string(x) + " " + op + " " + std::to_string(y));
+}
+
+// x op y for + - *, or the overflow error.
+Result<int64_t> checked(int64_t x, char op, int64_t y) {
+  int64_t out = 0;
+  bool bad = op == '+' ? __builtin_add_overflow(x, y, &out)
+             : op == '-' ? __builtin_sub_overflow(x, y, &out)
+                         : __builtin_mul_overflow(x, y, &out);
+  if (bad) return overflow(x, op, y);
+  return out;
+}
 
 class Parser {
  public:
@@ -79,12 +99,19 @@ class Parser {
     if (std::holds_alternative<int64_t>(a) && std::holds_alternative<int64_t>(b)) {
       int64_t x = std::get<int64_t>(a), y = std::get<int64_t>(b);
       if ((op == '/' || op == '%') && y == 0) return exprError("division by zero");
+      if ((op == '/' || op == '%') && y == -1) {
+        if (op == '%') return DecompValue(int64_t(0));
+        if (x == INT64_MIN) return overflow(x, op, y);  // the one quotient that does not fit
+      }
       if (op == '/' && x % y != 0)
         return exprError(std::to_string(x) + " is not divisible by " + std::to_string(y));
       switch (op) {
-        case '+': return DecompValue(x + y);
-        case '-': return DecompValue(x - y);
-        case '*': return DecompValue(x * y);
+        case '+':
+        case '-':
+        case '*': {
+          SP_ASSIGN(int64_t v, checked(x, op, y));
+          return DecompValue(v);
+        }
         case '/': return DecompValue(x / y);
         default: return DecompValue(x % y);
       }
@@ -100,8 +127,23 @@ class Parser {
     }
   }
 
+  // Counts one level of nesting while alive.
+  struct Nest {
+    explicit Nest(int& d) : d_(d) { ++d_; }
+    ~Nest() { --d_; }
+    int& d_;
+  };
+  Status deeper() const {
+    if (depth_ > kMaxDepth)
+      return exprError("expression nested deeper than " + std::to_string(kMaxDepth) + " levels in '" +
+                       s_.substr(0, 40) + (s_.size() > 40 ? "..." : "") + "'");
+    return okStatus();
+  }
+
   Result<DecompValue> unary() {
     if (eat("-")) {
+      Nest n(depth_);
+      SP_TRY(deeper());
       SP_ASSIGN(DecompValue v, unary());
       return arith(DecompValue(int64_t(0)), v, '-');
     }
@@ -110,6 +152,8 @@ class Parser {
 
   Result<DecompValue> primary() {
     skip();
+    Nest nest(depth_);
+    SP_TRY(deeper());
     if (eat("(")) {
       SP_ASSIGN(DecompValue v, cmp());
       if (!eat(")")) return exprError("missing ')' in '" + s_ + "'");
@@ -132,7 +176,13 @@ class Parser {
                                 ((s_[p_] == '-' || s_[p_] == '+') && (s_[p_ - 1] == 'e' || s_[p_ - 1] == 'E'))))
         ++p_;
       std::string t = s_.substr(b, p_ - b);
-      if (t.find_first_of(".eE") == std::string::npos) return DecompValue(int64_t(std::stoll(t)));
+      if (t.find_first_of(".eE") == std::string::npos) {
+        int64_t i = 0;
+        auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), i);
+        if (ec == std::errc::result_out_of_range) return exprError("integer " + t + " is out of range (64 bits)");
+        if (ec != std::errc() || end != t.data() + t.size()) return exprError("bad number '" + t + "'");
+        return DecompValue(i);
+      }
       char* end = nullptr;
       double d = std::strtod(t.c_str(), &end);
       if (*end) return exprError("bad number '" + t + "'");
@@ -174,7 +224,10 @@ class Parser {
       auto* xs = std::get_if<std::vector<int64_t>>(&l);
       if (!xs) return exprError(fn + "() needs a list");
       int64_t p = 1;
-      for (int64_t x : *xs) p *= x;
+      for (int64_t x : *xs) {
+        if (fn != "prod") break;
+        SP_ASSIGN(p, checked(p, '*', x));
+      }
       v = fn == "len" ? int64_t(xs->size()) : p;
     } else if (fn == "group") {
       SP_ASSIGN(DecompValue g, cmp());
@@ -193,7 +246,7 @@ class Parser {
         for (int64_t d = 0; d < t.rank(); ++d) {
           SP_ASSIGN(int64_t k, concreteDim(t, d));
           dims.push_back(k);
-          n *= k;
+          SP_ASSIGN(n, checked(n, '*', k));
         }
         v = fn == "shape" ? DecompValue(dims) : DecompValue(n);
       }
@@ -221,6 +274,7 @@ class Parser {
   const std::string& s_;
   const DecompEnv& env_;
   size_t p_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "frontend/fx_decomp.h"
+#include "frontend/fx_decomp_expr.h"
 #include "frontend/fx_import.h"
 #include "frontend/fx_test_util.h"
 #include "ir/interpreter.h"
@@ -272,6 +273,36 @@ TEST(FxDecomp, UndeclaredArgumentsAndFailedRequirementsAreRejected) {
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.error().id, "fx-decomp-require");
   EXPECT_NE(g.error().message.find("neox"), std::string::npos) << g.error().str();
+}
+
+// Integer arithmetic in ${...} never overflows silently, never traps
+// (INT64_MIN / -1 is SIGFPE in hardware) and never throws out of the
+// parser; deep nesting is an error, not a stack overflow.
+TEST(FxDecomp, ExpressionOverflowAndNestingAreErrors) {
+  fx::DecompEnv env;
+  auto expectError = [&](const std::string& text, const std::string& msg) {
+    auto v = fx::evalDecompExpr(text, env);
+    ASSERT_FALSE(v.ok()) << text;
+    EXPECT_EQ(v.error().id, "fx-decomp-expr");
+    EXPECT_NE(v.error().message.find(msg), std::string::npos) << v.error().str();
+  };
+  expectError("9223372036854775807 + 1", "integer overflow in 9223372036854775807 + 1");
+  expectError("-9223372036854775807 - 2", "integer overflow in -9223372036854775807 - 2");
+  expectError("4294967296 * 4294967296", "integer overflow in 4294967296 * 4294967296");
+  expectError("(-9223372036854775807 - 1) / -1", "integer overflow in -9223372036854775808 / -1");
+  expectError("99999999999999999999", "integer 99999999999999999999 is out of range (64 bits)");
+  expectError("prod([4294967296, 4294967296])", "integer overflow");
+  expectError(std::string(1000, '(') + "1" + std::string(1000, ')'), "nested deeper than 200 levels");
+  expectError(std::string(100000, '-') + "1", "nested deeper than 200 levels");
+  auto mod = fx::evalDecompExpr("(-9223372036854775807 - 1) % -1", env);
+  ASSERT_TRUE(mod.ok()) << mod.error().str();
+  EXPECT_EQ(std::get<int64_t>(*mod), 0);
+  auto deep = fx::evalDecompExpr(std::string(100, '(') + "6 / -2" + std::string(100, ')'), env);
+  ASSERT_TRUE(deep.ok()) << deep.error().str();
+  EXPECT_EQ(std::get<int64_t>(*deep), -3);
+  auto len = fx::evalDecompExpr("len([4294967296, 4294967296, 4294967296])", env);
+  ASSERT_TRUE(len.ok()) << len.error().str();
+  EXPECT_EQ(std::get<int64_t>(*len), 3);
 }
 
 TEST(FxDecomp, ShippedLibraryDeclaresTheFrameworkKernels) {

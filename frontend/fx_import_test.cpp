@@ -102,6 +102,34 @@ TEST(FxParse, MissingForwardAndBadAnnotation) {
   EXPECT_EQ(u.error().str(), "u.py:1: forward argument 'x' has no type annotation");
 }
 
+// Nesting deeper than the parser's limit (brackets, calls, subscripts) is a
+// syntax error at the token, not a stack overflow.
+TEST(FxParse, DeepNestingIsAnError) {
+  auto capture = [](const std::string& expr) {
+    return "def forward(self, x: \"f32[2]\"):\n    y: \"f32[2]\" = " + expr + "\n    return [y]\n";
+  };
+  for (const std::string& expr : {std::string(50000, '[') + std::string(50000, ']'),
+                                  "torch.ops.aten.neg.default(" + std::string(50000, '(') + "x" +
+                                      std::string(50000, ')') + ")",
+                                  "x" + std::string(50000, '[') + "0" + std::string(50000, ']'),
+                                  [] {
+                                    std::string s = "x";
+                                    for (int i = 0; i < 50000; ++i) s += "[0]";
+                                    return s;
+                                  }()}) {
+    auto g = importFxText(capture(expr), "deep.py");
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.error().id, "fx-syntax");
+    EXPECT_EQ(g.error().location.rfind("deep.py:2:", 0), 0u) << g.error().str();
+    EXPECT_NE(g.error().message.find("nested deeper than 200 levels"), std::string::npos) << g.error().str();
+  }
+  // Within the limit, nesting parses.
+  auto ok = importFxText(capture("torch.ops.aten.neg.default(" + std::string(100, '(') + "x" +
+                                 std::string(100, ')') + ")"),
+                         "shallow.py");
+  EXPECT_TRUE(ok.ok()) << ok.error().str();
+}
+
 // ------------------------------------------------------------------ diagnostics
 
 TEST(FxErrors, UnsupportedOpNamesOpAndLine) {

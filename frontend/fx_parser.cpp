@@ -11,6 +11,10 @@ namespace sp::frontend::fx {
 
 namespace {
 
+// Expressions nested deeper than this (brackets, calls, subscripts, unary
+// signs) are an error at the token, not a stack overflow.
+constexpr int kMaxNesting = 200;
+
 class Parser {
  public:
   Parser(std::vector<Token> toks, const std::string& path) : toks_(std::move(toks)), path_(path) {}
@@ -164,8 +168,20 @@ class Parser {
     return out;
   }
 
+  struct Nest {
+    explicit Nest(int& d) : d_(d) { ++d_; }
+    ~Nest() { --d_; }
+    int& d_;
+  };
+  Status tooDeep(const Token& t) const {
+    if (depth_ <= kMaxNesting) return okStatus();
+    return err(t, "expression nested deeper than " + std::to_string(kMaxNesting) + " levels");
+  }
+
   Result<Expr> parseExpr() {
     const Token& t = cur();
+    Nest nest(depth_);
+    SP_TRY(tooDeep(t));
     Expr e;
     e.line = t.line;
     e.col = t.col;
@@ -258,7 +274,9 @@ class Parser {
   }
 
   Result<Expr> postfix(Expr e) {
-    while (true) {
+    for (int links = 0;; ++links) {
+      // Each call or subscript nests the expression one level deeper.
+      if (links > kMaxNesting) return err(cur(), "expression nested deeper than " + std::to_string(kMaxNesting) + " levels");
       if (isPunct("(")) {
         if (e.kind != Expr::Kind::Name && e.kind != Expr::Kind::Dotted)
           return err(cur(), "cannot call " + e.str());
@@ -345,6 +363,7 @@ class Parser {
   std::vector<Token> toks_;
   const std::string& path_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -6,6 +6,12 @@
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -119,6 +125,74 @@ Status validateDims(const onnx::GraphProto& g, const std::string& path) {
   return okStatus();
 }
 
+// libonnx's shape inference crashes on some models that pass its checker
+// (a failed assertion or a bad memory access inside the library). It runs
+// in a forked child, so a crash there is an error naming the model, not the
+// end of the process. The child sends back the model with inferred types,
+// its initializers left out (the parent keeps its own), or the message of
+// the exception that shape inference threw.
+Status inferShapesIsolated(onnx::ModelProto& model, const std::string& path) {
+  auto fail = [&](const std::string& why) {
+    return makeError("onnx-shape-inference", "onnx shape inference fails: " + why, path);
+  };
+  int fds[2];
+  if (::pipe(fds) != 0) return fail("cannot create a pipe for it");
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return fail("cannot fork a process for it");
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string out;
+    try {
+      onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/1,
+                                          /*data_prop=*/true);
+      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+      model.mutable_graph()->clear_initializer();
+      out = "M" + model.SerializeAsString();
+    } catch (const std::exception& e) {
+      out = std::string("E") + e.what();
+    }
+    const char* p = out.data();
+    size_t left = out.size();
+    while (left > 0) {
+      ssize_t n = ::write(fds[1], p, left);
+      if (n <= 0) ::_exit(2);
+      p += n;
+      left -= size_t(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string got;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got.append(buf, size_t(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status))
+    return fail("libonnx crashed (signal " + std::to_string(WTERMSIG(status)) + ", " + ::strsignal(WTERMSIG(status)) +
+                ") on this model");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got.empty())
+    return fail("its process ended without a result (exit status " + std::to_string(status) + ")");
+  if (got[0] == 'E') return fail(got.substr(1));
+  onnx::ModelProto inferred;
+  if (got[0] != 'M' || !inferred.ParseFromArray(got.data() + 1, int(got.size() - 1)))
+    return fail("its result could not be read back");
+  inferred.mutable_graph()->mutable_initializer()->Swap(model.mutable_graph()->mutable_initializer());
+  model = std::move(inferred);
+  return okStatus();
+}
+
 Result<onnx::ModelProto> parseAndCheck(const std::string& bytes, const std::string& path,
                                        const std::string& dir) {
   onnx::ModelProto model;
@@ -136,14 +210,7 @@ Result<onnx::ModelProto> parseAndCheck(const std::string& bytes, const std::stri
     return makeError("onnx-checker", std::string("onnx checker rejects the model: ") + e.what(),
                      path);
   }
-  try {
-    onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/1,
-                                        /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
-  } catch (const std::exception& e) {
-    return makeError("onnx-shape-inference", std::string("onnx shape inference fails: ") + e.what(),
-                     path);
-  }
+  SP_TRY(inferShapesIsolated(model, path));
   return model;
 }
 

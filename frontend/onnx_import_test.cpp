@@ -167,6 +167,8 @@ TEST(OnnxImport, BadInputsReportTheirError) {
       {"not_constant.onnx", "onnx-not-constant",
        "node 'Reshape_7': Reshape: shape ('s') is not constant after folding"},
       {"no_such_file.onnx", "file-not-found", "cannot open"},
+      {"conv_zero_stride.onnx", "onnx-shape-inference",
+       "bad/conv_zero_stride.onnx: onnx shape inference fails: libonnx crashed (signal 8"},
   };
   for (const auto& c : cases) {
     auto g = importOnnxFile(bad(c.file));

@@ -1,7 +1,9 @@
 #include "ir/npy.h"
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -237,12 +239,23 @@ Result<Tensor> parseNpy(const std::string& bytes, const std::string& what) {
     return npyError("npy-header", what, "header has " + std::to_string(dict->size()) +
                                             " keys, expected descr, fortran_order and shape");
   SP_ASSIGN(DType dtype, dtypeFromDescr(descr->str, what));
-  int64_t numel = 1;
+  // Each d <= 2^40 (the header parser): the product is checked before each
+  // multiplication, over the non-zero dims too (strides of a shape with a
+  // zero dim must not overflow either, and an overflow must not wrap to an
+  // empty array that needs no data).
+  int64_t nonzero = 1;
+  bool empty = false;
   for (int64_t d : shape->tuple) {
-    numel *= d;  // each d <= 2^40, so this check precedes any overflow
-    if (numel > kMaxElements)
-      return npyError("npy-size", what, "shape has more than 2^40 elements");
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (nonzero > kMaxElements / d)
+      return npyError("npy-size", what, "shape " + shapeStr(shapeOf(shape->tuple)) + " has more than 2^40 elements" +
+                                            (std::count(shape->tuple.begin(), shape->tuple.end(), 0) ? " in its non-zero dims" : ""));
+    nonzero *= d;
   }
+  int64_t numel = empty ? 0 : nonzero;
   if (fortran->b)
     return npyError("npy-fortran", what, "fortran_order arrays are not supported (use C order)");
   size_t have = bytes.size() - preamble - headerLen;
@@ -297,13 +310,25 @@ std::string serializeNpy(const Tensor& src) {
   return out;
 }
 
+// Written to PATH.tmp and renamed: a failure (a full disk, no memory for
+// the bytes) leaves no half-written PATH.
 Status writeNpy(const std::string& path, const Tensor& t) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return npyError("npy-io", path, "cannot open for writing");
   std::string bytes = serializeNpy(t);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  out.close();
-  if (!out) return npyError("npy-io", path, "write error");
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return npyError("npy-io", path, "cannot open for writing");
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return npyError("npy-io", path, "write error");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return npyError("npy-io", path, "cannot rename the written file into place");
+  }
   return okStatus();
 }
 

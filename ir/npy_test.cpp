@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -161,6 +162,48 @@ TEST(Npy, RejectsCorruptFiles) {
   std::string tooMany = good;
   tooMany.replace(tooMany.find("(2, 3)"), 6, "(1048576, 1048576, 4)");
   expectError(tooMany, "npy-size", "more than 2^40 elements");
+}
+
+// A shape whose product overflows int64 used to wrap to 0 and be accepted
+// as an empty array with no data; so did huge dims beside a zero dim.
+TEST(Npy, ShapeProductOverflowIsAnError) {
+  std::string good = slurp(fixture("f32_2x3.npy"));
+  std::string wraps = good;
+  wraps.replace(wraps.find("(2, 3)"), 6, "(4294967296, 4294967296, 4294967296)");
+  expectError(wraps, "npy-size", "shape [4294967296, 4294967296, 4294967296] has more than 2^40 elements");
+  std::string zero = good;
+  zero.replace(zero.find("(2, 3)"), 6, "(1099511627776, 1099511627776, 0)");
+  expectError(zero, "npy-size", "has more than 2^40 elements in its non-zero dims");
+  // An empty array with a large dim needs no data: the same header length,
+  // the longer shape taking padding.
+  std::string empty = good.substr(0, good.size() - 24);
+  const std::string shape = "(0, 1099511627776)";
+  empty.replace(empty.find("(2, 3)"), 6, shape);
+  empty.erase(empty.rfind('\n') - (shape.size() - 6), shape.size() - 6);
+  auto e = parseNpy(empty, "e.npy");
+  ASSERT_TRUE(e.ok()) << e.error().str();
+  EXPECT_EQ(e->numel(), 0);
+}
+
+// writeNpy goes through PATH.tmp and a rename: a failed write leaves
+// neither a half-written PATH nor the temporary file.
+TEST(Npy, FailedWriteLeavesNothingBehind) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(SP_BINARY_DIR) / "npy_test_write";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "taken");
+  Tensor t(DType::F32, {2});
+  auto st = writeNpy((dir / "taken").string(), t);  // a directory is in the way
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().id, "npy-io");
+  EXPECT_FALSE(fs::exists(dir / "taken.tmp"));
+  EXPECT_TRUE(fs::is_directory(dir / "taken"));
+  EXPECT_FALSE(writeNpy((dir / "no_dir" / "x.npy").string(), t).ok());
+  EXPECT_FALSE(fs::exists(dir / "no_dir"));
+  ASSERT_TRUE(writeNpy((dir / "x.npy").string(), t).ok());
+  EXPECT_TRUE(fs::exists(dir / "x.npy"));
+  EXPECT_FALSE(fs::exists(dir / "x.npy.tmp"));
+  fs::remove_all(dir);
 }
 
 TEST(Npy, FuzzedPrefixesNeverCrash) {

@@ -1,13 +1,17 @@
 // The rank scheduler: runs every rank of a distributed program in-process,
-// single-threaded and deterministic. Each round advances every rank (in rank
-// order) until it finishes or blocks at a group collective or at a recv whose
-// message has not arrived; then every group whose members all wait at a
-// collective on that group executes it. A round without progress is a
-// deadlock. Sends are buffered and never block.
+// single-threaded and deterministic. The matching of collectives and the
+// question whether the program can finish at all come from the one module
+// that decides them for lowering too (ir/collective_order.h): a program
+// that can hang is rejected with the cycle of waiting ranks before any op
+// runs. Each round advances every rank (in rank order) until it finishes or
+// blocks at a group collective or at a recv whose message has not arrived;
+// then every collective step whose members all wait at their node of it
+// executes. Sends are buffered and never block.
 #include <algorithm>
 #include <deque>
 #include <tuple>
 
+#include "ir/collective_order.h"
 #include "ir/collectives.h"
 #include "ir/interpreter.h"
 #include "ir/interpreter_impl.h"
@@ -55,6 +59,7 @@ class Scheduler {
   // prepared, so inputs moved in are freed after their last use.
   Result<std::vector<std::vector<Tensor>>> run(std::vector<TensorMap> given) {
     int64_t world = p_.worldSize();
+    SP_ASSIGN(order_, orderCollectives(p_));
     if (!given.empty() && int64_t(given.size()) != world)
       return makeError("bad-given", "inputs given for " + std::to_string(given.size()) +
                                         " ranks but the program has " + std::to_string(world));
@@ -205,30 +210,24 @@ class Scheduler {
     return okStatus();
   }
 
-  // An int or string attribute as text; dims normalized against the input rank.
-  static std::string showAttr(const std::string& name, const AttrValue& v, const Tensor& in) {
-    if (const auto* i = std::get_if<int64_t>(&v)) {
-      int64_t x = *i;
-      if ((name == "dim" || name == "split_dim" || name == "concat_dim") && x < 0) x += in.rank();
-      return std::to_string(x);
-    }
-    if (const auto* s = std::get_if<std::string>(&v)) return *s;
-    return "(" + std::string(attrKindName(kindOf(v))) + ")";
-  }
-
   bool waitsAtGroupCollective(const RankState& st) const {
     return !st.done() && !st.members.empty();
   }
 
-  // Executes the collective rank r waits at, if r leads its group and every
-  // member waits at a collective on the same group.
+  // Executes the collective step (collective_order.h) rank r waits at, if r
+  // leads its group and every member waits at its node of that step. Ops and
+  // attributes were matched by orderCollectives; input types are checked here
+  // (symbolic shapes are bound only now).
   Result<bool> tryCollective(int64_t r) {
     const RankState& lead = ranks_[size_t(r)];
     if (!waitsAtGroupCollective(lead) || lead.members[0] != r) return false;
-    const std::vector<int64_t> members = lead.members;  // copy: finishNode clears it
-    for (int64_t m : members) {
-      const RankState& st = ranks_[size_t(m)];
-      if (!waitsAtGroupCollective(st) || st.members != members) return false;
+    auto idx = order_.collOf[size_t(r)].find(NodeId(lead.pc));
+    SP_ASSERT(idx != order_.collOf[size_t(r)].end(), "collective without a step in the collective order");
+    const CollectiveStep& step = order_.colls[size_t(idx->second)];
+    const std::vector<int64_t> members = step.members;  // copy: finishNode clears RankState::members
+    for (size_t i = 0; i < members.size(); ++i) {
+      const RankState& st = ranks_[size_t(members[i])];
+      if (!waitsAtGroupCollective(st) || NodeId(st.pc) != step.nodes[i]) return false;
     }
     const Node& ln = lead.at();
     std::string group = groupStr(attrStr(ln.attrs, "group"), members);
@@ -238,19 +237,7 @@ class Scheduler {
     std::vector<Tensor> inputs;
     for (int64_t m : members) {
       const RankState& st = ranks_[size_t(m)];
-      const Node& n = st.at();
-      if (n.op != ln.op)
-        return makeError("collective-mismatch", group + ": " + describe(r) + " but " + describe(m));
-      const Tensor& t = st.vals[size_t(n.inputs[0])];
-      for (const auto& [name, v] : ln.attrs) {
-        if (name == "group") continue;
-        std::string a = showAttr(name, v, inputs.empty() ? t : inputs[0]);
-        std::string b = showAttr(name, n.attrs.at(name), t);
-        if (a != b)
-          return makeError("collective-mismatch", group + ": " + describe(r) + " with " + name +
-                                                      " " + a + " but " + describe(m) + " with " +
-                                                      name + " " + b);
-      }
+      const Tensor& t = st.vals[size_t(st.at().inputs[0])];
       if (!inputs.empty() && !(t.type() == inputs[0].type()))
         return makeError("collective-mismatch", group + ": " + describe(r) + " with input " +
                                                     inputs[0].type().str() + " but " +
@@ -291,6 +278,7 @@ class Scheduler {
   const RunOptions& opts_;
   bool keepAll_;
   const std::vector<std::vector<ValueId>>* keep_;
+  CollectiveOrder order_;
   std::vector<RankState> ranks_;
   size_t done_ = 0;  // nodes finished, all ranks
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::deque<Message>> channels_;  // (src, dst, tag)

@@ -5,9 +5,14 @@
 
 #include <cmath>
 
+#include <fstream>
+#include <sstream>
+
+#include "ir/collective_order.h"
 #include "ir/collectives.h"
 #include "ir/interp_test_util.h"
 #include "ir/interpreter.h"
+#include "ir/text.h"
 
 namespace sp::ir {
 namespace {
@@ -260,8 +265,72 @@ TEST(InterpProgramErrors, Deadlock) {
   }
   ASSERT_TRUE(pb.setRank(2, oneOp(OpKind::Neg, {DType::F32, {1}}, {})).ok());
   expectError(build(std::move(pb)), {}, "deadlock",
-              "deadlock: rank 0 waits at recv 'r0' (pp.py:10) from rank 1 tag 0; rank 1 waits at "
+              "deadlock: ranks 0 -> 1 -> 0 wait for each other in a cycle: rank 0 waits at recv 'r0' (pp.py:10) "
+              "from rank 1 tag 0; rank 1 waits at "
               "recv 'r1' (pp.py:11) from rank 0 tag 0; rank 2 finished");
+}
+
+Program parseTrustProgram(const std::string& file) {
+  std::ifstream in(std::string(SP_SOURCE_DIR) + "/tests/data/trust/" + file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto p = parseProgram(ss.str(), file);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().str());
+  return p.ok() ? std::move(*p) : Program();
+}
+
+// Three two-rank groups whose broadcasts each pair up in the same order on
+// both members, in a cycle: rank 0 waits in g01 for rank 1, rank 1 in g12
+// for rank 2, rank 2 in g20 for rank 0. Matching per group (the k-th
+// collective of a group on each member) pairs them all; the one global
+// order finds that none can start.
+TEST(CollectiveOrder, GroupCycleIsADeadlock) {
+  Program p = parseTrustProgram("cycle_dist.sp");
+  const std::string msg =
+      "deadlock: ranks 0 -> 1 -> 2 -> 0 wait for each other in a cycle: rank 0 waits at broadcast 'a' "
+      "(cycle_dist.sp:12:5) in group g01 [0, 1]; rank 1 waits at broadcast 'a' (cycle_dist.sp:20:5) in group g12 "
+      "[1, 2]; rank 2 waits at broadcast 'a' (cycle_dist.sp:28:5) in group g20 [2, 0]";
+  auto order = orderCollectives(p);
+  ASSERT_FALSE(order.ok());
+  EXPECT_EQ(order.error().id, "deadlock");
+  EXPECT_EQ(order.error().message, msg);
+  // The scheduler takes its matching from the same module: `run` reports
+  // the same deadlock before any op runs.
+  expectError(p, {}, "deadlock", msg);
+}
+
+TEST(CollectiveOrder, StepsFollowOneGlobalOrder) {
+  // Rank 0 runs g01 then g20; rank 1 g01 then g12; rank 2 g12 then g20:
+  // no cycle, three steps in the order they can run.
+  ProgramBuilder pb(3, Mesh{});
+  ASSERT_TRUE(pb.addGroup("g01", {{0, 1}}).ok());
+  ASSERT_TRUE(pb.addGroup("g12", {{1, 2}}).ok());
+  ASSERT_TRUE(pb.addGroup("g20", {{2, 0}}).ok());
+  const char* groups[3][2] = {{"g01", "g20"}, {"g01", "g12"}, {"g12", "g20"}};
+  for (int64_t r = 0; r < 3; ++r) {
+    GraphBuilder gb("r");
+    ASSERT_TRUE(gb.addInput("x", {DType::F32, {2}}).ok());
+    ASSERT_TRUE(gb.addNode(OpKind::AllReduce, {"x"}, {"a"}, grp(groups[r][0]), {}, "a").ok());
+    ASSERT_TRUE(gb.addNode(OpKind::AllReduce, {"a"}, {"b"}, grp(groups[r][1]), {}, "b").ok());
+    ASSERT_TRUE(gb.addOutput("b").ok());
+    ASSERT_TRUE(pb.setRank(r, std::move(gb)).ok());
+  }
+  Program p = build(std::move(pb));
+  auto order = orderCollectives(p);
+  ASSERT_TRUE(order.ok()) << order.error().str();
+  ASSERT_EQ(order->colls.size(), 3u);
+  EXPECT_EQ(order->colls[0].members, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(order->colls[1].members, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(order->colls[2].members, (std::vector<int64_t>{2, 0}));
+  EXPECT_EQ(order->colls[2].nodes, (std::vector<NodeId>{1, 1}));  // b on rank 2, b on rank 0
+  EXPECT_EQ(order->collOf[0].at(0), 0);
+  EXPECT_EQ(order->collOf[0].at(1), 2);
+  // g01: a0 = a1 = 1 + 2; g12: b1 = a2 = 3 + 4; g20: b2 = b0 = 7 + 3.
+  auto out = runProgram(p, xs({f32({2}, {1, 1}), f32({2}, {2, 2}), f32({2}, {4, 4})}));
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  EXPECT_EQ(vals(out->at(0).at("b")), (std::vector<double>{10, 10}));
+  EXPECT_EQ(vals(out->at(1).at("b")), (std::vector<double>{7, 7}));
+  EXPECT_EQ(vals(out->at(2).at("b")), (std::vector<double>{10, 10}));
 }
 
 TEST(InterpProgramErrors, CollectiveWaitingForAFinishedRankDeadlocks) {

@@ -118,12 +118,26 @@ bool isKebab(const std::string& s) {
   return s.back() != '-';
 }
 
+// Nesting deeper than this (terms in terms, parenthesized integer terms) is
+// an error at the token, not a stack overflow.
+constexpr int kMaxNesting = 200;
+
 struct LemmaParser {
   Cursor& c;
+  struct Nest {
+    explicit Nest(int& d) : d_(d) { ++d_; }
+    ~Nest() { --d_; }
+    int& d_;
+  };
+  Status tooDeep(const Token& t) {
+    if (depth <= kMaxNesting) return okStatus();
+    return c.errorAt(t, "nested deeper than " + std::to_string(kMaxNesting) + " levels");
+  }
   std::map<std::string, bool> tensorVars;  // name -> seen on lhs
   std::set<std::string> attrVars;
   std::set<std::string> constVars;  // bound by const(value=?v) on the left side
   bool onLhs = true;
+  int depth = 0;  // nesting of pattern() and condAtom() calls
 
   Status useVar(const Token& t, bool asTensor) {
     if (asTensor ? attrVars.count(t.text) : tensorVars.count(t.text))
@@ -182,6 +196,8 @@ struct LemmaParser {
 
   Result<PatPtr> pattern() {
     Token t = c.next();
+    Nest nest(depth);
+    SP_TRY(tooDeep(t));
     auto p = std::make_shared<Pattern>();
     if (t.kind == Token::Kind::Var) {
       SP_TRY(useVar(t, true));
@@ -296,6 +312,8 @@ struct LemmaParser {
 
   Result<CondTerm> condAtom() {
     Token t = c.next();
+    Nest nest(depth);
+    SP_TRY(tooDeep(t));
     CondTerm ct;
     if (t.kind == Token::Kind::Int) { ct.value = t.intValue; return ct; }
     if (t.kind == Token::Kind::Punct && t.text == "-") {

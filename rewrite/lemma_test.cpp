@@ -66,6 +66,28 @@ TEST(LemmaLoader, Errors) {
   expectError("x: exp(?a) => ?a\nx: exp(?a) => ?a", "t.rules:2: lemma 'x' is already defined at t.rules:1");
 }
 
+// Terms and conditions nested deeper than the parser's limit are an error
+// at the token, not a stack overflow (a few thousand levels used to crash).
+TEST(LemmaLoader, DeepNestingIsAnError) {
+  auto deep = [](const std::string& open, const std::string& mid, const std::string& close, int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += open;
+    s += mid;
+    for (int i = 0; i < n; ++i) s += close;
+    return s;
+  };
+  for (const std::string& rule : {"x: " + deep("exp(", "?a", ")", 5000) + " => ?a",
+                                  "x: exp(?a) => " + deep("exp(", "?a", ")", 5000),
+                                  "x: exp(?a) => ?a if rank(?a) == " + deep("(", "1", ")", 5000)}) {
+    auto ls = parseLemmas(rule + "\n", "t.rules");
+    ASSERT_FALSE(ls.ok());
+    EXPECT_EQ(ls.error().str().rfind("t.rules:1:", 0), 0u) << ls.error().str();
+    EXPECT_NE(ls.error().str().find("nested deeper than 200 levels"), std::string::npos) << ls.error().str();
+  }
+  auto ok = parseLemmas("x: " + deep("exp(", "?a", ")", 50) + " => ?a\n", "t.rules");
+  EXPECT_TRUE(ok.ok()) << ok.error().str();
+}
+
 TEST(LemmaProver, EveryLibraryLemmaIsProven) {
   auto lib = loadLemmas(src("rewrite/lemmas"));
   ASSERT_TRUE(lib.ok()) << lib.error().str();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 
+#include "ir/collective_order.h"
 #include "ir/collectives.h"
 #include "ir/text.h"
 
@@ -16,14 +17,12 @@ std::string where(const ir::Program& p, int64_t r, ir::NodeId n) {
   return "rank " + std::to_string(r) + ": " + std::string(ir::opName(node.op)) + " '" + node.name + "'";
 }
 
-std::string attrsStr(const ir::AttrMap& a) {
-  std::string s;
-  for (const auto& [k, v] : a) s += (s.empty() ? "" : ", ") + k + " = " + ir::formatAttr(v);
-  return "{" + s + "}";
-}
-
 }  // namespace
 
+// Matching comes from the one module that orders blocking communication
+// (ir/collective_order.h), which the interpreter's scheduler uses too: a D
+// that can hang is an error (`deadlock`, with the cycle of waiting ranks)
+// before any equation is built.
 Result<DistModel> lowerProgram(const ir::Program& p) {
   DistModel m;
   m.prog = &p;
@@ -32,89 +31,35 @@ Result<DistModel> lowerProgram(const ir::Program& p) {
   m.recvFrom.resize(world);
   m.sendTo.resize(world);
   m.outputs.resize(world);
-  // Collective instances keyed by (member list, occurrence on that list).
-  std::map<std::pair<std::vector<int64_t>, int>, int> instOf;
-  std::map<std::pair<int64_t, ir::NodeId>, bool> seenOnMember;
-  std::map<std::tuple<int64_t, int64_t, int64_t>, std::deque<ir::NodeId>> sends, recvs;
+  SP_ASSIGN(ir::CollectiveOrder order, ir::orderCollectives(p));
   for (int64_t r = 0; r < p.worldSize(); ++r) {
     const ir::Graph& g = p.rank(r);
     for (ir::ValueId o : g.outputs()) m.outputs[size_t(r)].insert(o);
-    std::map<std::vector<int64_t>, int> count;
     for (ir::NodeId n = 0; n < ir::NodeId(g.nodes().size()); ++n) {
       const ir::Node& node = g.node(n);
       ++m.numNodes;
       if (node.op == ir::OpKind::Constant || node.op == ir::OpKind::Range) m.sources.emplace_back(r, n);
-      if (ir::opInfo(node.op).category != ir::OpCategory::Collective) continue;
-      if (node.op == ir::OpKind::Send) {
-        sends[{r, ir::attrInt(node.attrs, "peer"), ir::attrInt(node.attrs, "tag")}].push_back(n);
-        continue;
-      }
-      if (node.op == ir::OpKind::Recv) {
-        recvs[{ir::attrInt(node.attrs, "peer"), r, ir::attrInt(node.attrs, "tag")}].push_back(n);
-        continue;
-      }
-      SP_ASSIGN(auto members, p.groupOf(ir::attrStr(node.attrs, "group"), r));
-      int k = count[members]++;
-      auto key = std::make_pair(members, k);
-      auto it = instOf.find(key);
-      if (it == instOf.end()) {
-        CollInstance ci;
-        ci.op = node.op;
-        ci.attrs = node.attrs;
-        ci.attrs.erase("group");
-        ci.members = members;
-        ci.nodes.assign(members.size(), -1);
-        it = instOf.emplace(key, int(m.colls.size())).first;
-        m.colls.push_back(std::move(ci));
-      }
-      CollInstance& ci = m.colls[size_t(it->second)];
-      ir::AttrMap a = node.attrs;
-      a.erase("group");
-      size_t idx = size_t(std::find(members.begin(), members.end(), r) - members.begin());
-      if (ci.op != node.op || attrsStr(ci.attrs) != attrsStr(a)) {
-        int64_t first = -1;
-        for (size_t i = 0; i < ci.nodes.size() && first < 0; ++i)
-          if (ci.nodes[i] >= 0) first = int64_t(i);
-        return makeError("mismatched-collective",
-                         where(p, r, n) + " " + attrsStr(a) + " is collective #" + std::to_string(k) +
-                             " of its group, but " + where(p, members[size_t(first)], ci.nodes[size_t(first)]) +
-                             " " + attrsStr(ci.attrs) + " is");
-      }
-      ci.nodes[idx] = n;
-      m.collOf[size_t(r)][n] = it->second;
     }
   }
-  for (const auto& ci : m.colls)
-    for (size_t i = 0; i < ci.members.size(); ++i)
-      if (ci.nodes[i] < 0) {
-        size_t have = 0;
-        while (ci.nodes[have] < 0) ++have;
-        return makeError("unmatched-collective", where(p, ci.members[have], ci.nodes[have]) +
-                                                     " has no matching collective on rank " +
-                                                     std::to_string(ci.members[i]));
-      }
-  for (auto& [key, q] : sends) {
-    auto& rq = recvs[key];
-    auto [src, dst, tag] = key;
-    if (q.size() != rq.size())
-      return makeError("unmatched-send-recv", "rank " + std::to_string(src) + " sends " + std::to_string(q.size()) +
-                                                  " message(s) with tag " + std::to_string(tag) + " to rank " +
-                                                  std::to_string(dst) + ", which receives " + std::to_string(rq.size()));
-    for (size_t i = 0; i < q.size(); ++i) {
-      const auto& sv = p.rank(src).value(p.rank(src).node(q[i]).inputs[0]).type;
-      const auto& rv = p.rank(dst).value(p.rank(dst).node(rq[i]).outputs[0]).type;
-      if (!(sv == rv))
-        return makeError("mismatched-send-recv", where(p, src, q[i]) + " sends " + sv.str() + " but " +
-                                                     where(p, dst, rq[i]) + " receives " + rv.str());
-      m.recvFrom[size_t(dst)][rq[i]] = {src, q[i]};
-      m.sendTo[size_t(src)][q[i]] = {dst, rq[i]};
-    }
+  for (const ir::CollectiveStep& step : order.colls) {
+    CollInstance ci;
+    ci.op = step.op;
+    ci.attrs = p.rank(step.members[0]).node(step.nodes[0]).attrs;
+    ci.attrs.erase("group");
+    ci.members = step.members;
+    ci.nodes = step.nodes;
+    for (size_t i = 0; i < ci.members.size(); ++i) m.collOf[size_t(ci.members[i])][ci.nodes[i]] = int(m.colls.size());
+    m.colls.push_back(std::move(ci));
   }
-  for (auto& [key, rq] : recvs)
-    if (!rq.empty() && !sends.count(key))
-      return makeError("unmatched-send-recv", where(p, std::get<1>(key), rq.front()) + " receives from rank " +
-                                                  std::to_string(std::get<0>(key)) + ", which sends nothing with tag " +
-                                                  std::to_string(std::get<2>(key)));
+  for (const ir::MessageStep& msg : order.messages) {
+    const auto& sv = p.rank(msg.src).value(p.rank(msg.src).node(msg.send).inputs[0]).type;
+    const auto& rv = p.rank(msg.dst).value(p.rank(msg.dst).node(msg.recv).outputs[0]).type;
+    if (!(sv == rv))
+      return makeError("mismatched-send-recv", where(p, msg.src, msg.send) + " sends " + sv.str() + " but " +
+                                                   where(p, msg.dst, msg.recv) + " receives " + rv.str());
+    m.recvFrom[size_t(msg.dst)][msg.recv] = {msg.src, msg.send};
+    m.sendTo[size_t(msg.src)][msg.send] = {msg.dst, msg.recv};
+  }
   return m;
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // Lowering of the distributed program D to e-graph equations: every D value
 // on rank r is a leaf dist(r, v); a node gives dist(r, out) = op(dist(r,
-// in)...); collectives are matched across ranks like the interpreter's
-// scheduler does (the k-th collective on the same member list, on each
-// member; send/recv FIFO per (src, dst, tag)) and become relation operators:
+// in)...); collectives are matched across ranks by the module the
+// interpreter's scheduler uses too (ir/collective_order.h: the k-th
+// collective on the same member list, on each member, in one global order;
+// send/recv FIFO per (src, dst, tag)) and become relation operators:
 //   all_reduce sum -> sum over members (member order); avg -> scale(sum, 1/g);
 //   max/min -> a chain of elementwise max/min; all_gather(dim) -> concat;
 //   reduce_scatter(dim) -> slice of the sum, and the members' outputs
@@ -42,8 +43,10 @@ struct DistModel {
   int64_t numNodes = 0;
 };
 
-// Matches collectives; mismatched or unmatched ones are errors naming the
-// ranks and nodes (`mismatched-collective`, `unmatched-collective`).
+// Matches collectives with ir::orderCollectives; a D that can hang is a
+// `deadlock` error naming the cycle of waiting ranks, mismatched ones are
+// `collective-mismatch`, sends never received `unreceived-send`, a recv of
+// another type than sent `mismatched-send-recv`.
 Result<DistModel> lowerProgram(const ir::Program& p);
 
 // Adds node `n` of rank `r` (for collectives: the whole instance) to the

@@ -92,16 +92,22 @@ Result<int64_t> IntExpr::eval(const IntVars& vars, const RankSpace* ranks) const
     case Kind::Add: case Kind::Sub: {
       SP_ASSIGN(int64_t a, args[0].eval(vars, ranks));
       SP_ASSIGN(int64_t b, args[1].eval(vars, ranks));
-      return kind == Kind::Add ? a + b : a - b;
+      int64_t out = 0;
+      if (kind == Kind::Add ? __builtin_add_overflow(a, b, &out) : __builtin_sub_overflow(a, b, &out))
+        return makeError("integer-overflow", "integer overflow in " + str());
+      return out;
     }
     case Kind::MulC: {
       SP_ASSIGN(int64_t a, args[0].eval(vars, ranks));
-      return a * value;
+      int64_t out = 0;
+      if (__builtin_mul_overflow(a, value, &out)) return makeError("integer-overflow", "integer overflow in " + str());
+      return out;
     }
     case Kind::DivC: case Kind::ModC: {
       SP_ASSIGN(int64_t a, args[0].eval(vars, ranks));
-      int64_t q = floorDiv(a, value);
-      return kind == Kind::DivC ? q : a - q * value;
+      if (kind == Kind::DivC) return floorDiv(a, value);
+      int64_t m = a % value;  // value > 0: the floor remainder without a product that can overflow
+      return m < 0 ? m + value : m;
     }
     case Kind::Index: {
       SP_ASSIGN(int64_t r, args[0].eval(vars, ranks));

@@ -49,6 +49,59 @@ TEST(RelationText, Errors) {
   expectError("dist[0].x = concat(seq.x, seq.y)", "r.rel:1:20: concat needs dim=N first");
 }
 
+void expectErrorHas(const std::string& text, const std::string& msg) {
+  auto f = parseRelations(text, "r.rel");
+  ASSERT_FALSE(f.ok()) << text.substr(0, 80);
+  EXPECT_NE(f.error().str().find(msg), std::string::npos) << f.error().str();
+}
+
+// Integer constants fold without overflow, ranges stay within a world, and
+// nesting deeper than the parser's limit is an error, not a stack overflow.
+TEST(RelationText, OverflowRangesAndDeepNestingAreErrors) {
+  expectErrorHas("dist[0].x = slice(seq.x, dim=0, start=999999999999999999*999999999999999999, end=2)",
+                 "r.rel:1:57: integer overflow in 999999999999999999 * 999999999999999999");
+  expectErrorHas("dist[0].x = slice(seq.x, dim=0, start=-(-2147483648*4294967296), end=2)",
+                 "integer overflow in 0 - -9223372036854775808");
+  expectErrorHas("for r in 0..2000000: dist[r].x = seq.x", "rank range 0..2000000 is outside 0..2^20");
+  expectErrorHas("for r in -1..1: dist[r].x = seq.x", "rank range -1..1 is outside 0..2^20");
+  std::string deepConcat;
+  for (int i = 0; i < 5000; ++i) deepConcat += "concat(dim=0, ";
+  deepConcat += "seq.x" + std::string(5000, ')');
+  expectErrorHas("dist[0].x = " + deepConcat, "nested deeper than 200 levels");
+  expectErrorHas("dist[0].x = slice(seq.x, dim=0, start=" + std::string(5000, '(') + "1" + std::string(5000, ')') +
+                     ", end=2)",
+                 "nested deeper than 200 levels");
+  expectErrorHas("dist[0].x = slice(seq.x, dim=0, start=" + std::string(5000, '-') + "1, end=2)",
+                 "nested deeper than 200 levels");
+  std::string deepFor = "dist[0].x = ";
+  for (int i = 0; i < 5000; ++i) deepFor += "sum(for r" + std::to_string(i) + " in tp: ";
+  expectErrorHas(deepFor + "seq.x" + std::string(10000, ')'), "nested deeper than 200 levels");
+  // Within the limit, nesting parses.
+  auto ok = parseRelations("dist[0].x = slice(seq.x, dim=0, start=" + std::string(50, '(') + "1" +
+                               std::string(50, ')') + ", end=2)",
+                           "r.rel");
+  EXPECT_TRUE(ok.ok()) << ok.error().str();
+}
+
+TEST(Relation, IntegerEvaluationOverflowIsAnError) {
+  IntExpr big = (IntExpr::var("r") * 999999999999999999) * 10;
+  auto v = big.eval({{"r", 1}}, nullptr);
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.error().id, "integer-overflow");
+  EXPECT_EQ(v.error().message, "integer overflow in r*999999999999999999*10");
+  auto sum = (IntExpr::var("r") + IntExpr::constant(INT64_MAX)).eval({{"r", 1}}, nullptr);
+  ASSERT_FALSE(sum.ok());
+  EXPECT_EQ(sum.error().id, "integer-overflow");
+  auto diff = (IntExpr::constant(INT64_MIN) - IntExpr::var("r")).eval({{"r", 1}}, nullptr);
+  ASSERT_FALSE(diff.ok());
+  EXPECT_EQ(diff.error().id, "integer-overflow");
+  auto fine = (IntExpr::var("r") * 999999999999999999).eval({{"r", -9}}, nullptr);
+  ASSERT_TRUE(fine.ok()) << fine.error().str();
+  EXPECT_EQ(*fine, -8999999999999999991);
+  EXPECT_EQ(*IntExpr::var("r").modC(7).eval({{"r", INT64_MIN}}, nullptr), 6);
+  EXPECT_EQ(*IntExpr::var("r").divC(1).eval({{"r", INT64_MIN}}, nullptr), INT64_MIN);
+}
+
 TEST(Relation, RebuildConcatShardedTensor) {
   RelationFile f;
   auto rf = parseRelations("for r in tp: dist[r].w = slice(seq.w, dim=1, start=idx(r,tp)*2, end=idx(r,tp)*2+2)\n"

@@ -10,16 +10,42 @@ namespace sp::rewrite {
 
 namespace {
 
+// Nesting deeper than this (expressions in expressions, parenthesized
+// integers, comprehensions in comprehensions) is an error at the token, not
+// a stack overflow.
+constexpr int kMaxNesting = 200;
+
 struct Parser {
   Cursor& c;
   std::set<std::string> vars;           // loop variables in scope
   const std::map<std::string, int64_t>& lets;
+  int depth = 0;
+  struct Nest {
+    explicit Nest(int& d) : d_(d) { ++d_; }
+    ~Nest() { --d_; }
+    int& d_;
+  };
+  Status tooDeep() {
+    if (depth <= kMaxNesting) return okStatus();
+    return c.error("nested deeper than " + std::to_string(kMaxNesting) + " levels");
+  }
+  // a op b of two constants, or an error at `at`.
+  Result<IntExpr> folded(int64_t a, char op, int64_t b, const Token& at) {
+    int64_t out = 0;
+    bool bad = op == '+' ? __builtin_add_overflow(a, b, &out)
+               : op == '-' ? __builtin_sub_overflow(a, b, &out)
+                           : __builtin_mul_overflow(a, b, &out);
+    if (bad) return c.errorAt(at, "integer overflow in " + std::to_string(a) + " " + op + " " + std::to_string(b));
+    return IntExpr::constant(out);
+  }
 
   Result<IntExpr> intAtom() {
     Token t = c.peek();
+    Nest nest(depth);
+    SP_TRY(tooDeep());
     if (c.accept("-")) {
       SP_ASSIGN(IntExpr e, intAtom());
-      if (e.kind == IntExpr::Kind::Const) return IntExpr::constant(-e.value);
+      if (e.kind == IntExpr::Kind::Const) return folded(0, '-', e.value, t);
       return e * -1;
     }
     if (c.accept("(")) {
@@ -52,8 +78,9 @@ struct Parser {
       SP_ASSIGN(IntExpr b, intAtom());
       bool aC = a.kind == IntExpr::Kind::Const, bC = b.kind == IntExpr::Kind::Const;
       if (op.text == "*") {
-        if (aC && bC) a = IntExpr::constant(a.value * b.value);
-        else if (bC) a = a * b.value;
+        if (aC && bC) {
+          SP_ASSIGN(a, folded(a.value, '*', b.value, op));
+        } else if (bC) a = a * b.value;
         else if (aC) a = b * a.value;
         else return c.errorAt(op, "nonlinear product " + a.str() + "*" + b.str());
       } else {
@@ -95,6 +122,8 @@ struct Parser {
       SP_TRY(c.expect(".."));
       SP_ASSIGN(d.hi, intLit());
       if (d.hi < d.lo) return c.error("empty rank range " + d.str());
+      if (d.lo < 0 || d.hi - d.lo >= (int64_t(1) << 20))  // worlds have at most 2^20 ranks
+        return c.error("rank range " + d.str() + " is outside 0..2^20");
       return d;
     }
     Token g = c.next();
@@ -104,6 +133,8 @@ struct Parser {
   }
 
   Result<RelPtr> part() {
+    Nest nest(depth);
+    SP_TRY(tooDeep());
     if (!c.isIdent("for")) return expr();
     c.next();
     Token v = c.next();
@@ -143,6 +174,8 @@ struct Parser {
   }
 
   Result<RelPtr> expr() {
+    Nest nest(depth);
+    SP_TRY(tooDeep());
     Token t = c.next();
     if (t.kind != Token::Kind::Ident) return c.errorAt(t, "expected a relation expression, found " + Cursor::describe(t));
     if (t.text == "seq" || t.text == "dist") {

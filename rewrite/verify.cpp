@@ -422,6 +422,21 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   VerifyReport rep;
   rep.assumptions = {"real arithmetic (no rounding, overflow or NaN) in lemmas and collective sums",
                      "lemmas applied only at the tensor ranks their proofs cover"};
+  // Refinement presumes that D finishes (docs/verify-report.md): a D that
+  // can hang is refuted with the cycle of waiting ranks before any value is
+  // compared.
+  auto lowered = lowerProgram(dist);
+  if (!lowered && lowered.error().id == "deadlock") {
+    rep.verdict = Verdict::Refuted;
+    rep.failure = Failure{"D", "", {}, lowered.error().message, {}, std::nullopt, {}, {}};
+    rep.stats.distOps = 0;
+    for (int64_t r = 0; r < dist.worldSize(); ++r) rep.stats.distOps += int64_t(dist.rank(r).nodes().size());
+    rep.stats.seqOps = int64_t(seq.nodes().size());
+    rep.stats.seconds = elapsed();
+    return rep;
+  }
+  if (!lowered) return lowered.error();
+  DistModel model = std::move(*lowered);
   std::string cacheDir = proofCacheDirOf(opts);
   auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                            std::chrono::duration<double>(std::clamp(opts.timeLimitSeconds, 0.0, 1e8)));
@@ -439,7 +454,6 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     rep.assumptions.push_back(std::to_string(lib->cache.hits) + " of " + std::to_string(lib->status.size()) +
                               " lemma proofs read from the proof cache " + lib->cache.file);
   std::vector<Rule> rules = compileRules(lib->lib, lib->status);
-  SP_ASSIGN(DistModel model, lowerProgram(dist));
   SP_ASSIGN(InputInversion inv, invertInputs(seq, dist, relations, model));
   RankSpace ranks = RankSpace::of(dist);
   // Each D input's relation to S, as text, for explanations.

@@ -172,6 +172,19 @@ Result<InputInversion> invertInputs(const ir::Graph& seq, const ir::Program& dis
     auto v = dist.rank(b.rank).findValue(b.name);
     if (!v) return makeError("unknown-tensor", "rank " + std::to_string(b.rank) + " has no input '" + b.name + "'", b.location);
     SP_ASSIGN(RelPtr e, concretize(*b.expr, b.scope));
+    // Every relation term is shape-checked before it is trusted: a slice out
+    // of bounds, a reshape to another element count, or a result of another
+    // shape than the D input it defines is bad input.
+    std::string what = "rank " + std::to_string(b.rank) + ": relation of D input '" + b.name + "'";
+    auto t = inferType(*e, types, {});
+    if (!t) return makeError(t.error().id, what + ": " + t.error().message, b.location);
+    const ir::TensorType& want = dist.rank(b.rank).value(*v).type;
+    bool same = t->shape.size() == want.shape.size();
+    for (size_t k = 0; same && k < want.shape.size(); ++k)
+      same = !(t->shape[k].isConcrete() && want.shape[k].isConcrete()) || t->shape[k] == want.shape[k];
+    if (!same)
+      return makeError("relation-shape-mismatch", what + " is " + want.str() + " but " + str(*e) + " is " + t->str(),
+                       b.location);
     bool inexact = false;
     SP_TRY(decompose(*e, Rel::dist(IntExpr::constant(b.rank), b.name), types, pieces, inexact));
   }

@@ -222,10 +222,18 @@ Status decideWithWitnessRun(const ir::Graph& seq, const ir::Program& dist, const
     std::vector<std::pair<int64_t, std::string>> outNames;
     for (int64_t r = 0; r < dist.worldSize(); ++r)
       for (ir::ValueId o : dist.rank(r).outputs()) outNames.emplace_back(r, dist.rank(r).value(o).name);
-    bool outDiverges = false, outNoCandidate = false, outMatches = false;
+    // A refutation rests on a real numeric difference at an S output: its
+    // `expect` relation evaluated on D, or, without one, the closest natural
+    // rebuild from D's outputs (said among the assumptions). The localized
+    // value's closest rebuild is only a guess at a relation and never
+    // refutes; an output with nothing of a fitting shape to compare leaves
+    // the verdict inconclusive, saying so.
+    bool outDiverges = false, outMatches = false;
+    std::vector<std::string> noCandidate, guessed;
     for (const auto& name : unproven) {
       const ir::Tensor& s = run->seq[size_t(*seq.findValue(name))];
       std::optional<ErrorStat> err;
+      std::string guess;
       if (auto it = expected.find(name); it != expected.end()) {
         RelScope sc;
         sc.ranks = &ranks;
@@ -234,17 +242,27 @@ Status decideWithWitnessRun(const ir::Graph& seq, const ir::Program& dist, const
       } else {
         auto best = bestCandidate(s, *run, dist, outNames, deadline);
         if (!best.ok()) return timedOut(best.error());
-        if (*best) err = (*best)->err;
+        if (*best) {
+          err = (*best)->err;
+          guess = (*best)->what;
+        }
       }
-      if (!err) { outNoCandidate = true; continue; }
+      if (!err) { noCandidate.push_back(name); continue; }
       w.outputs.emplace_back(name, *err);
       if (err->maxRelErr > w.worstOutput.maxRelErr || std::isinf(err->maxRelErr)) w.worstOutput = *err;
-      if (err->maxRelErr > opts.tolerance) outDiverges = true;
-      else outMatches = true;
+      if (err->maxRelErr > opts.tolerance) {
+        outDiverges = true;
+        if (!guess.empty())
+          guessed.push_back("S output '" + name + "' has no expect line: the witness compared it with its closest "
+                            "rebuild from D's outputs, " + guess);
+      } else {
+        outMatches = true;
+      }
     }
-    if (outDiverges || (outNoCandidate && !outMatches && localDiverges)) {
+    if (outDiverges) {
       rep.verdict = Verdict::Refuted;
       rep.reason.clear();
+      for (auto& g : guessed) rep.assumptions.push_back(std::move(g));
       if (local && local->err.maxRelErr <= opts.tolerance) {
         f.message += collectiveHint(*local, dist, f.missingSumGroups);
         if (local->kind == Candidate::Kind::Sum &&
@@ -252,6 +270,18 @@ Status decideWithWitnessRun(const ir::Graph& seq, const ir::Program& dist, const
           f.missingSumGroups.push_back(local->group);
       }
       f.witness = w;
+      return okStatus();
+    }
+    if (!noCandidate.empty() && !outMatches) {
+      std::string names;
+      for (const auto& n : noCandidate) names += (names.empty() ? "'" : ", '") + n + "'";
+      rep.verdict = Verdict::Inconclusive;
+      f.witness = w;
+      rep.reason = base + "; the witness has no value of D to compare with S output " + names +
+                   " (no D output of a fitting shape, and no expect line saying how D holds it)" +
+                   (localDiverges ? "; the closest rebuild at " + f.seqValue +
+                                        " differs, but that is a guess at a relation, not a refutation"
+                                  : "");
       return okStatus();
     }
     // No divergence on this seed. A cheap witness tries the next seeds: a

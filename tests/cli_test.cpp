@@ -286,6 +286,71 @@ TEST(CliVerify, WitnessOutOfMemoryIsInconclusive) {
   std::filesystem::remove_all(dir);
 }
 
+// `run` on a valid program whose tensors do not fit (a 4 GiB input under a
+// 1.5 GB address-space limit): one clear error and exit 3, never an
+// uncaught bad_alloc, and no output written.
+TEST(CliRun, OutOfMemoryIsOneClearError) {
+  auto dir = tempDir("runoom");
+  std::ofstream(dir / "big.sp") << "graph big {\n  input %x: f32[1073741824]\n  %y: f32[1073741824] = tanh(%x)\n"
+                                   "  output %y\n}\n";
+  auto r = runCli({"run", (dir / "big.sp").string(), "--out-dir", (dir / "o").string()}, 1500000);
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_EQ(r.err, "error: run " + (dir / "big.sp").string() + ": out of memory (the model's tensors do not fit)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "o" / "y.npy"));
+  std::filesystem::remove_all(dir);
+}
+
+// ---- wrong verdicts (tests/data/trust) ----
+
+std::vector<std::string> trustArgs(const std::string& seq, const std::string& dist, const std::string& rel) {
+  const std::string d = sourcePath("tests/data/trust/");
+  return {"verify", "--seq", d + seq, "--dist", d + dist, "--relation", d + rel, "--repair-limit", "0"};
+}
+
+// Three ranks broadcasting on three two-rank groups in a cycle: every group
+// pairs its collectives, but no rank can finish its first. verify used to
+// say verified; it is refuted with the cycle, as `run` reports it.
+TEST(CliTrust, GroupCycleDeadlockIsRefuted) {
+  auto r = runCli(trustArgs("cycle_seq.sp", "cycle_dist.sp", "cycle.rel"));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict: refuted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("deadlock: ranks 0 -> 1 -> 2 -> 0 wait for each other in a cycle"), std::string::npos)
+      << r.out;
+  auto junit = trustArgs("cycle_seq.sp", "cycle_dist.sp", "cycle.rel");
+  junit.insert(junit.end(), {"--format", "junit"});
+  auto j = runCli(junit);
+  EXPECT_EQ(j.code, 1) << j.out << j.err;
+  EXPECT_NE(j.out.find("<failure type=\"refuted\" message=\"D: deadlock: ranks 0 -&gt; 1"), std::string::npos) << j.out;
+  auto run = runCli({"run", sourcePath("tests/data/trust/cycle_dist.sp"), "--out-dir",
+                     tempDir("cycle").string()});
+  EXPECT_EQ(run.code, 3) << run.out << run.err;
+  EXPECT_NE(run.err.find("deadlock: ranks 0 -> 1 -> 2 -> 0 wait for each other in a cycle"), std::string::npos)
+      << run.err;
+}
+
+// Each rank floors its transposed column shard and outputs it flattened; S's
+// transposed floor is rebuilt from those by reshape and concat, so D refines
+// S. The witness used to refute it from its closest-rebuild guess at S's
+// floor and from "no tensor of matching shape" at the output.
+TEST(CliTrust, FlattenedFloorShardsAreNotRefuted) {
+  auto r = runCli(trustArgs("floor_seq.sp", "floor_dist.sp", "floor.rel"));
+  EXPECT_NE(r.code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.find("verdict: refuted"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict: inconclusive"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the witness has no value of D to compare with S output 'y'"), std::string::npos) << r.out;
+}
+
+// A reshape to [0] in a relation does not hold the 4 elements of seq.x: the
+// relation is bad input (exit 3) naming the line, not a premise of a proof.
+TEST(CliTrust, RelationReshapeToAnotherElementCountIsBadInput) {
+  auto r = runCli(trustArgs("reshape_seq.sp", "reshape_dist.sp", "reshape_empty.rel"));
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_EQ(r.out.find("verdict: verified"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "error: " + sourcePath("tests/data/trust/reshape_empty.rel") +
+                       ":2: rank 0: relation of D input 'x': reshape [4] to [0]: element counts differ\n");
+}
+
 TEST(CliLemmas, ListsLibrary) {
   auto r = runCli({"lemmas"});
   EXPECT_EQ(r.code, 0) << r.err;

@@ -160,8 +160,8 @@ std::string reportJUnit(const rewrite::VerifyReport& r, const std::string& suite
     ++failures;
     cases += "    <testcase classname=\"" + xmlEscape(suiteName) +
              "\" name=\"refinement\">\n      <failure type=\"" +
-             std::string(rewrite::verdictName(r.verdict)) + "\" message=\"" + xmlEscape(r.reason) +
-             "\"/>\n    </testcase>\n";
+             std::string(rewrite::verdictName(r.verdict)) + "\" message=\"" +
+             xmlEscape(r.failure ? failureLine(*r.failure) : r.reason) + "\"/>\n    </testcase>\n";
   }
   size_t tests = r.outputs.empty() ? 1 : r.outputs.size();
   return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"" +

@@ -5,6 +5,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
 
 #include "tools/commands.h"
 
@@ -96,9 +99,22 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%^%l%$: %v");
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
 
-  if (*ins) return cmdInspect(inspect);
-  if (*rn) return cmdRun(run);
-  if (*vf) return cmdVerify(verify);
-  if (*lm) return cmdLemmas(lemmas);
+  // No command ends the process with an uncaught exception: running out of
+  // memory on a valid but huge input is one clear error naming the command
+  // and its file (verify already turns it into an inconclusive witness).
+  auto guarded = [](const std::string& what, const auto& cmd) -> int {
+    try {
+      return cmd();
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "error: %s: out of memory (the model's tensors do not fit)\n", what.c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s: unexpected failure: %s\n", what.c_str(), e.what());
+    }
+    return kExitBadInput;
+  };
+  if (*ins) return guarded("inspect " + inspect.model, [&] { return cmdInspect(inspect); });
+  if (*rn) return guarded("run " + run.model, [&] { return cmdRun(run); });
+  if (*vf) return guarded("verify --seq " + verify.seq + " --dist " + verify.dist, [&] { return cmdVerify(verify); });
+  if (*lm) return guarded("lemmas", [&] { return cmdLemmas(lemmas); });
   return kExitBadInput;
 }

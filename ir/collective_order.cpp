@@ -1,0 +1,256 @@
+// The global order of blocking communication (collective_order.h): an
+// abstract run of every rank over its communication nodes only.
+#include "ir/collective_order.h"
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <tuple>
+
+#include "ir/interpreter_impl.h"
+
+namespace sp::ir {
+namespace {
+
+using detail::nodeWhere;
+
+std::string groupStr(const std::string& name, const std::vector<int64_t>& members) {
+  std::string out = "group " + name + " [";
+  for (size_t i = 0; i < members.size(); ++i) out += (i ? ", " : "") + std::to_string(members[i]);
+  return out + "]";
+}
+
+// An int or string attribute as text; dims normalized against the input rank.
+std::string showAttr(const std::string& name, const AttrValue& v, int64_t rank) {
+  if (const auto* i = std::get_if<int64_t>(&v)) {
+    int64_t x = *i;
+    if ((name == "dim" || name == "split_dim" || name == "concat_dim") && x < 0) x += rank;
+    return std::to_string(x);
+  }
+  if (const auto* s = std::get_if<std::string>(&v)) return *s;
+  return "(" + std::string(attrKindName(kindOf(v))) + ")";
+}
+
+using Key = std::tuple<int64_t, int64_t, int64_t>;  // (src, dst, tag)
+
+struct RankPos {
+  const Graph* g = nullptr;
+  std::vector<NodeId> comm;        // communication nodes in execution order
+  size_t pos = 0;
+  std::vector<int64_t> members;    // group of the collective at pos, once reached
+  bool done() const { return pos >= comm.size(); }
+  const Node& at() const { return g->node(comm[pos]); }
+};
+
+class Orderer {
+ public:
+  explicit Orderer(const Program& p) : p_(p) {}
+
+  Result<CollectiveOrder> run() {
+    size_t world = size_t(p_.worldSize());
+    out_.collOf.resize(world);
+    out_.messageOf.resize(world);
+    ranks_.resize(world);
+    for (size_t r = 0; r < world; ++r) {
+      RankPos& st = ranks_[r];
+      st.g = &p_.rank(int64_t(r));
+      for (NodeId n = 0; n < NodeId(st.g->nodes().size()); ++n) {
+        const Node& node = st.g->node(n);
+        if (opInfo(node.op).category != OpCategory::Collective) continue;
+        if (node.op == OpKind::Send || node.op == OpKind::Recv) {
+          int64_t peer = attrInt(node.attrs, "peer");
+          if (peer < 0 || peer >= int64_t(world))
+            return makeError("bad-peer", "rank " + std::to_string(r) + ": " + nodeWhere(node) + ": peer " +
+                                             std::to_string(peer) + " is outside the world of " +
+                                             std::to_string(world) + " ranks");
+        }
+        st.comm.push_back(n);
+      }
+      work_.push_back(int64_t(r));
+    }
+    while (!work_.empty()) {
+      int64_t r = work_.front();
+      work_.pop_front();
+      SP_TRY(advance(r));
+    }
+    for (const auto& st : ranks_)
+      if (!st.done()) return deadlock();
+    for (const auto& [key, q] : channels_) {
+      if (q.empty()) continue;
+      auto [src, dst, tag] = key;
+      return makeError("unreceived-send", "rank " + std::to_string(src) + ": " +
+                                              nodeWhere(p_.rank(src).node(q.front())) + " to rank " +
+                                              std::to_string(dst) + " tag " + std::to_string(tag) +
+                                              " was never received");
+    }
+    return std::move(out_);
+  }
+
+ private:
+  Status advance(int64_t r) {
+    RankPos& st = ranks_[size_t(r)];
+    while (!st.done()) {
+      NodeId n = st.comm[st.pos];
+      const Node& node = st.at();
+      if (node.op == OpKind::Send) {
+        Key key{r, attrInt(node.attrs, "peer"), attrInt(node.attrs, "tag")};
+        channels_[key].push_back(n);
+        ++st.pos;
+        int64_t dst = std::get<1>(key);
+        const RankPos& d = ranks_[size_t(dst)];
+        if (dst != r && !d.done() && d.at().op == OpKind::Recv &&
+            attrInt(d.at().attrs, "peer") == r && attrInt(d.at().attrs, "tag") == std::get<2>(key))
+          work_.push_back(dst);
+        continue;
+      }
+      if (node.op == OpKind::Recv) {
+        int64_t peer = attrInt(node.attrs, "peer");
+        auto& q = channels_[{peer, r, attrInt(node.attrs, "tag")}];
+        if (q.empty()) return okStatus();  // blocked
+        MessageStep m{peer, r, attrInt(node.attrs, "tag"), q.front(), n};
+        q.pop_front();
+        int idx = int(out_.messages.size());
+        out_.messages.push_back(m);
+        out_.messageOf[size_t(peer)][m.send] = idx;
+        out_.messageOf[size_t(r)][n] = idx;
+        ++st.pos;
+        continue;
+      }
+      if (st.members.empty()) {
+        auto m = p_.groupOf(attrStr(node.attrs, "group"), r);
+        if (!m) return detail::atNode(node, m.error(), "rank " + std::to_string(r) + ": ");
+        st.members = std::move(*m);
+      }
+      const std::vector<int64_t> members = st.members;
+      for (int64_t m : members) {
+        const RankPos& o = ranks_[size_t(m)];
+        if (o.done() || o.members != members) return okStatus();  // blocked
+      }
+      SP_TRY(match(members));
+      for (int64_t m : members)
+        if (m != r) work_.push_back(m);
+    }
+    return okStatus();
+  }
+
+  // Every member waits at a collective on `members`: they form one step.
+  Status match(const std::vector<int64_t>& members) {
+    int64_t lead = members[0];
+    const RankPos& ls = ranks_[size_t(lead)];
+    const Node& ln = ls.at();
+    const Graph& lg = *ls.g;
+    std::string group = groupStr(attrStr(ln.attrs, "group"), members);
+    auto describe = [&](int64_t m) { return "rank " + std::to_string(m) + " is at " + nodeWhere(ranks_[size_t(m)].at()); };
+    const TensorType& lt = lg.value(ln.inputs[0]).type;
+    CollectiveStep step{ln.op, attrStr(ln.attrs, "group"), members, {}};
+    for (int64_t m : members) {
+      const RankPos& st = ranks_[size_t(m)];
+      const Node& n = st.at();
+      if (n.op != ln.op)
+        return makeError("collective-mismatch", group + ": " + describe(lead) + " but " + describe(m));
+      const TensorType& t = st.g->value(n.inputs[0]).type;
+      for (const auto& [name, v] : ln.attrs) {
+        if (name == "group") continue;
+        auto it = n.attrs.find(name);
+        std::string a = showAttr(name, v, int64_t(lt.shape.size()));
+        std::string b = it == n.attrs.end() ? "(none)" : showAttr(name, it->second, int64_t(t.shape.size()));
+        if (a != b)
+          return makeError("collective-mismatch", group + ": " + describe(lead) + " with " + name + " " + a +
+                                                      " but " + describe(m) + " with " + name + " " + b);
+      }
+      if (isConcrete(lt.shape) && isConcrete(t.shape) && !(t == lt))
+        return makeError("collective-mismatch", group + ": " + describe(lead) + " with input " + lt.str() +
+                                                    " but " + describe(m) + " with input " + t.str());
+      step.nodes.push_back(st.comm[st.pos]);
+    }
+    int idx = int(out_.colls.size());
+    for (size_t i = 0; i < members.size(); ++i) {
+      RankPos& st = ranks_[size_t(members[i])];
+      out_.collOf[size_t(members[i])][step.nodes[i]] = idx;
+      ++st.pos;
+      st.members.clear();
+    }
+    out_.colls.push_back(std::move(step));
+    return okStatus();
+  }
+
+  // The ranks a blocked rank waits for.
+  std::vector<int64_t> waitsFor(int64_t r) const {
+    const RankPos& st = ranks_[size_t(r)];
+    const Node& n = st.at();
+    if (n.op == OpKind::Recv) return {attrInt(n.attrs, "peer")};
+    std::vector<int64_t> out;
+    for (int64_t m : st.members) {
+      const RankPos& o = ranks_[size_t(m)];
+      if (m != r && (o.done() || o.members != st.members)) out.push_back(m);
+    }
+    return out;
+  }
+
+  // A cycle in the wait-for graph among blocked ranks, smallest rank first.
+  std::vector<int64_t> findCycle() const {
+    size_t world = ranks_.size();
+    std::vector<int> color(world, 0);  // 0 new, 1 on the path, 2 finished
+    std::vector<int64_t> path;
+    std::vector<int64_t> cycle;
+    std::function<bool(int64_t)> dfs = [&](int64_t r) -> bool {
+      color[size_t(r)] = 1;
+      path.push_back(r);
+      for (int64_t w : waitsFor(r)) {
+        if (ranks_[size_t(w)].done()) continue;
+        if (color[size_t(w)] == 1) {
+          auto it = std::find(path.begin(), path.end(), w);
+          cycle.assign(it, path.end());
+          return true;
+        }
+        if (color[size_t(w)] == 0 && dfs(w)) return true;
+      }
+      path.pop_back();
+      color[size_t(r)] = 2;
+      return false;
+    };
+    for (size_t r = 0; r < world; ++r)
+      if (!ranks_[r].done() && color[r] == 0 && dfs(int64_t(r))) break;
+    if (cycle.empty()) return cycle;
+    std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+    return cycle;
+  }
+
+  Error deadlock() const {
+    std::string msg = "deadlock: ";
+    std::vector<int64_t> cycle = findCycle();
+    if (!cycle.empty()) {
+      msg += "ranks";
+      for (int64_t r : cycle) msg += " " + std::to_string(r) + " ->";
+      msg += " " + std::to_string(cycle[0]) + " wait for each other in a cycle: ";
+    }
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      const RankPos& st = ranks_[r];
+      msg += r ? "; " : "";
+      if (st.done()) {
+        msg += "rank " + std::to_string(r) + " finished";
+        continue;
+      }
+      const Node& n = st.at();
+      msg += "rank " + std::to_string(r) + " waits at " + nodeWhere(n);
+      if (n.op == OpKind::Recv)
+        msg += " from rank " + std::to_string(attrInt(n.attrs, "peer")) + " tag " +
+               std::to_string(attrInt(n.attrs, "tag"));
+      else
+        msg += " in " + groupStr(attrStr(n.attrs, "group"), st.members);
+    }
+    return makeError("deadlock", msg);
+  }
+
+  const Program& p_;
+  std::vector<RankPos> ranks_;
+  std::deque<int64_t> work_;
+  std::map<Key, std::deque<NodeId>> channels_;
+  CollectiveOrder out_;
+};
+
+}  // namespace
+
+Result<CollectiveOrder> orderCollectives(const Program& p) { return Orderer(p).run(); }
+
+}  // namespace sp::ir

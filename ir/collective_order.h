@@ -1,0 +1,52 @@
+#pragma once
+// The one global order of a distributed program's blocking communication:
+// which nodes of which ranks form one collective, which send a recv gets,
+// and whether the program can finish at all. The interpreter's scheduler
+// (ir/scheduler.cpp) and the lowering of D to equations (rewrite/lower.cpp)
+// both take their matching from here, so a program that verify() reasons
+// about is the program `run` executes.
+//
+// Semantics (NCCL-like, as the scheduler runs it): each rank executes its
+// nodes in graph order; compute nodes and sends never block (sends are
+// buffered, FIFO per (src, dst, tag)); a recv blocks until the matching
+// send was posted; a group collective blocks until every member of its
+// group (the member list, whatever the group's name) waits at a collective
+// on the same member list, and then they run together. A state in which no
+// rank can move and some rank has not finished is a deadlock (`deadlock`),
+// reported with the cycle of ranks waiting for each other when there is one,
+// every waiting op and its source location. Members that meet at different
+// ops or attributes are `collective-mismatch`; a send never received is
+// `unreceived-send`.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+
+namespace sp::ir {
+
+struct CollectiveStep {
+  OpKind op = OpKind::AllReduce;
+  std::string group;              // the group name on the first member
+  std::vector<int64_t> members;   // group order
+  std::vector<NodeId> nodes;      // per member
+};
+
+struct MessageStep {
+  int64_t src = 0, dst = 0, tag = 0;
+  NodeId send = -1, recv = -1;
+};
+
+struct CollectiveOrder {
+  std::vector<CollectiveStep> colls;   // in one global execution order
+  std::vector<MessageStep> messages;   // in the order the recvs complete
+  std::vector<std::map<NodeId, int>> collOf;     // per rank: collective node -> colls index
+  std::vector<std::map<NodeId, int>> messageOf;  // per rank: send or recv node -> messages index
+};
+
+// Orders every collective, send and recv of `p`, or says why it cannot run
+// to completion (`deadlock`, `collective-mismatch`, `unreceived-send`,
+// group errors at the node that names the group).
+Result<CollectiveOrder> orderCollectives(const Program& p);
+
+}  // namespace sp::ir
