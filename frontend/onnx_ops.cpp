@@ -58,18 +58,37 @@ Handler variadicOp(OpKind op, bool mean = false) {
   };
 }
 
+// Gemm as the ops it is made of, Y = alpha * op(A) @ op(B) + beta * C (op:
+// a transpose when trans_a / trans_b), like aten.addmm and aten.linear in
+// the fx importer, so the verifier's matmul lemmas apply to it.
 Status gemm(Importer& im) {
-  std::vector<std::string> ins;
-  for (size_t i = 0; i < 3; ++i)
-    if (im.hasInput(i)) {
-      SP_ASSIGN(std::string x, im.input(i));
-      ins.push_back(x);
-    }
-  AttrMap a{{"trans_a", attrInt(im, "transA", 0)},
-            {"trans_b", attrInt(im, "transB", 0)},
-            {"alpha", attrFloat(im, "alpha", 1.0)},
-            {"beta", attrFloat(im, "beta", 1.0)}};
-  SP_TRY(im.emit1(OpKind::Gemm, ins, a, im.output(0)));
+  SP_ASSIGN(std::string a, im.input(0));
+  SP_ASSIGN(std::string b, im.input(1));
+  for (const auto& [x, what] : {std::pair{a, "A"}, std::pair{b, "B"}})
+    if (im.val(x).type.shape.size() != 2)
+      return im.err("bad-rank", "Gemm '" + im.nodeName() + "': " + what + " '" + x + "' must be 2-d, got " +
+                                          im.val(x).type.str());
+  AttrMap perm{{"perm", std::vector<int64_t>{1, 0}}};
+  if (attrInt(im, "transA", 0)) {
+    SP_ASSIGN(a, im.emit1(OpKind::Transpose, {a}, perm));
+  }
+  if (attrInt(im, "transB", 0)) {
+    SP_ASSIGN(b, im.emit1(OpKind::Transpose, {b}, perm));
+  }
+  double alpha = attrFloat(im, "alpha", 1.0), beta = attrFloat(im, "beta", 1.0);
+  bool bias = im.hasInput(2) && beta != 0;
+  SP_ASSIGN(std::string y, im.emit1(OpKind::MatMul, {a, b}, {}, alpha == 1 && !bias ? im.output(0) : ""));
+  if (alpha != 1) {
+    SP_ASSIGN(std::string k, scalarLike(im, y, alpha));
+    SP_ASSIGN(y, im.emit1(OpKind::Mul, {y, k}, {}, bias ? "" : im.output(0)));
+  }
+  if (!bias) return okStatus();
+  SP_ASSIGN(std::string c, im.input(2));
+  if (beta != 1) {
+    SP_ASSIGN(std::string k, scalarLike(im, c, beta));
+    SP_ASSIGN(c, im.emit1(OpKind::Mul, {c, k}, {}));
+  }
+  SP_TRY(im.emit1(OpKind::Add, {y, c}, {}, im.output(0)));
   return okStatus();
 }
 
