@@ -383,12 +383,65 @@ Status flatten(Importer& im) {
   return okStatus();
 }
 
+// The IR group of a com.microsoft collective, or "" for a one-rank group (the
+// identity). ORT's group_size counts the ranks taking part; AllReduce has no
+// such attribute and is over every rank. AllGather and AllToAll need it in a
+// per-rank program: ORT's default 1 sizes the output for one rank while its
+// communicator spans them all.
+Result<std::string> collectiveGroup(Importer& im) {
+  const OnnxOptions& o = im.options();
+  std::string what = "com.microsoft::" + im.opType() + " '" + im.nodeName() + "'";
+  bool sized = hasAttr(im, "group_size");
+  int64_t g = attrInt(im, "group_size", 0);
+  if (sized && g <= 0)
+    return im.err("onnx-group", what + ": group_size " + std::to_string(g) + " is not positive");
+  if (sized && g == 1) return std::string();
+  if (!sized && im.opType() != "AllReduce" && o.worldSize > 1)
+    return im.err("onnx-group", what + " on rank " + std::to_string(o.rank) +
+                                    " has no group_size attribute (how many of the " +
+                                    std::to_string(o.worldSize) + " ranks it spans)");
+  if (o.worldSize <= 0) {
+    if (o.groupSize) return o.collectiveGroup;
+    return im.err("onnx-group",
+                  what + (sized ? " over group_size " + std::to_string(g) : std::string(" over all ranks")) +
+                      " in a single graph: a distributed program is a directory of per-rank files "
+                      "(*.r<N>.onnx)");
+  }
+  if (!sized || g == o.worldSize) return o.collectiveGroup;
+  if (g > o.worldSize || o.worldSize % g != 0)
+    return im.err("onnx-group", what + " on rank " + std::to_string(o.rank) + ": group_size " + std::to_string(g) +
+                                    (g > o.worldSize ? " exceeds" : " does not divide") + " the world size " +
+                                    std::to_string(o.worldSize) + " (the number of rank files)");
+  return onnxContiguousGroup(g);
+}
+
 Handler collective(OpKind op) {
   return [op](Importer& im) -> Status {
-    SP_ASSIGN(std::string x, im.input(0));
-    AttrMap a{{"group", im.options().collectiveGroup}};
-    if (op == OpKind::AllGather) a["dim"] = attrInt(im, "axis", 0);
-    SP_TRY(im.emit1(op, {x}, a, im.output(0)));
+    if (im.numOutputs() != im.numInputs())
+      return im.err("onnx-arity", "com.microsoft::" + im.opType() + " '" + im.nodeName() + "' has " +
+                                      std::to_string(im.numInputs()) + " inputs and " +
+                                      std::to_string(im.numOutputs()) +
+                                      " outputs (input i is reduced into output i)");
+    SP_ASSIGN(std::string group, collectiveGroup(im));
+    for (size_t i = 0; i < im.numInputs(); ++i) {
+      SP_ASSIGN(std::string x, im.input(i));
+      if (group.empty()) {
+        SP_TRY(im.alias(im.output(i), x));
+        continue;
+      }
+      AttrMap a{{"group", group}};
+      if (op == OpKind::AllGather) {
+        int64_t rank = int64_t(im.val(x).type.shape.size());
+        int64_t axis = attrInt(im, "axis", 0);
+        int64_t norm = axis < 0 ? axis + rank : axis;
+        if (norm < 0 || norm >= rank)
+          return im.err("bad-axis", "com.microsoft::AllGather '" + im.nodeName() + "': axis " +
+                                        std::to_string(axis) + " out of range for input '" + x +
+                                        "' of rank " + std::to_string(rank));
+        a["dim"] = norm;
+      }
+      SP_TRY(im.emit1(op, {x}, a, im.output(i)));
+    }
     return okStatus();
   };
 }
