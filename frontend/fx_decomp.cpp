@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "frontend/fx_decomp_expr.h"
@@ -54,6 +55,12 @@ Status parseHeaderLine(Decomposition& d, const std::string& key, const std::stri
       std::string n = trim(a.substr(0, a.find('=')));
       if (a.find('=') != std::string::npos) arg.dflt = trim(a.substr(a.find('=') + 1));
       arg.tensor = !n.empty() && n[0] == '%';
+      // `%result|out`: one argument under several names (schemas differ by version).
+      for (size_t bar; (bar = n.rfind('|')) != std::string::npos; n = trim(n.substr(0, bar))) {
+        std::string alias = trim(n.substr(bar + 1));
+        if (!isName(alias)) return bad("bad argument alias '" + alias + "' in '" + a + "'");
+        arg.aliases.insert(arg.aliases.begin(), alias);
+      }
       arg.name = arg.tensor ? valueName(n) : n;
       if (!isName(arg.name)) return bad("bad argument '" + a + "' (expected %tensor or name [= default])");
       if (arg.tensor && arg.dflt) return bad("tensor argument '" + n + "' cannot have a default");
@@ -89,6 +96,14 @@ Status parseHeaderLine(Decomposition& d, const std::string& key, const std::stri
 
 Status checkDecomp(const Decomposition& d) {
   std::string where = d.file + ":" + std::to_string(d.line);
+  std::set<std::string> names;
+  for (const auto& a : d.args) {
+    std::vector<std::string> all = a.aliases;
+    all.insert(all.begin(), a.name);
+    for (const auto& n : all)
+      if (!names.insert(n).second)
+        return makeError("fx-decomp-syntax", "argument name '" + n + "' is declared twice", where);
+  }
   if (d.outputs.empty() && d.mutates.empty())
     return makeError("fx-decomp-syntax", "decomposition of " + d.op + " has no outputs and mutates nothing", where);
   for (const auto& [a, v] : d.mutates) {
@@ -99,6 +114,12 @@ Status checkDecomp(const Decomposition& d) {
 }
 
 }  // namespace
+
+const DecompArg* Decomposition::findArg(const std::string& name) const {
+  for (const auto& a : args)
+    if (a.name == name || std::find(a.aliases.begin(), a.aliases.end(), name) != a.aliases.end()) return &a;
+  return nullptr;
+}
 
 Result<std::vector<Decomposition>> parseDecompFile(const std::string& text, const std::string& path) {
   std::vector<Decomposition> out;

@@ -6,6 +6,7 @@
 //
 //   decomp apex.fused_layer_norm_affine_fwd.default    # the op after torch.ops.
 //   args %input, %weight, %bias, normalized_shape, eps = 1e-5
+//                                                      # %a|b: the argument a, also called b
 //   outputs %y, %mean, %invvar                         # the op's results, in order
 //   mutates result -> %out                             # new values of mutated args
 //   require len(normalized_shape) == 1 : "message"  # checked per call
@@ -27,6 +28,7 @@ namespace sp::frontend::fx {
 
 struct DecompArg {
   std::string name;
+  std::vector<std::string> aliases;  // other names of the argument (`%result|out`)
   bool tensor = false;
   std::optional<std::string> dflt;  // default value text (scalars only)
 };
@@ -41,6 +43,9 @@ struct Decomposition {
   int bodyLine = 0;                                              // line of the body's first line
   std::string file;
   int line = 0;                                                  // of the `decomp` line
+
+  // The argument called `name` or one of its aliases; nullptr if none.
+  const DecompArg* findArg(const std::string& name) const;
 };
 
 // Parses one file (any number of `decomp` blocks).
@@ -64,7 +69,10 @@ std::string defaultDecompDir();
 
 // Maps the current call (e.call, outputs set up by the importer) through d:
 // outputs are d.outputs then d.mutates' values when `functionalized` (the
-// auto_functionalized tuple), d.outputs otherwise.
-Status mapDecomposition(Emitter& e, const Decomposition& d, bool functionalized);
+// auto_functionalized tuple), d.outputs otherwise. With `bases`
+// (auto_functionalized_v2) the new values follow in that order of argument
+// names instead. Keyword arguments may use an alias of a declared name.
+Status mapDecomposition(Emitter& e, const Decomposition& d, bool functionalized,
+                        const std::vector<std::string>* bases = nullptr);
 
 }  // namespace sp::frontend::fx

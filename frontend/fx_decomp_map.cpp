@@ -90,9 +90,8 @@ Result<ir::Graph> bodyGraph(Emitter& e, const Decomposition& d, const DecompEnv&
   return std::move(*g);
 }
 
-}  // namespace
-
-Status mapDecomposition(Emitter& e, const Decomposition& d, bool functionalized) {
+// mapDecomposition with the call's keyword arguments under declared names.
+Status mapRenamed(Emitter& e, const Decomposition& d, bool functionalized, const std::vector<std::string>* bases) {
   SP_ASSIGN(DecompEnv env, bindArgs(e, d));
   for (const auto& [expr, msg] : d.requires_) {
     auto v = evalDecompExpr(expr, env);
@@ -105,8 +104,19 @@ Status mapDecomposition(Emitter& e, const Decomposition& d, bool functionalized)
   std::vector<std::string> results = d.outputs;
   size_t first = 0;
   if (functionalized && d.outputs.empty()) first = 1;
-  for (const auto& [arg, v] : d.mutates)
-    if (functionalized) results.push_back(v);
+  if (functionalized && bases) {
+    for (const auto& b : *bases) {
+      const DecompArg* a = d.findArg(b);
+      auto m = std::find_if(d.mutates.begin(), d.mutates.end(),
+                            [&](const auto& mu) { return a && mu.first == a->name; });
+      if (m == d.mutates.end())
+        return e.error("fx-arg", "auto_functionalized_v2 gives a new value of '" + b + "', which the decomposition " +
+                                     d.file + " does not declare as mutated");
+      results.push_back(m->second);
+    }
+  } else if (functionalized) {
+    for (const auto& [arg, v] : d.mutates) results.push_back(v);
+  }
   SP_ASSIGN(ir::Graph g, bodyGraph(e, d, env, results));
   if (!g.params().empty())
     return e.error("fx-decomp", "decomposition " + d.file + " declares parameters; use constant nodes");
@@ -151,6 +161,21 @@ Status mapDecomposition(Emitter& e, const Decomposition& d, bool functionalized)
     SP_TRY(e.outValue(k, v));
   }
   return okStatus();
+}
+
+}  // namespace
+
+Status mapDecomposition(Emitter& e, const Decomposition& d, bool functionalized,
+                        const std::vector<std::string>* bases) {
+  // Keyword arguments under an alias (`out` for `result`) take the declared name.
+  Expr renamed = *e.call;
+  for (auto& [k, v] : renamed.kwargs)
+    if (const DecompArg* a = d.findArg(k)) k = a->name;
+  const Expr* original = e.call;
+  e.call = &renamed;
+  Status st = mapRenamed(e, d, functionalized, bases);
+  e.call = original;
+  return st;
 }
 
 }  // namespace sp::frontend::fx

@@ -1,7 +1,8 @@
 #include "frontend/fx_emit.h"
 
-#include <cmath>
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstring>
 
 namespace sp::frontend::fx {
@@ -50,6 +51,8 @@ Result<TRef> Emitter::tensorOf(const Expr& e) {
   if (e.kind != Expr::Kind::Name) return error("fx-arg", "expected a tensor, got " + e.str());
   auto it = env.find(e.s);
   if (it != env.end()) return it->second;
+  if (syms.count(e.s))
+    return error("fx-arg", "value '" + e.s + "' is the symbolic size Sym(" + syms.at(e.s) + "), not a tensor");
   if (attrs.count(e.s))
     return error("fx-attr-type", "the type of 'self." + attrs.at(e.s) +
                                      "' is unknown: it is used before an identity-like op declares it");
@@ -84,6 +87,23 @@ Result<std::vector<std::optional<TRef>>> Emitter::tensorList(size_t i, const cha
   return out;
 }
 
+// A SymInt node whose value is a known integer (`Sym(8)`).
+static std::optional<int64_t> knownSym(const std::map<std::string, std::string>& syms, const Expr& e) {
+  if (e.kind != Expr::Kind::Name || !syms.count(e.s)) return std::nullopt;
+  const std::string& t = syms.at(e.s);
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || p != t.data() + t.size()) return std::nullopt;
+  return v;
+}
+
+// " (the symbolic size Sym(s0) ...)" when e names a SymInt node.
+static std::string symNote(const std::map<std::string, std::string>& syms, const Expr& e) {
+  if (e.kind != Expr::Kind::Name || !syms.count(e.s)) return "";
+  return " ('" + e.s + "' is the symbolic size Sym(" + syms.at(e.s) +
+         "); sizes passed as arguments must be known integers)";
+}
+
 Result<int64_t> Emitter::integer(size_t i, const char* kw, std::optional<int64_t> dflt) {
   const Expr* e = arg(i, kw);
   if (!e || e->kind == Expr::Kind::None) {
@@ -92,6 +112,8 @@ Result<int64_t> Emitter::integer(size_t i, const char* kw, std::optional<int64_t
   }
   if (e->kind == Expr::Kind::Int) return e->i;
   if (e->kind == Expr::Kind::Bool) return int64_t(e->b);
+  if (auto v = knownSym(syms, *e)) return *v;
+  if (!symNote(syms, *e).empty()) return error("fx-arg", argName(i, kw) + " must be an integer" + symNote(syms, *e));
   return error("fx-arg", argName(i, kw) + " must be an integer, got " + e->str());
 }
 
@@ -123,9 +145,16 @@ Result<std::vector<int64_t>> Emitter::ints(size_t i, const char* kw,
     return error("fx-arg", argName(i, kw) + " must be a list of integers, got " + e->str());
   std::vector<int64_t> out;
   for (const auto& item : e->items) {
-    if (item.kind != Expr::Kind::Int)
-      return error("fx-arg", argName(i, kw) + " must be a list of integers, got " + e->str() +
-                                 (item.kind == Expr::Kind::Name ? " (symbolic sizes are not supported)" : ""));
+    if (auto v = knownSym(syms, item)) {
+      out.push_back(*v);
+      continue;
+    }
+    if (item.kind != Expr::Kind::Int) {
+      std::string note;
+      if (item.kind == Expr::Kind::Name) note = symNote(syms, item);
+      if (item.kind == Expr::Kind::Name && note.empty()) note = " (symbolic sizes are not supported)";
+      return error("fx-arg", argName(i, kw) + " must be a list of integers, got " + e->str() + note);
+    }
     out.push_back(item.i);
   }
   return out;

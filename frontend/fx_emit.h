@@ -112,6 +112,7 @@ class Emitter {
   // ---- graph state ----
   std::map<std::string, TRef> env;               // FX name -> IR value
   std::map<std::string, std::string> attrs;      // FX name -> `self.<attr>` (type unresolved)
+  std::map<std::string, std::string> syms;       // FX name -> SymInt text ("s0", "u0 >= 0")
   std::vector<PendingLeaf> leaves;
   std::vector<PendingOp> ops;
   const FxOptions& opts;

@@ -3,6 +3,8 @@
 // the graph or the per-rank program.
 #include "frontend/fx_import.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -25,6 +27,58 @@ struct Built {
 
 std::string lineLoc(const std::string& path, int line) { return path + ":" + std::to_string(line); }
 
+// `Sym(s0)` -> "s0": the annotation of a SymInt value (a size, not a tensor).
+std::optional<std::string> symText(const std::optional<std::string>& annotation) {
+  if (!annotation || annotation->rfind("Sym(", 0) != 0 || annotation->back() != ')') return std::nullopt;
+  return annotation->substr(4, annotation->size() - 5);
+}
+
+// Calls that only assert facts about sizes (Dynamo's runtime checks of
+// data-dependent sizes): no value, nothing to import.
+bool isSizeAssertion(const Expr& v) {
+  static const char* kOps[] = {"torch.ops.aten._assert_scalar.default",
+                               "torch.ops.aten.sym_constrain_range_for_size.default",
+                               "torch.ops.aten.sym_constrain_range.default",
+                               "torch.ops.aten._assert_async.msg",
+                               "torch.ops.aten._assert_async.default",
+                               "torch._check",
+                               "torch._check_is_size"};
+  if (v.kind != Expr::Kind::Call) return false;
+  for (const char* op : kOps)
+    if (v.s == op) return true;
+  return false;
+}
+
+// Size queries of tensors (SymInt results), when printed without a type.
+bool isSizeQuery(const Expr& v) {
+  return v.kind == Expr::Kind::Call &&
+         (v.s.rfind("torch.ops.aten.sym_size", 0) == 0 || v.s.rfind("torch.ops.aten.sym_numel", 0) == 0 ||
+          v.s.rfind("torch.ops.aten.sym_stride", 0) == 0 || v.s.rfind("torch.ops.aten.sym_storage_offset", 0) == 0);
+}
+
+// Unbacked symbols (u0, u1: sizes Dynamo learns only at run time, from
+// nonzero, item, unique, ...) of a shape.
+std::set<std::string> unbackedSymbols(const ir::Shape& s) {
+  std::set<std::string> out;
+  for (const auto& d : s)
+    for (const auto& sym : d.syms)
+      if (sym.size() > 1 && sym[0] == 'u' &&
+          std::all_of(sym.begin() + 1, sym.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+        out.insert(sym);
+  return out;
+}
+
+// Unbacked symbols of the tensors an expression reads.
+void readSymbols(const Emitter& e, const Expr& x, std::set<std::string>& out) {
+  if (x.kind == Expr::Kind::Name) {
+    if (auto it = e.env.find(x.s); it != e.env.end())
+      for (const auto& u : unbackedSymbols(it->second.type.shape)) out.insert(u);
+    return;
+  }
+  for (const auto& i : x.items) readSymbols(e, i, out);
+  for (const auto& [k, v] : x.kwargs) readSymbols(e, v, out);
+}
+
 // `x[k]` or `operator.getitem(x, k)` -> (x, k).
 bool asGetitem(const Expr& v, std::string& base, int64_t& idx) {
   const Expr* b = nullptr;
@@ -45,17 +99,62 @@ bool asGetitem(const Expr& v, std::string& base, int64_t& idx) {
 // The op a call statement applies: an ATen-style call, or the op wrapped by
 // `torch.ops.higher_order.auto_functionalized(op, **kwargs)` (functionalized
 // mutating kernels such as vLLM's `_C.rms_norm`), whose call is rebuilt
-// without the op operand in `wrapped`.
-Result<std::string> calledOp(Emitter& e, const Expr& call, Expr& wrapped, bool& functionalized) {
+// without the op operand in `wrapped`. auto_functionalized_v2 passes each
+// mutated argument as `_<arg>_base_index = k` into `_all_bases`; the call is
+// rebuilt with `<arg> = _all_bases[k]`, and `bases` lists the mutated
+// arguments by base index (the order of the new values in its tuple).
+Result<std::string> calledOp(Emitter& e, const Expr& call, Expr& wrapped, bool& functionalized,
+                             std::vector<std::string>& bases) {
   functionalized = false;
-  if (call.s == "torch.ops.higher_order.auto_functionalized") {
+  bases.clear();
+  bool v2 = call.s == "torch.ops.higher_order.auto_functionalized_v2";
+  if (call.s == "torch.ops.higher_order.auto_functionalized" || v2) {
+    std::string hop = v2 ? "auto_functionalized_v2" : "auto_functionalized";
     if (call.items.empty() || call.items[0].kind != Expr::Kind::Dotted ||
         call.items[0].s.rfind("torch.ops.", 0) != 0)
-      return makeError("fx-arg", "auto_functionalized needs the op as its first argument", e.captureLoc);
+      return makeError("fx-arg", hop + " needs the op as its first argument", e.captureLoc);
     wrapped = call;
     wrapped.items.erase(wrapped.items.begin());
     functionalized = true;
-    return call.items[0].s.substr(10);
+    std::string op = call.items[0].s.substr(10);
+    if (!v2) return op;
+    const Expr* all = nullptr;
+    for (const auto& [k, v] : call.kwargs)
+      if (k == "_all_bases") all = &v;
+    if (!all || all->kind != Expr::Kind::List)
+      return makeError("fx-arg", hop + " of " + op + " has no _all_bases list", e.captureLoc);
+    bases.assign(all->items.size(), "");
+    wrapped.kwargs.clear();
+    for (const auto& [k, v] : call.kwargs) {
+      if (k == "_all_bases") continue;
+      if (k.size() < 2 || k[0] != '_') {
+        wrapped.kwargs.emplace_back(k, v);
+        continue;
+      }
+      const std::string suffix = "_base_index";
+      if (!k.ends_with(suffix))
+        return makeError("fx-unsupported",
+                         hop + " of " + op + ": '" + k + "' (a mutated argument that is a view of its base) is not "
+                             "supported; only whole bases can be imported",
+                         e.captureLoc);
+      std::string arg = k.substr(1, k.size() - 1 - suffix.size());
+      if (v.kind == Expr::Kind::None) continue;  // not mutated in this call
+      if (v.kind != Expr::Kind::Int || v.i < 0 || v.i >= int64_t(bases.size()))
+        return makeError("fx-arg", hop + " of " + op + ": " + k + " = " + v.str() + " is not an index into the " +
+                                       std::to_string(bases.size()) + " bases",
+                         e.captureLoc);
+      if (!bases[size_t(v.i)].empty())
+        return makeError("fx-unsupported", hop + " of " + op + ": arguments '" + bases[size_t(v.i)] + "' and '" + arg +
+                                               "' share base " + std::to_string(v.i),
+                         e.captureLoc);
+      bases[size_t(v.i)] = arg;
+      wrapped.kwargs.emplace_back(arg, all->items[size_t(v.i)]);
+    }
+    for (size_t k = 0; k < bases.size(); ++k)
+      if (bases[k].empty())
+        return makeError("fx-arg", hop + " of " + op + ": base " + std::to_string(k) + " is not used by any argument",
+                         e.captureLoc);
+    return op;
   }
   if (call.s.rfind("torch.ops.", 0) != 0)
     return makeError("fx-unsupported-call", "call of '" + call.s + "' is not an ATen op", e.captureLoc);
@@ -66,7 +165,28 @@ Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
                const std::map<int64_t, const Stmt*>* getitems, const DecompLibrary& lib) {
   Expr wrapped;
   bool functionalized = false;
-  SP_ASSIGN(std::string op, calledOp(e, s.value, wrapped, functionalized));
+  std::vector<std::string> bases;
+  SP_ASSIGN(std::string op, calledOp(e, s.value, wrapped, functionalized, bases));
+  // A size that no input determines (an unbacked u<N>) cannot be related
+  // between S and D: name the op that makes it.
+  std::set<std::string> known;
+  readSymbols(e, s.value, known);
+  std::vector<std::pair<std::string, int>> declared;
+  if (s.annotation) declared.emplace_back(*s.annotation, s.line);
+  if (getitems)
+    for (const auto& [k, st] : *getitems)
+      if (st->annotation) declared.emplace_back(*st->annotation, st->line);
+  for (const auto& [text, line] : declared) {
+    auto t = parseTensorAnnotation(text);
+    if (!t) continue;  // reported below with its location
+    for (const auto& u : unbackedSymbols(t->shape))
+      if (!known.count(u))
+        return makeError("fx-data-dependent",
+                         "node '" + s.target + "' (" + op + ") has the data-dependent size " + u + " (" + text +
+                             "): its extent depends on tensor values, not on input shapes, so S and D cannot be "
+                             "related; a model with a static size there is needed",
+                         lineLoc(path, line));
+  }
   const OpMapping* m = functionalized ? nullptr : findOpMapping(op);
   const Decomposition* d = m ? nullptr : lib.find(op);
   if (!m && !d)
@@ -79,7 +199,8 @@ Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
     return makeError("fx-unsupported", op + " mutates its arguments; only its auto_functionalized form can be imported",
                      e.captureLoc);
   int tupleOutputs = m ? m->tupleOutputs
-                     : functionalized ? int(std::max<size_t>(1, d->outputs.size()) + d->mutates.size())
+                     : functionalized ? int(std::max<size_t>(1, d->outputs.size()) +
+                                            (s.value.s.ends_with("_v2") ? bases.size() : d->mutates.size()))
                      : d->outputs.size() == 1 ? 0 : int(d->outputs.size());
   e.call = functionalized ? &wrapped : &s.value;
   e.op = op;
@@ -119,11 +240,32 @@ Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
       }
   }
   e.outBound.assign(e.outNames.size(), false);
-  SP_TRY(m ? m->fn(e) : mapDecomposition(e, *d, functionalized));
+  SP_TRY(m ? m->fn(e) : mapDecomposition(e, *d, functionalized, s.value.s.ends_with("_v2") ? &bases : nullptr));
   e.call = nullptr;  // `wrapped` dies here
   for (size_t k = 0; k < e.outNames.size(); ++k)
     SP_ASSERT(e.outNames[k].empty() || e.outBound[k],
               "fx mapping of " + op + " did not produce output " + std::to_string(k));
+  return okStatus();
+}
+
+// A name unpacked from tree_flatten_spec: a graph input typed by its
+// declaration line (a SymInt when declared `Sym(...)`).
+Status addFlattenedInput(Emitter& e, const std::string& name, const std::map<std::string, const Stmt*>& declared,
+                         const std::string& path) {
+  auto d = declared.find(name);
+  if (d == declared.end())
+    return makeError("fx-untyped", "'" + name + "' is unpacked from tree_flatten_spec but has no declaration line ('" +
+                                       name + ": \"f32[...]\";')",
+                     e.captureLoc);
+  const Stmt& st = *d->second;
+  if (auto sym = symText(st.annotation)) {
+    e.syms[name] = *sym;
+    return okStatus();
+  }
+  auto t = parseTensorAnnotation(*st.annotation);
+  if (!t) return makeError(t.error().id, "'" + name + "': " + t.error().message, lineLoc(path, st.line));
+  e.leaves.push_back({name, *t, false, std::nullopt, ir::SourceLoc{path, st.line, st.col, ""}});
+  e.env[name] = TRef{name, *t};
   return okStatus();
 }
 
@@ -138,8 +280,21 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
   Emitter e(m, opts, rank);
   e.worldSize = worldSize;
   e.capturePath = path;
+  // AOTAutograd joint graphs take pytree containers (`primals`, `tangents`)
+  // and unpack them with tree_flatten_spec into declared names.
+  std::set<std::string> flattened;
+  for (const auto& s : m.body)
+    if (s.kind == Stmt::Kind::Unpack && s.value.kind == Expr::Kind::Call && s.value.s.ends_with("tree_flatten_spec") &&
+        !s.value.items.empty())
+      for (const auto& c : s.value.items[0].items)
+        if (c.kind == Expr::Kind::Name) flattened.insert(c.s);
   for (const auto& p : m.params) {
     std::string loc = lineLoc(path, p.line);
+    if (auto sym = symText(p.annotation)) {
+      e.syms[p.name] = *sym;
+      continue;
+    }
+    if (!p.annotation && flattened.count(p.name)) continue;
     if (!p.annotation)
       return makeError("fx-untyped", "forward argument '" + p.name + "' has no type annotation", loc);
     auto t = parseTensorAnnotation(*p.annotation);
@@ -156,9 +311,29 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
   }
   std::vector<std::pair<std::string, ir::SourceLoc>> outputs;
   std::set<std::string> outNames;
+  std::map<std::string, const Stmt*> declared;  // `name: "type";` lines
   for (const auto& s : m.body) {
     e.captureLoc = lineLoc(path, s.line);
     const Expr& v = s.value;
+    if (s.kind == Stmt::Kind::Declare) {
+      declared[s.target] = &s;
+      continue;
+    }
+    if (s.kind == Stmt::Kind::Unpack) {
+      if (v.kind != Expr::Kind::Call || !v.s.ends_with("tree_flatten_spec"))
+        return makeError("fx-unsupported-stmt", "unsupported unpacking of " + v.str(), e.captureLoc);
+      for (const auto& t : s.targets) SP_TRY(addFlattenedInput(e, t, declared, path));
+      continue;
+    }
+    if (auto sym = symText(s.annotation)) {
+      e.syms[s.target] = *sym;
+      continue;
+    }
+    if (isSizeAssertion(v)) continue;
+    if (!s.annotation && isSizeQuery(v)) {
+      e.syms[s.target] = v.str();
+      continue;
+    }
     if (s.kind == Stmt::Kind::Return) {
       const Expr* r = &v;
       if (r->kind == Expr::Kind::Call && r->s.ends_with("tree_unflatten") && !r->items.empty())

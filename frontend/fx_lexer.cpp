@@ -1,5 +1,7 @@
 #include "frontend/fx_lexer.h"
 
+#include <cctype>
+#include <optional>
 #include <string_view>
 
 namespace sp::frontend::fx {
@@ -8,10 +10,10 @@ namespace {
 
 class Lexer {
  public:
-  Lexer(const std::string& text, const std::string& path) : t_(text), path_(path) {}
+  explicit Lexer(const std::string& text) : t_(text) {}
 
-  Result<std::vector<Token>> run() {
-    std::vector<Token> out;
+  std::vector<Token> run() {
+    std::vector<Token>& out = out_;
     int depth = 0;
     while (pos_ < t_.size()) {
       char c = t_[pos_];
@@ -54,33 +56,39 @@ class Lexer {
             break;
           }
         }
-        if (pos_ < t_.size() && (std::isalpha(uchar(t_[pos_])) || t_[pos_] == '_'))
-          return err(line_, col_, "malformed number '" + t_.substr(start, pos_ - start + 1) + "'");
+        if (pos_ < t_.size() && (std::isalpha(uchar(t_[pos_])) || t_[pos_] == '_')) {
+          error(line_, col_, "malformed number '" + t_.substr(start, pos_ - start + 1) + "'");
+          while (pos_ < t_.size() && (std::isalnum(uchar(t_[pos_])) || t_[pos_] == '_')) advance();
+          continue;
+        }
         out.push_back({isFloat ? Token::Kind::Float : Token::Kind::Int,
                        t_.substr(start, pos_ - start), line, col});
       } else if (c == '\'' || c == '"') {
-        SP_ASSIGN(std::string s, lexString(c));
-        out.push_back({Token::Kind::Str, std::move(s), line, col});
-      } else if (c == '-' && peek(1) == '>') {
+        if (auto s = lexString(c)) out.push_back({Token::Kind::Str, std::move(*s), line, col});
+      } else if (std::string op = twoCharOp(); !op.empty()) {
         advance();
         advance();
-        out.push_back({Token::Kind::Punct, "->", line, col});
-      } else if (std::string_view("()[]{},:=.;-+*@").find(c) != std::string_view::npos) {
+        out.push_back({Token::Kind::Punct, op, line, col});
+      } else if (std::string_view("()[]{},:=.;-+*@/%<>~&|^").find(c) != std::string_view::npos) {
+        advance();
         if (c == '(' || c == '[' || c == '{') ++depth;
         if (c == ')' || c == ']' || c == '}') {
-          if (depth == 0) return err(line, col, std::string("unmatched '") + c + "'");
+          if (depth == 0) {
+            error(line, col, std::string("unmatched '") + c + "'");
+            continue;
+          }
           --depth;
         }
-        advance();
         out.push_back({Token::Kind::Punct, std::string(1, c), line, col});
       } else {
-        return err(line, col, std::string("unexpected character '") + c + "'");
+        error(line, col, std::string("unexpected character '") + c + "'");
+        advance();
       }
     }
-    if (depth != 0) return err(line_, col_, "unclosed bracket at end of file");
+    if (depth != 0) error(line_, col_, "unclosed bracket at end of file");
     out.push_back({Token::Kind::Newline, "", line_, col_});
     out.push_back({Token::Kind::End, "", line_, col_});
-    return out;
+    return std::move(out_);
   }
 
  private:
@@ -95,15 +103,24 @@ class Lexer {
     }
     ++pos_;
   }
-  Error err(int line, int col, const std::string& msg) const {
-    return makeError("fx-syntax", msg, path_ + ":" + std::to_string(line) + ":" + std::to_string(col));
+  void error(int line, int col, const std::string& msg) { out_.push_back({Token::Kind::Error, msg, line, col}); }
+  std::string twoCharOp() const {
+    static const char* kOps[] = {"->", "<=", ">=", "==", "!=", "//", "**"};
+    for (const char* op : kOps)
+      if (t_[pos_] == op[0] && peek(1) == op[1]) return op;
+    return "";
   }
-  Result<std::string> lexString(char quote) {
+  // The string's text, or nullopt after an Error token (the rest of the line
+  // is skipped).
+  std::optional<std::string> lexString(char quote) {
     int line = line_, col = col_;
     advance();
     std::string s;
     while (true) {
-      if (pos_ >= t_.size() || t_[pos_] == '\n') return err(line, col, "unterminated string");
+      if (pos_ >= t_.size() || t_[pos_] == '\n') {
+        error(line, col, "unterminated string");
+        return std::nullopt;
+      }
       char c = t_[pos_];
       if (c == quote) {
         advance();
@@ -122,7 +139,7 @@ class Lexer {
   }
 
   const std::string& t_;
-  const std::string& path_;
+  std::vector<Token> out_;
   size_t pos_ = 0;
   int line_ = 1;
   int col_ = 1;
@@ -130,8 +147,6 @@ class Lexer {
 
 }  // namespace
 
-Result<std::vector<Token>> lex(const std::string& text, const std::string& path) {
-  return Lexer(text, path).run();
-}
+std::vector<Token> lex(const std::string& text) { return Lexer(text).run(); }
 
 }  // namespace sp::frontend::fx

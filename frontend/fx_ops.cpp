@@ -132,6 +132,8 @@ const OpMapping kOps[] = {
     {"aten.new_zeros.default", mapFactory, 0},
     {"aten.new_ones.default", mapFactory, 0},
     {"aten.new_empty.default", mapFactory, 0},
+    {"aten.new_empty_strided.default", mapFactory, 0},
+    {"aten.empty_strided.default", mapFactory, 0},
     {"aten.new_full.default", mapFactory, 0},
     {"aten.scalar_tensor.default", mapFactory, 0},
     {"aten.fill.Scalar", mapFactory, 0},

@@ -292,12 +292,25 @@ Status mapIndex(Emitter& e) {
 }
 
 // x[mask] = v (mask over leading dims) as where(mask, v, x); x[idx] = v with a
-// 1-D integer index on dim 0 as a scatter (reduction add if accumulate).
+// 1-D integer index on dim 0 as a scatter (reduction add if accumulate);
+// x[arange(n), t] = v on a 2-D x as a scatter along dim 1.
 Status mapIndexPut(Emitter& e) {
   SP_ASSIGN(TRef x, e.tensor(0, "self"));
   SP_ASSIGN(auto list, e.tensorList(1, "indices"));
   SP_ASSIGN(TRef v, e.tensor(2, "values"));
   SP_ASSIGN(bool acc, e.boolean(3, "accumulate", false));
+  // x[arange(n), t] = v: one element per row, a scatter along dim 1.
+  if (isRowPick(e, x, list)) {
+    ir::Shape n{x.type.shape[0]};
+    auto b = broadcastShapes(v.type.shape, n);
+    if (!b || *b != n)
+      return e.error("fx-unsupported", "index_put values " + v.type.str() + " must broadcast to " + ir::shapeStr(n) +
+                                           " (one per row of " + x.type.str() + ")");
+    TRef idx = e.unsqueeze(e.cast(*list[1], DType::I64), {1});
+    TRef vals = e.unsqueeze(e.expand(e.cast(v, x.dtype()), n), {1});
+    return e.out(0, OpKind::ScatterElements, {x, idx, vals},
+                 {{"axis", int64_t(1)}, {"reduction", std::string(acc ? "add" : "none")}});
+  }
   if (list.size() != 1 || !list[0])
     return e.error("fx-unsupported", "index_put supports one index tensor on dim 0, got " +
                                          std::to_string(list.size()));

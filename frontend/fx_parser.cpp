@@ -74,8 +74,10 @@ class Parser {
   const Token& cur() const { return toks_[pos_]; }
   bool isName(const char* n) const { return cur().kind == Token::Kind::Name && cur().text == n; }
   bool isPunct(const char* p) const { return cur().kind == Token::Kind::Punct && cur().text == p; }
+  // At an Error token the lexer's message is the error.
   Error err(const Token& t, const std::string& msg) const {
-    return makeError("fx-syntax", msg, path_ + ":" + std::to_string(t.line) + ":" + std::to_string(t.col));
+    return makeError("fx-syntax", t.kind == Token::Kind::Error ? t.text : msg,
+                     path_ + ":" + std::to_string(t.line) + ":" + std::to_string(t.col));
   }
   std::string describe(const Token& t) const {
     switch (t.kind) {
@@ -133,7 +135,8 @@ class Parser {
     return endStatement();
   }
 
-  // `a: "t" = expr`, or a chain `a = b = expr` (one statement per target).
+  // `a: "t" = expr`, a chain `a = b = expr` (one statement per target), a
+  // declaration `a: "t"` or an unpacking `a, b, = expr`.
   Result<std::vector<Stmt>> parseAssign() {
     const Token& t = cur();
     if (t.kind != Token::Kind::Name) return err(t, "expected a statement, got " + describe(t));
@@ -142,12 +145,33 @@ class Parser {
     s.line = t.line;
     s.col = t.col;
     ++pos_;
+    if (isPunct(",")) {
+      s.kind = Stmt::Kind::Unpack;
+      s.targets.push_back(s.target);
+      s.target.clear();
+      while (isPunct(",")) {
+        ++pos_;
+        if (isPunct("=")) break;
+        if (cur().kind != Token::Kind::Name)
+          return err(cur(), "expected a name to unpack into, got " + describe(cur()));
+        s.targets.push_back(cur().text);
+        ++pos_;
+      }
+      SP_TRY(expect("="));
+      SP_ASSIGN(s.value, parseExpr());
+      return std::vector<Stmt>{s};
+    }
     if (isPunct(":")) {
       ++pos_;
       if (cur().kind != Token::Kind::Str)
         return err(cur(), "expected a quoted type annotation, got " + describe(cur()));
       s.annotation = cur().text;
       ++pos_;
+      if (isPunct(";") || cur().kind == Token::Kind::Newline || cur().kind == Token::Kind::Comment ||
+          cur().kind == Token::Kind::End) {
+        s.kind = Stmt::Kind::Declare;
+        return std::vector<Stmt>{s};
+      }
     }
     SP_TRY(expect("="));
     SP_ASSIGN(s.value, parseExpr());
@@ -178,28 +202,78 @@ class Parser {
     return err(t, "expression nested deeper than " + std::to_string(kMaxNesting) + " levels");
   }
 
-  Result<Expr> parseExpr() {
+  // Infix operators by precedence level (lowest first), as operator.* calls.
+  static const char* binaryOp(const std::string& p, int level) {
+    static const std::vector<std::vector<std::pair<const char*, const char*>>> kLevels = {
+        {{"<", "operator.lt"}, {">", "operator.gt"}, {"<=", "operator.le"}, {">=", "operator.ge"},
+         {"==", "operator.eq"}, {"!=", "operator.ne"}},
+        {{"+", "operator.add"}, {"-", "operator.sub"}},
+        {{"*", "operator.mul"}, {"/", "operator.truediv"}, {"//", "operator.floordiv"}, {"%", "operator.mod"},
+         {"@", "operator.matmul"}},
+        {{"**", "operator.pow"}},
+    };
+    for (const auto& [tok, name] : kLevels[size_t(level)])
+      if (p == tok) return name;
+    return nullptr;
+  }
+
+  Result<Expr> parseExpr() { return parseBinary(0); }
+
+  Result<Expr> parseBinary(int level) {
+    if (level == 4) return parseUnary();
+    SP_ASSIGN(Expr lhs, parseBinary(level + 1));
+    while (cur().kind == Token::Kind::Punct) {
+      const char* name = binaryOp(cur().text, level);
+      if (!name) break;
+      ++pos_;
+      // ** is right-associative.
+      SP_ASSIGN(Expr rhs, parseBinary(level == 3 ? level : level + 1));
+      Expr call;
+      call.kind = Expr::Kind::Call;
+      call.s = name;
+      call.line = lhs.line;
+      call.col = lhs.col;
+      call.items.push_back(std::move(lhs));
+      call.items.push_back(std::move(rhs));
+      lhs = std::move(call);
+    }
+    return lhs;
+  }
+
+  // Unary minus/plus: folded into a number, else operator.neg / operator.pos.
+  Result<Expr> parseUnary() {
+    const Token& t = cur();
+    if (!isPunct("-") && !isPunct("+")) return parsePrimary();
+    Nest nest(depth_);
+    SP_TRY(tooDeep(t));
+    bool neg = isPunct("-");
+    ++pos_;
+    SP_ASSIGN(Expr inner, parseUnary());
+    if (inner.kind == Expr::Kind::Int && neg && inner.i == std::numeric_limits<int64_t>::min()) {
+      return err(t, "integer literal out of range");
+    } else if (inner.kind == Expr::Kind::Int) {
+      inner.i = neg ? -inner.i : inner.i;
+    } else if (inner.kind == Expr::Kind::Float) {
+      inner.f = neg ? -inner.f : inner.f;
+    } else {
+      Expr call;
+      call.kind = Expr::Kind::Call;
+      call.s = neg ? "operator.neg" : "operator.pos";
+      call.items.push_back(std::move(inner));
+      inner = std::move(call);
+    }
+    inner.line = t.line;
+    inner.col = t.col;
+    return inner;
+  }
+
+  Result<Expr> parsePrimary() {
     const Token& t = cur();
     Nest nest(depth_);
     SP_TRY(tooDeep(t));
     Expr e;
     e.line = t.line;
     e.col = t.col;
-    if (isPunct("-") || isPunct("+")) {
-      bool neg = isPunct("-");
-      ++pos_;
-      SP_ASSIGN(Expr inner, parseExpr());
-      if (inner.kind == Expr::Kind::Int) {
-        inner.i = neg ? -inner.i : inner.i;
-      } else if (inner.kind == Expr::Kind::Float) {
-        inner.f = neg ? -inner.f : inner.f;
-      } else {
-        return err(t, "unary '" + t.text + "' applies only to numbers, got " + inner.str());
-      }
-      inner.line = e.line;
-      inner.col = e.col;
-      return inner;
-    }
     if (t.kind == Token::Kind::Int) {
       e.kind = Expr::Kind::Int;
       std::string digits;
@@ -402,8 +476,7 @@ std::string Expr::str() const {
 }
 
 Result<Module> parseModule(const std::string& text, const std::string& path) {
-  SP_ASSIGN(auto toks, lex(text, path));
-  return Parser(std::move(toks), path).run();
+  return Parser(lex(text), path).run();
 }
 
 std::optional<ir::DType> dtypeFromTorchName(const std::string& name) {

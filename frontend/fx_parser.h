@@ -3,6 +3,8 @@
 // (GraphModule.print_readable / the `code` of a traced module): the typed
 // `def forward(self, x: "f32[8, 16]", ...)` signature, one assignment per node,
 // `# File: path:line in fn, code: ...` source comments, and the return.
+// Infix arithmetic and comparisons (SymInt expressions such as
+// `sym_size_int >= 0`) parse as calls of "operator.<name>" (operator.ge).
 // The result is a small syntax tree; fx_import.cpp gives it meaning.
 #include <optional>
 #include <string>
@@ -32,10 +34,14 @@ struct Expr {
   std::string str() const;  // Python-like rendering for messages
 };
 
+// Assign: `name: "type" = value` (or a chain `a = b = value`, one statement
+// per target). Declare: `name: "type";` without a value (AOTAutograd joint
+// graphs declare their flattened inputs so). Unpack: `a, b, = value`.
 struct Stmt {
-  enum class Kind { Assign, Return };
+  enum class Kind { Assign, Declare, Unpack, Return };
   Kind kind = Kind::Assign;
-  std::string target;                     // Assign: the node name
+  std::string target;                     // Assign, Declare: the node name
+  std::vector<std::string> targets;       // Unpack: the names, in order
   std::optional<std::string> annotation;  // "f32[8, 16]" (without quotes)
   Expr value;
   int line = 0;
@@ -57,7 +63,9 @@ struct Module {
   std::vector<Stmt> body;  // ends with the Return statement
 };
 
-// Errors: id "fx-syntax" with location "path:line:col".
+// Errors: id "fx-syntax" with location "path:line:col"; the first error in
+// reading order, lexical or not, of the text the parser reads (everything
+// before `def forward(` and after its return is skipped).
 Result<Module> parseModule(const std::string& text, const std::string& path);
 
 // "f32[8, 1536]", "b8[]", "bf16[s0, 768]" -> tensor type. Errors name the text.

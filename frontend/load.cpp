@@ -72,17 +72,10 @@ Result<ir::Program> loadRankDirectory(const std::string& dir, const FxOptions& f
     if (extensionOf(path) != ext)
       return makeError("mixed-formats", "directory '" + dir + "' mixes " + ext + " and " +
                                             extensionOf(path) + " rank files");
-  ir::ProgramBuilder pb(int64_t(files.size()), ir::Mesh{});
-  if (ext == ".onnx") {
-    for (const auto& [rank, path] : files) {
-      SP_ASSIGN(auto builder, importOnnxToBuilder(path));
-      SP_TRY(pb.setRank(rank, std::move(builder)));
-    }
-    return std::move(pb).finish();
-  }
+  std::vector<std::string> paths;
+  for (const auto& [rank, path] : files) paths.push_back(path);
+  if (ext == ".onnx") return importOnnxProgram(paths);
   if (ext == ".py") {
-    std::vector<std::string> paths;
-    for (const auto& [rank, path] : files) paths.push_back(path);
     if (paths.size() > 1) return importFxProgram(paths, fx);
     // One rank (a sequential capture): the mesh and rank lists describe the
     // distributed program given alongside it; here every group is this rank.

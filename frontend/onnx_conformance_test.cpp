@@ -163,6 +163,9 @@ const std::map<ir::OpKind, std::string> kNotInOnnxNodeTests = {
     {ir::OpKind::Gelu, "Gelu is opset 20; torch exports erf/tanh forms"},
     {ir::OpKind::Silu, "no ONNX op; torch exports x * sigmoid(x)"},
     {ir::OpKind::Dropout, "training dropout draws from numpy's generator"},
+    {ir::OpKind::Gemm,
+     "ONNX Gemm imports as transpose, matmul, mul and add (the matmul lemmas apply); kernel tested in "
+     "ir/kernels_test.cpp"},
     {ir::OpKind::AllReduce, "collective (tested in ir/scheduler_test.cpp)"},
     {ir::OpKind::AllGather, "collective (tested in ir/scheduler_test.cpp)"},
     {ir::OpKind::ReduceScatter, "collective (tested in ir/scheduler_test.cpp)"},

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <set>
 #include <sstream>
 
 #include "frontend/onnx_context.h"
@@ -285,6 +287,65 @@ Result<ir::GraphBuilder> importBytesToBuilder(const std::string& bytes, const st
 Result<ir::GraphBuilder> importOnnxToBuilder(const std::string& path, const OnnxOptions& opts) {
   SP_ASSIGN(std::string bytes, readFile(path));
   return importBytesToBuilder(bytes, path, opts);
+}
+
+std::string onnxContiguousGroup(int64_t size) { return "onnx_group" + std::to_string(size); }
+
+Result<ir::Program> importOnnxProgram(const std::vector<std::string>& rankFiles, const OnnxOptions& opts) {
+  int64_t world = int64_t(rankFiles.size());
+  if (world == 0) return makeError("no-rank-files", "no per-rank onnx files");
+  // Collectives name "world" or a contiguous group; their sizes are known
+  // from the names, and the contiguous groups used are declared afterwards.
+  auto used = std::make_shared<std::set<int64_t>>();
+  OnnxOptions o = opts;
+  o.worldSize = world;
+  o.collectiveGroup = "world";
+  o.groupSize = [world, used](const std::string& name) -> Result<int64_t> {
+    if (name == "world") return world;
+    for (int64_t g = 2; g < world; ++g)
+      if (world % g == 0 && name == onnxContiguousGroup(g)) {
+        used->insert(g);
+        return g;
+      }
+    return makeError("onnx-group", "unknown process group '" + name + "'");
+  };
+  std::vector<ir::GraphBuilder> builders;
+  for (int64_t r = 0; r < world; ++r) {
+    o.rank = r;
+    SP_ASSIGN(auto b, importOnnxToBuilder(rankFiles[size_t(r)], o));
+    builders.push_back(std::move(b));
+  }
+  // One group size below the world (TP groups inside replicas, the common
+  // case): a mesh [onnx_replica, onnx_group<g>], so relations can split over
+  // the group axis. Several sizes: named partitions on the one axis "world".
+  ir::Mesh mesh;
+  if (used->size() == 1) {
+    int64_t g = *used->begin();
+    mesh.axes = {{"onnx_replica", world / g}, {onnxContiguousGroup(g), g}};
+  }
+  ir::ProgramBuilder pb(world, mesh);
+  if (!mesh.axes.empty()) {
+    std::vector<int64_t> all;
+    for (int64_t r = 0; r < world; ++r) all.push_back(r);
+    SP_TRY(pb.addGroup("world", {all}));
+  } else {
+    for (int64_t g : *used) {
+      ir::GroupPartition part;
+      for (int64_t k = 0; k < world / g; ++k) {
+        part.emplace_back();
+        for (int64_t i = 0; i < g; ++i) part.back().push_back(k * g + i);
+      }
+      SP_TRY(pb.addGroup(onnxContiguousGroup(g), std::move(part)));
+    }
+  }
+  for (int64_t r = 0; r < world; ++r) {
+    if (auto st = pb.setRank(r, std::move(builders[size_t(r)])); !st) {
+      Error e = st.error();
+      if (e.location.empty()) e.location = rankFiles[size_t(r)];
+      return e;
+    }
+  }
+  return std::move(pb).finish();
 }
 
 Result<ir::Graph> importOnnxBytes(const std::string& bytes, const std::string& name,

@@ -279,6 +279,135 @@ TEST(OnnxImport, MicrosoftCollectivesBuildPerRankPrograms) {
   for (int i = 0; i < 12; ++i) EXPECT_EQ(y.getAsDouble(i), want[size_t(i)]) << i;
 }
 
+std::string tpFixture(const std::string& f) {
+  return std::string(SP_SOURCE_DIR) + "/tests/fixtures/onnx_tp/" + f;
+}
+
+std::vector<std::string> rankPaths(const std::string& dir, const std::string& stem, int n) {
+  std::vector<std::string> out;
+  for (int r = 0; r < n; ++r) out.push_back(tpFixture(dir + "/" + stem + ".r" + std::to_string(r) + ".onnx"));
+  return out;
+}
+
+Tensor counting(std::vector<int64_t> dims) {
+  Tensor t(ir::DType::F32, dims);
+  for (int64_t i = 0; i < t.numel(); ++i) t.setFromDouble(i, 0.25 * double(i % 7) - 0.5);
+  return t;
+}
+
+// ORT's AllGather with group_size 2 in a world of 4 ranks: two TP groups of
+// contiguous ranks; axis -1 is the last dim. Every rank computes S's output.
+TEST(OnnxImport, OrtAllGatherGroupSizeSelectsContiguousGroups) {
+  auto prog = importOnnxProgram(rankPaths("mlp_ag_dp2_tp2", "mlp", 4));
+  ASSERT_TRUE(prog.ok()) << prog.error().str();
+  auto part = prog->partition(onnxContiguousGroup(2));
+  ASSERT_TRUE(part.ok()) << part.error().str();
+  EXPECT_EQ(*part, (ir::GroupPartition{{0, 1}, {2, 3}}));
+  const ir::Node* ag = nullptr;
+  for (const auto& n : prog->rank(3).nodes())
+    if (n.op == ir::OpKind::AllGather) ag = &n;
+  ASSERT_NE(ag, nullptr);
+  EXPECT_EQ(ir::attrStr(ag->attrs, "group"), "onnx_group2");
+  EXPECT_EQ(ir::attrInt(ag->attrs, "dim"), 1);
+  auto seq = importOnnxFile(tpFixture("mlp.seq.onnx"));
+  ASSERT_TRUE(seq.ok()) << seq.error().str();
+  Tensor x = counting({4, 8});
+  auto want = ir::runGraph(*seq, {{"x", x}});
+  ASSERT_TRUE(want.ok()) << want.error().str();
+  auto got = ir::runProgram(*prog, {{{"x", x}}, {{"x", x}}, {{"x", x}}, {{"x", x}}});
+  ASSERT_TRUE(got.ok()) << got.error().str();
+  for (int r = 0; r < 4; ++r) EXPECT_LT(relError((*got)[size_t(r)].at("y"), want->at("y")), 1e-5) << r;
+}
+
+// group_size equal to the world size is the world; AllReduce has no
+// group_size and is over every rank.
+TEST(OnnxImport, OrtCollectivesOverTheWorld) {
+  auto prog = importOnnxProgram(rankPaths("head_tp4", "head", 4));
+  ASSERT_TRUE(prog.ok()) << prog.error().str();
+  EXPECT_TRUE(prog->namedGroups().empty());
+  int seen = 0;
+  for (const auto& n : prog->rank(2).nodes())
+    if (ir::opInfo(n.op).category == ir::OpCategory::Collective) {
+      EXPECT_EQ(ir::attrStr(n.attrs, "group"), "world");
+      ++seen;
+    }
+  EXPECT_EQ(seen, 2);
+  auto seq = importOnnxFile(tpFixture("head.seq.onnx"));
+  ASSERT_TRUE(seq.ok()) << seq.error().str();
+  Tensor x = counting({4, 8});
+  auto want = ir::runGraph(*seq, {{"x", x}});
+  ASSERT_TRUE(want.ok()) << want.error().str();
+  auto got = ir::runProgram(*prog, {{{"x", x}}, {{"x", x}}, {{"x", x}}, {{"x", x}}});
+  ASSERT_TRUE(got.ok()) << got.error().str();
+  for (int r = 0; r < 4; ++r) EXPECT_LT(relError((*got)[size_t(r)].at("y"), want->at("y")), 1e-5) << r;
+}
+
+// One AllGather node with the given attributes, written for `ranks` ranks.
+std::vector<std::string> allGatherFiles(const std::string& tag, int ranks,
+                                        std::vector<std::pair<std::string, int64_t>> attrs,
+                                        std::vector<int64_t> outDims) {
+  std::vector<std::string> paths;
+  for (int r = 0; r < ranks; ++r) {
+    ModelMaker mk;
+    mk.input("x", {2, 3});
+    auto* n = mk.node("AllGather", {"x"}, {"y"}, "com.microsoft");
+    for (const auto& [k, v] : attrs) {
+      auto* a = n->add_attribute();
+      a->set_name(k);
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(v);
+    }
+    mk.output("y", outDims);
+    paths.push_back(mk.write(tag + ".r" + std::to_string(r) + ".onnx"));
+  }
+  return paths;
+}
+
+TEST(OnnxImport, OrtGroupSizeErrors) {
+  auto three = importOnnxProgram(allGatherFiles("ag_g3", 4, {{"group_size", 3}, {"axis", 0}}, {6, 3}));
+  ASSERT_FALSE(three.ok());
+  EXPECT_EQ(three.error().id, "onnx-group");
+  EXPECT_EQ(three.error().message,
+            "com.microsoft::AllGather 'AllGather_0' on rank 0: group_size 3 does not divide the world size 4 (the "
+            "number of rank files)");
+  auto big = importOnnxProgram(allGatherFiles("ag_g4", 2, {{"group_size", 4}, {"axis", 0}}, {8, 3}));
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().message,
+            "com.microsoft::AllGather 'AllGather_0' on rank 0: group_size 4 exceeds the world size 2 (the number of "
+            "rank files)");
+  // ORT's default group_size 1 would size the output for one rank.
+  auto missing = importOnnxProgram(allGatherFiles("ag_nog", 2, {{"axis", 0}}, {4, 3}));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().id, "onnx-group");
+  EXPECT_EQ(missing.error().message,
+            "com.microsoft::AllGather 'AllGather_0' on rank 0 has no group_size attribute (how many of the 2 ranks "
+            "it spans)");
+  EXPECT_NE(missing.error().location.find("ag_nog.r0.onnx"), std::string::npos) << missing.error().str();
+  auto axis = importOnnxProgram(allGatherFiles("ag_ax", 2, {{"group_size", 2}, {"axis", -3}}, {2, 6}));
+  ASSERT_FALSE(axis.ok());
+  EXPECT_EQ(axis.error().id, "bad-axis");
+  EXPECT_EQ(axis.error().message,
+            "com.microsoft::AllGather 'AllGather_0': axis -3 out of range for input 'x' of rank 2");
+  auto zero = importOnnxProgram(allGatherFiles("ag_g0", 2, {{"group_size", 0}}, {2, 3}));
+  ASSERT_FALSE(zero.ok());
+  EXPECT_EQ(zero.error().message, "com.microsoft::AllGather 'AllGather_0': group_size 0 is not positive");
+  // A single graph cannot gather from other ranks.
+  auto single = importOnnxFile(allGatherFiles("ag_single", 1, {{"group_size", 2}, {"axis", 1}}, {2, 6})[0]);
+  ASSERT_FALSE(single.ok());
+  EXPECT_EQ(single.error().id, "onnx-group");
+  EXPECT_EQ(single.error().message,
+            "com.microsoft::AllGather 'AllGather_0' over group_size 2 in a single graph: a distributed program is a "
+            "directory of per-rank files (*.r<N>.onnx)");
+  // group_size 1 is the identity, also in a single graph.
+  auto one = importOnnxFile(allGatherFiles("ag_one", 1, {{"group_size", 1}, {"axis", 1}}, {2, 3})[0]);
+  ASSERT_TRUE(one.ok()) << one.error().str();
+  for (const auto& n : one->nodes()) EXPECT_NE(n.op, ir::OpKind::AllGather);
+  // Negative axes count from the end.
+  auto neg = importOnnxProgram(allGatherFiles("ag_neg", 2, {{"group_size", 2}, {"axis", -1}}, {2, 6}));
+  ASSERT_TRUE(neg.ok()) << neg.error().str();
+  EXPECT_EQ(ir::attrInt(neg->rank(1).nodes()[0].attrs, "dim"), 1);
+}
+
 TEST(OnnxImport, TrainingDropoutTakesAnExplicitStream) {
   ModelMaker mk;
   mk.input("x", {4});

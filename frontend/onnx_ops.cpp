@@ -58,18 +58,37 @@ Handler variadicOp(OpKind op, bool mean = false) {
   };
 }
 
+// Gemm as the ops it is made of, Y = alpha * op(A) @ op(B) + beta * C (op:
+// a transpose when trans_a / trans_b), like aten.addmm and aten.linear in
+// the fx importer, so the verifier's matmul lemmas apply to it.
 Status gemm(Importer& im) {
-  std::vector<std::string> ins;
-  for (size_t i = 0; i < 3; ++i)
-    if (im.hasInput(i)) {
-      SP_ASSIGN(std::string x, im.input(i));
-      ins.push_back(x);
-    }
-  AttrMap a{{"trans_a", attrInt(im, "transA", 0)},
-            {"trans_b", attrInt(im, "transB", 0)},
-            {"alpha", attrFloat(im, "alpha", 1.0)},
-            {"beta", attrFloat(im, "beta", 1.0)}};
-  SP_TRY(im.emit1(OpKind::Gemm, ins, a, im.output(0)));
+  SP_ASSIGN(std::string a, im.input(0));
+  SP_ASSIGN(std::string b, im.input(1));
+  for (const auto& [x, what] : {std::pair{a, "A"}, std::pair{b, "B"}})
+    if (im.val(x).type.shape.size() != 2)
+      return im.err("bad-rank", "Gemm '" + im.nodeName() + "': " + what + " '" + x + "' must be 2-d, got " +
+                                          im.val(x).type.str());
+  AttrMap perm{{"perm", std::vector<int64_t>{1, 0}}};
+  if (attrInt(im, "transA", 0)) {
+    SP_ASSIGN(a, im.emit1(OpKind::Transpose, {a}, perm));
+  }
+  if (attrInt(im, "transB", 0)) {
+    SP_ASSIGN(b, im.emit1(OpKind::Transpose, {b}, perm));
+  }
+  double alpha = attrFloat(im, "alpha", 1.0), beta = attrFloat(im, "beta", 1.0);
+  bool bias = im.hasInput(2) && beta != 0;
+  SP_ASSIGN(std::string y, im.emit1(OpKind::MatMul, {a, b}, {}, alpha == 1 && !bias ? im.output(0) : ""));
+  if (alpha != 1) {
+    SP_ASSIGN(std::string k, scalarLike(im, y, alpha));
+    SP_ASSIGN(y, im.emit1(OpKind::Mul, {y, k}, {}, bias ? "" : im.output(0)));
+  }
+  if (!bias) return okStatus();
+  SP_ASSIGN(std::string c, im.input(2));
+  if (beta != 1) {
+    SP_ASSIGN(std::string k, scalarLike(im, c, beta));
+    SP_ASSIGN(c, im.emit1(OpKind::Mul, {c, k}, {}));
+  }
+  SP_TRY(im.emit1(OpKind::Add, {y, c}, {}, im.output(0)));
   return okStatus();
 }
 
@@ -364,12 +383,65 @@ Status flatten(Importer& im) {
   return okStatus();
 }
 
+// The IR group of a com.microsoft collective, or "" for a one-rank group (the
+// identity). ORT's group_size counts the ranks taking part; AllReduce has no
+// such attribute and is over every rank. AllGather and AllToAll need it in a
+// per-rank program: ORT's default 1 sizes the output for one rank while its
+// communicator spans them all.
+Result<std::string> collectiveGroup(Importer& im) {
+  const OnnxOptions& o = im.options();
+  std::string what = "com.microsoft::" + im.opType() + " '" + im.nodeName() + "'";
+  bool sized = hasAttr(im, "group_size");
+  int64_t g = attrInt(im, "group_size", 0);
+  if (sized && g <= 0)
+    return im.err("onnx-group", what + ": group_size " + std::to_string(g) + " is not positive");
+  if (sized && g == 1) return std::string();
+  if (!sized && im.opType() != "AllReduce" && o.worldSize > 1)
+    return im.err("onnx-group", what + " on rank " + std::to_string(o.rank) +
+                                    " has no group_size attribute (how many of the " +
+                                    std::to_string(o.worldSize) + " ranks it spans)");
+  if (o.worldSize <= 0) {
+    if (o.groupSize) return o.collectiveGroup;
+    return im.err("onnx-group",
+                  what + (sized ? " over group_size " + std::to_string(g) : std::string(" over all ranks")) +
+                      " in a single graph: a distributed program is a directory of per-rank files "
+                      "(*.r<N>.onnx)");
+  }
+  if (!sized || g == o.worldSize) return o.collectiveGroup;
+  if (g > o.worldSize || o.worldSize % g != 0)
+    return im.err("onnx-group", what + " on rank " + std::to_string(o.rank) + ": group_size " + std::to_string(g) +
+                                    (g > o.worldSize ? " exceeds" : " does not divide") + " the world size " +
+                                    std::to_string(o.worldSize) + " (the number of rank files)");
+  return onnxContiguousGroup(g);
+}
+
 Handler collective(OpKind op) {
   return [op](Importer& im) -> Status {
-    SP_ASSIGN(std::string x, im.input(0));
-    AttrMap a{{"group", im.options().collectiveGroup}};
-    if (op == OpKind::AllGather) a["dim"] = attrInt(im, "axis", 0);
-    SP_TRY(im.emit1(op, {x}, a, im.output(0)));
+    if (im.numOutputs() != im.numInputs())
+      return im.err("onnx-arity", "com.microsoft::" + im.opType() + " '" + im.nodeName() + "' has " +
+                                      std::to_string(im.numInputs()) + " inputs and " +
+                                      std::to_string(im.numOutputs()) +
+                                      " outputs (input i is reduced into output i)");
+    SP_ASSIGN(std::string group, collectiveGroup(im));
+    for (size_t i = 0; i < im.numInputs(); ++i) {
+      SP_ASSIGN(std::string x, im.input(i));
+      if (group.empty()) {
+        SP_TRY(im.alias(im.output(i), x));
+        continue;
+      }
+      AttrMap a{{"group", group}};
+      if (op == OpKind::AllGather) {
+        int64_t rank = int64_t(im.val(x).type.shape.size());
+        int64_t axis = attrInt(im, "axis", 0);
+        int64_t norm = axis < 0 ? axis + rank : axis;
+        if (norm < 0 || norm >= rank)
+          return im.err("bad-axis", "com.microsoft::AllGather '" + im.nodeName() + "': axis " +
+                                        std::to_string(axis) + " out of range for input '" + x +
+                                        "' of rank " + std::to_string(rank));
+        a["dim"] = norm;
+      }
+      SP_TRY(im.emit1(op, {x}, a, im.output(i)));
+    }
     return okStatus();
   };
 }

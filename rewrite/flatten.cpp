@@ -176,7 +176,8 @@ Result<RelationFile> identityRelations(const ir::Program& p) {
     std::vector<ir::ValueId> leaves = g.inputs();
     leaves.insert(leaves.end(), g.params().begin(), g.params().end());
     for (ir::ValueId v : leaves)
-      text += "dist[" + std::to_string(r) + "]." + g.value(v).name + " = seq." + flatName(r, g.value(v).name) + "\n";
+      text += "dist[" + std::to_string(r) + "]." + relName(g.value(v).name) + " = seq." +
+              relName(flatName(r, g.value(v).name)) + "\n";
   }
   return parseRelations(text, "identity.rel");
 }

@@ -90,10 +90,13 @@ Result<Proposal> propose(const ir::TensorType& st, const ir::TensorType& dt, con
     }
   }
   if (differing == 1 && found.size() == 1) return found[0];
+  std::string axes;
+  for (const auto& f : found) axes += (axes.empty() ? " (" : ", ") + f.axis;
+  if (found.size() > 1) axes += "; write the relation in a file and pass --relation)";
   return makeError("unmatched-input",
                    "rank " + std::to_string(r) + ": D input '" + name + "' " + dt.str() + " vs S " + st.str() + ": " +
                        (differing != 1 ? std::to_string(differing) + " dims differ"
-                                       : std::to_string(found.size()) + " mesh axes divide the dim") +
+                                       : std::to_string(found.size()) + " mesh axes divide the dim" + axes) +
                        " (tried: same shape, one dim split over a mesh axis)");
 }
 

@@ -25,6 +25,15 @@ Result<std::vector<Token>> lexLine(const std::string& line, const std::string& f
       t.kind = c == '?' ? Token::Kind::Var : Token::Kind::Ident;
       t.text = line.substr(s, j - s);
       i = j;
+    } else if (c == '"') {
+      size_t j = i + 1;
+      while (j < n && line[j] != '"') {
+        if (line[j] == '\\' && j + 1 < n) ++j;
+        t.text += line[j++];
+      }
+      if (j >= n) return err(i, "unterminated quoted name");
+      t.kind = Token::Kind::Str;
+      i = j + 1;
     } else if (std::isdigit(static_cast<unsigned char>(c))) {
       size_t j = i;
       while (j < n && std::isdigit(static_cast<unsigned char>(line[j]))) ++j;

@@ -10,15 +10,17 @@
 namespace sp::rewrite {
 
 struct Token {
-  enum class Kind : uint8_t { Ident, Var, Int, Float, Punct, End };
+  enum class Kind : uint8_t { Ident, Var, Int, Float, Punct, Str, End };
   Kind kind = Kind::End;
-  std::string text;  // Var: without the '?'
+  std::string text;  // Var: without the '?'; Str: without the quotes, unescaped
   int64_t intValue = 0;
   double floatValue = 0;
   int col = 1;
 };
 
-// Tokenizes one line (comments from '#' are dropped). Errors carry file:line:col.
+// Tokenizes one line (comments from '#' are dropped). `"..."` is a Str token
+// (a tensor name that is not an identifier, such as ONNX's "fc1.weight";
+// \" and \\ escape). Errors carry file:line:col.
 Result<std::vector<Token>> lexLine(const std::string& line, const std::string& file, int lineNo);
 
 // Cursor over one line's tokens with error helpers.
@@ -51,6 +53,7 @@ class Cursor {
   static std::string describe(const Token& t) {
     if (t.kind == Token::Kind::End) return "end of line";
     if (t.kind == Token::Kind::Var) return "'?" + t.text + "'";
+    if (t.kind == Token::Kind::Str) return "'\"" + t.text + "\"'";
     return "'" + t.text + "'";
   }
 

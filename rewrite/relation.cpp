@@ -2,6 +2,7 @@
 #include "rewrite/relation.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <sstream>
 
@@ -251,6 +252,15 @@ static std::string fmtFactor(double f) {
   return os.str();
 }
 
+std::string relName(const std::string& name) {
+  bool ident = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+  for (char c : name) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (ident) return name;
+  std::string q = "\"";
+  for (char c : name) q += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+  return q + "\"";
+}
+
 std::string str(const Rel& r) {
   auto joinArgs = [&]() {
     std::string s;
@@ -258,8 +268,8 @@ std::string str(const Rel& r) {
     return s;
   };
   switch (r.op) {
-    case RelOp::Seq: return "seq." + r.name;
-    case RelOp::Dist: return "dist[" + r.rank.str() + "]." + r.name;
+    case RelOp::Seq: return "seq." + relName(r.name);
+    case RelOp::Dist: return "dist[" + r.rank.str() + "]." + relName(r.name);
     case RelOp::Concat: return "concat(dim=" + std::to_string(r.dim) + ", " + joinArgs() + ")";
     case RelOp::Sum: return "sum(" + joinArgs() + ")";
     case RelOp::Slice:

@@ -105,6 +105,9 @@ struct Rel {
 
 bool equal(const Rel& a, const Rel& b);
 std::string str(const Rel& r);  // canonical text, parsed back by parseRelExpr
+// A tensor name as relation text: as is when an identifier, else quoted
+// ("fc1.weight", "/fc1/Gemm_output_0").
+std::string relName(const std::string& name);
 
 // What an expression is evaluated or typed against.
 struct RelScope {

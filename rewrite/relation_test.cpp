@@ -102,6 +102,28 @@ TEST(Relation, IntegerEvaluationOverflowIsAnError) {
   EXPECT_EQ(*IntExpr::var("r").divC(1).eval({{"r", INT64_MIN}}, nullptr), INT64_MIN);
 }
 
+// Names that are not identifiers (ONNX's "fc1.weight", "/fc1/Gemm_output_0")
+// are quoted, and print back quoted.
+TEST(RelationText, QuotedNames) {
+  std::string text =
+      "for r in tp: dist[r].\"fc1.weight\" = slice(seq.\"fc1.weight\", dim=0, start=idx(r,tp)*2, end=(idx(r,tp)+1)*2)\n"
+      "expect seq.\"/a\\\"b\" = dist[0].\"/a\\\"b\"\n";
+  auto f = parseRelations(text, "q.rel");
+  ASSERT_TRUE(f.ok()) << f.error().str();
+  EXPECT_EQ(f->inputs[0].name, "fc1.weight");
+  EXPECT_EQ(f->outputs[0].name, "/a\"b");
+  std::string printed = printRelations(*f);
+  EXPECT_NE(printed.find("dist[r].\"fc1.weight\" = slice(seq.\"fc1.weight\", dim=0"), std::string::npos) << printed;
+  auto again = parseRelations(printed, "printed.rel");
+  ASSERT_TRUE(again.ok()) << again.error().str() << "\n" << printed;
+  EXPECT_EQ(printRelations(*again), printed);
+  EXPECT_EQ(relName("x_1"), "x_1");
+  auto u = parseRelations("unrelated \"x.stream\"\n", "u.rel");
+  ASSERT_TRUE(u.ok()) << u.error().str();
+  EXPECT_EQ(u->unrelated[0].name, "x.stream");
+  expectError("dist[0].\"x = seq.x", "r.rel:1:9: unterminated quoted name");
+}
+
 TEST(Relation, RebuildConcatShardedTensor) {
   RelationFile f;
   auto rf = parseRelations("for r in tp: dist[r].w = slice(seq.w, dim=1, start=idx(r,tp)*2, end=idx(r,tp)*2+2)\n"

@@ -187,7 +187,8 @@ struct Parser {
       }
       SP_TRY(c.expect("."));
       Token n = c.next();
-      if (n.kind != Token::Kind::Ident) return c.errorAt(n, "expected a tensor name, found " + Cursor::describe(n));
+      if (n.kind != Token::Kind::Ident && n.kind != Token::Kind::Str)
+        return c.errorAt(n, "expected a tensor name, found " + Cursor::describe(n));
       return t.text == "seq" ? Rel::seq(n.text) : Rel::dist(rank, n.text);
     }
     SP_TRY(c.expect("("));
@@ -289,7 +290,8 @@ Result<RelationFile> parseRelations(const std::string& text, const std::string& 
     } else if (c.isIdent("unrelated")) {
       c.next();
       Token n = c.next();
-      if (n.kind != Token::Kind::Ident) return c.errorAt(n, "expected a D input name after 'unrelated'");
+      if (n.kind != Token::Kind::Ident && n.kind != Token::Kind::Str)
+        return c.errorAt(n, "expected a D input name after 'unrelated'");
       f.unrelated.push_back({n.text, "declared unrelated at " + loc, loc});
     } else if (c.isIdent("expect")) {
       c.next();
@@ -297,7 +299,7 @@ Result<RelationFile> parseRelations(const std::string& text, const std::string& 
       c.next();
       SP_TRY(c.expect("."));
       Token n = c.next();
-      if (n.kind != Token::Kind::Ident) return c.errorAt(n, "expected a tensor name");
+      if (n.kind != Token::Kind::Ident && n.kind != Token::Kind::Str) return c.errorAt(n, "expected a tensor name");
       SP_TRY(c.expect("="));
       SP_ASSIGN(RelPtr e, p.expr());
       f.outputs.push_back({n.text, e, loc});
@@ -327,7 +329,7 @@ Result<RelationFile> parseRelations(const std::string& text, const std::string& 
       SP_TRY(c.expect("]"));
       SP_TRY(c.expect("."));
       Token n = c.next();
-      if (n.kind != Token::Kind::Ident) return c.errorAt(n, "expected a tensor name");
+      if (n.kind != Token::Kind::Ident && n.kind != Token::Kind::Str) return c.errorAt(n, "expected a tensor name");
       ir.name = n.text;
       SP_TRY(c.expect("="));
       SP_ASSIGN(ir.expr, p.expr());
@@ -343,10 +345,12 @@ std::string printRelations(const RelationFile& f) {
   for (const auto& [k, v] : f.lets) out += "let " + k + " = " + std::to_string(v) + "\n";
   for (const auto& i : f.inputs) {
     if (i.loopVar) out += "for " + *i.loopVar + " in " + i.loopDomain.str() + ": ";
-    out += "dist[" + (i.allRanks ? std::string("*") : i.rank.str()) + "]." + i.name + " = " + str(*i.expr) + "\n";
+    out += "dist[" + (i.allRanks ? std::string("*") : i.rank.str()) + "]." + relName(i.name) + " = " +
+           str(*i.expr) + "\n";
   }
-  for (const auto& o : f.outputs) out += "expect seq." + o.name + " = " + str(*o.expr) + "\n";
-  for (const auto& u : f.unrelated) out += "unrelated " + u.name + (u.reason.empty() ? "" : "  # " + u.reason) + "\n";
+  for (const auto& o : f.outputs) out += "expect seq." + relName(o.name) + " = " + str(*o.expr) + "\n";
+  for (const auto& u : f.unrelated)
+    out += "unrelated " + relName(u.name) + (u.reason.empty() ? "" : "  # " + u.reason) + "\n";
   return out;
 }
 

@@ -1,0 +1,287 @@
+// Capture forms that real torch captures contain (issue 15): `class <lambda>`
+// headers, AOTAutograd joint graphs (declaration lines, tree_flatten_spec),
+// SymInt annotations and data-dependent sizes, auto_functionalized_v2,
+// index_put with [arange, target], new_empty_strided, argument aliases of
+// framework kernels, and the order of lexical and parse errors. Each test
+// imports a capture text written in the form torch prints.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "frontend/fx_import.h"
+#include "frontend/fx_test_util.h"
+#include "ir/interpreter.h"
+
+namespace sp::frontend {
+namespace {
+
+using ir::DType;
+using ir::Tensor;
+using fx_test::noise;
+using fx_test::typed;
+using fx_test::values;
+
+ir::Graph mustImportText(const std::string& text, const std::string& name) {
+  auto g = importFxText(text, name);
+  EXPECT_TRUE(g.ok()) << g.error().str();
+  return g.ok() ? std::move(*g) : ir::Graph();
+}
+
+Tensor f32(std::vector<int64_t> dims, uint32_t seed) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return typed(DType::F32, dims, noise(size_t(n), seed));
+}
+
+TEST(FxCaptureForms, LambdaClassHeaderIsSkipped) {
+  std::string text = R"FX(
+class <lambda>(torch.nn.Module):
+    def forward(self, arg0_1: "f32[2, 3]"):
+        neg: "f32[2, 3]" = torch.ops.aten.neg.default(arg0_1);  arg0_1 = None
+        return (neg,)
+)FX";
+  ir::Graph g = mustImportText(text, "lambda.py");
+  ASSERT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(g.nodes()[0].op, ir::OpKind::Neg);
+}
+
+// The joint graph AOTAutograd prints for y = x @ w with its backward: the
+// containers `primals` and `tangents` are flattened into declared names.
+const char* kJoint = R"FX(
+class joint_helper(torch.nn.Module):
+    def forward(self, primals, tangents):
+        primals_1: "f32[3, 4]"; primals_2: "f32[2, 3]"; tangents_1: "f32[2, 4]"; 
+
+        primals_1, primals_2, tangents_1, = fx_pytree.tree_flatten_spec([primals, tangents], self._in_spec)
+        # File: /src/lin.py:7 in forward, code: return x @ self.w
+        mm: "f32[2, 4]" = torch.ops.aten.mm.default(primals_2, primals_1)
+        permute: "f32[3, 2]" = torch.ops.aten.permute.default(primals_2, [1, 0]);  primals_2 = None
+        mm_1: "f32[3, 4]" = torch.ops.aten.mm.default(permute, tangents_1);  permute = tangents_1 = None
+        return pytree.tree_unflatten([mm, mm_1, None], self._out_spec)
+)FX";
+
+TEST(FxCaptureForms, AotJointGraphImports) {
+  ir::Graph g = mustImportText(kJoint, "joint.py");
+  ASSERT_EQ(g.inputs().size(), 3u);
+  EXPECT_EQ(g.value(g.inputs()[0]).name, "primals_1");
+  EXPECT_EQ(g.value(g.inputs()[2]).name, "tangents_1");
+  EXPECT_EQ(g.value(g.inputs()[2]).type.str(), "f32[2, 4]");
+  EXPECT_EQ(g.value(g.inputs()[0]).loc.line, 4);  // the declaration line
+  ASSERT_EQ(g.outputs().size(), 2u);
+  Tensor w = f32({3, 4}, 1), x = f32({2, 3}, 2), t = f32({2, 4}, 3);
+  auto out = ir::runGraph(g, {{"primals_1", w}, {"primals_2", x}, {"tangents_1", t}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  auto xs = values(x), ws = values(w), ts = values(t);
+  auto y = values(out->at("mm")), gw = values(out->at("mm_1"));
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      double want = 0;
+      for (int k = 0; k < 3; ++k) want += xs[size_t(i * 3 + k)] * ws[size_t(k * 4 + j)];
+      EXPECT_NEAR(y[size_t(i * 4 + j)], want, 1e-6);
+    }
+  for (int k = 0; k < 3; ++k)
+    for (int j = 0; j < 4; ++j) {
+      double want = 0;
+      for (int i = 0; i < 2; ++i) want += xs[size_t(i * 3 + k)] * ts[size_t(i * 4 + j)];
+      EXPECT_NEAR(gw[size_t(k * 4 + j)], want, 1e-6);
+    }
+}
+
+TEST(FxCaptureForms, JointGraphNeedsDeclarations) {
+  std::string text = R"FX(
+class joint_helper(torch.nn.Module):
+    def forward(self, primals, tangents):
+        primals_1: "f32[3]"; 
+        primals_1, tangents_1, = fx_pytree.tree_flatten_spec([primals, tangents], self._in_spec)
+        return [primals_1]
+)FX";
+  auto g = importFxText(text, "undeclared.py");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().str(),
+            "undeclared.py:5: 'tangents_1' is unpacked from tree_flatten_spec but has no declaration line "
+            "('tangents_1: \"f32[...]\";')");
+}
+
+// The backward graph AOTAutograd compiles separately: typed primals and tangents.
+TEST(FxCaptureForms, AotBackwardGraphImports) {
+  std::string text = R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, primals_2: "f32[2, 3]", tangents_1: "f32[2, 4]"):
+        permute: "f32[3, 2]" = torch.ops.aten.permute.default(primals_2, [1, 0]);  primals_2 = None
+        mm_1: "f32[3, 4]" = torch.ops.aten.mm.default(permute, tangents_1);  permute = tangents_1 = None
+        return (mm_1, None)
+)FX";
+  ir::Graph g = mustImportText(text, "bw.py");
+  EXPECT_EQ(g.inputs().size(), 2u);
+  EXPECT_EQ(g.outputs().size(), 1u);
+}
+
+// Dynamic shapes: a SymInt argument, a size query, a runtime assertion on
+// it, and arithmetic on sizes.
+TEST(FxCaptureForms, SymIntsImport) {
+  std::string text = R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, arg0_1: "Sym(s0)", arg1_1: "f32[s0, 8]"):
+        sym_size_int: "Sym(s0)" = torch.ops.aten.sym_size.int(arg1_1, 0)
+        ge: "Sym(s0 >= 2)" = sym_size_int >= 2
+        _assert_scalar = torch.ops.aten._assert_scalar.default(ge, "Runtime assertion failed for expression s0 >= 2 on node 'ge'");  ge = None
+        mul: "Sym(2*s0)" = 2 * sym_size_int
+        view: "f32[s0, 2, 4]" = torch.ops.aten.view.default(arg1_1, [sym_size_int, 2, 4]);  arg1_1 = None
+        relu: "f32[s0, 2, 4]" = torch.ops.aten.relu.default(view);  view = None
+        return (relu,)
+)FX";
+  ir::Graph g = mustImportText(text, "sym.py");
+  ASSERT_EQ(g.inputs().size(), 1u);  // the SymInt is a size, not an input
+  EXPECT_EQ(g.value(g.inputs()[0]).type.str(), "f32[s0, 8]");
+  Tensor x = f32({3, 8}, 4);
+  auto out = ir::runGraph(g, {{"arg1_1", x}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  EXPECT_EQ(out->at("relu").dims(), (std::vector<int64_t>{3, 2, 4}));
+  auto xs = values(x), r = values(out->at("relu"));
+  for (size_t i = 0; i < xs.size(); ++i) EXPECT_EQ(r[i], std::max(0.0, xs[i]));
+}
+
+TEST(FxCaptureForms, SymbolicSizeAsArgumentIsNamed) {
+  std::string text = R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, arg0_1: "Sym(s0)", arg1_1: "f32[s0, 8]"):
+        sum_1: "f32[8]" = torch.ops.aten.sum.dim_IntList(arg1_1, [arg0_1])
+        return (sum_1,)
+)FX";
+  auto g = importFxText(text, "symarg.py");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().location, "symarg.py:4");
+  EXPECT_NE(g.error().message.find("'arg0_1' is the symbolic size Sym(s0); sizes passed as arguments must be known "
+                                   "integers"),
+            std::string::npos)
+      << g.error().str();
+}
+
+// nonzero's size u0 depends on the data: a clear error naming the op.
+TEST(FxCaptureForms, DataDependentSizeNamesTheOp) {
+  std::string text = R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, arg0_1: "f32[8]"):
+        gt: "b8[8]" = torch.ops.aten.gt.Scalar(arg0_1, 0)
+        nonzero: "i64[u0, 1]" = torch.ops.aten.nonzero.default(gt);  gt = None
+        sym_size_int: "Sym(u0)" = torch.ops.aten.sym_size.int(nonzero, 0)
+        ge: "Sym(u0 >= 0)" = sym_size_int >= 0
+        _assert_scalar = torch.ops.aten._assert_scalar.default(ge, "Runtime assertion failed for expression u0 >= 0 on node 'ge'")
+        return (nonzero,)
+)FX";
+  auto g = importFxText(text, "nonzero.py");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().id, "fx-data-dependent");
+  EXPECT_EQ(g.error().str(),
+            "nonzero.py:5: node 'nonzero' (aten.nonzero.default) has the data-dependent size u0 (i64[u0, 1]): its "
+            "extent depends on tensor values, not on input shapes, so S and D cannot be related; a model with a "
+            "static size there is needed");
+}
+
+// vLLM through auto_functionalized_v2, with the argument names of another
+// vLLM version (`out` for silu_and_mul's `result`).
+TEST(FxCaptureForms, AutoFunctionalizedV2UnwrapsTheKernel) {
+  std::string text = R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[4, 8]", w: "f32[8]", g: "f32[4, 8]"):
+        empty: "f32[4, 8]" = torch.ops.aten.empty.memory_format([4, 8], dtype = torch.float32, device = device(type='cuda', index=0), pin_memory = False)
+        auto_functionalized_v2 = torch.ops.higher_order.auto_functionalized_v2(torch.ops._C.rms_norm.default, input = x, weight = w, epsilon = 1e-06, _result_base_index = 0, _all_bases = [empty]);  empty = None
+        getitem_1: "f32[4, 8]" = auto_functionalized_v2[1];  auto_functionalized_v2 = None
+        empty_1: "f32[4, 4]" = torch.ops.aten.empty.memory_format([4, 4], dtype = torch.float32, device = device(type='cuda', index=0), pin_memory = False)
+        auto_functionalized_v2_1 = torch.ops.higher_order.auto_functionalized_v2(torch.ops._C.silu_and_mul.default, input = g, _out_base_index = 0, _all_bases = [empty_1]);  empty_1 = None
+        getitem_3: "f32[4, 4]" = auto_functionalized_v2_1[1];  auto_functionalized_v2_1 = None
+        return (getitem_1, getitem_3)
+)FX";
+  ir::Graph g = mustImportText(text, "v2.py");
+  Tensor x = f32({4, 8}, 5), w = f32({8}, 6), gi = f32({4, 8}, 7);
+  auto out = ir::runGraph(g, {{"x", x}, {"w", w}, {"g", gi}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  auto xs = values(x), ws = values(w), gs = values(gi);
+  auto rn = values(out->at("getitem_1")), sm = values(out->at("getitem_3"));
+  for (int i = 0; i < 4; ++i) {
+    double ms = 0;
+    for (int j = 0; j < 8; ++j) ms += xs[size_t(i * 8 + j)] * xs[size_t(i * 8 + j)] / 8;
+    for (int j = 0; j < 8; ++j)
+      EXPECT_NEAR(rn[size_t(i * 8 + j)], xs[size_t(i * 8 + j)] / std::sqrt(ms + 1e-6) * ws[size_t(j)], 1e-5);
+    for (int j = 0; j < 4; ++j) {
+      double a = gs[size_t(i * 8 + j)], b = gs[size_t(i * 8 + 4 + j)];
+      EXPECT_NEAR(sm[size_t(i * 4 + j)], a / (1 + std::exp(-a)) * b, 1e-6);
+    }
+  }
+}
+
+TEST(FxCaptureForms, AutoFunctionalizedV2ViewsAreRejected) {
+  std::string text = R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, g: "f32[4, 8]", buf: "f32[16]"):
+        auto_functionalized_v2 = torch.ops.higher_order.auto_functionalized_v2(torch.ops._C.silu_and_mul.default, input = g, _result_base_index = 0, _result_size = (4, 4), _result_stride = (4, 1), _result_storage_offset = 0, _all_bases = [buf])
+        getitem_1: "f32[16]" = auto_functionalized_v2[1]
+        return (getitem_1,)
+)FX";
+  auto g = importFxText(text, "v2view.py");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().str(),
+            "v2view.py:4: auto_functionalized_v2 of _C.silu_and_mul.default: '_result_size' (a mutated argument that "
+            "is a view of its base) is not supported; only whole bases can be imported");
+}
+
+// Megatron-style x[arange(n), target] = v (and += v).
+TEST(FxCaptureForms, IndexPutWithArangeAndTarget) {
+  std::string text = R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[3, 5]", target: "i64[3]", v: "f32[3]"):
+        arange: "i64[3]" = torch.ops.aten.arange.start(0, 3, device = device(type='cuda', index=0), pin_memory = False)
+        index_put: "f32[3, 5]" = torch.ops.aten.index_put.default(x, [arange, target], v)
+        index_put_1: "f32[3, 5]" = torch.ops.aten.index_put.default(x, [arange, target], v, True)
+        new_empty_strided: "f32[3, 5]" = torch.ops.aten.new_empty_strided.default(x, [3, 5], [5, 1])
+        copy: "f32[3, 5]" = torch.ops.aten.copy.default(new_empty_strided, index_put);  new_empty_strided = None
+        return (copy, index_put_1)
+)FX";
+  ir::Graph g = mustImportText(text, "index_put.py");
+  Tensor x = f32({3, 5}, 8), v = f32({3}, 9);
+  Tensor t = typed(DType::I64, {3}, {4, 0, 2});
+  auto out = ir::runGraph(g, {{"x", x}, {"target", t}, {"v", v}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  std::vector<double> set = values(x), add = values(x), vs = values(v);
+  std::vector<int> tv = {4, 0, 2};
+  for (int i = 0; i < 3; ++i) {
+    set[size_t(i * 5 + tv[size_t(i)])] = vs[size_t(i)];
+    add[size_t(i * 5 + tv[size_t(i)])] += vs[size_t(i)];
+  }
+  fx_test::expectNear(values(out->at("copy")), set, 1e-7, "index_put");
+  fx_test::expectNear(values(out->at("index_put_1")), add, 1e-6, "index_put accumulate");
+}
+
+// The first error in reading order wins, lexical or not; text after the
+// return (other methods) is not read.
+TEST(FxCaptureForms, ErrorsInReadingOrder) {
+  std::string text =
+      "class GraphModule(torch.nn.Module):\n"
+      "    def forward(self, x: \"f32[2]\"):\n"
+      "        y: \"f32[2]\" = torch.ops.aten.neg.default(x,, )\n"
+      "        z: \"f32[2]\" = torch.ops.aten.neg.default(y) $ 1\n"
+      "        return [z]\n";
+  auto g = importFxText(text, "order.py");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().str(), "order.py:3:52: expected an expression, got ','");
+  std::string lexical =
+      "class GraphModule(torch.nn.Module):\n"
+      "    def forward(self, x: \"f32[2]\"):\n"
+      "        y: \"f32[2]\" = torch.ops.aten.neg.default(x) $ 1\n"
+      "        return [y]\n";
+  auto h = importFxText(lexical, "lexical.py");
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.error().str(), "lexical.py:3:53: unexpected character '$'");
+  std::string after =
+      "class GraphModule(torch.nn.Module):\n"
+      "    def forward(self, x: \"f32[2]\"):\n"
+      "        y: \"f32[2]\" = torch.ops.aten.neg.default(x)\n"
+      "        return [y]\n"
+      "    def helper(self) -> `str`:\n"
+      "        return 'unterminated\n";
+  auto k = importFxText(after, "after.py");
+  EXPECT_TRUE(k.ok()) << k.error().str();
+}
+
+}  // namespace
+}  // namespace sp::frontend

@@ -1,0 +1,120 @@
+// Per-rank ONNX programs with ONNX Runtime's contrib collectives
+// (tests/fixtures/onnx_tp, made by make_ort_collectives.py): the correct
+// programs verify against their sequential model, the buggy twins are
+// refuted, and every S refines S and every D refines D. The CLI tests
+// (cli_onnx_tp_test.cpp) check exit codes, messages and repairs.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "frontend/load.h"
+#include "ir/text.h"
+#include "rewrite/flatten.h"
+#include "rewrite/verify.h"
+
+namespace sp {
+namespace {
+
+using rewrite::Verdict;
+
+std::string fixture(const std::string& rel) { return std::string(SP_SOURCE_DIR) + "/tests/fixtures/onnx_tp/" + rel; }
+
+Result<rewrite::VerifyReport> runVerify(const ir::Graph& seq, const ir::Program& dist,
+                                        const rewrite::RelationFile& rel) {
+  rewrite::VerifyOptions o;
+  o.timeLimitSeconds = 60;
+  SP_TRY(rewrite::prepareLemmaLibrary(o));
+  return rewrite::verify(seq, dist, rel, o);
+}
+
+// S against D, with the relation file `relFile` or inferred relations ("").
+Result<rewrite::VerifyReport> verifyFixture(const std::string& seqFile, const std::string& distDir,
+                                            const std::string& relFile = "") {
+  SP_ASSIGN(ir::Graph seq, frontend::loadGraph(fixture(seqFile)));
+  SP_ASSIGN(ir::Program dist, frontend::loadProgram(fixture(distDir)));
+  rewrite::RelationFile rel;
+  if (relFile.empty()) {
+    SP_ASSIGN(rel, rewrite::inferRelations(seq, dist));
+  } else {
+    std::ifstream in(fixture(relFile));
+    std::stringstream text;
+    text << in.rdbuf();
+    SP_ASSIGN(rel, rewrite::parseRelations(text.str(), relFile));
+  }
+  return runVerify(seq, dist, rel);
+}
+
+std::string describe(const rewrite::VerifyReport& r) {
+  std::string why = r.failure ? r.failure->message : r.reason;
+  return std::string(rewrite::verdictName(r.verdict)) + (why.empty() ? "" : ": " + why);
+}
+
+TEST(OnnxTp, CorrectProgramsVerify) {
+  struct Case {
+    const char* seq;
+    const char* dist;
+    const char* rel;
+  };
+  for (const Case& c : {Case{"mlp.seq.onnx", "mlp_ag_tp2", ""}, Case{"head.seq.onnx", "head_tp4", ""},
+                        Case{"mlp.seq.onnx", "mlp_ag_dp2_tp2", "mlp_ag_dp2_tp2.rel"}}) {
+    auto r = verifyFixture(c.seq, c.dist, c.rel);
+    ASSERT_TRUE(r.ok()) << c.dist << ": " << r.error().str();
+    EXPECT_EQ(r->verdict, Verdict::Verified) << c.dist << ": " << describe(*r);
+  }
+}
+
+TEST(OnnxTp, WrongAllGatherAxisIsRefuted) {
+  auto r = verifyFixture("mlp.seq.onnx", "mlp_ag_tp2_wrong_axis");
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  ASSERT_EQ(r->verdict, Verdict::Refuted) << describe(*r);
+  EXPECT_NE(r->failure->message.find("concatenates along dim 0 where dim 1 was needed"), std::string::npos)
+      << r->failure->message;
+}
+
+TEST(OnnxTp, MissingAllReduceIsRefuted) {
+  auto r = verifyFixture("head.seq.onnx", "head_tp4_missing_allreduce");
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  ASSERT_EQ(r->verdict, Verdict::Refuted) << describe(*r);
+  EXPECT_NE(r->failure->message.find("missing sum over group world (all_reduce)"), std::string::npos)
+      << r->failure->message;
+}
+
+// S refines S: S as a one-rank program with replicated inputs (as in
+// verify_cases_test.cpp).
+TEST(OnnxTp, SequentialModelsRefineThemselves) {
+  for (const char* f : {"mlp.seq.onnx", "head.seq.onnx"}) {
+    auto seq = frontend::loadGraph(fixture(f));
+    ASSERT_TRUE(seq.ok()) << seq.error().str();
+    std::string text = ir::printGraph(*seq);
+    std::string body = text.substr(text.find('{') + 1);
+    body = body.substr(0, body.rfind('}'));
+    auto self = ir::parseProgram("program self {\n  world 1\n  rank 0 {" + body + "}\n}\n", "self.sp");
+    ASSERT_TRUE(self.ok()) << self.error().str();
+    auto rel = rewrite::inferRelations(*seq, *self);
+    ASSERT_TRUE(rel.ok()) << rel.error().str();
+    auto r = runVerify(*seq, *self, *rel);
+    ASSERT_TRUE(r.ok()) << r.error().str();
+    EXPECT_EQ(r->verdict, Verdict::Verified) << f << ": " << describe(*r);
+  }
+}
+
+// D refines D: each program flattened (collectives replaced by their
+// meaning) against itself.
+TEST(OnnxTp, DistributedProgramsRefineThemselves) {
+  for (const char* d : {"mlp_ag_tp2", "mlp_ag_tp2_wrong_axis", "mlp_ag_dp2_tp2", "head_tp4",
+                        "head_tp4_missing_allreduce"}) {
+    auto prog = frontend::loadProgram(fixture(d));
+    ASSERT_TRUE(prog.ok()) << prog.error().str();
+    auto flat = rewrite::flattenProgram(*prog);
+    ASSERT_TRUE(flat.ok()) << flat.error().str();
+    auto rel = rewrite::identityRelations(*prog);
+    ASSERT_TRUE(rel.ok()) << rel.error().str();
+    auto r = runVerify(*flat, *prog, *rel);
+    ASSERT_TRUE(r.ok()) << r.error().str();
+    EXPECT_EQ(r->verdict, Verdict::Verified) << d << ": " << describe(*r);
+  }
+}
+
+}  // namespace
+}  // namespace sp
