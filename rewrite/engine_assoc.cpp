@@ -10,8 +10,10 @@
 // size. No reordering (commutativity stays a lemma), and the number of
 // flattenings kept per class is bounded, so the pass is linear in the
 // e-graph.
+#include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "rewrite/engine.h"
@@ -22,6 +24,7 @@ namespace {
 
 constexpr size_t kMaxFlattenings = 4;  // per class and operator
 constexpr size_t kMaxOperands = 4096;
+constexpr size_t kChainViews = 32;
 
 struct Flattener {
   const EGraph& g;
@@ -108,17 +111,47 @@ int Engine::flattenAssoc() {
     if (merged || g_.numNodes() != before) ++changed;
     return true;
   };
-  for (auto [t, parts] : adds) {
-    const std::vector<int64_t> data = t.op == kOpConcat ? std::vector<int64_t>{t.dim} : std::vector<int64_t>{};
+  for (auto& [t, parts] : adds)
     if (t.op == kOpSum) {  // a multiset: its views follow the stored (sorted) order
       for (auto& k : parts) k = g_.find(k);
       std::sort(parts.begin(), parts.end());
     }
-    if (!same(t.cls, relNode(t.op, data, parts))) continue;
-    // The left- and right-nested binary views of the chain, through its
-    // flat prefixes and suffixes: a binary lemma (concat(?a, ?b) paired
-    // with another split at the same point) finds every split point, in
-    // O(n) nodes per chain instead of the Catalan number of bracketings.
+  // A chain that is a prefix or suffix of a longer one in this pass (a
+  // lemma mapped the longer chain's views part by part) is not a root
+  // either: the longer chain's views already cover it.
+  std::set<std::tuple<int32_t, int64_t, std::vector<ClassId>>> covered;
+  for (const auto& [t, parts] : adds)
+    for (size_t len = 2; len < parts.size(); ++len) {
+      covered.emplace(t.op, t.dim, std::vector<ClassId>(parts.begin(), parts.begin() + long(len)));
+      covered.emplace(t.op, t.dim, std::vector<ClassId>(parts.end() - long(len), parts.end()));
+    }
+  for (const auto& [t, parts] : adds) {
+    const std::vector<int64_t> data = t.op == kOpConcat ? std::vector<int64_t>{t.dim} : std::vector<int64_t>{};
+    if (!same(t.cls, relNode(t.op, data, parts)) || covered.count({t.op, t.dim, parts})) continue;
+    // Binary views of the chain through flat sub-chains: a binary lemma
+    // (concat(?a, ?b) paired with another split at the same point) needs
+    // some bracketing, and applying associativity both ways would make
+    // the Catalan number of them. Chains up to kChainViews parts get their
+    // left- and right-nested views (every split point, O(n) classes);
+    // longer ones the balanced bracketing (halves, O(n) classes, depth
+    // log n, so a lemma reaches the parts in log n iterations).
+    auto view = [&](ClassId c) { viewClasses_.push_back(g_.find(c)); };
+    std::function<std::optional<ClassId>(size_t, size_t)> halves = [&](size_t lo, size_t hi) -> std::optional<ClassId> {
+      if (hi - lo == 1) return parts[lo];
+      auto whole = relNode(t.op, data, std::vector<ClassId>(parts.begin() + long(lo), parts.begin() + long(hi)));
+      if (!whole || hi - lo == 2) return whole;
+      size_t mid = lo + (hi - lo) / 2;
+      auto l = halves(lo, mid), r = halves(mid, hi);
+      if (l && r) same(*whole, relNode(t.op, data, {*l, *r}));
+      view(*whole);
+      return whole;
+    };
+    {
+      size_t mid = parts.size() / 2;
+      auto l = halves(0, mid), r = halves(mid, parts.size());
+      if (l && r) same(t.cls, relNode(t.op, data, {*l, *r}));
+    }
+    if (parts.size() > kChainViews) continue;
     std::optional<ClassId> prefix = parts[0], suffix = parts.back();
     for (size_t i = 1; i < parts.size() && prefix && suffix; ++i) {
       std::vector<ClassId> pre(parts.begin(), parts.begin() + long(i) + 1);
@@ -128,8 +161,8 @@ int Engine::flattenAssoc() {
       same(*p, relNode(t.op, data, {*prefix, pre.back()}));
       same(*s, relNode(t.op, data, {suf.front(), *suffix}));
       if (i + 1 < parts.size()) {
-        viewClasses_.push_back(g_.find(*p));
-        viewClasses_.push_back(g_.find(*s));
+        view(*p);
+        view(*s);
       }
       prefix = p;
       suffix = s;
