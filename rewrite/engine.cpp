@@ -165,9 +165,18 @@ std::optional<ClassId> Engine::relNode(int32_t op, std::vector<int64_t> data, st
   return add(ENode{op, std::move(data), std::move(kids)}, *t);
 }
 
-std::optional<ClassId> Engine::concat(int64_t dim, const std::vector<ClassId>& parts) {
-  if (parts.empty()) return std::nullopt;
-  int64_t d = normDim(dim, int64_t(g_.type(parts[0]).shape.size()));
+std::optional<ClassId> Engine::concat(int64_t dim, const std::vector<ClassId>& all) {
+  if (all.empty()) return std::nullopt;
+  int64_t d = normDim(dim, int64_t(g_.type(all[0]).shape.size()));
+  // A part of extent 0 along the dim contributes no element: the concat is
+  // that of the other parts (all empty: the first).
+  std::vector<ClassId> parts;
+  for (ClassId p : all) {
+    const ir::Shape& s = g_.type(p).shape;
+    bool empty = d >= 0 && size_t(d) < s.size() && s[size_t(d)].isConcrete() && s[size_t(d)].value() == 0;
+    if (!empty) parts.push_back(p);
+  }
+  if (parts.empty()) parts.push_back(all[0]);
   ClassId acc = parts[0];
   for (size_t i = 1; i < parts.size(); ++i) {
     auto c = relNode(kOpConcat, {d}, {acc, parts[i]});

@@ -51,6 +51,12 @@ std::string_view verdictName(Verdict v) {
 
 namespace {
 
+// A concrete type with a dimension of extent 0.
+bool hasNoElements(const ir::TensorType& t) {
+  return ir::isConcrete(t.shape) &&
+         std::any_of(t.shape.begin(), t.shape.end(), [](const ir::Dim& d) { return d.value() == 0; });
+}
+
 // Lemma libraries are proven once per directory, proof cache and process
 // (and, through the proof cache file, once per lemma text across processes).
 // A library cut short by the time limit is kept only for the run that
@@ -529,7 +535,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
         if (p->second.origin && (!firstPending || blamedBefore(p->second, *firstPending))) firstPending = &p->second;
         continue;
       }
-      if (it == known.end() && missingInput.empty()) {
+      if (it == known.end() && missingInput.empty() && !hasNoElements(seq.value(in).type)) {
         const std::string& n = seq.value(in).name;
         missingInput = "S input '" + n + "' has no relation to D inputs: " +
                        (inv.missing.count(n) ? inv.missing[n] : "unknown tensor");
@@ -566,6 +572,15 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
                                                           eng.graph().type(c).str());
         collectLeaves(*sr->best, dist, seeds);
         for (const auto& a : sr->alts) collectLeaves(*a, dist, seeds);
+      } else if (hasNoElements(iv.type) && iv.producer < 0) {
+        // An S input without elements is the one empty tensor of its type:
+        // a constant (a concat drops it, Engine::concat).
+        std::vector<int64_t> dims;
+        for (const ir::Dim& d : iv.type.shape) dims.push_back(d.value());
+        ir::AttrMap a{{"value", ir::Tensor::fromFloats(iv.type.dtype, dims, {})}};
+        auto n = eng.irNode(ir::OpKind::Constant, a, {}, 0, iv.type);
+        if (!n) return makeError("internal", "S input '" + iv.name + "': no constant for its empty type");
+        c = *n;
       } else {
         const ir::Node& pn = seq.node(iv.producer);
         std::vector<ClassId> pk;
