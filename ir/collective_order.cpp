@@ -14,12 +14,6 @@ namespace {
 
 using detail::nodeWhere;
 
-std::string groupStr(const std::string& name, const std::vector<int64_t>& members) {
-  std::string out = "group " + name + " [";
-  for (size_t i = 0; i < members.size(); ++i) out += (i ? ", " : "") + std::to_string(members[i]);
-  return out + "]";
-}
-
 // An int or string attribute as text; dims normalized against the input rank.
 std::string showAttr(const std::string& name, const AttrValue& v, int64_t rank) {
   if (const auto* i = std::get_if<int64_t>(&v)) {
@@ -231,13 +225,7 @@ class Orderer {
         msg += "rank " + std::to_string(r) + " finished";
         continue;
       }
-      const Node& n = st.at();
-      msg += "rank " + std::to_string(r) + " waits at " + nodeWhere(n);
-      if (n.op == OpKind::Recv)
-        msg += " from rank " + std::to_string(attrInt(n.attrs, "peer")) + " tag " +
-               std::to_string(attrInt(n.attrs, "tag"));
-      else
-        msg += " in " + groupStr(attrStr(n.attrs, "group"), st.members);
+      msg += "rank " + std::to_string(r) + " " + waitingAt(st.at(), st.members);
     }
     return makeError("deadlock", msg);
   }
@@ -252,5 +240,19 @@ class Orderer {
 }  // namespace
 
 Result<CollectiveOrder> orderCollectives(const Program& p) { return Orderer(p).run(); }
+
+std::string groupStr(const std::string& name, const std::vector<int64_t>& members) {
+  std::string out = "group " + name + " [";
+  for (size_t i = 0; i < members.size(); ++i) out += (i ? ", " : "") + std::to_string(members[i]);
+  return out + "]";
+}
+
+std::string waitingAt(const Node& n, const std::vector<int64_t>& members) {
+  std::string msg = "waits at " + detail::nodeWhere(n);
+  if (n.op == OpKind::Recv)
+    return msg + " from rank " + std::to_string(attrInt(n.attrs, "peer")) + " tag " +
+           std::to_string(attrInt(n.attrs, "tag"));
+  return msg + " in " + groupStr(attrStr(n.attrs, "group"), members);
+}
 
 }  // namespace sp::ir

@@ -49,4 +49,9 @@ struct CollectiveOrder {
 // group errors at the node that names the group).
 Result<CollectiveOrder> orderCollectives(const Program& p);
 
+// Where a blocked rank waits, for deadlock messages: "waits at <node> from
+// rank P tag T" (a recv) or "waits at <node> in group NAME [members]".
+std::string waitingAt(const Node& n, const std::vector<int64_t>& members);
+std::string groupStr(const std::string& name, const std::vector<int64_t>& members);
+
 }  // namespace sp::ir

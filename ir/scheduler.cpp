@@ -21,12 +21,6 @@ namespace {
 
 using detail::nodeWhere;
 
-std::string groupStr(const std::string& name, const std::vector<int64_t>& members) {
-  std::string out = "group " + name + " [";
-  for (size_t i = 0; i < members.size(); ++i) out += (i ? ", " : "") + std::to_string(members[i]);
-  return out + "]";
-}
-
 struct Message {
   Tensor tensor;
   int64_t src;
@@ -263,13 +257,7 @@ class Scheduler {
         msg += "rank " + std::to_string(r) + " finished";
         continue;
       }
-      const Node& n = st.at();
-      msg += "rank " + std::to_string(r) + " waits at " + nodeWhere(n);
-      if (n.op == OpKind::Recv)
-        msg += " from rank " + std::to_string(attrInt(n.attrs, "peer")) + " tag " +
-               std::to_string(attrInt(n.attrs, "tag"));
-      else
-        msg += " in " + groupStr(attrStr(n.attrs, "group"), st.members);
+      msg += "rank " + std::to_string(r) + " " + waitingAt(st.at(), st.members);
     }
     return makeError("deadlock", msg);
   }

@@ -142,6 +142,8 @@ class Engine {
   int composeReshapes();  // engine_reshape.cpp
   int composeScales();    // engine_scale.cpp
   int permutesThroughConcats();  // engine_permute.cpp
+  int reshapesThroughConcats();  // engine_reshape_concat.cpp
+  int concatsThroughConcats();   // engine_reshape_concat.cpp
   int flattenAssoc();            // engine_assoc.cpp
   std::vector<ClassId> viewClasses_;  // prefixes and suffixes flattenAssoc made (sorted)
 

@@ -562,6 +562,8 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
   changed += composeReshapes();
   changed += composeScales();
   changed += permutesThroughConcats();
+  changed += reshapesThroughConcats();
+  changed += concatsThroughConcats();
   changed += flattenAssoc();
   return changed;
 }

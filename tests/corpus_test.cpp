@@ -64,7 +64,8 @@ struct VerifyRun {
   rewrite::VerifyReport rep;
 };
 
-VerifyRun verifyDir(const fs::path& dir, double repairSeconds = 0) {
+VerifyRun verifyDir(const fs::path& dir, double repairSeconds = 0,
+                    double witnessLimit = rewrite::kDefaultWitnessWorkLimit) {
   VerifyRun run;
   auto seq = frontend::loadGraph((dir / "seq").string());
   auto dist = frontend::loadProgram((dir / "dist").string());
@@ -78,6 +79,7 @@ VerifyRun verifyDir(const fs::path& dir, double repairSeconds = 0) {
   rewrite::VerifyOptions opts;
   opts.outputs = {"div_2"};
   opts.repairSeconds = repairSeconds;
+  opts.witnessWorkLimit = witnessLimit;
   auto rep = rewrite::verify(*seq, *dist, *rel, opts);
   EXPECT_TRUE(rep.ok()) << (rep.ok() ? "" : rep.error().str());
   if (rep.ok()) run.rep = *rep;
@@ -308,23 +310,7 @@ fs::path retargeted(int tp) {
   return out;
 }
 
-VerifyRun verifyDirNoWitness(const fs::path& dir) {
-  auto seq = frontend::loadGraph((dir / "seq").string());
-  auto dist = frontend::loadProgram((dir / "dist").string());
-  VerifyRun run;
-  EXPECT_TRUE(seq.ok() && dist.ok());
-  if (!seq.ok() || !dist.ok()) return run;
-  auto rel = rewrite::inferRelations(*seq, *dist);
-  EXPECT_TRUE(rel.ok()) << (rel.ok() ? "" : rel.error().str());
-  if (!rel.ok()) return run;
-  rewrite::VerifyOptions opts;
-  opts.outputs = {"div_2"};
-  opts.witnessWorkLimit = 1;
-  auto rep = rewrite::verify(*seq, *dist, *rel, opts);
-  EXPECT_TRUE(rep.ok()) << (rep.ok() ? "" : rep.error().str());
-  if (rep.ok()) run.rep = *rep;
-  return run;
-}
+VerifyRun verifyDirNoWitness(const fs::path& dir) { return verifyDir(dir, 0, 1); }
 
 TEST(CorpusMegatron, Tp4LossIsVerified) {
   SKIP_WITHOUT_CORPUS();
