@@ -854,13 +854,23 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     std::vector<std::pair<int64_t, std::string>> top;
     for (const auto& [name, n] : es.perLemma) top.emplace_back(n, name);
     std::sort(top.rbegin(), top.rend());
-    for (size_t i = 0; i < top.size() && i < 12; ++i) spdlog::debug("verify: lemma {} applied {} times", top[i].second, top[i].first);
+    for (size_t i = 0; i < top.size() && i < 12; ++i)
+      spdlog::debug("verify: lemma {} applied {} times", top[i].second, top[i].first);
   }
   // Gather lemmas hold where their sequential (right) side is defined.
   std::function<bool(const Pattern&)> indexes = [&](const Pattern& p) {
     if (p.op == PatOp::Ir && (p.irOp == ir::OpKind::Gather || p.irOp == ir::OpKind::GatherElements)) return true;
     return std::any_of(p.args.begin(), p.args.end(), [&](const PatPtr& a) { return indexes(*a); });
   };
+  // C++ steps of relation semantics are trusted code, not proven lemmas:
+  // the report says which ones a verdict used.
+  std::string engineSteps;
+  for (const auto& [name, n] : es.perLemma)
+    if (name.rfind("engine:", 0) == 0 && n > 0)
+      engineSteps += (engineSteps.empty() ? "" : ", ") + name.substr(7) + " x" + std::to_string(n);
+  if (!engineSteps.empty())
+    rep.assumptions.push_back("relation-semantics steps of the engine, in C++ (docs/lemmas.md, not Z3-proven): " +
+                              engineSteps);
   for (const auto& [name, n] : es.perLemma)
     if (const Lemma* l = lib->lib.find(name); n > 0 && l && indexes(*l->rhs)) {
       rep.assumptions.push_back("S's gather indices are in [0, size) (lemma " + name +
