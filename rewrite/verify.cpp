@@ -474,11 +474,15 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   std::vector<std::string> wanted = opts.outputs;
   if (wanted.empty())
     for (ir::ValueId o : seq.outputs()) wanted.push_back(seq.value(o).name);
-  for (const auto& w : wanted) {
-    auto v = seq.findValue(w);
-    if (!v || std::find(seq.outputs().begin(), seq.outputs().end(), *v) == seq.outputs().end())
-      return makeError("unknown-output", "'" + w + "' is not an output of the sequential graph");
-  }
+  // Any named S value may be checked: a graph output is rebuilt from D's
+  // outputs, an intermediate (an attention output, a weight gradient
+  // inside a step) from any D value (GraphGuard-style checks).
+  for (const auto& w : wanted)
+    if (!seq.findValue(w)) return makeError("unknown-output", "'" + w + "' is not a value of the sequential graph");
+  auto isSeqOutput = [&](const std::string& n) {
+    auto v = seq.findValue(n);
+    return v && std::find(seq.outputs().begin(), seq.outputs().end(), *v) != seq.outputs().end();
+  };
   std::map<std::string, RelPtr> expected;
   for (const auto& o : relations.outputs) {
     RelScope s;
@@ -501,6 +505,10 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   auto isOutputLeaf = [&](const DistLeaf& l) { return model.outputs[size_t(l.first)].count(l.second) > 0; };
   const std::function<bool(const DistLeaf&)> isOutputLeafFn = isOutputLeaf;
   const std::function<bool(const DistLeaf&)> anyLeaf = [](const DistLeaf&) { return true; };
+  // The D values a wanted S value must be rebuilt from.
+  auto leavesFor = [&](const std::string& n) -> const std::function<bool(const DistLeaf&)>& {
+    return isWanted(n) && isSeqOutput(n) ? isOutputLeafFn : anyLeaf;
+  };
 
   // Only S values the wanted outputs depend on need relations (the cone).
   std::vector<bool> neededValue(seq.values().size(), false), neededNode(seq.nodes().size(), false);
@@ -616,7 +624,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
           continue;
         }
         if (eng.distLeaves(targets[k]).empty() &&
-            !tiledByLeaves(eng.graph(), targets[k], isWanted(seq.value(node.outputs[k]).name) ? isOutputLeafFn : anyLeaf))
+            !tiledByLeaves(eng.graph(), targets[k], leavesFor(seq.value(node.outputs[k]).name)))
           return false;
       }
       return true;
@@ -627,7 +635,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
         if (dead(k)) continue;
         if (expCls.count(k)) {
           if (eng.graph().find(expCls[k]) != eng.graph().find(targets[k])) return false;
-        } else if (!eng.extractClean(targets[k], isWanted(seq.value(node.outputs[k]).name) ? isOutputLeafFn : anyLeaf)) {
+        } else if (!eng.extractClean(targets[k], leavesFor(seq.value(node.outputs[k]).name))) {
           return false;
         }
       }
@@ -807,7 +815,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
         }
         continue;
       }
-      RelPtr viaOutputs = eng.extractClean(targets[k], isOutputLeaf);
+      RelPtr viaOutputs = eng.extractClean(targets[k], leavesFor(n));
       if (viaOutputs) {
         done[n] = OutputResult{n, str(*viaOutputs), viaOutputs};
       } else {

@@ -224,6 +224,29 @@ TEST(CliVerify, InferredRelationsAreWrittenAndReusable) {
   EXPECT_EQ(again.code, 0) << again.out << again.err;
 }
 
+// --outputs names any S value: an intermediate is rebuilt from any D value
+// (the activation g is the concat of the ranks' g), and an --expect line for
+// it is checked like one for an output.
+TEST(CliVerify, IntermediateValuesAreChecked) {
+  auto args = verifyArgs("mlp_tp2.sp");
+  args.insert(args.end(), {"--outputs", "g"});
+  auto r = runCli(args);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("seq.g = concat(dim=1, dist[0].g, dist[1].g)"), std::string::npos) << r.out;
+  auto dir = tempDir("expectg");
+  std::ofstream((dir / "right.rel").string()) << "expect seq.g = concat(dim=1, for r in tp: dist[r].g)\n";
+  std::ofstream((dir / "wrong.rel").string()) << "expect seq.g = concat(dim=1, dist[1].g, dist[0].g)\n";
+  auto right = runCli({"verify", "--seq", sourcePath("examples/mlp.sp"), "--dist", sourcePath("examples/mlp_tp2.sp"),
+                       "--relation", sourcePath("examples/mlp_tp2.rel"), "--outputs", "g", "--expect",
+                       (dir / "right.rel").string()});
+  EXPECT_EQ(right.code, 0) << right.out << right.err;
+  auto wrong = runCli({"verify", "--seq", sourcePath("examples/mlp.sp"), "--dist", sourcePath("examples/mlp_tp2.sp"),
+                       "--relation", sourcePath("examples/mlp_tp2.rel"), "--outputs", "g", "--expect",
+                       (dir / "wrong.rel").string()});
+  EXPECT_EQ(wrong.code, 1) << wrong.out << wrong.err;
+  EXPECT_NE(wrong.out.find("verdict: refuted"), std::string::npos) << wrong.out;
+}
+
 TEST(CliVerify, BadArgumentsExitThree) {
   auto both = runCli({"verify", "--seq", sourcePath("examples/mlp.sp"), "--dist", sourcePath("examples/mlp_tp2.sp")});
   EXPECT_EQ(both.code, 3);
@@ -232,7 +255,7 @@ TEST(CliVerify, BadArgumentsExitThree) {
   args.insert(args.end(), {"--outputs", "nope"});
   auto out = runCli(args);
   EXPECT_EQ(out.code, 3);
-  EXPECT_NE(out.err.find("'nope' is not an output"), std::string::npos) << out.err;
+  EXPECT_NE(out.err.find("'nope' is not a value of"), std::string::npos) << out.err;
   auto seqAsDist = runCli({"verify", "--seq", sourcePath("examples/mlp.sp"), "--dist", sourcePath("examples/mlp.sp"),
                            "--infer-relations"});
   EXPECT_EQ(seqAsDist.code, 3);

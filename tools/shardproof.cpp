@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
   vf->add_option("--write-relations", verify.writeRelations,
                  "with --infer-relations: write the proposal to FILE for review");
   vf->add_option("--expect", verify.expectFile, "expected output relations ('expect' lines)");
-  vf->add_option("--outputs", verify.outputs, "S outputs that must be rebuilt (default: all)")
+  vf->add_option("--outputs", verify.outputs,
+                 "S values that must be rebuilt: outputs from D outputs, others from any D value (default: all outputs)")
       ->delimiter(',');
   vf->add_option("--format", verify.format, "text, json or junit")
       ->check(CLI::IsMember({"text", "json", "junit"}));
