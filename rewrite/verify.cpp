@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "rewrite/engine_verify.h"
@@ -744,9 +746,24 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
         if (budget) rep.reason = "e-graph budget ran out at " + what + " (" + std::string(stopReasonName(stop)) + ")";
         Failure f{what, n, node.loc, msg, {}, std::nullopt, {}, {}};
         if (!sumGroup.empty()) f.missingSumGroups.push_back(sumGroup);
-        // Closest D tensors: same shape, or a shape that concatenates to it.
+        // Closest D tensors: same shape, or a shape that concatenates to it;
+        // among those, the fewest D ops downstream of the D tensors the
+        // op's input relations name (the seeds) first.
         const auto& want = seq.value(node.outputs[k]).type.shape;
-        std::vector<std::pair<int, std::string>> cands;
+        std::map<DistLeaf, int> hops;
+        {
+          std::deque<DistLeaf> todo(seeds.begin(), seeds.end());
+          for (const auto& l : seeds) hops.emplace(l, 0);
+          while (!todo.empty()) {
+            DistLeaf l = todo.front();
+            todo.pop_front();
+            const ir::Graph& g = dist.rank(l.first);
+            for (ir::NodeId u : g.users(l.second))
+              for (ir::ValueId o : g.node(u).outputs)
+                if (hops.emplace(DistLeaf{l.first, o}, hops[l] + 1).second) todo.push_back({l.first, o});
+          }
+        }
+        std::vector<std::tuple<int, int, int64_t, std::string>> cands;
         for (ClassId c : eng.graph().canonicalClasses())
           for (const auto& l : eng.distLeaves(c)) {
             const auto& s = dist.rank(l.first).value(l.second).type.shape;
@@ -756,12 +773,16 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
               for (size_t d = 0; d < s.size(); ++d) diff += s[d] != want[d];
               score = diff == 1 ? 1 : 9;
             }
+            auto h = hops.find(l);
             if (score < 9)
-              cands.emplace_back(score, "r" + std::to_string(l.first) + ":" + dist.rank(l.first).value(l.second).name);
+              cands.emplace_back(score, h == hops.end() ? 1 << 20 : h->second, l.first,
+                                 "r" + std::to_string(l.first) + ":" + dist.rank(l.first).value(l.second).name);
           }
         std::sort(cands.begin(), cands.end());
         cands.erase(std::unique(cands.begin(), cands.end()), cands.end());
-        for (size_t i = 0; i < cands.size() && f.closestDist.size() < 6; ++i) f.closestDist.push_back(cands[i].second);
+        for (size_t i = 0; i < cands.size() && f.closestDist.size() < 6; ++i)
+          if (std::find(f.closestDist.begin(), f.closestDist.end(), std::get<3>(cands[i])) == f.closestDist.end())
+            f.closestDist.push_back(std::get<3>(cands[i]));
         // Defer (Pending) while the chain is short and this is no checked
         // output; otherwise fail where the earliest open chain began.
         bool isFloatVal = ir::isFloat(seq.value(node.outputs[k]).type.dtype) && node.op != ir::OpKind::Constant;

@@ -344,6 +344,16 @@ TEST(Verify, PartialSumsIntoNonlinearOpLocalized) {
   test::checkSelfRefinement(c);
 }
 
+// The failure's closest D tensors: shape first (the gathered out), then
+// the fewest D ops downstream of the D tensors its input relations name.
+TEST(Verify, ClosestDistTensorsByDistance) {
+  Case c = load("closest_seq.sp", "closest_dist.sp", "closest.rel");
+  auto rep = runCase(c);
+  ASSERT_EQ(rep.verdict, Verdict::Refuted) << test::describe(rep);
+  EXPECT_EQ(rep.failure->closestDist,
+            (std::vector<std::string>{"r0:out", "r1:out", "r0:bb", "r1:bb", "r0:cc", "r1:cc"}));
+}
+
 TEST(Verify, PartialSumsIntoNonlinearOpFixedTwinVerified) {
   Case c = load("mlp2_seq.sp", "mlp2_tp2.sp", "mlp2_tp2.rel");
   auto rep = runCase(c);
