@@ -23,7 +23,7 @@ void tensorVars(const Pattern& p, std::set<std::string>& out) {
 
 namespace {
 bool onlyDropoutIr(const Pattern& p) {
-  if (p.op == PatOp::Ir && p.irOp != ir::OpKind::Dropout) return false;
+  if ((p.op == PatOp::Ir && p.irOp != ir::OpKind::Dropout) || p.op == PatOp::OpVar) return false;
   return std::all_of(p.args.begin(), p.args.end(), [](const PatPtr& a) { return onlyDropoutIr(*a); });
 }
 }  // namespace
@@ -82,6 +82,9 @@ struct Bind {
   std::map<std::string, ClassId> t;
   std::map<std::string, int64_t> i;  // slice bounds; scale factors and IR float attributes as bits
   std::map<std::string, ClassId> c;  // const(value=?v): the first class matched, reused on the right side
+  // Op variables: the matched IR op and its interned attributes (the same
+  // op and attributes on the right side and at later left-side uses).
+  std::map<std::string, std::pair<ir::OpKind, int64_t>> ops;
 };
 
 bool hasVarAttr(const Pattern& p) {
@@ -206,9 +209,18 @@ struct RuleMatcher {
       case PatOp::SplitLast: case PatOp::MergeLast: case PatOp::MergeDims: case PatOp::SplitDims:
         return n.op == int32_t(ir::OpKind::Reshape) || n.op == kOpReshape;
       case PatOp::Ir: return n.op == int32_t(p.irOp);
+      case PatOp::OpVar: return !isRelOp(n.op) && n.op >= 0 && size_t(n.op) < ir::kNumOps;
       case PatOp::Const: case PatOp::Var: return true;
     }
     return true;
+  }
+
+  // The dim of a concat or slice node (normalized) against the pattern's: a
+  // literal (negative from the end) or a variable bound to it.
+  bool dimMatches(const Pattern& p, ClassId c, int64_t dim, Bind& b) const {
+    const PatAttr* a = p.attr("dim");
+    if (a->kind == PatAttr::Kind::Var) return bindInt(a, dim, b);
+    return normDim(a->i, rankOf(c)) == dim;
   }
 
   void match(const Pattern& p, ClassId c, Bind b, std::vector<Bind>& out) const {
@@ -235,12 +247,10 @@ struct RuleMatcher {
       Bind nb = b;
       bool ok = false;
       switch (p.op) {
-        case PatOp::Concat:
-          ok = n.op == kOpConcat && normDim(p.attr("dim")->i, rankOf(c)) == n.data[0];
-          break;
+        case PatOp::Concat: ok = n.op == kOpConcat && dimMatches(p, c, n.data[0], nb); break;
         case PatOp::Sum: ok = n.op == kOpSum; break;
         case PatOp::Slice:
-          ok = n.op == kOpSlice && normDim(p.attr("dim")->i, rankOf(c)) == n.data[0] &&
+          ok = n.op == kOpSlice && dimMatches(p, c, n.data[0], nb) &&
                bindInt(p.attr("start"), n.data[1], nb) && bindInt(p.attr("end"), n.data[2], nb);
           break;
         case PatOp::Scale: ok = n.op == kOpScale && bindInt(p.attr("factor"), n.data[0], nb); break;
@@ -304,6 +314,18 @@ struct RuleMatcher {
               if (auto full = ir::completeAttrs(p.irOp, patAttrs(p, &nb)); full.ok()) id = e.in_.attrs(p.irOp, *full, inRank);
           }
           ok = id && *id == n.data[0] && wellFormed(p.irOp, n.kids);
+          break;
+        }
+        case PatOp::OpVar: {
+          // Only ops whose ops.def category really is the trait; a later
+          // use must be the same op with the same attributes.
+          auto k = ir::OpKind(n.op);
+          if (!opHasTrait(k, p.trait) || n.data[1] != 0 || !wellFormed(k, n.kids)) break;
+          auto [it, fresh] = nb.ops.emplace(p.name, std::make_pair(k, n.data[0]));
+          if (fresh || it->second == std::make_pair(k, n.data[0])) { ok = true; break; }
+          if (it->second.first != k) break;
+          ir::AttrMap prev = e.in_.attrMap(it->second.second);  // the same attributes, interned at this node's rank
+          ok = e.in_.attrs(k, prev, n.kids.empty() ? 0 : rankOf(n.kids[0])) == n.data[0];
           break;
         }
         case PatOp::Const: case PatOp::Var: break;
@@ -460,9 +482,9 @@ struct RuleMatcher {
       return a->kind == PatAttr::Kind::Var ? b.i.at(a->text) : a->i;
     };
     switch (p.op) {
-      case PatOp::Concat: return e.concat(p.attr("dim")->i, kids);
+      case PatOp::Concat: return e.concat(intAttr("dim"), kids);
       case PatOp::Sum: return e.sum(kids);
-      case PatOp::Slice: return e.slice(kids[0], p.attr("dim")->i, intAttr("start"), intAttr("end"));
+      case PatOp::Slice: return e.slice(kids[0], intAttr("dim"), intAttr("start"), intAttr("end"));
       case PatOp::Scale: {
         const PatAttr* a = p.attr("factor");
         if (a->kind == PatAttr::Kind::Recip) {
@@ -516,6 +538,12 @@ struct RuleMatcher {
         return e.irNodeInfer(ir::OpKind::Reshape, {{"shape", dims}}, kids);
       }
       case PatOp::Ir: return e.irNodeInfer(p.irOp, patAttrs(p, &b), kids, outIndexOf(p));
+      case PatOp::OpVar: {  // the op and attributes its declaration matched
+        auto it = b.ops.find(p.name);
+        if (it == b.ops.end()) return std::nullopt;
+        ir::AttrMap attrs = e.in_.attrMap(it->second.second);
+        return e.irNodeInfer(it->second.first, attrs, kids);
+      }
       case PatOp::Const: {  // the constant the left side matched (the loader allows no other)
         const PatAttr* a = p.attr("value");
         auto it = a->kind == PatAttr::Kind::Var ? b.c.find(a->text) : b.c.end();

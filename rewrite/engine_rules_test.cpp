@@ -73,6 +73,32 @@ TEST(EngineRules, UncoveredRankIsNotMatched) {
   EXPECT_EQ(f.stats.perLemma["exp-over-concat-last"], 1);
 }
 
+// An op variable matches only ops of its trait (cast and not are not
+// unary for it) and builds the matched op with the matched attributes; a
+// dim variable binds the node's dim. Rank 4 stays uncovered.
+TEST(EngineRules, UnarySchemaMatchesOnlyItsTrait) {
+  Fixture f("unary-over-concat: ?f:unary(concat(?a, ?b, dim=?d)) => concat(?f(?a), ?f(?b), dim=?d)\n");
+  ASSERT_EQ(f.rules.size(), 1u);
+  EXPECT_EQ(f.rules[0].ranks, (std::vector<int>{1, 2, 3}));
+  Engine e(f.in, f.rules, f.stats, f.prog);
+  ClassId a = f.leaf(e, "a");
+  ClassId rows = *e.concat(0, {a, a});  // [6, 2]
+  e.irNodeInfer(ir::OpKind::Cast, {{"to", ir::DType::F16}}, {rows});
+  e.saturate(Budget{}, nullptr);
+  EXPECT_EQ(f.stats.perLemma["unary-over-concat"], 0);
+  ClassId g = *e.irNodeInfer(ir::OpKind::Gelu, {{"approximate", std::string("tanh")}}, {rows});
+  ClassId four = *e.concat(-1, {f.leaf(e, "p"), f.leaf(e, "q")});  // rank 4: not covered
+  e.irNodeInfer(ir::OpKind::Sin, {}, {four});
+  e.saturate(Budget{}, nullptr);
+  EXPECT_EQ(f.stats.perLemma["unary-over-concat"], 1);
+  ClassId ga = *e.irNodeInfer(ir::OpKind::Gelu, {{"approximate", std::string("tanh")}}, {a});
+  e.graph().rebuild();
+  EXPECT_EQ(e.graph().find(g), e.graph().find(*e.concat(0, {ga, ga})));
+  ClassId plain = *e.irNodeInfer(ir::OpKind::Gelu, {}, {a});  // other attributes: another op
+  e.graph().rebuild();
+  EXPECT_NE(e.graph().find(g), e.graph().find(*e.concat(0, {plain, plain})));
+}
+
 // A proven lemma whose status lists no ranks (a corrupt or forged status)
 // is general by its variables, so it matches nothing.
 TEST(EngineRules, GeneralLemmaWithoutProvenRanksNeverMatches) {

@@ -62,12 +62,30 @@ using PatPtr = std::shared_ptr<const Pattern>;
 // const(value=v): a rank-0 IR constant whose value is the integer v (a
 // literal or a variable bound by the match, usable in conditions; any dtype,
 // so 0.0 is value=0). Left sides only.
-enum class PatOp : uint8_t { Var, Ir, Concat, Sum, Slice, Scale, Permute, SplitLast, MergeLast, MergeDims, SplitDims, Const };
+// OpVar: an op variable of a trait, `?f:unary(?x)` where it is declared
+// (its first occurrence, on the left side), `?f(?x)` elsewhere: the same op
+// with the same attributes as the node the declaration matched.
+enum class PatOp : uint8_t { Var, Ir, Concat, Sum, Slice, Scale, Permute, SplitLast, MergeLast, MergeDims, SplitDims, Const, OpVar };
+
+// Traits an op variable ranges over (ir/ops.def categories, docs/lemmas.md):
+// Unary: the same-shape elementwise ops of category Unary except cast
+// (changes the dtype) and not (bool only); Binary: category Binary (numpy
+// broadcasting). Each is a function of its operands' elements at the same
+// (broadcast) index, which is what the prover assumes of an op variable.
+enum class OpTrait : uint8_t { None, Unary, Binary };
+std::optional<OpTrait> opTraitByName(const std::string& name);
+const char* opTraitName(OpTrait t);
+int opTraitArity(OpTrait t);
+bool opHasTrait(ir::OpKind op, OpTrait t);
+// The IR ops of a trait, in ops.def order.
+std::vector<ir::OpKind> opsOfTrait(OpTrait t);
 
 struct Pattern {
   PatOp op = PatOp::Var;
-  std::string name;           // Var: variable name; else the op name
+  std::string name;           // Var, OpVar: variable name; else the op name
   ir::OpKind irOp = ir::OpKind::Identity;  // Ir
+  OpTrait trait = OpTrait::None;           // OpVar
+  bool declares = false;                   // OpVar: written `?f:trait(...)`
   std::vector<PatPtr> args;
   std::vector<PatAttr> attrs; // as written
   const PatAttr* attr(const std::string& n) const;

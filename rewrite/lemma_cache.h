@@ -13,7 +13,7 @@ namespace sp::rewrite {
 
 // Bump on any change to what a proof means: lemma_prove.cpp, smt/ (folds,
 // encoding), the typing model, or the pattern printer (Lemma::str).
-inline constexpr const char* kProverVersion = "lemma-prove-8";
+inline constexpr const char* kProverVersion = "lemma-prove-9";
 
 // $SHARDPROOF_CACHE_DIR, else $XDG_CACHE_HOME/shardproof, else
 // $HOME/.cache/shardproof; empty when none of them is set.

@@ -16,6 +16,7 @@ struct Instance {
   std::map<std::string, ir::Tensor> tensors;
   std::map<std::string, int64_t> ints;
   std::map<std::string, double> reals;
+  std::map<std::string, ir::OpKind> ops;  // op variables: the op of the trait checked
 };
 
 // Variables by kind: tensors, integers (slice bounds, sizes, constant
@@ -23,10 +24,12 @@ struct Instance {
 // drawn in (0, 1).
 struct VarKinds {
   std::map<std::string, bool> tensors, ints, factors, fractions;
+  std::map<std::string, OpTrait> ops;
 };
 
 void collectVars(const Pattern& p, VarKinds& v) {
   if (p.op == PatOp::Var) { v.tensors[p.name] = true; return; }
+  if (p.op == PatOp::OpVar) v.ops[p.name] = p.trait;
   for (const auto& a : p.attrs)
     if (a.kind == PatAttr::Kind::Var)
       (p.op == PatOp::Scale ? v.factors : p.op == PatOp::Ir ? v.fractions : v.ints)[a.text] = true;
@@ -109,9 +112,9 @@ Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalO
     return outs[0];
   };
   switch (p.op) {
-    case PatOp::Concat: return one(OpKind::Concat, {{"axis", p.attr("dim")->i}}, xs);
+    case PatOp::Concat: return one(OpKind::Concat, {{"axis", intOf("dim")}}, xs);
     case PatOp::Slice: {  // the relation operator: 0 <= start <= end <= size, no clamping
-      int64_t rank = xs[0].rank(), dim = p.attr("dim")->i, s = intOf("start"), e = intOf("end");
+      int64_t rank = xs[0].rank(), dim = intOf("dim"), s = intOf("start"), e = intOf("end");
       int64_t d = dim < 0 ? dim + rank : dim;
       if (d < 0 || d >= rank)
         return makeError("bad-axis", "slice: dim " + std::to_string(dim) + " out of range for rank " + std::to_string(rank));
@@ -211,6 +214,10 @@ Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalO
       }
       return one(p.irOp, attrs, xs);
     }
+    case PatOp::OpVar: {  // the op of the trait checked, default attributes (mod: fmod, which float operands need)
+      OpKind k = in.ops.at(p.name);
+      return one(k, k == OpKind::Mod ? ir::AttrMap{{"fmod", int64_t(1)}} : ir::AttrMap{}, xs);
+    }
     case PatOp::Var: case PatOp::Const: break;
   }
   return makeError("internal", "unreachable");
@@ -224,6 +231,7 @@ std::string instanceStr(const Instance& in) {
   std::string s;
   for (const auto& [n, t] : in.tensors) s += (s.empty() ? "" : ", ") + ("?" + n + " " + dimsStr(t.dims()));
   for (const auto& [n, v] : in.ints) s += (s.empty() ? "" : ", ") + ("?" + n + " = " + std::to_string(v));
+  for (const auto& [n, k] : in.ops) s += (s.empty() ? "" : ", ") + ("?" + n + " = " + std::string(ir::opName(k)));
   return s;
 }
 
@@ -369,12 +377,25 @@ void checkLemmaNumerically(const Lemma& l, const std::vector<LemmaInstance>& sol
   };
   int checked = 0;
   std::string lastErr;
+  // Op variables: the whole check runs once per op of each variable's trait
+  // (variable j takes op (k + j) mod |trait| in round k), with the op's
+  // default attributes. No op variable: one round.
+  size_t rounds = 1;
+  for (const auto& [n, t] : vars.ops) rounds = std::max(rounds, opsOfTrait(t).size());
+  for (size_t round = 0; round < rounds; ++round) {
+  std::map<std::string, ir::OpKind> ops;
+  size_t j = 0;
+  for (const auto& [n, t] : vars.ops) {
+    auto all = opsOfTrait(t);
+    ops[n] = all[(round + j++) % all.size()];
+  }
   // 1. Instances solved from the left side's typing and the conditions: the
   // interpreter must accept the left side (else the prover's typing model is
   // wrong) and the right side must agree.
   for (const auto& s : solved) {
     Instance in;
     in.ints = s.ints;
+    in.ops = ops;
     reals(in);
     switch (checkInstance(l, in, s.dims, dts, opts, st, &lastErr, rng)) {
       case Check::Ok: ++checked; break;
@@ -406,6 +427,7 @@ void checkLemmaNumerically(const Lemma& l, const std::vector<LemmaInstance>& sol
       shapes[n] = dims;
     }
     for (const auto& [n, _] : iv) in.ints[n] = int64_t(rng() % 4);
+    in.ops = ops;
     reals(in);
     bool ok = true;
     for (const auto& c : l.conds) ok = ok && holds(c, in);
@@ -415,6 +437,7 @@ void checkLemmaNumerically(const Lemma& l, const std::vector<LemmaInstance>& sol
       case Check::Failed: return;
       case Check::LhsRejected: case Check::RhsUndefined: break;
     }
+  }
   }
   if (checked == 0) {
     st.numeric = NumericState::Skipped;

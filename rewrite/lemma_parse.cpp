@@ -40,9 +40,45 @@ static std::string attrStr(const PatAttr& a) {
   return "?";
 }
 
+std::optional<OpTrait> opTraitByName(const std::string& name) {
+  if (name == "unary") return OpTrait::Unary;
+  if (name == "binary") return OpTrait::Binary;
+  return std::nullopt;
+}
+
+const char* opTraitName(OpTrait t) {
+  switch (t) {
+    case OpTrait::Unary: return "unary";
+    case OpTrait::Binary: return "binary";
+    case OpTrait::None: break;
+  }
+  return "none";
+}
+
+int opTraitArity(OpTrait t) { return t == OpTrait::Binary ? 2 : 1; }
+
+bool opHasTrait(ir::OpKind op, OpTrait t) {
+  const ir::OpInfo& info = ir::opInfo(op);
+  switch (t) {
+    case OpTrait::Unary:  // cast changes the dtype, not is bool only
+      return info.category == ir::OpCategory::Unary && op != ir::OpKind::Cast && op != ir::OpKind::Not;
+    case OpTrait::Binary: return info.category == ir::OpCategory::Binary;
+    case OpTrait::None: break;
+  }
+  return false;
+}
+
+std::vector<ir::OpKind> opsOfTrait(OpTrait t) {
+  std::vector<ir::OpKind> out;
+  for (size_t k = 0; k < ir::kNumOps; ++k)
+    if (opHasTrait(ir::OpKind(k), t)) out.push_back(ir::OpKind(k));
+  return out;
+}
+
 std::string Pattern::str() const {
   if (op == PatOp::Var) return "?" + name;
-  std::string s = name + "(";
+  std::string s = op == PatOp::OpVar ? "?" + name + (declares ? std::string(":") + opTraitName(trait) : "") + "("
+                                     : name + "(";
   bool first = true;
   for (const auto& a : args) { s += (first ? "" : ", ") + a->str(); first = false; }
   for (const auto& a : attrs) { s += (first ? "" : ", ") + a.name + "=" + attrStr(a); first = false; }
@@ -136,10 +172,13 @@ struct LemmaParser {
   std::map<std::string, bool> tensorVars;  // name -> seen on lhs
   std::set<std::string> attrVars;
   std::set<std::string> constVars;  // bound by const(value=?v) on the left side
+  std::map<std::string, OpTrait> opVars;  // declared by ?f:trait(...) on the left side
   bool onLhs = true;
   int depth = 0;  // nesting of pattern() and condAtom() calls
 
   Status useVar(const Token& t, bool asTensor) {
+    if (opVars.count(t.text))
+      return c.errorAt(t, "variable '?" + t.text + "' is used both as an op and as a " + (asTensor ? "tensor" : "attribute"));
     if (asTensor ? attrVars.count(t.text) : tensorVars.count(t.text))
       return c.errorAt(t, "variable '?" + t.text + "' is used both as a tensor and as an attribute");
     auto& set = asTensor;
@@ -199,6 +238,7 @@ struct LemmaParser {
     Nest nest(depth);
     SP_TRY(tooDeep(t));
     auto p = std::make_shared<Pattern>();
+    if (t.kind == Token::Kind::Var && (c.isPunct(":") || c.isPunct("("))) return opVar(t, p);
     if (t.kind == Token::Kind::Var) {
       SP_TRY(useVar(t, true));
       p->op = PatOp::Var;
@@ -272,7 +312,11 @@ struct LemmaParser {
         // A float attribute of an IR op may be a variable (dropout's ratio=?p):
         // matched against the node's value, the same value on the right side.
         bool irFloatVar = !rel && a.kind == PatAttr::Kind::Var && info->attr(n.text)->kind == ir::AttrKind::Float;
-        if ((a.kind == PatAttr::Kind::Var || a.kind == PatAttr::Kind::Expr || a.kind == PatAttr::Kind::Recip) && !irFloatVar && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale || rel->op == PatOp::SplitLast || rel->op == PatOp::MergeLast || rel->op == PatOp::MergeDims || rel->op == PatOp::SplitDims || rel->op == PatOp::Const) && n.text != "dim"))
+        // A dim variable (concat and slice only): bound to the matched
+        // node's dim, counted from 0.
+        bool dimVar = rel && (rel->op == PatOp::Concat || rel->op == PatOp::Slice) && n.text == "dim" &&
+                      a.kind == PatAttr::Kind::Var;
+        if ((a.kind == PatAttr::Kind::Var || a.kind == PatAttr::Kind::Expr || a.kind == PatAttr::Kind::Recip) && !irFloatVar && !dimVar && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale || rel->op == PatOp::SplitLast || rel->op == PatOp::MergeLast || rel->op == PatOp::MergeDims || rel->op == PatOp::SplitDims || rel->op == PatOp::Const) && n.text != "dim"))
           return c.errorAt(n, "attribute '" + n.text + "' must be a literal");
         p->attrs.push_back(a);
       } else {
@@ -307,6 +351,46 @@ struct LemmaParser {
         if (!s.defaultValue && !p->attr(s.name))
           return c.errorAt(t, "op '" + t.text + "' needs attribute '" + s.name + "'");
     }
+    return PatPtr(p);
+  }
+
+  // An op variable: `?f:trait(operands)` declares it (left side only, once),
+  // `?f(operands)` uses it. No attributes: it keeps the matched node's.
+  Result<PatPtr> opVar(const Token& t, std::shared_ptr<Pattern> p) {
+    if (tensorVars.count(t.text) || attrVars.count(t.text))
+      return c.errorAt(t, "variable '?" + t.text + "' is used both as an op and as a tensor or attribute");
+    p->op = PatOp::OpVar;
+    p->name = t.text;
+    if (c.accept(":")) {
+      Token tr = c.next();
+      if (tr.kind != Token::Kind::Ident) return c.errorAt(tr, "expected a trait after '?" + t.text + ":', found " + Cursor::describe(tr));
+      auto trait = opTraitByName(tr.text);
+      if (!trait) return c.errorAt(tr, "unknown trait '" + tr.text + "' (known: unary, binary)");
+      if (!onLhs) return c.errorAt(t, "op variable '?" + t.text + "' is declared on the right side (declare it on the left side)");
+      if (opVars.count(t.text)) return c.errorAt(t, "op variable '?" + t.text + "' is declared twice");
+      opVars[t.text] = *trait;
+      p->trait = *trait;
+      p->declares = true;
+    } else {
+      auto it = opVars.find(t.text);
+      if (it == opVars.end())
+        return c.errorAt(t, onLhs ? "op variable '?" + t.text + "' is used before its declaration (write ?" + t.text + ":TRAIT(...))"
+                                  : "unbound op variable '?" + t.text + "' (not declared by the left side)");
+      p->trait = it->second;
+    }
+    SP_TRY(c.expect("("));
+    while (!c.isPunct(")")) {
+      if (c.peek().kind == Token::Kind::Ident && c.isPunct("=", 1))
+        return c.errorAt(c.peek(), "op variable '?" + t.text + "' takes no attributes (it keeps those of the matched op)");
+      SP_ASSIGN(PatPtr a, pattern());
+      p->args.push_back(a);
+      if (!c.accept(",")) break;
+    }
+    SP_TRY(c.expect(")"));
+    int want = opTraitArity(p->trait);
+    if (int(p->args.size()) != want)
+      return c.errorAt(t, "op variable '?" + t.text + "' of trait " + opTraitName(p->trait) + " takes " + std::to_string(want) +
+                              " operand(s), got " + std::to_string(p->args.size()));
     return PatPtr(p);
   }
 
@@ -411,7 +495,7 @@ Result<std::vector<Lemma>> parseLemmas(const std::string& text, const std::strin
     std::copy(line.begin() + long(colon) + 1, line.end(), body.begin() + long(colon) + 1);
     SP_ASSIGN(auto toks, lexLine(body, file, lineNo));
     Cursor c(std::move(toks), file, lineNo);
-    LemmaParser p{c, {}, {}, {}, true};
+    LemmaParser p{c, {}, {}, {}, {}, true};
     Lemma l;
     l.name = name;
     l.location = loc;

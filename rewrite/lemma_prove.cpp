@@ -48,6 +48,13 @@ void sizeVarsOf(const Pattern& p, std::set<std::string>& out) {
   for (const auto& a : p.args) sizeVarsOf(*a, out);
 }
 
+// Dim variables: the `dim` of a concat or slice written as a variable.
+void dimVarsOf(const Pattern& p, std::set<std::string>& out) {
+  if (p.op == PatOp::Concat || p.op == PatOp::Slice)
+    if (const PatAttr* a = p.attr("dim"); a && a->kind == PatAttr::Kind::Var) out.insert(a->text);
+  for (const auto& a : p.args) dimVarsOf(*a, out);
+}
+
 // [lo, hi] of an integer variable from conditions `?v op c` / `c op ?v`.
 std::optional<std::pair<int64_t, int64_t>> boundsOf(const Lemma& l, const std::string& v) {
   std::optional<int64_t> lo, hi;
@@ -269,6 +276,20 @@ std::vector<LemmaStatus> proveLemmas(const LemmaLibrary& lib, const ProveOptions
     sizeVarsOf(*l.lhs, sizeVars);
     sizeVarsOf(*l.rhs, sizeVars);
     std::vector<std::map<std::string, int64_t>> pins{{}};
+    // Dim variables: each dim 0..R-1 in turn, R the largest rank a variable
+    // takes (maxRank or a fixed rank); a dim out of range of the operand's
+    // rank makes that instance not applicable, so every dim of every proven
+    // rank is proven (the engine binds dims counted from 0).
+    std::set<std::string> dimVars;
+    dimVarsOf(*l.lhs, dimVars);
+    int maxR = opts.maxRank;
+    for (const auto& [n, r] : fixed) maxR = std::max(maxR, r);
+    for (const auto& n : dimVars) {
+      std::vector<std::map<std::string, int64_t>> next;
+      for (const auto& pm : pins)
+        for (int64_t v = 0; v < maxR; ++v) { auto q = pm; q[n] = v; next.push_back(q); }
+      pins = std::move(next);
+    }
     for (const auto& n : sizeVars) {
       auto range = boundsOf(l, n);
       if (!range || range->first < 1 || range->second - range->first > 16) {

@@ -19,6 +19,18 @@ Result<Term> Builder::attrInt(const Pattern& p, const std::string& n) {
   return i(a->i);
 }
 
+Result<int64_t> Builder::dimAttr(const Pattern& p, size_t rank) {
+  const PatAttr* a = p.attr("dim");
+  if (a->kind != PatAttr::Kind::Var) return normDim(a->i, rank);
+  // A dim variable: proven for each dim in turn (lemma_prove.cpp pins it),
+  // counted from 0 like the dims the engine binds.
+  auto it = fixedInts.find(a->text);
+  if (it == fixedInts.end()) return makeError("unsupported-op", "dim ?" + a->text + " is not pinned");
+  if (it->second < 0 || it->second >= int64_t(rank))
+    return makeError("dim-out-of-range", "dim " + std::to_string(it->second) + " out of range for rank " + std::to_string(rank));
+  return it->second;
+}
+
 Result<SymTensor> Builder::build(const Pattern& p) {
   if (p.op == PatOp::Var) return var(p.name);
   std::vector<SymTensor> xs;
@@ -39,7 +51,7 @@ Result<SymTensor> Builder::build(const Pattern& p) {
   smt::Context* zc = &z;
   switch (p.op) {
     case PatOp::Concat: {
-      SP_ASSIGN(int64_t d, normDim(p.attr("dim")->i, xs[0].shape.size()));
+      SP_ASSIGN(int64_t d, dimAttr(p, xs[0].shape.size()));
       SymTensor out = xs[0];
       std::vector<Term> offs{i(0)};
       for (size_t k = 1; k < xs.size(); ++k) {
@@ -67,7 +79,7 @@ Result<SymTensor> Builder::build(const Pattern& p) {
       return out;
     }
     case PatOp::Slice: {
-      SP_ASSIGN(int64_t d, normDim(p.attr("dim")->i, xs[0].shape.size()));
+      SP_ASSIGN(int64_t d, dimAttr(p, xs[0].shape.size()));
       SP_ASSIGN(Term s, attrInt(p, "start"));
       SP_ASSIGN(Term e, attrInt(p, "end"));
       wf->push_back(i(0) <= s);
@@ -177,6 +189,7 @@ Result<SymTensor> Builder::build(const Pattern& p) {
       return out;
     }
     case PatOp::Ir: return buildIr(p, xs);
+    case PatOp::OpVar: return opVar(p, xs);
     case PatOp::Var: break;
   }
   return makeError("internal", "unreachable");

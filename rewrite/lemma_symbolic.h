@@ -105,6 +105,9 @@ struct Builder {
   }
 
   Result<Term> attrInt(const Pattern& p, const std::string& n);
+  // The dim of a concat or slice: a literal, or a dim variable pinned for
+  // this proof (fixedInts).
+  Result<int64_t> dimAttr(const Pattern& p, size_t rank);
 
   void sameShape(const SymTensor& a, const SymTensor& b) {
     for (size_t d = 0; d < a.shape.size(); ++d) wf->push_back(a.shape[d] == b.shape[d]);
@@ -165,6 +168,9 @@ struct Builder {
 
   Result<SymTensor> build(const Pattern& p);
   Result<SymTensor> buildIr(const Pattern& p, std::vector<SymTensor>& xs);
+  // An op variable: one uninterpreted function per variable ("opvar.?f"),
+  // of the element (unary) or of the broadcast element pair (binary).
+  Result<SymTensor> opVar(const Pattern& p, std::vector<SymTensor>& xs);
   Result<SymTensor> unitDims(const Pattern& p, const SymTensor& x);  // unsqueeze, squeeze
   Result<SymTensor> reduce(const Pattern& p, const SymTensor& x);
   Result<SymTensor> matmul(SymTensor a, SymTensor b);

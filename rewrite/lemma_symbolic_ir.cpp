@@ -112,6 +112,33 @@ Result<SymTensor> Builder::buildIr(const Pattern& p, std::vector<SymTensor>& xs)
   return makeError("unsupported-op", std::string(info.name) + " has no smt meaning in lemma proofs");
 }
 
+// An op variable of a trait stands for every op of the trait, each a
+// function of the element values at the same (broadcast) index: a proof with
+// one uninterpreted function per variable holds for every such op.
+Result<SymTensor> Builder::opVar(const Pattern& p, std::vector<SymTensor>& xs) {
+  smt::Context* zc = &z;
+  for (auto& x : xs) x = asReal(x);
+  if (p.trait == OpTrait::Unary && xs.size() == 1) {
+    smt::Func f = z.func("opvar.?" + p.name, {smt::Sort::Real}, smt::Sort::Real);
+    SymTensor out = xs[0], x = xs[0];
+    out.at = [zc, f, x](const std::vector<Term>& idx) { return zc->apply(f, {x.at(idx)}); };
+    return out;
+  }
+  if (p.trait == OpTrait::Binary && xs.size() == 2) {
+    Broadcast bc = broadcast(xs[0].shape, xs[1].shape);
+    wf->insert(wf->end(), bc.wf.begin(), bc.wf.end());
+    smt::Func f = z.func("opvar.?" + p.name, {smt::Sort::Real, smt::Sort::Real}, smt::Sort::Real);
+    SymTensor out, a = xs[0], b = xs[1];
+    out.shape = bc.shape;
+    out.at = [zc, f, a, b, bc](const std::vector<Term>& idx) {
+      return zc->apply(f, {a.at(Broadcast::index(*zc, a.shape, bc.directA, idx)),
+                           b.at(Broadcast::index(*zc, b.shape, bc.directB, idx))});
+    };
+    return out;
+  }
+  return makeError("unsupported-op", "op variable ?" + p.name + " of trait " + opTraitName(p.trait));
+}
+
 // unsqueeze inserts unit dims (axes count in the output rank); squeeze drops
 // listed dims, which the IR's typing requires to be of size 1 (axes count in
 // the input rank). Literal axes only: squeeze without axes depends on sizes.

@@ -66,6 +66,43 @@ TEST(LemmaLoader, Errors) {
   expectError("x: exp(?a) => ?a\nx: exp(?a) => ?a", "t.rules:2: lemma 'x' is already defined at t.rules:1");
 }
 
+// Lemma schemas: op variables over a trait and dim variables print as
+// written; a trait the loader does not know, an op variable not declared
+// on the left side, and attributes on an op variable are errors.
+TEST(LemmaLoader, SchemaRoundTrip) {
+  for (const std::string rule : {
+           "unary-over-concat: ?f:unary(concat(?a, ?b, dim=?d)) => concat(?f(?a), ?f(?b), dim=?d)",
+           "unary-over-slice: ?f:unary(slice(?a, dim=?d, start=?s, end=?e)) => slice(?f(?a), dim=?d, start=?s, end=?e)",
+           "two-ops: ?g:binary(?f:unary(?a), ?f(?b)) => ?g(?f(?a), ?f(?b)) if rank(?a) == 1",
+       }) {
+    auto ls = parseLemmas(rule + "\n", "t.rules");
+    ASSERT_TRUE(ls.ok()) << ls.error().str();
+    EXPECT_EQ((*ls)[0].str(), rule);
+    auto again = parseLemmas((*ls)[0].str() + "\n", "t.rules");
+    ASSERT_TRUE(again.ok()) << again.error().str();
+    EXPECT_EQ((*again)[0].str(), rule);
+  }
+  auto ls = parseLemmas("u: ?f:unary(concat(?a, ?b, dim=?d)) => concat(?f(?a), ?f(?b), dim=?d)\n", "t.rules");
+  ASSERT_TRUE(ls.ok());
+  EXPECT_EQ((*ls)[0].lhs->op, PatOp::OpVar);
+  EXPECT_EQ((*ls)[0].lhs->trait, OpTrait::Unary);
+  EXPECT_TRUE((*ls)[0].lhs->declares);
+  EXPECT_FALSE((*ls)[0].rhs->args[0]->declares);
+}
+
+TEST(LemmaLoader, SchemaErrors) {
+  expectError("x: ?f:elementwise(?a) => ?f(?a)", "t.rules:1:7: unknown trait 'elementwise' (known: unary, binary)");
+  expectError("x: exp(?a) => ?f(?a)", "t.rules:1:15: unbound op variable '?f' (not declared by the left side)");
+  expectError("x: ?f:unary(?a) => ?g(?a)", "t.rules:1:20: unbound op variable '?g' (not declared by the left side)");
+  expectError("x: exp(?a) => ?f:unary(?a)", "t.rules:1:15: op variable '?f' is declared on the right side (declare it on the left side)");
+  expectError("x: add(?f(?a), ?f:unary(?b)) => ?a", "t.rules:1:8: op variable '?f' is used before its declaration (write ?f:TRAIT(...))");
+  expectError("x: ?f:unary(?a, approximate=tanh) => ?a", "t.rules:1:17: op variable '?f' takes no attributes (it keeps those of the matched op)");
+  expectError("x: ?f:unary(?a, ?b) => ?a", "t.rules:1:4: op variable '?f' of trait unary takes 1 operand(s), got 2");
+  expectError("x: ?f:binary(?a, ?f) => ?a", "t.rules:1:18: variable '?f' is used both as an op and as a tensor");
+  expectError("x: ?a:unary(?a) => ?a", "t.rules:1:13: variable '?a' is used both as an op and as a tensor");
+  expectError("x: add(?f, ?f:unary(?a)) => ?a", "t.rules:1:12: variable '?f' is used both as an op and as a tensor or attribute");
+}
+
 // Terms and conditions nested deeper than the parser's limit are an error
 // at the token, not a stack overflow (a few thousand levels used to crash).
 TEST(LemmaLoader, DeepNestingIsAnError) {
@@ -106,10 +143,28 @@ TEST(LemmaProver, WrongLemmasAreNotProven) {
   LemmaLibrary lib{*ls};
   auto st = proveLemmas(lib, {});
   std::cout << renderLemmaTable(st);
-  ASSERT_EQ(st.size(), 19u);
+  ASSERT_EQ(st.size(), 22u);
   for (const auto& s : st) {
     EXPECT_FALSE(s.proven) << s.name;
     EXPECT_FALSE(s.reason.empty()) << s.name;
+  }
+}
+
+// A schema is proven for every function of its trait and every dim of every
+// rank: each (rank, dim) instance is a proof of its own.
+TEST(LemmaProver, SchemasAreProvenForEveryDim) {
+  auto lib = loadLemmas(src("rewrite/lemmas"));
+  ASSERT_TRUE(lib.ok());
+  ProveOptions o = withInterpreter();
+  o.maxRank = 3;
+  o.only = {"unary-over-concat", "unary-over-slice", "binary-over-concat-last"};
+  auto st = proveLemmas(*lib, o);
+  std::cout << renderLemmaTable(st);
+  ASSERT_EQ(st.size(), 3u);
+  for (const auto& s : st) {
+    EXPECT_TRUE(s.proven) << s.name << ": " << s.reason;
+    EXPECT_EQ(s.ranks, (std::vector<int>{1, 2, 3})) << s.name;
+    EXPECT_EQ(s.numeric, NumericState::Ok) << s.name << ": " << s.numericNote;
   }
 }
 

@@ -401,6 +401,27 @@ TEST(Verify, GatherOnWrongDimRefuted) {
   test::checkSelfRefinement(c);
 }
 
+// Lemma schemas: silu and sin on a rank-3 tensor split along dim 1 had no
+// lemma (the per-op lemmas covered dims 0 and -1 of a few ops); the schema
+// unary-over-concat covers every unary op and dim. Its buggy twins (gather
+// on the wrong dim, no gather) stay refuted.
+TEST(Verify, UnarySchemaOnMiddleDimVerified) {
+  Case c = load("unary_seq.sp", "unary_tp2.sp", "unary_tp2.rel");
+  auto rep = runCase(c);
+  ASSERT_EQ(rep.verdict, Verdict::Verified) << test::describe(rep);
+  EXPECT_EQ(rep.outputs[0].relation, "dist[0].y");
+  test::checkSelfRefinement(c);
+}
+
+TEST(Verify, UnarySchemaGatherOnWrongDimRefuted) {
+  for (const char* bug : {"unary_tp2_wrong_dim.sp", "unary_tp2_no_gather.sp"}) {
+    Case c = load("unary_seq.sp", bug, "unary_tp2.rel");
+    auto rep = runCase(c);
+    ASSERT_EQ(rep.verdict, Verdict::Refuted) << bug << ": " << test::describe(rep);
+    test::checkSelfRefinement(c);
+  }
+}
+
 TEST(Verify, AttentionHeadSplitVerified) {
   Case c = load("attn_seq.sp", "attn_tp2.sp", "attn_tp2.rel");
   auto rep = runCase(c);
