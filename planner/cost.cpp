@@ -114,6 +114,12 @@ StageLayers stageLayers(const ModelConfig& m, const Layout& l, int64_t stage) {
     s.count = per;
     return s;
   }
+  if (l.split == PipeSplit::Uneven) {
+    int64_t k = (m.layers - l.firstLayers - l.lastLayers) / std::max<int64_t>(1, l.pp - 2);
+    s.first = stage == 0 ? 0 : l.firstLayers + (stage - 1) * k;
+    s.count = stage == 0 ? l.firstLayers : stage == l.pp - 1 ? l.lastLayers : k;
+    return s;
+  }
   int64_t slots = (m.layers + 2) / l.pp;
   s.first = stage == 0 ? 0 : slots * stage - 1;
   s.count = stage == 0 || stage == l.pp - 1 ? slots - 1 : slots;

@@ -22,7 +22,8 @@ const std::set<std::string> kValued = {
     "--virtual-pipeline-model-parallel-size", "--micro-batch-size", "--global-batch-size", "--seq-length",
     "--num-layers", "--hidden-size", "--num-attention-heads", "--num-query-groups", "--num-experts",
     "--moe-router-topk", "--ffn-hidden-size", "--recompute-granularity", "--recompute-method",
-    "--recompute-num-layers", "--make-vocab-size-divisible-by", "--vocab-size", "--kv-channels"};
+    "--recompute-num-layers", "--decoder-first-pipeline-num-layers",
+    "--decoder-last-pipeline-num-layers", "--make-vocab-size-divisible-by", "--vocab-size", "--kv-channels"};
 
 std::vector<std::string> tokenize(const std::string& text) {
   std::vector<std::string> toks;
@@ -215,6 +216,9 @@ Result<LaunchReport> checkLaunch(const ModelConfig& config, const GpuSpec& gpu, 
   bool split = has("--account-for-embedding-in-pipeline-split") && has("--account-for-loss-in-pipeline-split");
   int64_t dp = gpus % (tp * pp * cp) == 0 ? gpus / (tp * pp * cp) : 0;
   SP_ASSIGN(int64_t gbs, integer("--global-batch-size", mb * std::max<int64_t>(1, dp)));
+  SP_ASSIGN(int64_t firstArg, integer("--decoder-first-pipeline-num-layers", 0));
+  SP_ASSIGN(int64_t lastArg, integer("--decoder-last-pipeline-num-layers", 0));
+  bool uneven = firstArg > 0 || lastArg > 0;
   int64_t slots = m.layers + (split ? 2 : 0);
   bool interleaved = layersPerVstage > 0 || vppArg > 0;
   int64_t vpp = vppArg > 0 ? vppArg : 1;
@@ -261,6 +265,13 @@ Result<LaunchReport> checkLaunch(const ModelConfig& config, const GpuSpec& gpu, 
     add("experts-ep", Severity::Error, true, "ep " + S(ep) + " on a model without experts");
   else if (m.moe() && m.experts % ep != 0)
     add("experts-ep", Severity::Error, true, "experts " + S(m.experts) + " are not divisible by ep " + S(ep));
+  check("layers-uneven");
+  int64_t middle = pp - (firstArg > 0) - (lastArg > 0);
+  int64_t rest = m.layers - firstArg - lastArg;
+  if (uneven && (middle <= 0 || rest < middle || rest % middle != 0))
+    add("layers-uneven", Severity::Error, true,
+        "layers " + S(m.layers) + " - first stage " + S(firstArg) + " - last stage " + S(lastArg) + " = " + S(rest) +
+            " are not divisible by the " + S(middle) + " other stages");
   check("layers-vpp");
   if (interleaved) {
     if (slots % pp != 0)
@@ -293,7 +304,7 @@ Result<LaunchReport> checkLaunch(const ModelConfig& config, const GpuSpec& gpu, 
 
   // What Megatron misses.
   check("layers-dropped");
-  if (!interleaved && pp > 1 && slots % pp != 0) {
+  if (!interleaved && !uneven && pp > 1 && slots % pp != 0) {
     int64_t per = slots / pp;
     add("layers-dropped", Severity::Error, false,
         "layers " + S(slots) + " are not divisible by pp " + S(pp) + ": megatron-core builds " + S(per) +
@@ -319,6 +330,12 @@ Result<LaunchReport> checkLaunch(const ModelConfig& config, const GpuSpec& gpu, 
   r.layout.sequenceParallel = sp;
   r.layout.distributedOptimizer = has("--use-distributed-optimizer");
   r.layout.split = split ? PipeSplit::EmbeddingLoss : PipeSplit::Even;
+  if (uneven && middle > 0) {
+    r.layout.split = PipeSplit::Uneven;
+    int64_t k = rest / middle;
+    r.layout.firstLayers = firstArg > 0 ? firstArg : k;
+    r.layout.lastLayers = lastArg > 0 ? lastArg : k;
+  }
   auto rec = args.values.find("--recompute-granularity");
   if (rec != args.values.end()) {
     if (rec->second == "full") r.layout.recompute = Recompute::Full;

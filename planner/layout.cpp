@@ -14,7 +14,14 @@ const char* recomputeName(Recompute r) {
   return "?";
 }
 
-const char* pipeSplitName(PipeSplit s) { return s == PipeSplit::Even ? "even" : "embedding-loss"; }
+const char* pipeSplitName(PipeSplit s) {
+  switch (s) {
+    case PipeSplit::Even: return "even";
+    case PipeSplit::EmbeddingLoss: return "embedding-loss";
+    case PipeSplit::Uneven: return "uneven";
+  }
+  return "?";
+}
 
 Result<FixedChoices> parseFix(const std::string& text) {
   FixedChoices f;
@@ -54,7 +61,8 @@ Result<FixedChoices> parseFix(const std::string& text) {
     } else if (k == "split") {
       if (v == "even") f.split = PipeSplit::Even;
       else if (v == "embedding-loss") f.split = PipeSplit::EmbeddingLoss;
-      else return makeError("fix-parse", "split: '" + v + "' is not even or embedding-loss", "--fix");
+      else if (v == "uneven") f.split = PipeSplit::Uneven;
+      else return makeError("fix-parse", "split: '" + v + "' is not even, embedding-loss or uneven", "--fix");
     } else {
       return makeError("fix-parse",
                        "unknown key '" + k +

@@ -16,7 +16,10 @@ const char* recomputeName(Recompute r);
 // and the loss each taking one layer's slot on the first and last stage
 // (Megatron's --account-for-embedding-in-pipeline-split
 // --account-for-loss-in-pipeline-split; Llama 3's 126 layers on 16 stages).
-enum class PipeSplit { Even, EmbeddingLoss };
+// Or unevenly, Megatron's --decoder-first-pipeline-num-layers F
+// --decoder-last-pipeline-num-layers G with the middle stages even
+// (DeepSeek-V3's 61 layers on 16 stages); no virtual stages then.
+enum class PipeSplit { Even, EmbeddingLoss, Uneven };
 const char* pipeSplitName(PipeSplit s);
 
 struct Layout {
@@ -25,6 +28,7 @@ struct Layout {
   bool distributedOptimizer = true;
   bool sequenceParallel = true;  // effective only when tp > 1
   PipeSplit split = PipeSplit::Even;
+  int64_t firstLayers = 0, lastLayers = 0;  // PipeSplit::Uneven only
   int64_t world() const { return tp * pp * cp * dp; }
 };
 

@@ -21,7 +21,10 @@ std::string layoutLine(const Layout& l) {
                 (long long)l.tp, (long long)l.pp, (long long)l.vpp, (long long)l.cp, (long long)l.ep,
                 (long long)l.etp, (long long)l.dp, (long long)l.microBatch, recomputeName(l.recompute),
                 l.distributedOptimizer ? "on" : "off", pipeSplitName(l.split));
-  return b;
+  std::string s = b;
+  if (l.split == PipeSplit::Uneven)
+    s += " (first " + std::to_string(l.firstLayers) + ", last " + std::to_string(l.lastLayers) + " layers)";
+  return s;
 }
 
 }  // namespace

@@ -11,8 +11,22 @@ const char* severityName(Severity s) {
   return "?";
 }
 
+bool unevenSplit(int64_t layers, int64_t pp, int64_t& first, int64_t& last) {
+  if (pp <= 2) return false;
+  int64_t k = (layers + pp - 1) / pp;
+  int64_t rest = layers - (pp - 2) * k;
+  if (rest < 2 || rest > 2 * k) return false;
+  last = rest / 2;
+  first = rest - last;
+  return true;
+}
+
 bool splitDivides(const ModelConfig& m, PipeSplit split, int64_t pp, int64_t vpp) {
   if (pp == 1) return vpp == 1;
+  if (split == PipeSplit::Uneven) {
+    int64_t f = 0, g = 0;
+    return vpp == 1 && unevenSplit(m.layers, pp, f, g);
+  }
   int64_t slots = m.layers + (split == PipeSplit::EmbeddingLoss ? 2 : 0);
   return slots % (pp * vpp) == 0 && slots / pp > (split == PipeSplit::EmbeddingLoss ? 1 : 0);
 }
@@ -68,9 +82,15 @@ std::vector<Finding> checkStructure(const ModelConfig& m, const Layout& l, const
   if (l.pp > 1 && !splitDivides(m, l.split, l.pp, 1)) {
     std::string msg = l.split == PipeSplit::Even
                           ? "layers " + S(m.layers) + " are not divisible by pp " + S(l.pp)
-                          : "layers " + S(m.layers) + " + embedding + loss = " + S(m.layers + 2) +
-                                " are not divisible by pp " + S(l.pp);
+                      : l.split == PipeSplit::EmbeddingLoss
+                          ? "layers " + S(m.layers) + " + embedding + loss = " + S(m.layers + 2) +
+                                " are not divisible by pp " + S(l.pp)
+                          : "layers " + S(m.layers) + " have no uneven split over pp " + S(l.pp) +
+                                " (even middle stages, first and last at most as heavy)";
     if (fail("layers-pp", true, msg)) return out;
+  } else if (l.vpp > 1 && l.split == PipeSplit::Uneven) {
+    if (fail("layers-vpp", false, "the uneven split is modeled without virtual stages, not vpp " + S(l.vpp)))
+      return out;
   } else if (l.vpp > 1 && !splitDivides(m, l.split, l.pp, l.vpp)) {
     int64_t slots = (m.layers + (l.split == PipeSplit::EmbeddingLoss ? 2 : 0)) / l.pp;
     if (fail("layers-vpp", true,

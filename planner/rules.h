@@ -27,7 +27,11 @@ struct Finding {
 // `all` false: stop at the first error.
 std::vector<Finding> checkStructure(const ModelConfig& m, const Layout& l, const Job& job, bool all);
 
-// Layers per pipeline slot count, when the split is valid for pp * vpp.
+// Whether the split is valid for pp * vpp.
 bool splitDivides(const ModelConfig& m, PipeSplit split, int64_t pp, int64_t vpp);
+// The uneven split the planner uses: middle stages k = ceil(layers / pp),
+// first and last share the rest (first gets the larger half), each in
+// 1..k. False when none exists (pp <= 2, or the rest is out of range).
+bool unevenSplit(int64_t layers, int64_t pp, int64_t& first, int64_t& last);
 
 }  // namespace sp::planner

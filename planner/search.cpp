@@ -84,9 +84,16 @@ Result<PlanResult> searchPlans(const PlanRequest& req) {
           for (int64_t etp : etps) {
             std::vector<PipeSplit> splits = {PipeSplit::Even};
             if (fix.split) splits = {*fix.split};
-            else if (pp > 1 && !splitDivides(m, PipeSplit::Even, pp, 1)) splits = {PipeSplit::EmbeddingLoss};
+            else if (pp > 1 && !splitDivides(m, PipeSplit::Even, pp, 1))
+              splits = {splitDivides(m, PipeSplit::EmbeddingLoss, pp, 1) || !splitDivides(m, PipeSplit::Uneven, pp, 1)
+                            ? PipeSplit::EmbeddingLoss
+                            : PipeSplit::Uneven};
             for (PipeSplit split : splits) {
-              int64_t slots = pp == 1 ? 1 : (m.layers + (split == PipeSplit::EmbeddingLoss ? 2 : 0)) / pp;
+              int64_t first = 0, last = 0;
+              if (split == PipeSplit::Uneven) unevenSplit(m.layers, pp, first, last);
+              int64_t slots = pp == 1 || split == PipeSplit::Uneven
+                                  ? 1
+                                  : (m.layers + (split == PipeSplit::EmbeddingLoss ? 2 : 0)) / pp;
               std::vector<int64_t> vpps = fix.vpp ? std::vector<int64_t>{*fix.vpp} : divisors(std::max<int64_t>(1, slots));
               for (int64_t vpp : vpps) {
                 if (!fix.vpp && vpp > 1 && pp == 1) continue;
@@ -94,6 +101,7 @@ Result<PlanResult> searchPlans(const PlanRequest& req) {
                   Layout l;
                   l.tp = tp, l.pp = pp, l.vpp = vpp, l.cp = cp, l.ep = ep, l.etp = etp, l.dp = dp;
                   l.microBatch = mb, l.split = split, l.sequenceParallel = true;
+                  l.firstLayers = first, l.lastLayers = last;
                   auto broken = checkStructure(m, l, job, /*all=*/false);
                   if (!broken.empty()) {
                     tally(broken[0].id, broken[0].message);
