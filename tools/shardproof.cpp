@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tools/commands.h"
+#include "tools/plan_cmd.h"
 
 // Flags of commands that load torch.fx captures (docs/fx-import.md).
 static void addFxFlags(CLI::App* app, sp::frontend::FxFlags& fx) {
@@ -89,6 +90,31 @@ int main(int argc, char** argv) {
   lm->add_option("--dir", lemmas.dir, "lemma directory (default: the built-in library)");
   lm->add_option("--only", lemmas.only, "lemma names")->delimiter(',');
 
+  PlanArgs plan;
+  auto* pl = app.add_subcommand("plan", "propose parallel layouts for a model config: memory, step time, MFU.\n"
+                                        "Exit codes: 0 plans, 1 no layout fits, 3 bad input");
+  pl->add_option("--model", plan.model, "Hugging Face config.json")->required();
+  pl->add_option("--gpus", plan.gpus, "number of GPUs")->required();
+  pl->add_option("--gpu", plan.gpu, "GPU kind (planner/gpus.json)")->required();
+  pl->add_option("--seq", plan.seq, "sequence length")->required();
+  pl->add_option("--global-batch", plan.globalBatch, "sequences per step")->required();
+  pl->add_option("--fix", plan.fix, "pinned choices: tp=8,pp=16,vpp=4,cp=1,ep=1,etp=1,dp=64,mb=1,recompute=full,distopt=1");
+  pl->add_option("--top", plan.top, "distinct layouts to print (default 5)");
+  pl->add_option("--format", plan.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  pl->add_option("--gpu-file", plan.gpuFile, "GPU data file (default planner/gpus.json)");
+
+  CheckLaunchArgs launch;
+  auto* cl = app.add_subcommand("check-launch", "check a Megatron-LM launch configuration before it starts.\n"
+                                                "Exit codes: 0 ok, 1 a rule broken, 3 bad input");
+  cl->add_option("--model", launch.model, "Hugging Face config.json")->required();
+  auto* clArgs = cl->add_option("--megatron-args", launch.megatronArgs, "file of Megatron-LM arguments");
+  auto* clPlan = cl->add_option("--plan", launch.plan, "k=v,... (tp, pp, vpp, cp, ep, etp, mb, gbs, seq, sp, recompute, distopt)");
+  clArgs->excludes(clPlan);
+  cl->add_option("--gpus", launch.gpus, "world size")->required();
+  cl->add_option("--gpu", launch.gpu, "GPU kind (planner/gpus.json)")->required();
+  cl->add_option("--format", launch.format, "text, json or junit")->check(CLI::IsMember({"text", "json", "junit"}));
+  cl->add_option("--gpu-file", launch.gpuFile, "GPU data file (default planner/gpus.json)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -117,5 +143,7 @@ int main(int argc, char** argv) {
   if (*rn) return guarded("run " + run.model, [&] { return cmdRun(run); });
   if (*vf) return guarded("verify --seq " + verify.seq + " --dist " + verify.dist, [&] { return cmdVerify(verify); });
   if (*lm) return guarded("lemmas", [&] { return cmdLemmas(lemmas); });
+  if (*pl) return guarded("plan --model " + plan.model, [&] { return cmdPlan(plan); });
+  if (*cl) return guarded("check-launch --model " + launch.model, [&] { return cmdCheckLaunch(launch); });
   return kExitBadInput;
 }
