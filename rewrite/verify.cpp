@@ -748,7 +748,9 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
         if (!sumGroup.empty()) f.missingSumGroups.push_back(sumGroup);
         // Closest D tensors: same shape, or a shape that concatenates to it;
         // among those, the fewest D ops downstream of the D tensors the
-        // op's input relations name (the seeds) first.
+        // op's input relations name (the seeds) first: the earliest point
+        // where D holds this op's value (or the parts a missing collective
+        // would combine), then the other explored tensors.
         const auto& want = seq.value(node.outputs[k]).type.shape;
         std::map<DistLeaf, int> hops;
         {
@@ -779,10 +781,16 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
                                  "r" + std::to_string(l.first) + ":" + dist.rank(l.first).value(l.second).name);
           }
         std::sort(cands.begin(), cands.end());
-        cands.erase(std::unique(cands.begin(), cands.end()), cands.end());
-        for (size_t i = 0; i < cands.size() && f.closestDist.size() < 6; ++i)
-          if (std::find(f.closestDist.begin(), f.closestDist.end(), std::get<3>(cands[i])) == f.closestDist.end())
-            f.closestDist.push_back(std::get<3>(cands[i]));
+        // One entry per D tensor name (its lowest rank): the witness and the
+        // repair search compare each alone and over its groups, so the
+        // other ranks' copies would only crowd out other tensors.
+        std::set<std::string> seenNames;
+        for (size_t i = 0; i < cands.size() && f.closestDist.size() < 6; ++i) {
+          const std::string& c = std::get<3>(cands[i]);
+          if (seenNames.insert(c.substr(c.find(':') + 1)).second &&
+              std::find(f.closestDist.begin(), f.closestDist.end(), c) == f.closestDist.end())
+            f.closestDist.push_back(c);
+        }
         // Defer (Pending) while the chain is short and this is no checked
         // output; otherwise fail where the earliest open chain began.
         bool isFloatVal = ir::isFloat(seq.value(node.outputs[k]).type.dtype) && node.op != ir::OpKind::Constant;

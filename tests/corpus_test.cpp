@@ -263,8 +263,7 @@ TEST(CorpusMegatron, RowParallelWithoutReductionIsNotVerified) {
 // correct capture passes, with a witness that diverges at the loss (the
 // cones of the compared values, about 2.1e12 multiply-adds, run within the
 // default witness limit), and the report names the D line where the
-// collective is missing: the clone that stands in its place, and the
-// verifying repair.
+// collective is missing and the verifying repair.
 TEST(CorpusMegatron, EmbeddingWithoutAllReduceIsNotVerified) {
   SKIP_WITHOUT_CORPUS();
   fs::path dir = withoutAllReduce("noar", "slice_scatter");
@@ -280,14 +279,17 @@ TEST(CorpusMegatron, EmbeddingWithoutAllReduceIsNotVerified) {
   ASSERT_EQ(f.witness->outputs.size(), 1u);
   EXPECT_EQ(f.witness->outputs[0].first, "div_2");
   EXPECT_NE(f.message.find("megatron/core/tensor_parallel/mappings.py:484"), std::string::npos) << f.message;
-  // The witness rebuilds the lookup as the sum of D's rank-local lookups
-  // at the clone: the missing collective, in the user's terms.
-  EXPECT_EQ(f.witness->atLocalizedRebuild, "sum over world of all_reduce");
+  // The witness rebuilds the lookup as the sum of D's rank-local masked
+  // lookups: the earliest D tensor that holds them (index_put_1, the
+  // masking at layers.py:266; the clone and its views hold the same
+  // values, and ties go to the earliest), the missing collective in the
+  // user's terms.
+  EXPECT_EQ(f.witness->atLocalizedRebuild, "sum over world of index_put_1");
   EXPECT_NE(f.message.find("missing sum over group world (all_reduce)"), std::string::npos) << f.message;
   // And the repair search proves the fix: the capture verifies with the sum
-  // put back after the clone, at the Megatron line it stands for.
-  EXPECT_EQ(f.repair.rfind("an all_reduce over group world inserted after 'all_reduce' (", 0), 0u) << f.repair;
-  EXPECT_NE(f.repair.find("megatron/core/tensor_parallel/mappings.py:484"), std::string::npos) << f.repair;
+  // put back right after the masked lookup.
+  EXPECT_EQ(f.repair.rfind("an all_reduce over group world inserted after 'index_put_1' (", 0), 0u) << f.repair;
+  EXPECT_NE(f.repair.find("megatron/core/tensor_parallel/layers.py:266"), std::string::npos) << f.repair;
   fs::remove_all(dir);
 }
 

@@ -1,6 +1,6 @@
 # tanh in S, sigmoid in D: refuted at c. The closest D tensors are ordered
 # by D ops downstream of the input relation's tensors (bb, then cc), not by
-# name: the upstream aa is never among them.
+# name (the upstream aa comes after them), one entry per tensor name.
 program d {
   world 2
   mesh [tp = 2]
