@@ -402,7 +402,13 @@ struct RuleMatcher {
       case CondTerm::Kind::Size: {
         auto it = b.t.find(t.var);
         if (it == b.t.end()) return std::nullopt;
-        int64_t r = rankOf(it->second), d = normDim(t.value, r);
+        int64_t r = rankOf(it->second), d = t.value;
+        if (!t.dimVar.empty()) {
+          auto dv = b.i.find(t.dimVar);
+          if (dv == b.i.end()) return std::nullopt;
+          d = dv->second;
+        }
+        d = normDim(d, r);
         if (d < 0 || d >= r) return std::nullopt;
         Val v = dimVal(g.type(it->second).shape[size_t(d)], z, assume);
         if (!v.c && !v.t.valid()) return std::nullopt;

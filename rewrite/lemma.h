@@ -22,6 +22,7 @@ struct CondTerm {
   Kind kind = Kind::Const;
   int64_t value = 0;     // Const; Size: the dim (may be negative)
   std::string var;       // Size/Rank: tensor variable; Var: attribute variable
+  std::string dimVar;    // Size: the dim is this dim variable (size(?a, ?d)), not `value`
   std::vector<CondTerm> args;
   std::string str() const;
 };

@@ -43,7 +43,12 @@ std::optional<int64_t> condValue(const CondTerm& t, const Instance& in) {
     case CondTerm::Kind::Rank: return in.tensors.at(t.var).rank();
     case CondTerm::Kind::Size: {
       const auto& x = in.tensors.at(t.var);
-      int64_t d = t.value < 0 ? t.value + x.rank() : t.value;
+      int64_t d = t.value;
+      if (!t.dimVar.empty()) {
+        if (!in.ints.count(t.dimVar)) return std::nullopt;
+        d = in.ints.at(t.dimVar);
+      }
+      d = d < 0 ? d + x.rank() : d;
       if (d < 0 || d >= x.rank()) return std::nullopt;
       return x.dims()[size_t(d)];
     }

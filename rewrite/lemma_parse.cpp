@@ -88,7 +88,7 @@ std::string Pattern::str() const {
 std::string CondTerm::str() const {
   switch (kind) {
     case Kind::Const: return std::to_string(value);
-    case Kind::Size: return "size(?" + var + ", " + std::to_string(value) + ")";
+    case Kind::Size: return "size(?" + var + ", " + (dimVar.empty() ? std::to_string(value) : "?" + dimVar) + ")";
     case Kind::Rank: return "rank(?" + var + ")";
     case Kind::Var: return "?" + var;
     case Kind::Add: return "(" + args[0].str() + " + " + args[1].str() + ")";
@@ -438,8 +438,14 @@ struct LemmaParser {
         SP_TRY(c.expect(","));
         bool n = c.accept("-");
         Token d = c.next();
-        if (d.kind != Token::Kind::Int) return c.errorAt(d, "size() needs a literal dim");
-        ct.value = n ? -d.intValue : d.intValue;
+        if (d.kind == Token::Kind::Var && !n) {  // size(?a, ?d): a dim variable of the left side
+          SP_TRY(useVar(d, false));
+          ct.dimVar = d.text;
+        } else if (d.kind != Token::Kind::Int) {
+          return c.errorAt(d, "size() needs a literal dim or a dim variable");
+        } else {
+          ct.value = n ? -d.intValue : d.intValue;
+        }
       }
       SP_TRY(c.expect(")"));
       return ct;

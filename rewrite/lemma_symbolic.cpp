@@ -242,7 +242,13 @@ Result<Term> condTerm(Builder& b, const CondTerm& t) {
     }
     case CondTerm::Kind::Size: {
       SP_ASSIGN(SymTensor v, b.var(t.var));
-      SP_ASSIGN(int64_t d, b.normDim(t.value, v.shape.size()));
+      int64_t dim = t.value;
+      if (!t.dimVar.empty()) {  // a dim variable, pinned for this proof (lemma_prove.cpp)
+        auto it = b.fixedInts.find(t.dimVar);
+        if (it == b.fixedInts.end()) return makeError("unsupported-cond", "dim ?" + t.dimVar + " is not pinned");
+        dim = it->second;
+      }
+      SP_ASSIGN(int64_t d, b.normDim(dim, v.shape.size()));
       return v.shape[size_t(d)];
     }
     default: {

@@ -74,6 +74,8 @@ TEST(LemmaLoader, SchemaRoundTrip) {
            "unary-over-concat: ?f:unary(concat(?a, ?b, dim=?d)) => concat(?f(?a), ?f(?b), dim=?d)",
            "unary-over-slice: ?f:unary(slice(?a, dim=?d, start=?s, end=?e)) => slice(?f(?a), dim=?d, start=?s, end=?e)",
            "two-ops: ?g:binary(?f:unary(?a), ?f(?b)) => ?g(?f(?a), ?f(?b)) if rank(?a) == 1",
+           "unit-dim: ?g:binary(concat(?a, ?b, dim=?d), ?c) => concat(?g(?a, ?c), ?g(?b, ?c), dim=?d) if "
+           "size(?c, ?d) == 1 && rank(?c) == rank(?a)",
        }) {
     auto ls = parseLemmas(rule + "\n", "t.rules");
     ASSERT_TRUE(ls.ok()) << ls.error().str();
@@ -101,6 +103,10 @@ TEST(LemmaLoader, SchemaErrors) {
   expectError("x: ?f:binary(?a, ?f) => ?a", "t.rules:1:18: variable '?f' is used both as an op and as a tensor");
   expectError("x: ?a:unary(?a) => ?a", "t.rules:1:13: variable '?a' is used both as an op and as a tensor");
   expectError("x: add(?f, ?f:unary(?a)) => ?a", "t.rules:1:12: variable '?f' is used both as an op and as a tensor or attribute");
+  expectError("x: exp(concat(?a, ?b, dim=?d)) => ?a if size(?a, ?e) == 1",
+              "t.rules:1:50: unbound variable '?e' (not bound by the left side)");
+  expectError("x: exp(concat(?a, ?b, dim=?d)) => ?a if size(?a, -?d) == 1",
+              "t.rules:1:51: size() needs a literal dim or a dim variable");
 }
 
 // Terms and conditions nested deeper than the parser's limit are an error
@@ -157,15 +163,40 @@ TEST(LemmaProver, SchemasAreProvenForEveryDim) {
   ASSERT_TRUE(lib.ok());
   ProveOptions o = withInterpreter();
   o.maxRank = 3;
-  o.only = {"unary-over-concat", "unary-over-slice", "binary-over-concat-last"};
+  o.only = {"unary-over-concat", "unary-over-slice", "binary-over-concat-last", "binary-broadcast-unit-over-concat",
+            "where-split-mask-over-concat"};
   auto st = proveLemmas(*lib, o);
   std::cout << renderLemmaTable(st);
-  ASSERT_EQ(st.size(), 3u);
+  ASSERT_EQ(st.size(), 5u);
   for (const auto& s : st) {
     EXPECT_TRUE(s.proven) << s.name << ": " << s.reason;
     EXPECT_EQ(s.ranks, (std::vector<int>{1, 2, 3})) << s.name;
     EXPECT_EQ(s.numeric, NumericState::Ok) << s.name << ": " << s.numericNote;
   }
+}
+
+// size(?m, ?d) with ?d a dim variable is pinned with ?d in each proof: a
+// mask that broadcasts along the split dim (size 1 there) proves, and the
+// same rule without that condition (a mask whose rows differ along ?d, each
+// half applied whole to each part) is refuted, numerically too.
+TEST(LemmaProver, SizeAtDimVariable) {
+  auto ls = parseLemmas(
+      "where-unit: where(?m, ?c, concat(?a, ?b, dim=?d)) => concat(where(?m, ?c, ?a), where(?m, ?c, ?b), dim=?d) if "
+      "rank(?m) == rank(?a) && size(?m, ?d) == 1 && rank(?c) == 0\n"
+      "where-any-wrong: where(?m, ?c, concat(?a, ?b, dim=?d)) => concat(where(?m, ?c, ?a), where(?m, ?c, ?b), "
+      "dim=?d) if rank(?m) == rank(?a) && rank(?c) == 0\n",
+      "t.rules");
+  ASSERT_TRUE(ls.ok()) << ls.error().str();
+  LemmaLibrary lib{*ls};
+  ProveOptions o = withInterpreter();
+  o.maxRank = 2;
+  auto st = proveLemmas(lib, o);
+  std::cout << renderLemmaTable(st);
+  ASSERT_EQ(st.size(), 2u);
+  EXPECT_TRUE(st[0].proven) << st[0].reason;
+  EXPECT_EQ(st[0].numeric, NumericState::Ok) << st[0].numericNote;
+  EXPECT_FALSE(st[1].proven);
+  EXPECT_NE(st[1].reason.find("refuted"), std::string::npos) << st[1].reason;
 }
 
 TEST(LemmaProver, NumericChecksPass) {
