@@ -106,7 +106,8 @@ Status checkDecomp(const Decomposition& d) {
   }
   if (d.outputs.empty() && d.mutates.empty())
     return makeError("fx-decomp-syntax", "decomposition of " + d.op + " has no outputs and mutates nothing", where);
-  for (const auto& [a, v] : d.mutates) {
+  for (const auto& mutated : d.mutates) {
+    const std::string& a = mutated.first;  // not a structured binding: clang 14 cannot capture one
     bool found = std::any_of(d.args.begin(), d.args.end(), [&](const DecompArg& x) { return x.name == a && x.tensor; });
     if (!found) return makeError("fx-decomp-syntax", "mutated '" + a + "' is not a tensor argument", where);
   }

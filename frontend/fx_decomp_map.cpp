@@ -19,9 +19,11 @@ Result<DecompEnv> bindArgs(Emitter& e, const Decomposition& d) {
   // what the kernel computes.
   if (e.call->items.size() > d.args.size())
     return e.error("fx-arg", "the call passes " + std::to_string(e.call->items.size()) + " positional arguments, the decomposition " + d.file + " declares " + std::to_string(d.args.size()));
-  for (const auto& [k, v] : e.call->kwargs)
+  for (const Kwarg& kw : e.call->kwargs) {
+    const std::string& k = kw.first;  // not a structured binding: clang 14 cannot capture one
     if (std::none_of(d.args.begin(), d.args.end(), [&](const DecompArg& a) { return a.name == k; }))
       return e.error("fx-arg", "keyword argument '" + k + "' is not declared by the decomposition " + d.file);
+  }
   for (size_t k = 0; k < d.args.size(); ++k) {
     const DecompArg& a = d.args[k];
     const Expr* x = e.arg(k, a.name.c_str());

@@ -209,6 +209,7 @@ Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
   e.code = s.code;
   e.outNames.clear();
   e.outTypes.clear();
+  std::vector<int> getitemLines;  // per tuple index: the line that reads it
   if (tupleOutputs == 0) {
     if (getitems) return e.error("fx-getitem", "result is not a tuple but is indexed");
     e.outNames.push_back(s.target);
@@ -229,9 +230,11 @@ Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
       }
     e.outNames.assign(n, "");
     e.outTypes.assign(n, std::nullopt);
+    getitemLines.assign(n, 0);
     if (getitems)
       for (const auto& [k, st] : *getitems) {
         e.outNames[size_t(k)] = st->target;
+        getitemLines[size_t(k)] = st->line;
         if (st->annotation) {
           auto t = parseTensorAnnotation(*st->annotation);
           if (!t) return makeError(t.error().id, t.error().message, lineLoc(path, st->line));
@@ -242,9 +245,17 @@ Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
   e.outBound.assign(e.outNames.size(), false);
   SP_TRY(m ? m->fn(e) : mapDecomposition(e, *d, functionalized, s.value.s.ends_with("_v2") ? &bases : nullptr));
   e.call = nullptr;  // `wrapped` dies here
-  for (size_t k = 0; k < e.outNames.size(); ++k)
-    SP_ASSERT(e.outNames[k].empty() || e.outBound[k],
-              "fx mapping of " + op + " did not produce output " + std::to_string(k));
+  for (size_t k = 0; k < e.outNames.size(); ++k) {
+    if (e.outNames[k].empty() || e.outBound[k]) continue;
+    // A tuple index past the op's results is the capture's error (fuzzing
+    // found `native_layer_norm_backward[3]`); a lone result left unbound
+    // is the mapping's.
+    SP_ASSERT(k < getitemLines.size(), "fx mapping of " + op + " did not produce output " + std::to_string(k));
+    return makeError("fx-getitem",
+                     "'" + e.outNames[k] + "' reads result " + std::to_string(k) + " of " + op +
+                         ", which has no such result",
+                     lineLoc(path, getitemLines[k]));
+  }
   return okStatus();
 }
 

@@ -199,6 +199,21 @@ TEST(FxErrors, UnsupportedCollectiveReduceAndMaskIndexing) {
   EXPECT_EQ(h.error().location, "i.py:2");
 }
 
+// Found by fuzz/fx_fuzz.cpp: a tuple index past the op's results was an
+// internal assertion (abort); it is the capture's error, at the getitem line.
+TEST(FxErrors, TupleIndexPastTheResultsIsAnError) {
+  std::string text =
+      "def forward(self, x: \"f32[2, 6]\", w: \"f32[6]\", b: \"f32[6]\"):\n"
+      "    native_layer_norm = torch.ops.aten.native_layer_norm.default(x, [6], w, b, 1e-05)\n"
+      "    getitem: \"f32[2, 6]\" = native_layer_norm[0]\n"
+      "    getitem_5: \"f32[2, 1]\" = native_layer_norm[3];  native_layer_norm = None\n"
+      "    return (getitem, getitem_5)\n";
+  auto g = importFxText(text, "t.py");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().str(), "t.py:4: 'getitem_5' reads result 3 of aten.native_layer_norm.default, which has no "
+                             "such result");
+}
+
 TEST(FxErrors, RankFileOrder) {
   auto p = importFxProgram({kData + "mlp_tp.r1.py", kData + "mlp_tp.r0.py"});
   ASSERT_FALSE(p.ok());

@@ -17,6 +17,8 @@
 
 namespace sp::frontend::fx {
 
+struct Kwarg;
+
 struct Expr {
   enum class Kind { None, Bool, Int, Float, Str, Name, Dotted, List, Tuple, Call, Subscript };
   Kind kind = Kind::None;
@@ -25,13 +27,23 @@ struct Expr {
   double f = 0;
   std::string s;            // Str: text; Name/Dotted: "torch.float32"; Call: callee
   std::vector<Expr> items;  // List/Tuple items; Call positional args; Subscript: base, index
-  std::vector<std::pair<std::string, Expr>> kwargs;  // Call keyword args, in order
+  std::vector<Kwarg> kwargs;  // Call keyword args, in order
   int line = 0;
   int col = 0;
 
   bool isNumber() const { return kind == Kind::Int || kind == Kind::Float || kind == Kind::Bool; }
   double number() const { return kind == Kind::Float ? f : kind == Kind::Int ? double(i) : b; }
   std::string str() const;  // Python-like rendering for messages
+};
+
+// A keyword argument `first = second`. A struct rather than
+// std::pair<std::string, Expr>: a pair needs Expr complete where Expr declares
+// its members (libstdc++ 12 with clang rejects it), a vector of a type
+// completed later does not.
+struct Kwarg {
+  std::string first;
+  Expr second;
+  Kwarg(std::string k, Expr v) : first(std::move(k)), second(std::move(v)) {}
 };
 
 // Assign: `name: "type" = value` (or a chain `a = b = value`, one statement

@@ -1,6 +1,7 @@
 // End-to-end tests of the shardproof binary: help, exit codes, messages.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -390,7 +391,11 @@ TEST(CliLemmas, ProvesOne) {
 
 TEST(CliInspect, MegatronCaptureFromSharedCorpus) {
   std::string corpus = std::string(SP_SOURCE_DIR) + "/../shared/corpus/megatron_gpt_tp2_l1";
-  if (!std::filesystem::exists(corpus)) GTEST_SKIP() << "shared corpus not found at " << corpus;
+  if (!std::filesystem::exists(corpus)) {
+    const char* required = std::getenv("SP_REQUIRE_CORPUS");
+    if (required && std::string(required) == "1") FAIL() << "shared corpus not found at " << corpus << " (SP_REQUIRE_CORPUS=1)";
+    GTEST_SKIP() << "shared corpus not found at " << corpus;
+  }
   auto r = runCli({"inspect", corpus + "/dist", "--format", "json"});
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);

@@ -177,6 +177,11 @@ bool droppedAllReduce(const mutate::Mutant& m) {
   return m.kind == "drop-collective" && m.description.rfind("all_reduce", 0) == 0;
 }
 
+bool isDeadlockKind(const mutate::Mutant& m) {
+  const auto& k = mutate::deadlockKinds();
+  return std::find(k.begin(), k.end(), m.kind) != k.end();
+}
+
 // A refutation explained only generically: the message, less the closest
 // D tensors, is "no relation found between S value 'v' and D tensors".
 bool genericExplanation(const rewrite::Failure& f) {
@@ -259,6 +264,7 @@ TEST(Mutation, MlpMutants) {
 TEST(Mutation, Corpus) {
   const auto start = std::chrono::steady_clock::now();
   std::map<std::string, Tally> table;
+  int deadlockMutants = 0;
   int verifiedCases = 0, total = 0, repairEligible = 0, repaired = 0, dropEligible = 0, dropRepaired = 0;
   for (const Case& c : allCases()) {
     SCOPED_TRACE(c.id);
@@ -287,6 +293,11 @@ TEST(Mutation, Corpus) {
       }
       const Verdict v = rep.ok() ? rep->verdict : Verdict::Inconclusive;
       const std::string vs = rep.ok() ? describe(*rep) : "error: " + rep.error().str();
+      if (isDeadlockKind(*m)) {
+        ++deadlockMutants;
+        EXPECT_TRUE(!rep.ok() || v == Verdict::Refuted)
+            << who << ": one rank's collective order broken, but neither refuted nor rejected: " << vs;
+      }
       if (!err.ok()) {
         ++t.runError;
         std::printf("[crash] %s | %s | %s\n", who.c_str(), err.error().str().c_str(), vs.c_str());
@@ -372,7 +383,10 @@ TEST(Mutation, Corpus) {
               repairEligible);
   std::printf("refuted mutants with an all_reduce dropped, repaired by an inserted all_reduce: %d/%d\n", dropRepaired,
               dropEligible);
+  std::printf("deadlock mutants (one rank's collective order or group changed), refuted or rejected: %d\n",
+              deadlockMutants);
   EXPECT_GT(repairEligible, 0);
+  EXPECT_GT(deadlockMutants, 0);
   EXPECT_GE(total, 200) << "too few mutants";
   EXPECT_GT(changed, 0);
 }

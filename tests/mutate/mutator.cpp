@@ -16,7 +16,8 @@ const std::vector<std::string>& faultKinds() {
   static const std::vector<std::string> k = {
       "drop-collective", "allreduce-to-allgather", "allgather-to-allreduce", "collective-dim",
       "collective-group", "reduce-mode", "broadcast-root", "constant-perturb", "float-attr-perturb",
-      "send-swap", "recv-swap", "relation-shard-dim", "relation-shard-offset", "slice-axis", "slice-offset"};
+      "send-swap", "recv-swap", "relation-shard-dim", "relation-shard-offset", "slice-axis", "slice-offset",
+      "collective-order-swap", "collective-group-one-rank"};
   return k;
 }
 
@@ -352,6 +353,7 @@ MutantSet generateMutants(const ir::Graph& seq, const ir::Program& dist, const r
   MutantSet set;
   Sink sink(&set, relations);
   addFaultMutants(seq, dist, relations, sink);
+  addDeadlockMutants(dist, sink);
   addPreservingMutants(dist, sink);
   return set;
 }

@@ -33,6 +33,9 @@ struct MutantSet {
 // Every fault-injecting kind and every semantics-preserving kind, in order.
 const std::vector<std::string>& faultKinds();
 const std::vector<std::string>& preservingKinds();
+// The fault kinds that break the one global order of collectives on one
+// rank (deadlock.cpp): verify() must refute them or reject D, never verify.
+const std::vector<std::string>& deadlockKinds();
 
 // All mutants of `dist`; `seq` types the relations for relation mutants.
 MutantSet generateMutants(const ir::Graph& seq, const ir::Program& dist,

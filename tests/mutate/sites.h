@@ -50,5 +50,6 @@ class Sink {
 void addFaultMutants(const ir::Graph& seq, const ir::Program& dist, const rewrite::RelationFile& rel,
                      Sink& sink);
 void addPreservingMutants(const ir::Program& dist, Sink& sink);
+void addDeadlockMutants(const ir::Program& dist, Sink& sink);
 
 }  // namespace sp::mutate
