@@ -125,7 +125,12 @@ int Engine::flattenAssoc() {
       covered.emplace(t.op, t.dim, std::vector<ClassId>(parts.begin(), parts.begin() + long(len)));
       covered.emplace(t.op, t.dim, std::vector<ClassId>(parts.end() - long(len), parts.end()));
     }
-  for (const auto& [t, parts] : adds) {
+  for (const auto& add : adds) {
+    // Named references, not structured bindings: lambdas below capture
+    // them (clang 14 rejects captured bindings; the fuzz and sanitizer
+    // builds use it).
+    const auto& t = add.first;
+    const auto& parts = add.second;
     const std::vector<int64_t> data = t.op == kOpConcat ? std::vector<int64_t>{t.dim} : std::vector<int64_t>{};
     if (!same(t.cls, relNode(t.op, data, parts)) || covered.count({t.op, t.dim, parts})) continue;
     // Binary views of the chain through flat sub-chains: a binary lemma
