@@ -389,9 +389,10 @@ std::string describe(const rewrite::VerifyReport& r) {
 }
 
 Result<rewrite::VerifyReport> runVerify(const ir::Graph& seq, const ir::Program& prog, const rewrite::RelationFile& rel,
-                                        const std::vector<std::string>& outputs) {
+                                        const std::vector<std::string>& outputs, bool memoize = true) {
   rewrite::VerifyOptions o;
   o.outputs = outputs;
+  o.memoize = memoize;
   o.timeLimitSeconds = 60;
   // The limit is for verification proper: the lemma library is proven
   // first, once per process (about a minute on a cold proof cache).
@@ -499,6 +500,114 @@ TEST(VerifyCorpus, Verdicts) {
   std::printf("%-36s %-13s %-13s %s\n", "case", "fixed", "buggy", "localized");
   for (const auto& [id, v] : table)
     std::printf("%-36s %-13s %-13s %s\n", id.c_str(), v.fixed.c_str(), v.bug.c_str(), v.localized.c_str());
+}
+
+// Layer memoization transfers an S op's result from an identical earlier
+// one: a hit must never change a verdict. Every case, fixed and buggy, gets
+// the same verdict and failure site with and without the memo.
+TEST(VerifyCorpus, MemoHitsNeverChangeVerdicts) {
+  int64_t hits = 0;
+  for (const auto& id : caseIds()) {
+    Case c;
+    if (!loadCase(id, &c)) continue;
+    std::vector<std::pair<std::string, const ir::Program*>> progs{{"dist.sp", &c.dist}};
+    if (c.hasBug) progs.emplace_back("bug.sp", &c.bug);
+    for (const auto& [file, prog] : progs) {
+      auto on = runVerify(c.seq, *prog, c.rel, c.outputs, true);
+      auto off = runVerify(c.seq, *prog, c.rel, c.outputs, false);
+      ASSERT_TRUE(on.ok() && off.ok()) << id << "/" << file;
+      hits += on->stats.memoHits;
+      EXPECT_EQ(off->stats.memoHits, 0) << id << "/" << file;
+      EXPECT_EQ(on->verdict, off->verdict) << id << "/" << file << ": memo " << describe(*on) << "; no memo "
+                                           << describe(*off);
+      EXPECT_EQ(on->failure.has_value(), off->failure.has_value()) << id << "/" << file;
+      if (on->failure && off->failure) EXPECT_EQ(on->failure->seqValue, off->failure->seqValue) << id << "/" << file;
+    }
+  }
+  std::printf("memo hits over the corpus: %lld\n", (long long)hits);
+}
+
+// A stack of identical TP MLP layers (the memo's case: layers 2.. hit layer
+// 1's entry) at TP 2 and 4, and the same stack with one layer's all_reduce
+// replaced by a rank-local copy: memo hits happen on the correct stack, and
+// the broken layer is refuted at that layer, memo or not (a layer that
+// looks like the memoized ones everywhere but at its collective must not
+// inherit their result).
+std::string mlpStack(int tp, int layers, int broken, bool seq) {
+  const int h = 8, f = 4 * tp;
+  std::string s;
+  auto dims = [](std::initializer_list<int> d) {
+    std::string o = "[";
+    for (int x : d) o += (o.size() > 1 ? ", " : "") + std::to_string(x);
+    return o + "]";
+  };
+  if (seq) {
+    s = "graph mlp {\n  input %x0: f32" + dims({4, h}) + "\n";
+    for (int l = 1; l <= layers; ++l) {
+      std::string L = std::to_string(l), P = std::to_string(l - 1);
+      s += "  param %w1_" + L + ": f32" + dims({h, f}) + "\n  param %w2_" + L + ": f32" + dims({f, h}) + "\n";
+      s += "  %u" + L + ": f32" + dims({4, f}) + " = matmul(%x" + P + ", %w1_" + L + ")\n";
+      s += "  %g" + L + ": f32" + dims({4, f}) + " = gelu(%u" + L + ")\n";
+      s += "  %x" + L + ": f32" + dims({4, h}) + " = matmul(%g" + L + ", %w2_" + L + ")\n";
+    }
+    return s + "  output %x" + std::to_string(layers) + "\n}\n";
+  }
+  s = "program mlp_tp {\n  world " + std::to_string(tp) + "\n  mesh [tp = " + std::to_string(tp) + "]\n  rank 0.." +
+      std::to_string(tp - 1) + " {\n    input %x0: f32" + dims({4, h}) + "\n";
+  for (int l = 1; l <= layers; ++l) {
+    std::string L = std::to_string(l), P = std::to_string(l - 1);
+    s += "    param %w1_" + L + ": f32" + dims({h, 4}) + "\n    param %w2_" + L + ": f32" + dims({4, h}) + "\n";
+    s += "    %u" + L + ": f32" + dims({4, 4}) + " = matmul(%x" + P + ", %w1_" + L + ")\n";
+    s += "    %g" + L + ": f32" + dims({4, 4}) + " = gelu(%u" + L + ")\n";
+    s += "    %p" + L + ": f32" + dims({4, h}) + " = matmul(%g" + L + ", %w2_" + L + ")\n";
+    s += "    %x" + L + ": f32" + dims({4, h}) + " = " +
+         (l == broken ? "reshape(%p" + L + ") {shape = [4, " + std::to_string(h) + "]}"
+                      : "all_reduce(%p" + L + ") {group = \"tp\"}") +
+         "\n";
+  }
+  return s + "    output %x" + std::to_string(layers) + "\n  }\n}\n";
+}
+
+std::string mlpRelations(int layers) {
+  std::string r = "dist[*].x0 = seq.x0\n";
+  for (int l = 1; l <= layers; ++l) {
+    std::string L = std::to_string(l);
+    r += "for r in tp: dist[r].w1_" + L + " = slice(seq.w1_" + L + ", dim=1, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)\n";
+    r += "for r in tp: dist[r].w2_" + L + " = slice(seq.w2_" + L + ", dim=0, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)\n";
+  }
+  return r + "expect seq.x" + std::to_string(layers) + " = dist[0].x" + std::to_string(layers) + "\n";
+}
+
+TEST(VerifyMemo, BrokenLayerInAStackIsRefutedWithAndWithoutMemo) {
+  const int layers = 4;
+  for (int tp : {2, 4}) {
+    auto seq = ir::parseGraph(mlpStack(tp, layers, 0, true), "seq.sp");
+    ASSERT_TRUE(seq.ok()) << seq.error().str();
+    auto rel = rewrite::parseRelations(mlpRelations(layers), "mlp.rel");
+    ASSERT_TRUE(rel.ok()) << rel.error().str();
+    for (int broken = 0; broken <= layers; ++broken) {
+      SCOPED_TRACE("tp " + std::to_string(tp) + ", broken layer " + std::to_string(broken));
+      auto dist = ir::parseProgram(mlpStack(tp, layers, broken, false), "dist.sp");
+      ASSERT_TRUE(dist.ok()) << dist.error().str();
+      auto on = runVerify(*seq, *dist, *rel, {}, true);
+      auto off = runVerify(*seq, *dist, *rel, {}, false);
+      ASSERT_TRUE(on.ok() && off.ok());
+      if (broken == 0) {
+        EXPECT_EQ(on->verdict, rewrite::Verdict::Verified) << describe(*on);
+        EXPECT_GT(on->stats.memoHits, 0) << "no memo hit on identical layers: the test would not exercise the memo";
+      } else {
+        EXPECT_EQ(on->verdict, rewrite::Verdict::Refuted) << describe(*on);
+        ASSERT_TRUE(on->failure.has_value());
+        // The partial sums of the broken layer reach the next layer's
+        // column-parallel matmul, which needs the whole input on every
+        // rank (or they reach the output).
+        const std::string want = broken == layers ? "x" + std::to_string(layers) : "u" + std::to_string(broken + 1);
+        EXPECT_EQ(on->failure->seqValue, want) << describe(*on);
+      }
+      EXPECT_EQ(on->verdict, off->verdict) << "memo " << describe(*on) << "; no memo " << describe(*off);
+      if (on->failure && off->failure) EXPECT_EQ(on->failure->seqValue, off->failure->seqValue);
+    }
+  }
 }
 
 TEST(VerifyCorpus, HasCases) {
