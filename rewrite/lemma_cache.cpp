@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "rewrite/smt/smt.h"
+#include "prover_hash.h"  // generated (rewrite/CMakeLists.txt): SP_PROVER_SOURCE_HASH
 
 namespace sp::rewrite {
 
@@ -89,6 +90,9 @@ struct Entry {
 
 }  // namespace
 
+const char* proverSourceHash() { return SP_PROVER_SOURCE_HASH; }
+const char* proverSourceFiles() { return SP_PROVER_SOURCE_FILES; }
+
 std::string defaultProofCacheDir() {
   if (const char* d = std::getenv("SHARDPROOF_CACHE_DIR"); d && *d) return d;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/shardproof";
@@ -97,7 +101,7 @@ std::string defaultProofCacheDir() {
 }
 
 std::string proofCacheContext(const ProveOptions& opts) {
-  return std::string("prover=") + kProverVersion + ";solver=" + smt::solverVersion() +
+  return std::string("prover=") + std::string(proverSourceHash()).substr(0, 16) + ";solver=" + smt::solverVersion() +
          ";max-rank=" + std::to_string(opts.maxRank) + ";timeout-ms=" + std::to_string(opts.timeoutMs);
 }
 

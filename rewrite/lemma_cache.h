@@ -11,9 +11,13 @@
 
 namespace sp::rewrite {
 
-// Bump on any change to what a proof means: lemma_prove.cpp, smt/ (folds,
-// encoding), the typing model, or the pattern printer (Lemma::str).
-inline constexpr const char* kProverVersion = "lemma-prove-9";
+// The SHA-256 of the sources that decide what a proof means (the prover,
+// smt/ folds and encoding, the lemma parser and printer, the op table and
+// type inference; the list is in rewrite/CMakeLists.txt), computed at build
+// time: any edit of them gives a new proof-cache context.
+const char* proverSourceHash();
+// Those sources, relative to the source tree, separated by spaces.
+const char* proverSourceFiles();
 
 // $SHARDPROOF_CACHE_DIR, else $XDG_CACHE_HOME/shardproof, else
 // $HOME/.cache/shardproof; empty when none of them is set.

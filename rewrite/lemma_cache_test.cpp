@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -149,6 +151,49 @@ TEST(ProofCache, KeyedByTextAndOptions) {
   proveLemmasCached(lib(), {}, d.path.string(), &st);
   EXPECT_EQ(st.hits, 3);
   EXPECT_NE(proofCacheKey(proofCacheContext({}), "a"), proofCacheKey(proofCacheContext(two), "a"));
+}
+
+// The cache context carries the hash of the prover's sources, computed at
+// build time: the built hash is the hash of the sources as they are now
+// (recomputed here by the same script), and editing any one of them (a
+// comment appended to a copy) gives another hash, so a changed encoding
+// never reuses a stale proof.
+std::string hashOf(const fs::path& src, const fs::path& out) {
+  std::string files = proverSourceFiles();
+  std::replace(files.begin(), files.end(), ' ', ';');
+  std::string cmd = "cmake -DSRC=" + src.string() + " \"-DFILES=" + files + "\" -DOUT=" + out.string() + " -P " +
+                    (fs::path(SP_SOURCE_DIR) / "cmake" / "prover_hash.cmake").string();
+  if (std::system(cmd.c_str()) != 0) return "cmake failed: " + cmd;
+  std::ifstream in(out);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string h = ss.str();
+  auto at = h.find("SP_PROVER_SOURCE_HASH \"");
+  return at == std::string::npos ? "no hash in " + h : h.substr(at + 23, 64);
+}
+
+TEST(ProofCache, KeyedByTheProverSources) {
+  TempDir d("hash");
+  fs::create_directories(d.path);
+  const std::string built = proverSourceHash();
+  ASSERT_EQ(built.size(), 64u);
+  EXPECT_NE(proofCacheContext({}).find("prover=" + built.substr(0, 16)), std::string::npos) << proofCacheContext({});
+  EXPECT_EQ(hashOf(SP_SOURCE_DIR, d.path / "now.h"), built) << "the build's prover hash is stale";
+  std::istringstream names(proverSourceFiles());
+  std::vector<std::string> files;
+  for (std::string f; names >> f;) files.push_back(f);
+  ASSERT_GE(files.size(), 10u);
+  for (const std::string& edited : {files.front(), std::string("rewrite/lemma_symbolic.cpp"), files.back()}) {
+    fs::path copy = d.path / "src";
+    fs::remove_all(copy);
+    for (const auto& f : files) {
+      fs::create_directories((copy / f).parent_path());
+      fs::copy_file(fs::path(SP_SOURCE_DIR) / f, copy / f);
+    }
+    EXPECT_EQ(hashOf(copy, d.path / "same.h"), built) << "copy of " << edited;
+    std::ofstream(copy / edited, std::ios::app) << "\n// edited\n";
+    EXPECT_NE(hashOf(copy, d.path / "edited.h"), built) << edited << " edited, same hash";
+  }
 }
 
 TEST(ProofCache, UnwritableDirectoryProvesInMemory) {
