@@ -84,6 +84,16 @@ int Engine::flattenAssoc() {
   };
   for (auto& v : viewClasses_) v = g_.find(v);
   std::sort(viewClasses_.begin(), viewClasses_.end());
+  // A class that is an operand of another chain node of the same operator
+  // (the image of a balanced half under a lemma, inside the image of the
+  // whole) is flattened as part of that chain, not as a root of its own:
+  // its own flat node would repeat O(n) operands at every level of the
+  // bracketing, O(n log n) per chain and iteration (TP 512: gigabytes).
+  std::set<std::tuple<ClassId, int32_t, int64_t>> inner;
+  for (ClassId c : g_.canonicalClasses())
+    for (const ENode& n : g_.nodes(c))
+      if (n.op == kOpSum || n.op == kOpConcat)
+        for (ClassId k : n.kids) inner.emplace(g_.find(k), n.op, n.op == kOpConcat ? n.data[0] : 0);
   for (ClassId c : g_.canonicalClasses()) {
     if (isView(c)) continue;
     for (const ENode& n : g_.nodes(c))
@@ -92,7 +102,8 @@ int Engine::flattenAssoc() {
         for (ClassId k : n.kids)
           for (const ENode& m : g_.nodes(k))
             nested = nested || (m.op == n.op && (n.op == kOpSum || m.data[0] == n.data[0]));
-        if (nested) todo.push_back({c, n.op, n.op == kOpConcat ? n.data[0] : 0});
+        const int64_t dim = n.op == kOpConcat ? n.data[0] : 0;
+        if (nested && !inner.count({c, n.op, dim})) todo.push_back({c, n.op, dim});
       }
   }
   // Collect first (the flatteners read the e-graph), then add and merge.
