@@ -11,6 +11,7 @@
 #include "codegen/lower.h"
 #include "codegen/plan.h"
 #include "codegen/step_order.h"
+#include "ir/golden_test_util.h"
 #include "ir/text.h"
 
 namespace sp::codegen {
@@ -20,17 +21,7 @@ namespace fs = std::filesystem;
 
 fs::path srcDir() { return fs::path(SP_SOURCE_DIR); }
 
-std::string readFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool updating() {
-  const char* v = std::getenv("SP_UPDATE_GOLDEN");
-  return v && *v && std::string(v) != "0";
-}
+using test::readFile;
 
 // `path` relative to the source tree (locations in golden files).
 std::vector<Plan> lowerFile(const fs::path& path) {
@@ -53,13 +44,7 @@ TEST_P(PlanGolden, TextMatchesGoldenAndRoundTrips) {
   ASSERT_FALSE(plans.empty());
   for (size_t r = 0; r < plans.size(); ++r) {
     std::string text = printPlanText(plans[r]);
-    fs::path golden = srcDir() / "codegen" / "testdata" / (GetParam() + ".r" + std::to_string(r) + ".plan");
-    if (updating()) {
-      std::ofstream(golden, std::ios::binary) << text;
-    } else {
-      ASSERT_TRUE(fs::exists(golden)) << golden << " is missing; run with SP_UPDATE_GOLDEN=1";
-      EXPECT_EQ(readFile(golden), text) << "golden mismatch: " << golden;
-    }
+    test::checkGolden(srcDir() / "codegen" / "testdata" / (GetParam() + ".r" + std::to_string(r) + ".plan"), text);
     auto back = parsePlanText(text, plans[r].file);
     ASSERT_TRUE(back.ok()) << back.error().str();
     EXPECT_EQ(printPlanText(*back), text);

@@ -15,6 +15,7 @@
 #include "codegen/lower.h"
 #include "codegen/plan_dir.h"
 #include "cuda_ref/executor.h"
+#include "ir/golden_test_util.h"
 #include "ir/text.h"
 #include "rewrite/relation_text.h"
 
@@ -25,12 +26,7 @@ namespace fs = std::filesystem;
 
 fs::path casesDir() { return fs::path(SP_SOURCE_DIR) / "tests" / "verify"; }
 
-std::string readFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::readFile;
 
 std::vector<std::string> caseIds() {
   std::vector<std::string> out;
