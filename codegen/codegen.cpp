@@ -20,10 +20,13 @@ Result<ReadBack> readBackPlans(const std::vector<Plan>& plans) {
     std::string file = "r" + std::to_string(r) + ".plan";
     std::string text = printPlanText(plans[r]);
     SP_ASSIGN(Plan p, parsePlanText(text, file));
-    SP_ASSIGN(Plan j, parsePlanJson(printPlanJson(plans[r]), file + ".json"));
+    std::string json = printPlanJson(plans[r]);
+    SP_ASSIGN(Plan j, parsePlanJson(json, file + ".json"));
     j.file = file;
-    std::string jtext = printPlanText(j);
-    if (jtext != text) return makeError("plan-round-trip", "the JSON form of the plan reads back differently", file);
+    // Names that are not UTF-8 print as U+FFFD in JSON (docs/plan.md).
+    bool replaced = json.find("\xEF\xBF\xBD") != std::string::npos;
+    if (!replaced && printPlanText(j) != text)
+      return makeError("plan-round-trip", "the JSON form of the plan reads back differently", file);
     for (PlanBuffer& b : p.buffers)
       if (auto src = plans[r].findBuffer(b.name)) b.data = plans[r].buffers[size_t(*src)].data;
     back.push_back(std::move(p));

@@ -60,7 +60,7 @@ std::string manifestJson(const std::vector<Plan>& plans, const ManifestInfo& inf
                           {"sends", counts[int(StepKind::Send)]}, {"recvs", counts[int(StepKind::Recv)]},
                           {"waits", counts[int(StepKind::Wait)]}});
   }
-  return j.dump(1) + "\n";
+  return j.dump(1, ' ', false, ordered_json::error_handler_t::replace) + "\n";
 }
 
 Status writePlanDir(const std::string& dir, const std::vector<Plan>& plans, const ManifestInfo& info) {

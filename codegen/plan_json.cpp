@@ -74,7 +74,9 @@ std::string printPlanJson(const Plan& p) {
   }
   j["outputs"] = ordered_json::array();
   for (int o : p.outputs) j["outputs"].push_back(p.buffers[size_t(o)].name);
-  return j.dump(1) + "\n";
+  // Names and locations are bytes; JSON strings are UTF-8: invalid bytes
+  // become U+FFFD (the text form keeps them).
+  return j.dump(1, ' ', false, ordered_json::error_handler_t::replace) + "\n";
 }
 
 namespace {
