@@ -134,6 +134,17 @@ Status checkBuffers(const Plan& p) {
   std::string where = p.file.empty() ? "rank " + std::to_string(p.rank) : p.file;
   if (p.world < 1 || p.rank < 0 || p.rank >= p.world)
     return makeError("bad-plan", "rank " + std::to_string(p.rank) + " is outside a world of " + std::to_string(p.world), where);
+  int64_t meshRanks = 1;
+  for (const auto& a : p.mesh.axes) {
+    if (a.size < 1 || a.size > p.world || meshRanks > p.world) {
+      meshRanks = -1;
+      break;
+    }
+    meshRanks *= a.size;  // at most 2^20 * 2^20
+  }
+  if (p.mesh.axes.empty() || meshRanks != p.world)
+    return makeError("bad-plan", "the mesh must have at least one axis and " + std::to_string(p.world) +
+                                     " ranks, like the world", where);
   if (p.streams != 2)
     return makeError("bad-plan", "plans have 2 streams (0 compute, 1 communication), got " + std::to_string(p.streams), where);
   for (size_t i = 0; i < p.buffers.size(); ++i) {

@@ -147,6 +147,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"trailing", "\n}\n", "\n}\n}\n", "expected end of file after the closing '}'"},
         Bad{"truncated", "  output %y\n}\n", "  output %y\n", "got end of file"},
         Bad{"bad_stream", "wait s0 for s1", "wait s0 for x1", "expected a stream like s0"},
+        Bad{"no_mesh", "  mesh [tp = 2]\n", "", "r0.plan: the mesh must have at least one axis and 2 ranks, like the world"},
+        Bad{"mesh_size", "mesh [tp = 2]", "mesh [tp = 2, dp = 2]", "r0.plan: the mesh must have at least one axis and 2 ranks, like the world"},
         Bad{"self_wait", "wait s0 for s1", "wait s0 for s0", "the stream waited for must be another existing stream"}),
     [](const auto& info) { return std::string(info.param.name); });
 
