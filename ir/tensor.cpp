@@ -106,6 +106,22 @@ Tensor Tensor::scalar(DType dtype, double v) {
   return t;
 }
 
+Tensor Tensor::view(DType dtype, std::vector<int64_t> dims, const std::shared_ptr<std::byte[]>& storage,
+                    size_t capacity, size_t offset) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.numel_ = 1;
+  for (int64_t d : t.dims_) {
+    SP_ASSERT(d >= 0 && d <= kMaxElements, "tensor dim out of range");
+    t.numel_ *= d;
+    SP_ASSERT(t.numel_ <= kMaxElements, "tensor too large");
+  }
+  SP_ASSERT(storage && offset <= capacity && t.nbytes() <= capacity - offset, "view outside its storage");
+  t.data_ = std::shared_ptr<std::byte[]>(storage, storage.get() + offset);
+  return t;
+}
+
 Tensor Tensor::reshaped(std::vector<int64_t> dims) const {
   Tensor t = *this;
   int64_t n = 1;

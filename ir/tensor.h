@@ -50,6 +50,12 @@ class Tensor {
   static Tensor fromFloats(DType dtype, std::vector<int64_t> dims, std::span<const float> v);
   static Tensor scalar(DType dtype, double v);
 
+  // A tensor over bytes [offset, offset + nbytes) of `storage`, which holds
+  // `capacity` bytes (an executor's arena); the view keeps the storage
+  // alive. Asserts that it fits.
+  static Tensor view(DType dtype, std::vector<int64_t> dims, const std::shared_ptr<std::byte[]>& storage,
+                     size_t capacity, size_t offset);
+
   Tensor reshaped(std::vector<int64_t> dims) const;  // shares storage; asserts numel
   Tensor castTo(DType to) const;
   // Bitwise equality of dtype, dims and bytes.

@@ -30,5 +30,8 @@ std::string formatType(const TensorType& t);        // f32[batch, 2*seq]
 std::string formatValueName(const std::string& n);  // %x, %"weird name"
 std::string formatAttr(const AttrValue& v);         // 3, 1.0, "s", [1, 2], f32, dense<...>
 std::string formatLoc(const SourceLoc& loc);        // "" or @ "gpt.py":12 node "MatMul_3"
+// " {name = value, ...}" for the attributes that differ from the schema
+// default, in schema order; "" when none does.
+std::string formatAttrs(OpKind op, const AttrMap& attrs);
 
 }  // namespace sp::ir

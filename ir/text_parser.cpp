@@ -63,81 +63,22 @@ class Parser : public text::TokenReader {
 
  private:
 
-  Status attrs(Stmt& s) {
-    const OpInfo& info = opInfo(s.op);
-    if (accept("}")) return okStatus();
-    do {
-      const Token& t = peek();
-      if (t.kind != Tok::Ident) return unexpected(t, "an attribute name");
-      const AttrSpec* spec = info.attr(t.text);
-      if (!spec) {
-        std::vector<std::string_view> names;
-        for (const auto& a : info.attrs) names.push_back(a.name);
-        std::string msg = "unknown attribute '" + t.text + "' for " + std::string(info.name);
-        return err(t, "unknown-attr", msg + (names.empty() ? " (it takes none)" : suggest(t.text, names)));
-      }
-      if (s.attrs.count(t.text))
-        return err(t, "duplicate-attr", "attribute '" + t.text + "' is given twice");
-      next();
-      SP_TRY(expect("="));
-      SP_ASSIGN(AttrValue v, attrValue(*spec, info.name));
-      s.attrs.emplace(spec->name, std::move(v));
-    } while (accept(","));
-    return expect("}");
-  }
+  Status attrs(Stmt& s) { return attrBlock(s.op, s.attrs); }
 
-  // Optional `@ "file":line node "detail"`.
   Status location(Stmt& s) {
-    if (!accept("@")) return okStatus();
-    SourceLoc loc;
-    bool any = false;
-    if (peek().kind == Tok::String) {
-      loc.file = next().text;
-      any = true;
-      if (accept(":")) {
-        const Token& l = peek();
-        SP_ASSIGN(int64_t line, integer("a line number"));
-        if (line < 0 || line > std::numeric_limits<int>::max())
-          return err(l, "bad-location", "line " + l.text + " is out of range");
-        loc.line = int(line);
-      }
-    }
-    if (peek().isIdent("node")) {
-      next();
-      if (peek().kind != Tok::String) return unexpected(peek(), "a quoted node name");
-      loc.detail = next().text;
-      any = true;
-    }
-    if (!any) return unexpected(peek(), "a location: \"file\":line or node \"name\"");
-    s.loc = std::move(loc);
+    SP_ASSIGN(auto loc, sourceLoc());
+    if (!loc) return okStatus();
+    s.loc = std::move(*loc);
     s.explicitLoc = true;
     return okStatus();
   }
 
   Status call(Stmt& s) {
     const Token& opTok = peek();
-    if (opTok.kind != Tok::Ident) return unexpected(opTok, "an op name");
-    auto op = opByName(opTok.text);
-    if (!op) {
-      std::vector<std::string_view> names;
-      for (const auto& info : allOps()) names.push_back(info.name);
-      return err(opTok, "unknown-op", "unknown op '" + opTok.text + "'" + suggest(opTok.text, names));
-    }
-    next();
-    s.op = *op;
-    SP_TRY(expect("("));
-    if (!accept(")")) {
-      do {
-        SP_ASSIGN(std::string in, valueName());
-        s.inputs.push_back(std::move(in));
-      } while (accept(","));
-      SP_TRY(expect(")"));
-    }
+    SP_ASSIGN(s.op, readOp());
+    SP_ASSIGN(s.inputs, operands());
     if (accept("{")) SP_TRY(attrs(s));
-    for (const AttrSpec& spec : opInfo(s.op).attrs)
-      if (!spec.defaultValue && !s.attrs.count(spec.name))
-        return err(opTok, "missing-attr", std::string(opName(s.op)) +
-                                              ": missing required attribute '" + spec.name + "'");
+    SP_TRY(requireAttrs(opTok, s.op, s.attrs));
     if (peek().isIdent("as")) {
       next();
       SP_ASSIGN(s.nodeName, name("a node name"));

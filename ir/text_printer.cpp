@@ -109,14 +109,7 @@ void printNode(std::string& out, const Graph& g, const Node& n, size_t index,
   for (size_t k = 0; k < n.inputs.size(); ++k)
     out += (k ? ", " : "") + formatValueName(g.value(n.inputs[k]).name);
   out += ")";
-  std::string attrs;
-  for (const AttrSpec& spec : opInfo(n.op).attrs) {
-    auto it = n.attrs.find(spec.name);
-    if (it == n.attrs.end()) continue;
-    if (spec.defaultValue && sameAttr(*spec.defaultValue, it->second)) continue;
-    attrs += (attrs.empty() ? "" : ", ") + spec.name + " = " + formatAttr(it->second);
-  }
-  if (!attrs.empty()) out += " {" + attrs + "}";
+  out += formatAttrs(n.op, n.attrs);
   if (n.name != defaultNodeName(n, g, index)) out += " as " + quote(n.name);
   printLocSuffix(out, n.loc);
   out += "\n";
@@ -175,6 +168,17 @@ std::string formatAttr(const AttrValue& v) {
     }
   }
   return "?";
+}
+
+std::string formatAttrs(OpKind op, const AttrMap& attrs) {
+  std::string out;
+  for (const AttrSpec& spec : opInfo(op).attrs) {
+    auto it = attrs.find(spec.name);
+    if (it == attrs.end()) continue;
+    if (spec.defaultValue && sameAttr(*spec.defaultValue, it->second)) continue;
+    out += (out.empty() ? "" : ", ") + spec.name + " = " + formatAttr(it->second);
+  }
+  return out.empty() ? out : " {" + out + "}";
 }
 
 std::string formatLoc(const SourceLoc& loc) {

@@ -277,4 +277,84 @@ Result<AttrValue> TokenReader::attrValue(const AttrSpec& spec, std::string_view 
   return kindError(t);
 }
 
+Status TokenReader::attrBlock(OpKind op, AttrMap& attrs) {
+  const OpInfo& info = opInfo(op);
+  if (accept("}")) return okStatus();
+  do {
+    const Token& t = peek();
+    if (t.kind != Tok::Ident) return unexpected(t, "an attribute name");
+    const AttrSpec* spec = info.attr(t.text);
+    if (!spec) {
+      std::vector<std::string_view> names;
+      for (const auto& a : info.attrs) names.push_back(a.name);
+      std::string msg = "unknown attribute '" + t.text + "' for " + std::string(info.name);
+      return err(t, "unknown-attr", msg + (names.empty() ? " (it takes none)" : suggest(t.text, names)));
+    }
+    if (attrs.count(t.text)) return err(t, "duplicate-attr", "attribute '" + t.text + "' is given twice");
+    next();
+    SP_TRY(expect("="));
+    SP_ASSIGN(AttrValue v, attrValue(*spec, info.name));
+    attrs.emplace(spec->name, std::move(v));
+  } while (accept(","));
+  return expect("}");
+}
+
+Status TokenReader::requireAttrs(const Token& at, OpKind op, const AttrMap& attrs) const {
+  for (const AttrSpec& spec : opInfo(op).attrs)
+    if (!spec.defaultValue && !attrs.count(spec.name))
+      return err(at, "missing-attr",
+                 std::string(ir::opName(op)) + ": missing required attribute '" + spec.name + "'");
+  return okStatus();
+}
+
+Result<std::optional<SourceLoc>> TokenReader::sourceLoc() {
+  if (!accept("@")) return std::optional<SourceLoc>();
+  SourceLoc loc;
+  bool any = false;
+  if (peek().kind == Tok::String) {
+    loc.file = next().text;
+    any = true;
+    if (accept(":")) {
+      const Token& l = peek();
+      SP_ASSIGN(int64_t line, integer("a line number"));
+      if (line < 0 || line > std::numeric_limits<int>::max())
+        return err(l, "bad-location", "line " + l.text + " is out of range");
+      loc.line = int(line);
+    }
+  }
+  if (peek().isIdent("node")) {
+    next();
+    if (peek().kind != Tok::String) return unexpected(peek(), "a quoted node name");
+    loc.detail = next().text;
+    any = true;
+  }
+  if (!any) return unexpected(peek(), "a location: \"file\":line or node \"name\"");
+  return std::optional<SourceLoc>(std::move(loc));
+}
+
+Result<OpKind> TokenReader::readOp() {
+  const Token& t = peek();
+  if (t.kind != Tok::Ident) return unexpected(t, "an op name");
+  auto op = opByName(t.text);
+  if (!op) {
+    std::vector<std::string_view> names;
+    for (const auto& info : allOps()) names.push_back(info.name);
+    return err(t, "unknown-op", "unknown op '" + t.text + "'" + suggest(t.text, names));
+  }
+  next();
+  return *op;
+}
+
+Result<std::vector<std::string>> TokenReader::operands() {
+  SP_TRY(expect("("));
+  std::vector<std::string> out;
+  if (accept(")")) return out;
+  do {
+    SP_ASSIGN(std::string in, valueName());
+    out.push_back(std::move(in));
+  } while (accept(","));
+  SP_TRY(expect(")"));
+  return out;
+}
+
 }  // namespace sp::ir::text

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/graph.h"
 #include "ir/op.h"
 #include "ir/text_lexer.h"
 
@@ -63,6 +64,16 @@ class TokenReader {
   // After 'dense': `<type, [...]>`, or `<[...]>` when `declared` gives the type.
   Result<Tensor> dense(const std::optional<TensorType>& declared);
   Result<AttrValue> attrValue(const AttrSpec& spec, std::string_view op);
+  // After '{': `name = value, ...}` checked against the schema of `op`.
+  Status attrBlock(OpKind op, AttrMap& attrs);
+  // A required attribute of `op` missing from `attrs` is an error at `at`.
+  Status requireAttrs(const Token& at, OpKind op, const AttrMap& attrs) const;
+  // Optional `@ "file":line node "detail"`; nullopt when there is no '@'.
+  Result<std::optional<SourceLoc>> sourceLoc();
+  // An op name (an identifier of ir/ops.def), with a suggestion when unknown.
+  Result<OpKind> readOp();
+  // `(%a, %b, ...)`, possibly empty.
+  Result<std::vector<std::string>> operands();
 
  protected:
   std::vector<Token> toks_;

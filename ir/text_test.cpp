@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "ir/golden_test_util.h"
 #include "ir/text.h"
 #include "ir/text_lexer.h"
 #include "ir/text_reader.h"
@@ -24,27 +25,8 @@ namespace fs = std::filesystem;
 
 fs::path goldenDir() { return fs::path(SP_SOURCE_DIR) / "tests" / "golden" / "text"; }
 
-std::string readFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool updating() {
-  const char* v = std::getenv("SP_UPDATE_GOLDEN");
-  return v && *v && std::string(v) != "0";
-}
-
-// Compares `got` with the expected file, or rewrites it under SP_UPDATE_GOLDEN.
-void checkGolden(const fs::path& expectedPath, const std::string& got) {
-  if (updating()) {
-    std::ofstream(expectedPath, std::ios::binary) << got;
-    return;
-  }
-  ASSERT_TRUE(fs::exists(expectedPath)) << expectedPath << " is missing; run with SP_UPDATE_GOLDEN=1";
-  EXPECT_EQ(readFile(expectedPath), got) << "golden mismatch: " << expectedPath;
-}
+using test::checkGolden;
+using test::readFile;
 
 // Stems of dir/*.sp, sorted.
 std::vector<std::string> spFiles(const fs::path& dir) {

@@ -3,7 +3,7 @@
 # build directory and runs each for SECONDS (default 60), seeded from the
 # test files of the repository (and fuzz/seeds/<target>/). Prints, per
 # target, the inputs executed and whether it crashed; exits 1 on any crash.
-#   scripts/fuzz.sh [SECONDS] [TARGET...]    targets: text_ir relations rules fx decomp npy onnx
+#   scripts/fuzz.sh [SECONDS] [TARGET...]    targets: text_ir relations rules fx decomp npy onnx plan
 # Environment: FUZZ_BUILD_DIR (default build-fuzz), JOBS (build, default:
 # nproc), CXX_FUZZ (default clang++). A crashing input is kept as
 # $FUZZ_BUILD_DIR/crashes/<target>-crash-*; rerun it with
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ "${#targets[@]}" -gt 0 ] || targets=(text_ir relations rules fx decomp npy onnx)
+[ "${#targets[@]}" -gt 0 ] || targets=(text_ir relations rules fx decomp npy onnx plan)
 build_dir="${FUZZ_BUILD_DIR:-build-fuzz}"
 jobs="${JOBS:-$(nproc)}"
 
@@ -36,6 +36,7 @@ seed_globs() {
     fx) echo 'tests/data/fx/*.py' ;;
     decomp) echo 'frontend/decomp/*.decomp tests/data/decomp/*.decomp' ;;
     npy) echo 'tests/data/npy/*.npy tests/fixtures/onnx/*.npy' ;;
+    plan) echo 'codegen/testdata/*.plan' ;;
     onnx) echo 'tests/data/onnx_bad/*.onnx tests/fixtures/onnx/*.onnx tests/fixtures/onnx_tp/*/*.onnx tests/fixtures/onnx_gqa/*/*.onnx' ;;
     *) echo "fuzz.sh: unknown target '$1'" >&2; exit 2 ;;
   esac

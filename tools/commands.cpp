@@ -83,12 +83,9 @@ GraphSummary summarize(const ir::Graph& g) {
   return {j, t};
 }
 
-// Parses NAME=FILE or rN:NAME=FILE.
-struct InputArg {
-  int64_t rank = -1;  // -1: every rank
-  std::string name, file;
-};
+}  // namespace
 
+// Parses NAME=FILE or rN:NAME=FILE.
 Result<InputArg> parseInputArg(const std::string& s) {
   InputArg a;
   size_t eq = s.rfind('=');
@@ -120,6 +117,8 @@ Status writeOutputs(const std::string& dir, const ir::TensorMap& outs) {
   }
   return okStatus();
 }
+
+namespace {
 
 // Progress on stderr for long runs: at most one line a second, after 2 s.
 std::function<void(int64_t, size_t, size_t)> progressReporter() {
@@ -218,33 +217,39 @@ int cmdRun(const RunArgs& a) {
     return kExitOk;
   }
   const auto& p = std::get<ir::Program>(*m);
+  auto given = programInputs(p, a.inputs);
+  if (!given) return fail(given.error());
+  auto outs = ir::runProgram(p, *given, opts);
+  if (!outs) return fail(outs.error());
+  if (auto st = writeRankOutputs(a.outDir, *outs); !st) return fail(st.error());
+  return kExitOk;
+}
+
+Result<std::vector<ir::TensorMap>> programInputs(const ir::Program& p, const std::vector<std::string>& inputs) {
   std::vector<ir::TensorMap> given(size_t(p.worldSize()));
-  for (const auto& ia : args) {
+  for (const auto& s : inputs) {
+    SP_ASSIGN(InputArg ia, parseInputArg(s));
     if (ia.rank >= p.worldSize())
-      return fail(makeError("bad-input-arg", "--input: rank " + std::to_string(ia.rank) +
-                                                 " is outside world size " +
-                                                 std::to_string(p.worldSize())));
-    auto t = ir::readNpy(ia.file);
-    if (!t) return fail(t.error());
+      return makeError("bad-input-arg", "--input: rank " + std::to_string(ia.rank) + " is outside world size " +
+                                            std::to_string(p.worldSize()));
+    SP_ASSIGN(ir::Tensor t, ir::readNpy(ia.file));
     bool used = false;
     for (int64_t r = 0; r < p.worldSize(); ++r) {
       if (ia.rank >= 0 && ia.rank != r) continue;
       auto v = p.rank(r).findValue(ia.name);
       if (!v || p.rank(r).value(*v).kind == ir::ValueKind::NodeOutput) continue;
-      given[size_t(r)][ia.name] = *t;
+      given[size_t(r)][ia.name] = t;
       used = true;
     }
-    if (!used)
-      return fail(makeError("unknown-input", "--input: no rank has an input or parameter named '" +
-                                                 ia.name + "'"));
+    if (!used) return makeError("unknown-input", "--input: no rank has an input or parameter named '" + ia.name + "'");
   }
-  auto outs = ir::runProgram(p, given, opts);
-  if (!outs) return fail(outs.error());
-  for (int64_t r = 0; r < p.worldSize(); ++r) {
-    auto dir = (fs::path(a.outDir) / ("r" + std::to_string(r))).string();
-    if (auto st = writeOutputs(dir, (*outs)[size_t(r)]); !st) return fail(st.error());
-  }
-  return kExitOk;
+  return given;
+}
+
+Status writeRankOutputs(const std::string& dir, const std::vector<ir::TensorMap>& outs) {
+  for (size_t r = 0; r < outs.size(); ++r)
+    SP_TRY(writeOutputs((fs::path(dir) / ("r" + std::to_string(r))).string(), outs[r]));
+  return okStatus();
 }
 
 }  // namespace sp::tools

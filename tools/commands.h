@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "frontend/fx_flags.h"
+#include "ir/program.h"
+#include "ir/tensor.h"
+#include <map>
 
 namespace sp::tools {
 
@@ -34,6 +37,21 @@ int cmdRun(const RunArgs& a);
 
 // NAME with every character outside [A-Za-z0-9._-] replaced by '_'.
 std::string sanitizeFileName(const std::string& name);
+
+// --input NAME=FILE.npy, or rN:NAME=FILE.npy for rank N only (rank -1).
+struct InputArg {
+  int64_t rank = -1;
+  std::string name, file;
+};
+Result<InputArg> parseInputArg(const std::string& s);
+// Writes every tensor to DIR/NAME.npy (sanitized names), creating DIR.
+Status writeOutputs(const std::string& dir, const std::map<std::string, ir::Tensor>& outs);
+// Per rank r, DIR/rN/NAME.npy.
+Status writeRankOutputs(const std::string& dir, const std::vector<std::map<std::string, ir::Tensor>>& outs);
+// The --input arguments of a program run: NAME=FILE feeds every rank with
+// an input or param NAME, rN:NAME=FILE rank N only.
+Result<std::vector<std::map<std::string, ir::Tensor>>> programInputs(const ir::Program& p,
+                                                                     const std::vector<std::string>& inputs);
 
 }  // namespace sp::tools
 
@@ -70,5 +88,24 @@ struct LemmasArgs {
   std::vector<std::string> only;   // lemma names
 };
 int cmdLemmas(const LemmasArgs& a);
+
+// `codegen`: verify, then emit per-rank plans. Exit 0 written, 1 not
+// verified (nothing written), 3 bad input.
+struct CodegenArgs {
+  VerifyArgs verify;                 // --seq, --dist, relations, --outputs, ...
+  std::string outDir;                // --out
+  std::vector<std::string> binds;    // --bind NAME=VALUE
+};
+int cmdCodegen(const CodegenArgs& a);
+
+// `exec DIR --backend cpu`: run plans. Exit 0, 3 bad input or a failed run.
+struct ExecArgs {
+  std::string planDir;
+  std::string backend = "cpu";
+  std::vector<std::string> inputs;   // as for run
+  uint64_t seed = 0;
+  std::string outDir;
+};
+int cmdExec(const ExecArgs& a);
 
 }  // namespace sp::tools

@@ -90,6 +90,30 @@ int main(int argc, char** argv) {
   lm->add_option("--dir", lemmas.dir, "lemma directory (default: the built-in library)");
   lm->add_option("--only", lemmas.only, "lemma names")->delimiter(',');
 
+  CodegenArgs cg;
+  auto* cgc = app.add_subcommand("codegen", "verify D against S, then write verified per-rank execution plans.\n"
+                                            "Exit codes: 0 plans written, 1 not verified (nothing written), 3 bad input");
+  cgc->add_option("--seq", cg.verify.seq, "sequential model (.onnx, .sp, .py capture, or a directory)")->required();
+  cgc->add_option("--dist", cg.verify.dist, "distributed program: a text IR program, or a directory of rank files")
+      ->required();
+  cgc->add_option("--relation", cg.verify.relationFile, "input relations (docs/relations.md)");
+  cgc->add_flag("--infer-relations", cg.verify.inferRelations, "propose input relations from names and shapes, and use them");
+  cgc->add_option("--expect", cg.verify.expectFile, "expected output relations ('expect' lines)");
+  cgc->add_option("--outputs", cg.verify.outputs, "S values that must be rebuilt (default: all outputs)")->delimiter(',');
+  cgc->add_option("--time-limit", cg.verify.timeLimit, "seconds for each verification (default 300)");
+  cgc->add_option("--out", cg.outDir, "plan directory to write (docs/plan.md)")->required();
+  cgc->add_option("--bind", cg.binds, "NAME=VALUE: value of a symbolic dim (default 4); repeatable");
+  cg.verify.repairLimit = 0;
+  addFxFlags(cgc, cg.verify.fx);
+
+  ExecArgs ex;
+  auto* exc = app.add_subcommand("exec", "run a plan directory written by codegen; outputs to OUT/rN/NAME.npy");
+  exc->add_option("DIR", ex.planDir, "plan directory (manifest.json, rN.plan)")->required();
+  exc->add_option("--backend", ex.backend, "cpu (the CUDA backend is not built)")->check(CLI::IsMember({"cpu"}));
+  exc->add_option("--input", ex.inputs, "NAME=FILE.npy (repeatable); rN:NAME=FILE.npy gives one rank");
+  exc->add_option("--seed", ex.seed, "seed for inputs not given (default 0), drawn as `run` draws them");
+  exc->add_option("--out-dir", ex.outDir, "directory for rN/OUTPUT.npy files")->required();
+
   PlanArgs plan;
   auto* pl = app.add_subcommand("plan", "propose parallel layouts for a model config: memory, step time, MFU.\n"
                                         "Exit codes: 0 plans, 1 no layout fits, 3 bad input");
@@ -143,6 +167,8 @@ int main(int argc, char** argv) {
   if (*rn) return guarded("run " + run.model, [&] { return cmdRun(run); });
   if (*vf) return guarded("verify --seq " + verify.seq + " --dist " + verify.dist, [&] { return cmdVerify(verify); });
   if (*lm) return guarded("lemmas", [&] { return cmdLemmas(lemmas); });
+  if (*cgc) return guarded("codegen --seq " + cg.verify.seq + " --dist " + cg.verify.dist, [&] { return cmdCodegen(cg); });
+  if (*exc) return guarded("exec " + ex.planDir, [&] { return cmdExec(ex); });
   if (*pl) return guarded("plan --model " + plan.model, [&] { return cmdPlan(plan); });
   if (*cl) return guarded("check-launch --model " + launch.model, [&] { return cmdCheckLaunch(launch); });
   return kExitBadInput;

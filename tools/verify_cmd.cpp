@@ -15,6 +15,7 @@
 #include "rewrite/verify.h"
 #include "tools/commands.h"
 #include "tools/report.h"
+#include "tools/verify_setup.h"
 
 namespace sp::tools {
 
@@ -52,59 +53,47 @@ double peakRssMb() {
 static_assert(kVerifyWitnessLimit == rewrite::kDefaultWitnessWorkLimit,
               "the --witness-limit default must match VerifyOptions");
 
-int cmdVerify(const VerifyArgs& a) {
+Result<VerifySetup> setupVerify(const VerifyArgs& a) {
   if (a.relationFile.empty() == !a.inferRelations)
-    return fail(makeError("bad-args", "give exactly one of --relation FILE and --infer-relations"));
+    return makeError("bad-args", "give exactly one of --relation FILE and --infer-relations");
   if (!a.writeRelations.empty() && !a.inferRelations)
-    return fail(makeError("bad-args", "--write-relations needs --infer-relations"));
+    return makeError("bad-args", "--write-relations needs --infer-relations");
   if (!(a.witnessLimit >= 0))
-    return fail(makeError("bad-args", "--witness-limit must be non-negative, got " + std::to_string(a.witnessLimit)));
+    return makeError("bad-args", "--witness-limit must be non-negative, got " + std::to_string(a.witnessLimit));
   if (!(a.repairLimit >= 0))
-    return fail(makeError("bad-args", "--repair-limit must be non-negative, got " + std::to_string(a.repairLimit)));
+    return makeError("bad-args", "--repair-limit must be non-negative, got " + std::to_string(a.repairLimit));
   if (a.timeLimit <= 0)
-    return fail(makeError("bad-args", "--time-limit must be positive, got " + std::to_string(a.timeLimit)));
-  auto fx = frontend::fxOptionsFromFlags(a.fx);
-  if (!fx) return fail(fx.error());
-  std::vector<frontend::FxConstantNote> constants;
-  fx->constantNotes = &constants;
-  auto seq = frontend::loadGraph(a.seq, *fx);
-  if (!seq) return fail(seq.error());
-  auto dist = frontend::loadProgram(a.dist, *fx);
-  if (!dist) return fail(dist.error());
+    return makeError("bad-args", "--time-limit must be positive, got " + std::to_string(a.timeLimit));
+  SP_ASSIGN(auto fx, frontend::fxOptionsFromFlags(a.fx));
+  auto constants = std::make_shared<std::vector<frontend::FxConstantNote>>();
+  fx.constantNotes = constants.get();
+  SP_ASSIGN(ir::Graph seq, frontend::loadGraph(a.seq, fx));
+  SP_ASSIGN(ir::Program dist, frontend::loadProgram(a.dist, fx));
+  VerifySetup out{std::move(seq), std::move(dist), {}, {}, std::move(*constants)};
   // Lifted tensor constants without a known value stay parameters.
-  for (const auto& c : constants)
+  for (const auto& c : out.constants)
     if (!c.value) std::fprintf(stderr, "warning: %s\n", c.str().c_str());
   for (const auto& o : a.outputs)
-    if (!seq->findValue(o))
-      return fail(makeError("unknown-output", "--outputs: '" + o + "' is not a value of '" + a.seq + "'"));
+    if (!out.seq.findValue(o))
+      return makeError("unknown-output", "--outputs: '" + o + "' is not a value of '" + a.seq + "'");
 
-  rewrite::RelationFile rel;
   if (a.inferRelations) {
-    auto inferred = rewrite::inferRelations(*seq, *dist);
-    if (!inferred) return fail(inferred.error());
-    rel = std::move(*inferred);
-    if (!a.writeRelations.empty()) {
-      if (auto st = writeFile(a.writeRelations, rewrite::printRelations(rel)); !st) return fail(st.error());
-    }
+    SP_ASSIGN(out.rel, rewrite::inferRelations(out.seq, out.dist));
+    if (!a.writeRelations.empty()) SP_TRY(writeFile(a.writeRelations, rewrite::printRelations(out.rel)));
   } else {
-    auto text = readFile(a.relationFile, "relation file");
-    if (!text) return fail(text.error());
-    auto parsed = rewrite::parseRelations(*text, a.relationFile);
-    if (!parsed) return fail(parsed.error());
-    rel = std::move(*parsed);
+    SP_ASSIGN(std::string text, readFile(a.relationFile, "relation file"));
+    SP_ASSIGN(out.rel, rewrite::parseRelations(text, a.relationFile));
   }
   if (!a.expectFile.empty()) {
-    auto text = readFile(a.expectFile, "expected relation file");
-    if (!text) return fail(text.error());
-    auto parsed = rewrite::parseRelations(*text, a.expectFile);
-    if (!parsed) return fail(parsed.error());
-    if (!parsed->inputs.empty())
-      return fail(makeError("bad-expect", a.expectFile + ": an --expect file holds only 'expect' lines, found an input relation at " +
-                                              parsed->inputs.front().location));
-    for (auto& o : parsed->outputs) rel.outputs.push_back(std::move(o));
+    SP_ASSIGN(std::string text, readFile(a.expectFile, "expected relation file"));
+    SP_ASSIGN(auto parsed, rewrite::parseRelations(text, a.expectFile));
+    if (!parsed.inputs.empty())
+      return makeError("bad-expect", a.expectFile + ": an --expect file holds only 'expect' lines, found an input relation at " +
+                                         parsed.inputs.front().location);
+    for (auto& o : parsed.outputs) out.rel.outputs.push_back(std::move(o));
   }
 
-  rewrite::VerifyOptions opts;
+  rewrite::VerifyOptions& opts = out.opts;
   opts.outputs = a.outputs;
   opts.timeLimitSeconds = a.timeLimit;
   opts.seed = a.seed;
@@ -131,12 +120,26 @@ int cmdVerify(const VerifyArgs& a) {
     std::fprintf(stderr, "progress: witness %.0f%% of %.3g multiply-adds, %.0f s (%s)\n",
                  total > 0 ? 100 * done / total : 100.0, total, secs, at.c_str());
   };
+  return out;
+}
+
+void noteConstants(const VerifySetup& s, rewrite::VerifyReport& report) {
+  // Values the importer supplied for lifted tensor constants are assumptions of the verdict.
+  for (const auto& c : s.constants)
+    if (c.value) report.assumptions.push_back(c.str());
+  if (report.stats.peakRssMb <= 0) report.stats.peakRssMb = peakRssMb();
+}
+
+int cmdVerify(const VerifyArgs& a) {
+  auto setup = setupVerify(a);
+  if (!setup) return fail(setup.error());
+  const ir::Graph* seq = &setup->seq;
+  const ir::Program* dist = &setup->dist;
+  const rewrite::RelationFile& rel = setup->rel;
+  const rewrite::VerifyOptions& opts = setup->opts;
   auto report = rewrite::verify(*seq, *dist, rel, opts);
   if (!report) return fail(report.error());
-  // Values the importer supplied for lifted tensor constants are assumptions of the verdict.
-  for (const auto& c : constants)
-    if (c.value) report->assumptions.push_back(c.str());
-  if (report->stats.peakRssMb <= 0) report->stats.peakRssMb = peakRssMb();
+  noteConstants(*setup, *report);
 
   if (!a.dotFile.empty()) {
     if (auto st = writeFile(a.dotFile, failureDot(*seq, *report)); !st) return fail(st.error());

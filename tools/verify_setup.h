@@ -1,0 +1,27 @@
+#pragma once
+// What `verify` and `codegen` share: loading S and D, the relations
+// (--relation or --infer-relations, --expect) and the verifier's options
+// from the command line (verify_cmd.cpp).
+#include <memory>
+#include <vector>
+
+#include "frontend/fx_import.h"
+#include "rewrite/relation_text.h"
+#include "rewrite/verify.h"
+#include "tools/commands.h"
+
+namespace sp::tools {
+
+struct VerifySetup {
+  ir::Graph seq;
+  ir::Program dist;
+  rewrite::RelationFile rel;
+  rewrite::VerifyOptions opts;
+  std::vector<frontend::FxConstantNote> constants;  // lifted tensor constants the importer met
+};
+
+Result<VerifySetup> setupVerify(const VerifyArgs& a);
+// The importer's constant values become assumptions of the report.
+void noteConstants(const VerifySetup& s, rewrite::VerifyReport& report);
+
+}  // namespace sp::tools
