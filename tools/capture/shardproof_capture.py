@@ -349,7 +349,7 @@ def group_ids(text):
     """Group ids named by the collectives of a graph text (the last string argument)."""
     ids = []
     for line in text.splitlines():
-        m = _GROUP_CALL.search(line)
+        m = _GROUP_CALL.search(line.split(";")[0])  # torch 2.x appends ';  x = None'
         if not m or m.group(1) == "wait_tensor":
             continue
         strs = re.findall(r"'([^']*)'", m.group(2))
