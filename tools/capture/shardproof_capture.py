@@ -463,6 +463,9 @@ def _worker(rank, world, init_file, main, args):
     dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank, world_size=world)
     try:
         main(rank, world, *args)
+    except CaptureError as e:
+        sys.stderr.write("error: rank %d: %s\n" % (rank, e))
+        sys.exit(3)
     finally:
         dist.destroy_process_group()
 
@@ -473,4 +476,7 @@ def launch(world, main, *args):
     import tempfile
     import torch.multiprocessing as mp
     with tempfile.TemporaryDirectory(prefix="sp-capture-") as d:
-        mp.spawn(_worker, args=(world, os.path.join(d, "rendezvous"), main, args), nprocs=world, join=True)
+        try:
+            mp.spawn(_worker, args=(world, os.path.join(d, "rendezvous"), main, args), nprocs=world, join=True)
+        except mp.ProcessExitedException as e:  # the rank printed its error
+            raise SystemExit(e.exit_code if e.exit_code and e.exit_code > 0 else 3)
