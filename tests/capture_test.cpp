@@ -131,5 +131,34 @@ TEST(CaptureHelper, RejectsAWorldSizeThatDoesNotDivideTheHeads) {
   EXPECT_NE(text.find("--world-size must divide 4 heads and 48 ffn"), std::string::npos) << text;
 }
 
+// A tensor shardproof has no type for: one error line per rank, exit 3.
+TEST(CaptureHelper, UnsupportedDtypeIsOneErrorPerRank) {
+  if (!havePythonTorch()) GTEST_SKIP() << "/usr/bin/python3 with torch not found";
+  auto dir = tempDir("capture-dtype");
+  std::string script = (dir / "complex.py").string();
+  {
+    std::ofstream f(script);
+    f << "import sys, torch\n"
+         "sys.path.insert(0, " << "'" << sourcePath("tools/capture") << "')\n"
+         "import shardproof_capture as spc\n"
+         "def main(rank, world):\n"
+         "    spc.capture_rank(lambda x: spc.all_reduce(x), {'x': torch.zeros(2, dtype=torch.complex64)},\n"
+         "                     " << "'" << (dir / "out").string() << "', 'm')\n"
+         "if __name__ == '__main__':\n"
+         "    spc.launch(2, main)\n";
+  }
+  FILE* p = ::popen(("/usr/bin/python3 " + shellQuote(script) + " 2>&1").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string text;
+  char buf[512];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) text.append(buf, n);
+  int status = ::pclose(p);
+  EXPECT_EQ(WEXITSTATUS(status), 3) << text;
+  EXPECT_NE(text.find("error: rank 0: input 'x': dtype torch.complex64 has no shardproof type"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("Traceback"), std::string::npos) << text;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace sp::test
