@@ -29,7 +29,7 @@ CliResult verifyCapture(const std::string& dir, const std::string& dist, std::ve
 struct Case {
   std::string block;
   int world;
-  int lastLine;  // the capture line of the op reading the all_reduce (the twin: its input)
+  int sourceLine;  // tp_blocks.py line of the bias add that reads the all_reduce
 };
 
 class CaptureFixture : public ::testing::TestWithParam<Case> {};
@@ -76,15 +76,15 @@ TEST_P(CaptureFixture, TwinWithoutTheAllReduceIsRefuted) {
   std::string msg = j["failure"]["message"].get<std::string>();
   EXPECT_NE(msg.find("missing sum over group tp (all_reduce)"), std::string::npos) << msg;
   // Localized at the bias add that reads the row-parallel matmul, where the
-  // all_reduce was.
+  // all_reduce was: the source line of the helper's `# File:` comment.
   std::string loc = j["failure"]["location"].get<std::string>();
-  EXPECT_NE(loc.find("seq.py:" + std::to_string(c.lastLine)), std::string::npos) << loc;
+  EXPECT_EQ(loc, "tools/capture/examples/tp_blocks.py:" + std::to_string(c.sourceLine) + " node '" + c.block + "'");
   EXPECT_EQ(j["failure"]["seq_op"], "add 'add'") << r.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CaptureFixture,
-                         ::testing::Values(Case{"mlp", 2, 15}, Case{"mlp", 4, 15}, Case{"attention", 2, 49},
-                                           Case{"attention", 4, 49}),
+                         ::testing::Values(Case{"mlp", 2, 34}, Case{"mlp", 4, 34}, Case{"attention", 2, 51},
+                                           Case{"attention", 4, 51}),
                          caseName);
 
 // The helper run for real: /usr/bin/python3 with torch (Debian's python3-torch)
@@ -100,8 +100,8 @@ TEST(CaptureHelper, CapturesOnGlooAndVerifies) {
   auto out = tempDir("capture-helper");
   for (auto [block, world] : {std::pair<std::string, int>{"mlp", 2}, {"attention", 4}}) {
     std::string name = block + "_tp" + std::to_string(world);
-    std::string cmd = "/usr/bin/python3 " + shellQuote(sourcePath("tools/capture/examples/tp_blocks.py")) +
-                      " --block " + block + " --world-size " + std::to_string(world) + " --out " +
+    std::string cmd = "cd " + shellQuote(SP_SOURCE_DIR) + " && /usr/bin/python3 tools/capture/examples/tp_blocks.py" +
+                      std::string(" --block ") + block + " --world-size " + std::to_string(world) + " --out " +
                       shellQuote((out / name).string()) + " >/dev/null";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     // Deterministic: byte for byte the committed fixture.

@@ -25,6 +25,7 @@ import math
 import os
 import re
 import sys
+import traceback
 
 import torch
 import torch.distributed as dist
@@ -240,13 +241,22 @@ def _target(node):
 
 def graph_text(gm, header=""):
     """The torch 2.x print_readable form of an ATen GraphModule."""
-    params, body, ret = [], [], None
+    params, body, ret, last_frame = [], [], None, None
     for n in gm.graph.nodes:
         if n.op == "placeholder":
             params.append("%s: %s" % (n.name, _type(_meta(n), "input '%s'" % n.name)))
         elif n.op == "get_attr":
             body.append("%s = self.%s" % (n.name, n.target))
         elif n.op == "call_function":
+            frame = n.meta.get("sp_frame")
+            if frame != last_frame:
+                if frame is None:
+                    body.append("")
+                    body.append("# No stacktrace found for following nodes")
+                else:
+                    body.append("")
+                    body.append("# File: %s:%d in %s, code: %s" % frame)
+                last_frame = frame
             target = _target(n)
             if target is None:  # getitem of a tuple result
                 body.append("%s: %s = %s[%d]" % (n.name, _type(_meta(n), "node '%s'" % n.name),
@@ -268,7 +278,7 @@ def graph_text(gm, header=""):
             raise CaptureError("node '%s': %s nodes are not supported (call_module?)" % (n.name, n.op))
     lines = ([header] if header else []) + ["import torch", "", "class GraphModule(torch.nn.Module):",
              "    def forward(self, %s):" % ", ".join(params)]
-    lines += ["        " + b for b in body] + ["        " + ret, ""]
+    lines += [("        " + b) if b else "" for b in body] + ["        " + ret, ""]
     return "\n".join(lines)
 
 
@@ -299,8 +309,30 @@ def _trace_make_fx(fn, names, args):
     def positional(*a):
         return fn(**dict(zip(names, a)))
 
-    with torch.no_grad():
-        gm = make_fx(positional, decomposition_table=decomp)(*args)
+    # make_fx on 1.13 records no usable stack: note the innermost frame of
+    # user code (outside torch and this file) on every node it creates.
+    import torch.fx.experimental.proxy_tensor as pt
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    here = os.path.abspath(__file__)
+    orig = pt.PythonKeyTracer.create_proxy
+
+    def create_proxy(self, *a, **kw):
+        proxy = orig(self, *a, **kw)
+        for fr in reversed(traceback.extract_stack()):
+            f = os.path.abspath(fr.filename)
+            if not f.startswith(torch_dir) and f != here and not f.startswith("<"):
+                rel = os.path.relpath(f)  # paths under the working directory are written relative
+                name = rel if not rel.startswith("..") else f
+                proxy.node.meta["sp_frame"] = (name, fr.lineno, fr.name, (fr.line or "").strip())
+                break
+        return proxy
+
+    pt.PythonKeyTracer.create_proxy = create_proxy
+    try:
+        with torch.no_grad():
+            gm = make_fx(positional, decomposition_table=decomp)(*args)
+    finally:
+        pt.PythonKeyTracer.create_proxy = orig
     _rename_placeholders(gm, names)
     return graph_text(gm)
 
