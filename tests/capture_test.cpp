@@ -61,7 +61,10 @@ TEST_P(CaptureFixture, Verified) {
 TEST_P(CaptureFixture, SequentialRefinesItself) {
   const Case& c = GetParam();
   std::string dir = fixture(c.block + "_tp" + std::to_string(c.world));
-  auto r = runCli({"verify", "--seq", dir + "/seq.py", "--dist", dir + "/seq.py", "--infer-relations"});
+  auto one = tempDir("capture-self-" + c.block + std::to_string(c.world));
+  fs::copy_file(dir + "/seq.py", one / "seq.r0.py");
+  auto r = runCli({"verify", "--seq", dir + "/seq.py", "--dist", one.string(), "--infer-relations"});
+  fs::remove_all(one);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("verdict: verified"), std::string::npos) << r.out;
 }
@@ -74,7 +77,9 @@ TEST_P(CaptureFixture, TwinWithoutTheAllReduceIsRefuted) {
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["verdict"], "refuted") << r.out;
   std::string msg = j["failure"]["message"].get<std::string>();
-  EXPECT_NE(msg.find("missing sum over group tp (all_reduce)"), std::string::npos) << msg;
+  // The S output is the sum of the ranks' partial results, which D never adds.
+  EXPECT_NE(msg.find("S output 'add' is sum(dist[0]."), std::string::npos) << msg;
+  EXPECT_NE(msg.find("over D intermediates, but no D output rebuilds it"), std::string::npos) << msg;
   // Localized at the bias add that reads the row-parallel matmul, where the
   // all_reduce was: the source line of the helper's `# File:` comment.
   std::string loc = j["failure"]["location"].get<std::string>();
