@@ -1,0 +1,120 @@
+"""A hand-written tensor-parallel MLP and attention block, run on CPU gloo
+process groups and captured per rank with shardproof_capture.
+
+    /usr/bin/python3 tools/capture/examples/tp_blocks.py --block mlp --world-size 2 --out OUT
+
+writes OUT/seq.py (the sequential block), OUT/dist/<block>.r<N>.py (one
+graph per rank) and OUT/mesh.txt. `--drop-collective` leaves out the block's
+all_reduce (a broken twin). Before capturing, each rank runs the block and
+checks it against the sequential block (skipped for the twin).
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+import shardproof_capture as spc  # noqa: E402
+
+HIDDEN, FFN, HEADS, BATCH, SEQ = 16, 48, 4, 2, 3
+HEAD_DIM = HIDDEN // HEADS
+
+
+def mlp(x, w1, b1, w2, b2, group=None, reduce=None):
+    h = torch.nn.functional.gelu(torch.nn.functional.linear(x, w1, b1), approximate="tanh")
+    y = torch.nn.functional.linear(h, w2)
+    if reduce is not None:
+        y = reduce(y, group)
+    return y + b2
+
+
+def attention(x, wq, bq, wk, bk, wv, bv, wo, bo, group=None, reduce=None):
+    b, s, _ = x.shape
+
+    def heads(t):  # [b, s, h*d] -> [b, h, s, d]
+        return t.reshape(b, s, -1, HEAD_DIM).transpose(1, 2)
+
+    q = heads(torch.nn.functional.linear(x, wq, bq))
+    k = heads(torch.nn.functional.linear(x, wk, bk))
+    v = heads(torch.nn.functional.linear(x, wv, bv))
+    p = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(HEAD_DIM), dim=-1)
+    o = torch.matmul(p, v).transpose(1, 2).reshape(b, s, -1)
+    y = torch.nn.functional.linear(o, wo)
+    if reduce is not None:
+        y = reduce(y, group)
+    return y + bo
+
+
+def full_params(block):
+    g = torch.Generator().manual_seed(1234)
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g) * 0.5
+
+    x = r(BATCH, SEQ, HIDDEN)
+    if block == "mlp":
+        return {"x": x, "w1": r(FFN, HIDDEN), "b1": r(FFN), "w2": r(HIDDEN, FFN), "b2": r(HIDDEN)}
+    return {"x": x, "wq": r(HIDDEN, HIDDEN), "bq": r(HIDDEN), "wk": r(HIDDEN, HIDDEN), "bk": r(HIDDEN),
+            "wv": r(HIDDEN, HIDDEN), "bv": r(HIDDEN), "wo": r(HIDDEN, HIDDEN), "bo": r(HIDDEN)}
+
+
+# Megatron layout: column parallel (dim 0) in, row parallel (dim 1) out.
+SPLIT = {"w1": 0, "b1": 0, "w2": 1, "wq": 0, "bq": 0, "wk": 0, "bk": 0, "wv": 0, "bv": 0, "wo": 1}
+
+
+def shard(params, rank, world):
+    out = {}
+    for k, v in params.items():
+        out[k] = v.chunk(world, SPLIT[k])[rank].contiguous() if k in SPLIT else v
+    return out
+
+
+def rank_main(rank, world, block, out, drop):
+    fn = mlp if block == "mlp" else attention
+    full = full_params(block)
+    tp = dist.new_group(list(range(world)))  # a group of its own, not WORLD's id
+    reduce = None if drop else (lambda t, g: spc.all_reduce(t, g))
+    local = shard(full, rank, world)
+
+    def dist_fn(**kw):
+        return fn(group=tp, reduce=reduce, **kw)
+
+    if not drop:  # the real distributed run equals the sequential block
+        with torch.no_grad():
+            got, want = dist_fn(**local), fn(**full)
+        if not torch.allclose(got, want, atol=1e-5):
+            raise SystemExit("rank %d: distributed %s differs from sequential by %g"
+                             % (rank, block, (got - want).abs().max()))
+    if rank == 0:
+        t0 = time.time()
+        spc.capture_seq(fn, full, os.path.join(out, "seq.py"),
+                        header="%s block, sequential (tools/capture/examples/tp_blocks.py)" % block)
+    t0 = time.time()
+    groups = spc.capture_rank(dist_fn, local, os.path.join(out, "dist"), block,
+                              header="%s block, TP %d, rank %d%s (tools/capture/examples/tp_blocks.py)"
+                              % (block, world, rank, ", all_reduce dropped" if drop else ""))
+    spc.write_mesh(os.path.join(out, "mesh.txt"), groups, axes=[("tp", world)])
+    if rank == 0:
+        print("captured %s tp=%d in %.2f s -> %s" % (block, world, time.time() - t0, out))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--block", choices=["mlp", "attention"], required=True)
+    ap.add_argument("--world-size", type=int, required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--drop-collective", action="store_true")
+    a = ap.parse_args()
+    if a.world_size < 1 or HEADS % a.world_size or FFN % a.world_size:
+        ap.error("--world-size must divide %d heads and %d ffn" % (HEADS, FFN))
+    spc.launch(a.world_size, rank_main, a.block, a.out, a.drop_collective)
+
+
+if __name__ == "__main__":
+    main()
