@@ -89,23 +89,23 @@ int Engine::flattenAssoc() {
   // whole) is flattened as part of that chain, not as a root of its own:
   // its own flat node would repeat O(n) operands at every level of the
   // bracketing, O(n log n) per chain and iteration (TP 512: gigabytes).
-  std::set<std::tuple<ClassId, int32_t, int64_t>> inner;
+  using ChainOf = std::tuple<ClassId, int32_t, int64_t>;  // class, operator, concat dim
+  std::vector<ChainOf> nestedRoots, inner;
   for (ClassId c : g_.canonicalClasses())
-    for (const ENode& n : g_.nodes(c))
-      if (n.op == kOpSum || n.op == kOpConcat)
-        for (ClassId k : n.kids) inner.emplace(g_.find(k), n.op, n.op == kOpConcat ? n.data[0] : 0);
-  for (ClassId c : g_.canonicalClasses()) {
-    if (isView(c)) continue;
-    for (const ENode& n : g_.nodes(c))
-      if (n.op == kOpSum || n.op == kOpConcat) {
-        bool nested = false;
-        for (ClassId k : n.kids)
-          for (const ENode& m : g_.nodes(k))
-            nested = nested || (m.op == n.op && (n.op == kOpSum || m.data[0] == n.data[0]));
-        const int64_t dim = n.op == kOpConcat ? n.data[0] : 0;
-        if (nested && !inner.count({c, n.op, dim})) todo.push_back({c, n.op, dim});
+    for (const ENode& n : g_.nodes(c)) {
+      if (n.op != kOpSum && n.op != kOpConcat) continue;
+      const int64_t dim = n.op == kOpConcat ? n.data[0] : 0;
+      bool nested = false;
+      for (ClassId k : n.kids) {
+        inner.emplace_back(g_.find(k), n.op, dim);
+        for (const ENode& m : g_.nodes(k))
+          nested = nested || (m.op == n.op && (n.op == kOpSum || m.data[0] == n.data[0]));
       }
-  }
+      if (nested && !isView(c)) nestedRoots.emplace_back(c, n.op, dim);
+    }
+  std::sort(inner.begin(), inner.end());
+  for (const auto& [c, op, dim] : nestedRoots)
+    if (!std::binary_search(inner.begin(), inner.end(), ChainOf{c, op, dim})) todo.push_back({c, op, dim});
   // Collect first (the flatteners read the e-graph), then add and merge.
   std::map<std::pair<int32_t, int64_t>, Flattener> flat;
   std::vector<std::pair<Todo, std::vector<ClassId>>> adds;
@@ -136,35 +136,39 @@ int Engine::flattenAssoc() {
   // a TP 192 MLP went there). A collision can only mark a chain covered
   // that is not, so its views are not added: a missed bracketing
   // (incompleteness), never an unsound merge.
-  using ChainKey = std::tuple<int32_t, int64_t, size_t, uint64_t, uint64_t>;
-  constexpr uint64_t kB1 = 1000003, kB2 = 0x9E3779B97F4A7C15ull;
-  auto keyOf = [&](int32_t op, int64_t dim, const std::vector<ClassId>& parts) {
+  // A prefix is keyed by its hash pushed front to back, a suffix by its
+  // hash pushed back to front (`reversed`), so both grow by one push per
+  // length; a chain is looked up both ways.
+  struct ChainHash {
     uint64_t h1 = 0, h2 = 0;
-    for (ClassId c : parts) {
-      h1 = h1 * kB1 + uint64_t(uint32_t(c)) + 1;
-      h2 = h2 * kB2 + uint64_t(uint32_t(c)) + 1;
+    void push(ClassId c) {
+      h1 = h1 * 1000003 + uint64_t(uint32_t(c)) + 1;
+      h2 = h2 * 0x9E3779B97F4A7C15ull + uint64_t(uint32_t(c)) + 1;
     }
-    return ChainKey{op, dim, parts.size(), h1, h2};
   };
+  using ChainKey = std::tuple<int32_t, int64_t, size_t, bool, uint64_t, uint64_t>;  // op, dim, length, reversed
   std::vector<ChainKey> covered;  // sorted once, then searched
   for (const auto& [t, parts] : adds) {
-    uint64_t p1 = 0, p2 = 0, s1 = 0, s2 = 0, pow1 = 1, pow2 = 1;
+    ChainHash pre, suf;
     for (size_t len = 1; len < parts.size(); ++len) {
-      p1 = p1 * kB1 + uint64_t(uint32_t(parts[len - 1])) + 1;
-      p2 = p2 * kB2 + uint64_t(uint32_t(parts[len - 1])) + 1;
-      const uint64_t x = uint64_t(uint32_t(parts[parts.size() - len])) + 1;
-      s1 += x * pow1;
-      s2 += x * pow2;
-      pow1 *= kB1;
-      pow2 *= kB2;
+      pre.push(parts[len - 1]);
+      suf.push(parts[parts.size() - len]);
       if (len < 2) continue;
-      covered.emplace_back(t.op, t.dim, len, p1, p2);
-      covered.emplace_back(t.op, t.dim, len, s1, s2);
+      covered.emplace_back(t.op, t.dim, len, false, pre.h1, pre.h2);
+      covered.emplace_back(t.op, t.dim, len, true, suf.h1, suf.h2);
     }
   }
   std::sort(covered.begin(), covered.end());
   covered.erase(std::unique(covered.begin(), covered.end()), covered.end());
-  auto isCovered = [&](const ChainKey& k) { return std::binary_search(covered.begin(), covered.end(), k); };
+  auto isCovered = [&](const Todo& t, const std::vector<ClassId>& parts) {
+    ChainHash fwd, rev;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      fwd.push(parts[i]);
+      rev.push(parts[parts.size() - 1 - i]);
+    }
+    return std::binary_search(covered.begin(), covered.end(), ChainKey{t.op, t.dim, parts.size(), false, fwd.h1, fwd.h2}) ||
+           std::binary_search(covered.begin(), covered.end(), ChainKey{t.op, t.dim, parts.size(), true, rev.h1, rev.h2});
+  };
   for (const auto& add : adds) {
     // Named references, not structured bindings: lambdas below capture
     // them (clang 14 rejects captured bindings; the fuzz and sanitizer
@@ -172,7 +176,7 @@ int Engine::flattenAssoc() {
     const auto& t = add.first;
     const auto& parts = add.second;
     const std::vector<int64_t> data = t.op == kOpConcat ? std::vector<int64_t>{t.dim} : std::vector<int64_t>{};
-    if (!same(t.cls, relNode(t.op, data, parts)) || isCovered(keyOf(t.op, t.dim, parts))) continue;
+    if (!same(t.cls, relNode(t.op, data, parts)) || isCovered(t, parts)) continue;
     // Binary views of the chain through flat sub-chains: a binary lemma
     // (concat(?a, ?b) paired with another split at the same point) needs
     // some bracketing, and applying associativity both ways would make
