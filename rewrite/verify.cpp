@@ -787,9 +787,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
         std::set<std::string> seenNames;
         for (size_t i = 0; i < cands.size() && f.closestDist.size() < 6; ++i) {
           const std::string& c = std::get<3>(cands[i]);
-          if (seenNames.insert(c.substr(c.find(':') + 1)).second &&
-              std::find(f.closestDist.begin(), f.closestDist.end(), c) == f.closestDist.end())
-            f.closestDist.push_back(c);
+          if (seenNames.insert(c.substr(c.find(':') + 1)).second) f.closestDist.push_back(c);
         }
         // Defer (Pending) while the chain is short and this is no checked
         // output; otherwise fail where the earliest open chain began.
