@@ -29,46 +29,61 @@ std::string GraphSpec::freshName(const std::string& base) const {
   }
 }
 
+GraphSpec graphSpec(const Graph& g) {
+  GraphSpec gs;
+  gs.name = g.name();
+  auto addLeaf = [&](ValueId v, bool isParam) {
+    const Tensor* data = isParam ? g.paramData(v) : nullptr;
+    gs.leaves.push_back({g.value(v).name, g.value(v).type, isParam,
+                         data ? std::optional<Tensor>(*data) : std::nullopt});
+  };
+  for (ValueId v : g.inputs()) addLeaf(v, false);
+  for (ValueId v : g.params()) addLeaf(v, true);
+  for (const Node& n : g.nodes()) {
+    NodeSpec ns{n.op, {}, {}, {}, n.attrs, n.loc};
+    for (ValueId v : n.inputs) ns.inputs.push_back(g.value(v).name);
+    for (ValueId v : n.outputs) ns.outputs.push_back(g.value(v).name);
+    if (ns.outputs.empty() || n.name != ns.outputs[0]) ns.name = n.name;
+    gs.nodes.push_back(std::move(ns));
+  }
+  for (ValueId v : g.outputs()) gs.outputs.push_back(g.value(v).name);
+  return gs;
+}
+
 ProgramSpec toSpec(const Program& p) {
   ProgramSpec s;
   s.worldSize = p.worldSize();
   s.mesh = p.mesh();
   s.groups = p.namedGroups();
-  for (const Graph& g : p.ranks()) {
-    GraphSpec gs;
-    gs.name = g.name();
-    auto addLeaf = [&](ValueId v, bool isParam) {
-      const Tensor* data = isParam ? g.paramData(v) : nullptr;
-      gs.leaves.push_back({g.value(v).name, g.value(v).type, isParam,
-                           data ? std::optional<Tensor>(*data) : std::nullopt});
-    };
-    for (ValueId v : g.inputs()) addLeaf(v, false);
-    for (ValueId v : g.params()) addLeaf(v, true);
-    for (const Node& n : g.nodes()) {
-      NodeSpec ns{n.op, {}, {}, {}, n.attrs, n.loc};
-      for (ValueId v : n.inputs) ns.inputs.push_back(g.value(v).name);
-      for (ValueId v : n.outputs) ns.outputs.push_back(g.value(v).name);
-      if (ns.outputs.empty() || n.name != ns.outputs[0]) ns.name = n.name;
-      gs.nodes.push_back(std::move(ns));
-    }
-    for (ValueId v : g.outputs()) gs.outputs.push_back(g.value(v).name);
-    s.ranks.push_back(std::move(gs));
-  }
+  for (const Graph& g : p.ranks()) s.ranks.push_back(graphSpec(g));
   return s;
+}
+
+namespace {
+
+Result<GraphBuilder> builder(const GraphSpec& gs) {
+  GraphBuilder gb(gs.name);
+  for (const auto& l : gs.leaves) {
+    if (l.isParam) SP_TRY(gb.addParam(l.name, l.type, l.data));
+    else SP_TRY(gb.addInput(l.name, l.type));
+  }
+  for (const auto& n : gs.nodes) SP_TRY(gb.addNode(n.op, n.inputs, n.outputs, n.attrs, n.loc, n.name));
+  for (const auto& o : gs.outputs) SP_TRY(gb.addOutput(o));
+  return gb;
+}
+
+}  // namespace
+
+Result<Graph> buildGraph(const GraphSpec& s) {
+  SP_ASSIGN(GraphBuilder gb, builder(s));
+  return std::move(gb).finish();
 }
 
 Result<Program> buildProgram(const ProgramSpec& s) {
   ProgramBuilder pb(s.worldSize, s.mesh);
   for (const auto& [name, members] : s.groups) SP_TRY(pb.addGroup(name, members));
   for (size_t r = 0; r < s.ranks.size(); ++r) {
-    const GraphSpec& gs = s.ranks[r];
-    GraphBuilder gb(gs.name);
-    for (const auto& l : gs.leaves) {
-      if (l.isParam) SP_TRY(gb.addParam(l.name, l.type, l.data));
-      else SP_TRY(gb.addInput(l.name, l.type));
-    }
-    for (const auto& n : gs.nodes) SP_TRY(gb.addNode(n.op, n.inputs, n.outputs, n.attrs, n.loc, n.name));
-    for (const auto& o : gs.outputs) SP_TRY(gb.addOutput(o));
+    SP_ASSIGN(GraphBuilder gb, builder(s.ranks[r]));
     SP_TRY(pb.setRank(int64_t(r), std::move(gb)));
   }
   return std::move(pb).finish();

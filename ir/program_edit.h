@@ -46,7 +46,10 @@ struct ProgramSpec {
   std::vector<GraphSpec> ranks;
 };
 
+GraphSpec graphSpec(const Graph& g);
 ProgramSpec toSpec(const Program& p);
+// Fails when the edited graph is invalid (a graph without collectives: S).
+Result<Graph> buildGraph(const GraphSpec& s);
 // Fails when the edited program is invalid (a "stillborn" mutant).
 Result<Program> buildProgram(const ProgramSpec& s);
 

@@ -128,7 +128,7 @@ using EvalOpFn = std::function<Result<std::vector<ir::Tensor>>(
     ir::OpKind, const ir::AttrMap&, const std::vector<ir::Tensor>&)>;
 
 struct ProveOptions {
-  int maxRank = 3;            // each default-rank tensor variable takes every rank 1..maxRank
+  int maxRank = 4;            // each default-rank tensor variable takes every rank 1..maxRank
   unsigned timeoutMs = 20000; // per query
   EvalOpFn evalOp;            // numeric check; empty: skipped
   int numericTrials = 2;      // solved instances per rank assignment (plus random ones)

@@ -63,6 +63,52 @@ void distLeaves(const Rel& r, std::set<std::string>& out) {
 // Could a D value of type `d` rebuild an S value of type `s` the ways
 // bestCandidate tries (itself, a chunk, a sum or concat over a group)? Same
 // rank and at most one dim that differs; a symbolic dim matches anything.
+// The op whose rounding S value `v` carries: its producer, looked through
+// layout ops (a view of a sum carries the sum's rounding). Null for a leaf.
+const ir::Node* roundingOp(const ir::Graph& seq, ir::ValueId v) {
+  for (;;) {
+    const ir::Value& val = seq.value(v);
+    if (val.kind != ir::ValueKind::NodeOutput) return nullptr;
+    const ir::Node& n = seq.node(val.producer);
+    if (ir::opInfo(n.op).category != ir::OpCategory::Layout || n.inputs.empty()) return &n;
+    v = n.inputs[0];
+  }
+}
+
+double maxAbs(const ir::Tensor& t) {
+  double m = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double a = std::fabs(t.getAsDouble(i));
+    if (!std::isnan(a)) m = std::max(m, a);
+  }
+  return m;
+}
+
+// The magnitude float rounding in computing S value `v` scales with.
+// Cancellation (the gradient of a key bias, which is zero; a softmax row's
+// gradient summed) leaves a value at the noise of its operands, where an
+// error relative to the value itself means nothing: a difference counts
+// against the larger of the value and this. Contractions scale with
+// |A|·|B|·K, products with |a|·|b|, other ops with their largest operand.
+// Operands the run did not keep count 0 (the value's own magnitude stands).
+double roundingScale(const ir::Graph& seq, const WitnessRun& run, ir::ValueId v) {
+  const ir::Node* n = roundingOp(seq, v);
+  if (!n) return 0;
+  std::vector<double> mags;
+  for (ir::ValueId in : n->inputs) {
+    const ir::Tensor& t = run.seq[size_t(in)];
+    mags.push_back(t.defined() && ir::isFloat(t.dtype()) ? maxAbs(t) : 0);
+  }
+  auto cat = ir::opInfo(n->op).category;
+  if (cat == ir::OpCategory::Linear && mags.size() >= 2) {
+    const ir::Tensor& a = run.seq[size_t(n->inputs[0])];
+    double k = a.defined() && !a.dims().empty() ? double(a.dims().back()) : 1;
+    return mags[0] * mags[1] * k + (mags.size() > 2 ? mags[2] : 0);
+  }
+  if (n->op == ir::OpKind::Mul && mags.size() == 2) return mags[0] * mags[1];
+  return mags.empty() ? 0 : *std::max_element(mags.begin(), mags.end());
+}
+
 bool mayRebuild(const ir::TensorType& d, const ir::TensorType& s) {
   if (d.shape.size() != s.shape.size()) return false;
   int differ = 0;
@@ -91,6 +137,8 @@ WitnessPlan planWitness(const ir::Graph& seq, const ir::Program& dist, const Fai
   std::vector<ir::TensorType> rebuilt;
   for (const auto& name : unproven) {
     plan.seq.push_back(name);
+    if (const ir::Node* n = roundingOp(seq, *seq.findValue(name)))  // roundingScale reads them
+      for (ir::ValueId in : n->inputs) plan.seq.push_back(seq.value(in).name);
     if (auto it = expected.find(name); it != expected.end()) distLeaves(*it->second, leaves);
     else rebuilt.push_back(seq.value(*seq.findValue(name)).type);
   }
@@ -248,6 +296,8 @@ Status decideWithWitnessRun(const ir::Graph& seq, const ir::Program& dist, const
         }
       }
       if (!err) { noCandidate.push_back(name); continue; }
+      if (double floor = roundingScale(seq, *run, *seq.findValue(name)); err->maxAbsErr > 0 && floor > 0)
+        err->maxRelErr = std::min(err->maxRelErr, err->maxAbsErr / floor);
       w.outputs.emplace_back(name, *err);
       if (err->maxRelErr > w.worstOutput.maxRelErr || std::isinf(err->maxRelErr)) w.worstOutput = *err;
       if (err->maxRelErr > opts.tolerance) {

@@ -67,6 +67,7 @@ inline constexpr double kVerifyWitnessLimit = 5e12;
 
 struct VerifyArgs {
   std::string seq, dist;
+  std::string seqBackward, distBackward;  // --seq-backward, --dist-backward: a training step
   std::string relationFile;     // --relation
   bool inferRelations = false;  // --infer-relations
   std::string writeRelations;   // --write-relations FILE

@@ -13,6 +13,13 @@
 #include "tools/plan_cmd.h"
 
 // Flags of commands that load torch.fx captures (docs/fx-import.md).
+// AOTAutograd's backward graphs, joined to the forward ones (ir/training_step.h).
+static void addTrainingStepFlags(CLI::App* app, sp::tools::VerifyArgs& v) {
+  app->add_option("--seq-backward", v.seqBackward,
+                  "a training step: S's backward graph (its inputs: --seq's saved tensors, then tangents)");
+  app->add_option("--dist-backward", v.distBackward, "a training step: D's backward graphs (as --dist)");
+}
+
 static void addFxFlags(CLI::App* app, sp::frontend::FxFlags& fx) {
   app->add_option("--fx-group", fx.groups,
                   "torch.fx: c10d group ID=GROUP (a mesh axis, axes joined by '+', world, self, or "
@@ -63,6 +70,7 @@ int main(int argc, char** argv) {
   vf->add_option("--dist", verify.dist,
                  "distributed program: a text IR program, or a directory of *.r<N>.<ext> rank files")
       ->required();
+  addTrainingStepFlags(vf, verify);
   vf->add_option("--relation", verify.relationFile, "input relations (docs/relations.md)");
   vf->add_flag("--infer-relations", verify.inferRelations,
                "propose input relations from names and shapes, and use them");
@@ -96,6 +104,7 @@ int main(int argc, char** argv) {
   cgc->add_option("--seq", cg.verify.seq, "sequential model (.onnx, .sp, .py capture, or a directory)")->required();
   cgc->add_option("--dist", cg.verify.dist, "distributed program: a text IR program, or a directory of rank files")
       ->required();
+  addTrainingStepFlags(cgc, cg.verify);
   cgc->add_option("--relation", cg.verify.relationFile, "input relations (docs/relations.md)");
   cgc->add_flag("--infer-relations", cg.verify.inferRelations, "propose input relations from names and shapes, and use them");
   cgc->add_option("--expect", cg.verify.expectFile, "expected output relations ('expect' lines)");

@@ -11,11 +11,14 @@
 
 #include "frontend/load.h"
 #include "ir/interpreter.h"
+#include "ir/training_step.h"
 #include "rewrite/lemma.h"
 #include "rewrite/verify.h"
 #include "tools/commands.h"
 #include "tools/report.h"
 #include "tools/verify_setup.h"
+
+#include "ir/training_step.h"
 
 namespace sp::tools {
 
@@ -69,6 +72,18 @@ Result<VerifySetup> setupVerify(const VerifyArgs& a) {
   fx.constantNotes = constants.get();
   SP_ASSIGN(ir::Graph seq, frontend::loadGraph(a.seq, fx));
   SP_ASSIGN(ir::Program dist, frontend::loadProgram(a.dist, fx));
+  if (a.seqBackward.empty() != a.distBackward.empty())
+    return makeError("bad-args", "a training step needs both --seq-backward and --dist-backward");
+  if (!a.seqBackward.empty()) {  // AOTAutograd's forward and backward, joined (ir/training_step.h)
+    SP_ASSIGN(ir::Graph seqBw, frontend::loadGraph(a.seqBackward, fx));
+    SP_ASSIGN(ir::Program distBw, frontend::loadProgram(a.distBackward, fx));
+    auto s = ir::joinTrainingStep(seq, seqBw);
+    if (!s) return makeError(s.error().id, a.seq + " + " + a.seqBackward + ": " + s.error().message);
+    auto d = ir::joinTrainingStep(dist, distBw);
+    if (!d) return makeError(d.error().id, a.dist + " + " + a.distBackward + ": " + d.error().message);
+    seq = std::move(*s);
+    dist = std::move(*d);
+  }
   VerifySetup out{std::move(seq), std::move(dist), {}, {}, std::move(*constants)};
   // Lifted tensor constants without a known value stay parameters.
   for (const auto& c : out.constants)

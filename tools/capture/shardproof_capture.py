@@ -357,6 +357,47 @@ def _trace_dynamo(fn, names, args):
     return graphs[0].print_readable(print_output=False)
 
 
+def _trace_dynamo_joint(fn, names, args, grad):
+    """torch 2.x: the forward and backward graphs AOTAutograd partitions a
+    training step into, as torch prints them (TORCH_LOGS=aot_graphs)."""
+    from torch._dynamo.backends.common import aot_autograd
+    from functorch.compile import make_boxed_func
+    graphs = {"fw": [], "bw": []}
+
+    def keep(kind):
+        def compiler(gm, example_inputs):
+            graphs[kind].append(gm)
+            return make_boxed_func(gm.forward)
+        return compiler
+
+    torch._dynamo.reset()
+    leaves = [a.detach().clone().requires_grad_(n in grad) for n, a in zip(names, args)]
+    compiled = torch.compile(lambda *a: fn(**dict(zip(names, a))),
+                             backend=aot_autograd(fw_compiler=keep("fw"), bw_compiler=keep("bw")),
+                             fullgraph=True)
+    out = compiled(*leaves)
+    # A fixed tangent (not ones: a sum's gradient hides layout bugs).
+    g = torch.Generator().manual_seed(7)
+    out.backward(torch.randn(out.shape, generator=g, dtype=out.dtype))
+    if len(graphs["fw"]) != 1 or len(graphs["bw"]) != 1:
+        raise CaptureError("AOTAutograd produced %d forward and %d backward graphs; expected one each"
+                           % (len(graphs["fw"]), len(graphs["bw"])))
+    return tuple(graphs[k][0].print_readable(print_output=False) for k in ("fw", "bw"))
+
+
+def capture_joint(fn, inputs, grad):
+    """(forward text, backward text) of a training step of `fn(**inputs)`, the
+    gradients taken for the inputs named in `grad` (torch 2.x only)."""
+    names = list(inputs.keys())
+    if not TORCH2:
+        raise CaptureError("forward+backward capture needs torch 2.x AOTAutograd (this is %s)"
+                           % torch.__version__)
+    unknown = [n for n in grad if n not in inputs]
+    if unknown:
+        raise CaptureError("gradient requested for unknown inputs: %s" % ", ".join(unknown))
+    return _trace_dynamo_joint(fn, names, [inputs[k] for k in names], set(grad))
+
+
 def capture(fn, inputs, tracer=None):
     """Graph text of `fn(**inputs)`; `inputs` is an ordered dict name -> tensor."""
     names = list(inputs.keys())
@@ -392,24 +433,7 @@ def group_ids(text):
     return ids
 
 
-def capture_rank(fn, inputs, out_dir, name, tracer=None, header=""):
-    """Captures this rank's `fn` into out_dir/<name>.r<rank>.py; returns
-    {group id: ranks} for the groups its collectives name."""
-    text = capture(fn, inputs, tracer)
-    if header:
-        text = "".join("# " + h + "\n" for h in header.splitlines()) + text
-    rank = dist.get_rank()
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "%s.r%d.py" % (name, rank)), "w") as f:
-        f.write(text)
-    return {gid: group_ranks(gid) for gid in group_ids(text)}
-
-
-def capture_seq(fn, inputs, path, tracer=None, header=""):
-    """Captures the sequential model (one process, no collectives) into `path`."""
-    text = capture(fn, inputs, tracer)
-    if group_ids(text):
-        raise CaptureError("the sequential model calls collectives (%s)" % ", ".join(group_ids(text)))
+def _write(text, path, header):
     if header:
         text = "".join("# " + h + "\n" for h in header.splitlines()) + text
     d = os.path.dirname(path)
@@ -417,6 +441,36 @@ def capture_seq(fn, inputs, path, tracer=None, header=""):
         os.makedirs(d, exist_ok=True)
     with open(path, "w") as f:
         f.write(text)
+
+
+def _texts(fn, inputs, tracer, grad):
+    """{"": text} for a forward capture, {"fw": ..., "bw": ...} for a training step."""
+    if grad is None:
+        return {"": capture(fn, inputs, tracer)}
+    fw, bw = capture_joint(fn, inputs, grad)
+    return {"fw": fw, "bw": bw}
+
+
+def capture_rank(fn, inputs, out_dir, name, tracer=None, header="", grad=None):
+    """Captures this rank's `fn` into out_dir/<name>.r<rank>.py; returns
+    {group id: ranks} for the groups its collectives name. With `grad` (input
+    names), a training step: the forward graph goes to out_dir/fw/, the
+    backward to out_dir/bw/."""
+    rank = dist.get_rank()
+    groups = {}
+    for kind, text in _texts(fn, inputs, tracer, grad).items():
+        _write(text, os.path.join(out_dir, kind, "%s.r%d.py" % (name, rank)), header)
+        groups.update({gid: group_ranks(gid) for gid in group_ids(text)})
+    return groups
+
+
+def capture_seq(fn, inputs, path, tracer=None, header="", grad=None):
+    """Captures the sequential model (one process, no collectives) into `path`
+    (with `grad`: path.fw.py and path.bw.py, `path` without its .py)."""
+    for kind, text in _texts(fn, inputs, tracer, grad).items():
+        if group_ids(text):
+            raise CaptureError("the sequential model calls collectives (%s)" % ", ".join(group_ids(text)))
+        _write(text, path if not kind else re.sub(r"\.py$", "", path) + "." + kind + ".py", header)
 
 
 def _axis_groups(axes, combo, world):

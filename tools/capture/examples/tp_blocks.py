@@ -7,6 +7,14 @@ writes OUT/seq.py (the sequential block), OUT/dist/<block>.r<N>.py (one
 graph per rank) and OUT/mesh.txt. `--drop-collective` leaves out the block's
 all_reduce (a broken twin). Before capturing, each rank runs the block and
 checks it against the sequential block (skipped for the twin).
+
+`--joint` (torch 2.x) captures a training step instead: AOTAutograd's forward
+and backward graphs (OUT/seq.fw.py, OUT/seq.bw.py, OUT/dist/fw/, OUT/dist/bw/),
+with Megatron's conjugate regions: the input enters through `copy_to_region`
+(identity forward, all_reduce of the gradient backward) and the output leaves
+through `reduce_from_region` (all_reduce forward, identity backward).
+`--drop-backward-collective` leaves out the backward all_reduce (the twin a
+forward-only check cannot see).
 """
 
 import argparse
@@ -75,15 +83,47 @@ def shard(params, rank, world):
     return out
 
 
-def rank_main(rank, world, block, out, drop):
+def regions(group, drop_fwd, drop_bwd):
+    """Megatron's copy_to / reduce_from tensor-parallel regions as autograd
+    functions over `group` (mpu/mappings.py)."""
+
+    class CopyToRegion(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g if drop_bwd else spc.all_reduce(g, group)
+
+    class ReduceFromRegion(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, y):
+            return y.view_as(y) if drop_fwd else spc.all_reduce(y, group)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    return CopyToRegion.apply, ReduceFromRegion.apply
+
+
+def rank_main(rank, world, block, out, drop, joint=False, drop_bwd=False):
     fn = mlp if block == "mlp" else attention
     full = full_params(block)
     tp = dist.new_group(list(range(world)))  # a group of its own, not WORLD's id
-    reduce = None if drop else (lambda t, g: spc.all_reduce(t, g))
     local = shard(full, rank, world)
+    grad = list(full.keys()) if joint else None
+    if joint:
+        copy_to, reduce_from = regions(tp, drop, drop_bwd)
 
-    def dist_fn(**kw):
-        return fn(group=tp, reduce=reduce, **kw)
+        def dist_fn(x, **kw):
+            return fn(copy_to(x), group=tp, reduce=lambda t, g: reduce_from(t), **kw)
+    else:
+        reduce = None if drop else (lambda t, g: spc.all_reduce(t, g))
+
+        def dist_fn(**kw):
+            return fn(group=tp, reduce=reduce, **kw)
 
     if not drop:  # the real distributed run equals the sequential block
         with torch.no_grad():
@@ -91,14 +131,16 @@ def rank_main(rank, world, block, out, drop):
         if not torch.allclose(got, want, atol=1e-5):
             raise SystemExit("rank %d: distributed %s differs from sequential by %g"
                              % (rank, block, (got - want).abs().max()))
+    what = ("training step, " if joint else "") + ("forward all_reduce dropped" if drop else "") + \
+        ("backward all_reduce dropped" if drop_bwd else "")
     if rank == 0:
-        t0 = time.time()
-        spc.capture_seq(fn, full, os.path.join(out, "seq.py"),
-                        header="%s block, sequential (tools/capture/examples/tp_blocks.py)" % block)
+        spc.capture_seq(fn, full, os.path.join(out, "seq.py"), grad=grad,
+                        header="%s block, sequential%s (tools/capture/examples/tp_blocks.py)"
+                        % (block, ", training step" if joint else ""))
     t0 = time.time()
-    groups = spc.capture_rank(dist_fn, local, os.path.join(out, "dist"), block,
+    groups = spc.capture_rank(dist_fn, local, os.path.join(out, "dist"), block, grad=grad,
                               header="%s block, TP %d, rank %d%s (tools/capture/examples/tp_blocks.py)"
-                              % (block, world, rank, ", all_reduce dropped" if drop else ""))
+                              % (block, world, rank, (", " + what.rstrip(", ")) if what else ""))
     spc.write_mesh(os.path.join(out, "mesh.txt"), groups, axes=[("tp", world)])
     if rank == 0:
         print("captured %s tp=%d in %.2f s -> %s" % (block, world, time.time() - t0, out))
@@ -110,10 +152,16 @@ def main():
     ap.add_argument("--world-size", type=int, required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--drop-collective", action="store_true")
+    ap.add_argument("--joint", action="store_true", help="capture a training step (torch 2.x)")
+    ap.add_argument("--drop-backward-collective", action="store_true",
+                    help="with --joint: leave out the all_reduce of the input gradient")
     a = ap.parse_args()
+    if a.drop_backward_collective and not a.joint:
+        ap.error("--drop-backward-collective needs --joint")
     if a.world_size < 1 or HEADS % a.world_size or FFN % a.world_size:
         ap.error("--world-size must divide %d heads and %d ffn" % (HEADS, FFN))
-    spc.launch(a.world_size, rank_main, a.block, a.out, a.drop_collective)
+    spc.launch(a.world_size, rank_main, a.block, a.out, a.drop_collective, a.joint,
+               a.drop_backward_collective)
 
 
 if __name__ == "__main__":
