@@ -18,6 +18,8 @@ const char* kProgram = R"(program p {
     input %d: f32[4]
     input %p: f32[1, 1, 2, 2]
     input %q: f32[1, 1, 2, 3]
+    input %u: f32[1, 1, 1, 2, 2]
+    input %v: f32[1, 1, 1, 2, 3]
     output %a
   }
 }
@@ -61,10 +63,10 @@ TEST(EngineRules, BroadcastBiasOverConcatMatches) {
 TEST(EngineRules, UncoveredRankIsNotMatched) {
   Fixture f("exp-over-concat-last: exp(concat(?a, ?b, dim=-1)) => concat(exp(?a), exp(?b), dim=-1)\n");
   ASSERT_EQ(f.rules.size(), 1u);
-  EXPECT_EQ(f.rules[0].ranks, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(f.rules[0].ranks, (std::vector<int>{1, 2, 3, 4}));
   Engine e(f.in, f.rules, f.stats, f.prog);
-  ClassId four = *e.concat(-1, {f.leaf(e, "p"), f.leaf(e, "q")});  // rank 4: not covered
-  e.irNodeInfer(ir::OpKind::Exp, {}, {four});
+  ClassId five = *e.concat(-1, {f.leaf(e, "u"), f.leaf(e, "v")});  // rank 5: not covered
+  e.irNodeInfer(ir::OpKind::Exp, {}, {five});
   e.saturate(Budget{}, nullptr);
   EXPECT_EQ(f.stats.perLemma["exp-over-concat-last"], 0);
   ClassId two = *e.concat(-1, {f.leaf(e, "a"), f.leaf(e, "b")});
@@ -75,11 +77,11 @@ TEST(EngineRules, UncoveredRankIsNotMatched) {
 
 // An op variable matches only ops of its trait (cast and not are not
 // unary for it) and builds the matched op with the matched attributes; a
-// dim variable binds the node's dim. Rank 4 stays uncovered.
+// dim variable binds the node's dim. Rank 5 stays uncovered.
 TEST(EngineRules, UnarySchemaMatchesOnlyItsTrait) {
   Fixture f("unary-over-concat: ?f:unary(concat(?a, ?b, dim=?d)) => concat(?f(?a), ?f(?b), dim=?d)\n");
   ASSERT_EQ(f.rules.size(), 1u);
-  EXPECT_EQ(f.rules[0].ranks, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(f.rules[0].ranks, (std::vector<int>{1, 2, 3, 4}));
   Engine e(f.in, f.rules, f.stats, f.prog);
   ClassId a = f.leaf(e, "a");
   ClassId rows = *e.concat(0, {a, a});  // [6, 2]
@@ -87,8 +89,8 @@ TEST(EngineRules, UnarySchemaMatchesOnlyItsTrait) {
   e.saturate(Budget{}, nullptr);
   EXPECT_EQ(f.stats.perLemma["unary-over-concat"], 0);
   ClassId g = *e.irNodeInfer(ir::OpKind::Gelu, {{"approximate", std::string("tanh")}}, {rows});
-  ClassId four = *e.concat(-1, {f.leaf(e, "p"), f.leaf(e, "q")});  // rank 4: not covered
-  e.irNodeInfer(ir::OpKind::Sin, {}, {four});
+  ClassId five = *e.concat(-1, {f.leaf(e, "u"), f.leaf(e, "v")});  // rank 5: not covered
+  e.irNodeInfer(ir::OpKind::Sin, {}, {five});
   e.saturate(Budget{}, nullptr);
   EXPECT_EQ(f.stats.perLemma["unary-over-concat"], 1);
   ClassId ga = *e.irNodeInfer(ir::OpKind::Gelu, {{"approximate", std::string("tanh")}}, {a});

@@ -77,7 +77,7 @@ TEST(ProofCache, ColdThenWarm) {
   EXPECT_EQ(st.rejected, 0);
   EXPECT_FALSE(st.wrote);
   expectSame(warm, cold);
-  EXPECT_EQ(warm[0].ranks, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(warm[0].ranks, (std::vector<int>{1, 2, 3, 4}));
   EXPECT_TRUE(warm[2].ranks.empty());  // fixed rank only
 }
 
@@ -112,8 +112,8 @@ TEST(ProofCache, TamperedEntriesAreRejected) {
     write(d.file(), s);
   };
   for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"\t1,2,3\t", "\t1,2,3,4\t"},          // ranks widened
-           {"\t1,2,3\t", "\t-\t"},                // ranks dropped: would disable rank limits
+           {"\t1,2,3,4\t", "\t1,2,3,4,5\t"},      // ranks widened
+           {"\t1,2,3,4\t", "\t-\t"},              // ranks dropped: would disable rank limits
            {"=> concat(exp(?a)", "=> concat(exp(?b)"},  // lemma text changed
            {"exp-over-concat", "exp-over-concut"},  // name changed
        }) {
