@@ -93,7 +93,7 @@ struct Along {
   Dims dims;
 };
 Result<Along> along(const PlanStep& s, const char* attr, const Dims& dims) {
-  SP_ASSIGN(int64_t a, ir::normAxis(ir::attrInt(s.attrs, attr), int64_t(dims.size()), ir::opName(s.op)));
+  SP_ASSIGN(int64_t a, ir::normAxis(ir::attrInt(s.attrs, attr), int64_t(dims.size()), std::string(ir::opName(s.op))));
   return Along{a, dims};
 }
 

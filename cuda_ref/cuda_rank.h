@@ -7,6 +7,7 @@
 #include "codegen/plan.h"
 #include "codegen/step_order.h"
 #include "cuda_ref/cuda_comm.h"
+#include "ir/interpreter.h"
 
 namespace sp::cuda_ref {
 
