@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,17 @@ namespace sp::cuda_ref {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The sources and the driver where the build put them, unless the
+// environment says otherwise (the GPU bundle's run.sh does).
+fs::path sourceDir() {
+  const char* e = std::getenv("SP_SOURCE_DIR");
+  return e ? fs::path(e) : fs::path(SP_SOURCE_DIR);
+}
+std::string driverPath() {
+  const char* e = std::getenv("SP_DIST_DRIVER");
+  return e ? std::string(e) : std::string(SP_DIST_DRIVER);
+}
 
 #define SP_NEED_GPU() \
   if (cudaDevices() == 0) GTEST_SKIP() << "no CUDA device visible"
@@ -102,9 +114,9 @@ void compareBackends(const ir::Program& p, const std::string& what, uint64_t see
 
 std::vector<fs::path> programFiles() {
   std::vector<fs::path> out;
-  for (const auto& e : fs::directory_iterator(fs::path(SP_SOURCE_DIR) / "tests" / "verify"))
+  for (const auto& e : fs::directory_iterator(sourceDir() / "tests" / "verify"))
     if (fs::exists(e.path() / "dist.sp")) out.push_back(e.path() / "dist.sp");
-  for (const auto& e : fs::directory_iterator(fs::path(SP_SOURCE_DIR) / "examples"))
+  for (const auto& e : fs::directory_iterator(sourceDir() / "examples"))
     if (e.path().extension() == ".sp" && readFile(e.path()).find("program ") != std::string::npos) out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;
@@ -250,7 +262,8 @@ TEST(CudaDistributed, ProcessesPerRankMatchTheCpuBackend) {
       ::setenv("MASTER_ADDR", "127.0.0.1", 1);
       ::setenv("MASTER_PORT", port.c_str(), 1);
       ::setenv("SP_RENDEZVOUS_TIMEOUT", "60", 1);
-      ::execl(SP_DIST_DRIVER, SP_DIST_DRIVER, (dir / "p.sp").c_str(), dir.c_str(), "5", nullptr);
+      std::string driver = driverPath();
+      ::execl(driver.c_str(), driver.c_str(), (dir / "p.sp").c_str(), dir.c_str(), "5", nullptr);
       ::_exit(127);
     }
     kids.push_back(pid);
