@@ -63,8 +63,8 @@ std::string llamaLayer(int tp, int64_t T) {
     line("%" + N + "1: " + half + " = slice(%" + N + "4) {starts = [0], ends = [" + S(hd / 2) + "], axes = [2]}");
     line("%" + N + "2: " + half + " = slice(%" + N + "4) {starts = [" + S(hd / 2) + "], ends = [" + S(hd) + "], axes = [2]}");
     line("%" + N + "n: " + half + " = neg(%" + N + "2)");
-    line("%" + N + "h: " + full + " = concat(%" + N + "n, %" + N + "1) {axis = 2}");
-    line("%" + N + "s: " + full + " = mul(%" + N + "h, %sin)");
+    line("%" + N + "rh: " + full + " = concat(%" + N + "n, %" + N + "1) {axis = 2}");
+    line("%" + N + "s: " + full + " = mul(%" + N + "rh, %sin)");
     line("%" + N + "r: " + full + " = add(%" + N + "c, %" + N + "s)");
   }
   for (auto [n, src] : {std::pair{"k", "kr"}, {"v", "v4"}}) {  // GQA: each KV head for its query heads
