@@ -8,6 +8,10 @@
 // drawn once outside the timing for the executor, inside it for the
 // interpreter (runProgram draws its own; a few ms at these sizes).
 // Usage: bench_exec [--runs N] [--tp 1,2,4,8] [--layers 4] [--tokens 512] [--hidden 1024]
+//        bench_exec --cuda 1 [--tp 1,2,4,8] [--seq 8192] [--warmup 2] [--iters 5]
+// --cuda 1 (SHARDPROOF_CUDA builds) prints the CUDA cells instead
+// (bench_exec_cuda.cpp: a Llama-3-8B layer in bf16 at TP 1..8, NCCL
+// all_reduce bus bandwidth).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -57,9 +61,13 @@ std::vector<int> intList(const char* s) {
 
 }  // namespace
 
+#ifdef SP_HAVE_CUDA
+int benchCuda(const std::vector<int>& tps, int64_t seq, int warmup, int iters);
+#endif
+
 int main(int argc, char** argv) {
   using namespace sp;
-  int runs = 3, layers = 4, tokens = 512, hidden = 1024;
+  int runs = 3, layers = 4, tokens = 512, hidden = 1024, cuda = 0, seq = 8192, warmup = 2, iters = 5;
   std::vector<int> tps = {1, 2, 4, 8};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -68,10 +76,23 @@ int main(int argc, char** argv) {
     else if (a == "--layers") layers = std::atoi(argv[i + 1]);
     else if (a == "--tokens") tokens = std::atoi(argv[i + 1]);
     else if (a == "--hidden") hidden = std::atoi(argv[i + 1]);
+    else if (a == "--cuda") cuda = std::atoi(argv[i + 1]);
+    else if (a == "--seq") seq = std::atoi(argv[i + 1]);
+    else if (a == "--warmup") warmup = std::atoi(argv[i + 1]);
+    else if (a == "--iters") iters = std::max(1, std::atoi(argv[i + 1]));
     else {
-      std::fprintf(stderr, "usage: bench_exec [--runs N] [--tp 1,2,4,8] [--layers L] [--tokens T] [--hidden H]\n");
+      std::fprintf(stderr, "usage: bench_exec [--runs N] [--tp 1,2,4,8] [--layers L] [--tokens T] [--hidden H]\n"
+                           "       bench_exec --cuda 1 [--tp 1,2,4,8] [--seq S] [--warmup W] [--iters I]\n");
       return 3;
     }
+  }
+  if (cuda) {
+#ifdef SP_HAVE_CUDA
+    return benchCuda(tps, seq, warmup, iters);
+#else
+    std::fprintf(stderr, "bench_exec: built without SHARDPROOF_CUDA: no cuda cells\n");
+    return 3;
+#endif
   }
   int ffn = 4 * hidden;
   std::printf("model,tp,layers,tokens,hidden,ffn,interp_seconds,exec_seconds,exec_over_interp,arena_mb_per_rank,"

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "codegen/step_order.h"
+#include "cuda_ref/abort.h"
 #include "cuda_ref/executor.h"
 #include "ir/collectives.h"
 #include "ir/interpreter_impl.h"
@@ -25,18 +26,6 @@ using codegen::PlanStep;
 using codegen::StepKind;
 
 constexpr auto kPoll = std::chrono::milliseconds(50);
-
-// Shared by all ranks: the first error stops everyone.
-struct Abort {
-  std::atomic<bool> failed{false};
-  std::mutex mu;
-  std::optional<Error> error;
-  void fail(Error e) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!error) error = std::move(e);
-    failed = true;
-  }
-};
 
 // One in-memory communicator: a rendezvous of its members, call by call.
 class Communicator {

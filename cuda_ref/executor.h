@@ -11,6 +11,8 @@
 // bit for bit. Builds without CUDA; the CUDA backend (SHARDPROOF_CUDA) is
 // separate.
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "codegen/plan.h"
@@ -25,6 +27,9 @@ struct ExecOptions {
 struct ExecResult {
   std::vector<ir::TensorMap> outputs;  // per rank, the graph outputs by name
   double seconds = 0;                  // the run, arenas filled to outputs copied
+  // Kernel steps run on the host for want of a device kernel (CUDA backend):
+  // op name -> steps, over every rank, one run. Always empty on the CPU.
+  std::map<std::string, int64_t> hostFallbacks;
 };
 
 // `plans` must have passed codegen::checkPlans, which returned `program`

@@ -85,4 +85,19 @@ TEST(CliExec, CrossedPlanIsRefusedAsAHang) {
 }
 
 }  // namespace
+// --backend cuda in a build without SHARDPROOF_CUDA: a clear error before
+// anything is read; --ranks-per-process is for the cuda backend only.
+TEST(CliExec, CudaBackendWithoutTheCudaBuildIsAClearError) {
+  auto cpu1 = runCli({"exec", "/nonexistent", "--backend", "cpu", "--ranks-per-process", "1", "--out-dir", "/tmp/x"});
+  EXPECT_EQ(cpu1.code, 3);
+  EXPECT_NE(cpu1.err.find("--ranks-per-process 1 needs --backend cuda"), std::string::npos) << cpu1.err;
+  if (SP_SHARDPROOF_CUDA) GTEST_SKIP() << "built with SHARDPROOF_CUDA";
+  auto ex = runCli({"exec", "/nonexistent", "--backend", "cuda", "--out-dir", "/tmp/x"});
+  EXPECT_EQ(ex.code, 3);
+  EXPECT_NE(ex.err.find("error: --backend cuda: shardproof was built without SHARDPROOF_CUDA "
+                        "(configure with -DSHARDPROOF_CUDA=ON)"),
+            std::string::npos)
+      << ex.err;
+}
+
 }  // namespace sp::test

@@ -8,6 +8,9 @@
 #include "codegen/codegen.h"
 #include "codegen/plan_dir.h"
 #include "cuda_ref/executor.h"
+#ifdef SP_HAVE_CUDA
+#include "cuda_ref/cuda_backend.h"
+#endif
 #include "tools/commands.h"
 #include "tools/report.h"
 #include "tools/verify_setup.h"
@@ -76,9 +79,45 @@ int cmdCodegen(const CodegenArgs& a) {
   return kExitOk;
 }
 
+namespace {
+
+// The CUDA backend, when built: single process or this process's rank.
+Result<cuda_ref::ExecResult> runCuda(const ExecArgs& a, const std::vector<codegen::Plan>& plans,
+                                     const ir::Program& prog, const std::vector<ir::TensorMap>& given,
+                                     const cuda_ref::ExecOptions& opts) {
+#ifdef SP_HAVE_CUDA
+  if (cuda_ref::cudaDevices() == 0)
+    return makeError("no-cuda-device", "--backend cuda: no CUDA device is visible");
+  cuda_ref::CudaOptions co;
+  co.exec = opts;
+  if (a.ranksPerProcess == "all") return cuda_ref::runPlansCuda(plans, prog, given, co);
+  SP_ASSIGN(cuda_ref::DistEnv env, cuda_ref::distEnvFromEnvironment());
+  return cuda_ref::runPlanCudaDistributed(plans, prog, given, env, co);
+#else
+  return makeError("bad-args", "--backend cuda: shardproof was built without SHARDPROOF_CUDA "
+                               "(configure with -DSHARDPROOF_CUDA=ON)");
+#endif
+}
+
+// Distributed: this process wrote its rank only (the others' maps are empty).
+Status writeOwnOutputs(const std::string& dir, const std::vector<ir::TensorMap>& outs) {
+  for (size_t r = 0; r < outs.size(); ++r)
+    if (!outs[r].empty()) return writeOutputs((std::filesystem::path(dir) / ("r" + std::to_string(r))).string(), outs[r]);
+  return okStatus();
+}
+
+}  // namespace
+
 int cmdExec(const ExecArgs& a) {
-  if (a.backend != "cpu")
-    return fail(makeError("bad-args", "--backend " + a.backend + ": only the cpu backend is built"));
+  bool cuda = a.backend == "cuda";
+  if (!cuda && a.backend != "cpu") return fail(makeError("bad-args", "--backend " + a.backend + ": cpu or cuda"));
+  if (!cuda && a.ranksPerProcess != "all")
+    return fail(makeError("bad-args", "--ranks-per-process " + a.ranksPerProcess + " needs --backend cuda"));
+#ifndef SP_HAVE_CUDA
+  if (cuda)  // before reading anything: this build cannot run it
+    return fail(makeError("bad-args", "--backend cuda: shardproof was built without SHARDPROOF_CUDA "
+                                      "(configure with -DSHARDPROOF_CUDA=ON)"));
+#endif
   auto plans = codegen::readPlanDir(a.planDir);
   if (!plans) return fail(plans.error());
   auto prog = codegen::checkPlans(*plans);
@@ -87,10 +126,16 @@ int cmdExec(const ExecArgs& a) {
   if (!given) return fail(given.error());
   cuda_ref::ExecOptions opts;
   opts.seed = a.seed;
-  auto run = cuda_ref::runPlansCpu(*plans, *prog, *given, opts);
+  auto run = cuda ? runCuda(a, *plans, *prog, *given, opts) : cuda_ref::runPlansCpu(*plans, *prog, *given, opts);
   if (!run) return fail(run.error());
-  if (auto st = writeRankOutputs(a.outDir, run->outputs); !st) return fail(st.error());
-  std::fprintf(stderr, "ran %zu ranks on cpu in %.3f s\n", plans->size(), run->seconds);
+  bool oneRank = cuda && a.ranksPerProcess == "1";
+  if (auto st = oneRank ? writeOwnOutputs(a.outDir, run->outputs) : writeRankOutputs(a.outDir, run->outputs); !st)
+    return fail(st.error());
+  std::fprintf(stderr, "ran %zu of %zu ranks on %s in %.3f s\n", oneRank ? size_t(1) : plans->size(), plans->size(),
+               a.backend.c_str(), run->seconds);
+  for (const auto& [op, n] : run->hostFallbacks)
+    std::fprintf(stderr, "host fallback: %s x%lld (no device kernel: ran the interpreter's kernel on the host)\n",
+                 op.c_str(), static_cast<long long>(n));
   return kExitOk;
 }
 

@@ -102,7 +102,8 @@ int cmdCodegen(const CodegenArgs& a);
 // `exec DIR --backend cpu`: run plans. Exit 0, 3 bad input or a failed run.
 struct ExecArgs {
   std::string planDir;
-  std::string backend = "cpu";
+  std::string backend = "cpu";       // cpu | cuda
+  std::string ranksPerProcess = "all";  // cuda: all (single process) | 1 (one process per rank, torchrun/SLURM env)
   std::vector<std::string> inputs;   // as for run
   uint64_t seed = 0;
   std::string outDir;

@@ -118,7 +118,12 @@ int main(int argc, char** argv) {
   ExecArgs ex;
   auto* exc = app.add_subcommand("exec", "run a plan directory written by codegen; outputs to OUT/rN/NAME.npy");
   exc->add_option("DIR", ex.planDir, "plan directory (manifest.json, rN.plan)")->required();
-  exc->add_option("--backend", ex.backend, "cpu (the CUDA backend is not built)")->check(CLI::IsMember({"cpu"}));
+  exc->add_option("--backend", ex.backend, "cpu (default) or cuda (needs a SHARDPROOF_CUDA build and a GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  exc->add_option("--ranks-per-process", ex.ranksPerProcess,
+                  "cuda: all (every rank in this process, default) or 1 (this process runs rank $RANK of "
+                  "$WORLD_SIZE, as torchrun/srun launch it; MASTER_ADDR/MASTER_PORT for the rendezvous)")
+      ->check(CLI::IsMember({"all", "1"}));
   exc->add_option("--input", ex.inputs, "NAME=FILE.npy (repeatable); rN:NAME=FILE.npy gives one rank");
   exc->add_option("--seed", ex.seed, "seed for inputs not given (default 0), drawn as `run` draws them");
   exc->add_option("--out-dir", ex.outDir, "directory for rN/OUTPUT.npy files")->required();
