@@ -204,6 +204,18 @@ TEST(LemmaProver, NumericChecksPass) {
   ASSERT_TRUE(lib.ok());
   ProveOptions o = withInterpreter();
   auto st = proveLemmas(*lib, o);
+  // Lemmas that need a higher tensor rank (a sum over the two leading dims
+  // of a split on a third) again at the rank they need, no higher: rank 2
+  // keeps the run short.
+  LemmaLibrary higher;
+  for (size_t i = 0; i < st.size(); ++i)
+    if (st[i].reason.find("no applicable instance up to rank 2") != std::string::npos) higher.lemmas.push_back(lib->lemmas[i]);
+  if (!higher.lemmas.empty()) {
+    o.maxRank = 3;
+    for (auto& h : proveLemmas(higher, o))
+      for (auto& s : st)
+        if (s.name == h.name) s = h;
+  }
   std::cout << renderLemmaTable(st);
   // Every lemma is checked numerically and agrees with the interpreter.
   for (const auto& s : st)

@@ -84,28 +84,32 @@ double maxAbs(const ir::Tensor& t) {
   return m;
 }
 
-// The magnitude float rounding in computing S value `v` scales with.
-// Cancellation (the gradient of a key bias, which is zero; a softmax row's
-// gradient summed) leaves a value at the noise of its operands, where an
-// error relative to the value itself means nothing: a difference counts
-// against the larger of the value and this. Contractions scale with
-// |A|·|B|·K, products with |a|·|b|, other ops with their largest operand.
-// Operands the run did not keep count 0 (the value's own magnitude stands).
+// The magnitude float rounding in computing S value `v` scales with, for
+// the ops whose result can cancel: sums and differences (add, sub,
+// reduce_sum, reduce_mean) scale with their largest operand, contractions
+// (matmul, gemm) with |A|·|B|·K. Cancellation (the gradient of a key bias,
+// which is zero; a softmax row's gradient summed) leaves such a value at the
+// noise of its operands, where an error relative to the value itself means
+// nothing: a difference counts against the larger of the value and this.
+// Other ops (products, selects, normalizations) cannot cancel and give 0:
+// their value's own magnitude stands (a select's fill value, say -1e9,
+// must not hide a real difference). Operands the run did not keep count 0.
 double roundingScale(const ir::Graph& seq, const WitnessRun& run, ir::ValueId v) {
   const ir::Node* n = roundingOp(seq, v);
   if (!n) return 0;
+  using K = ir::OpKind;
+  const bool linear = ir::opInfo(n->op).category == ir::OpCategory::Linear;
+  if (!linear && n->op != K::Add && n->op != K::Sub && n->op != K::ReduceSum && n->op != K::ReduceMean) return 0;
   std::vector<double> mags;
   for (ir::ValueId in : n->inputs) {
     const ir::Tensor& t = run.seq[size_t(in)];
     mags.push_back(t.defined() && ir::isFloat(t.dtype()) ? maxAbs(t) : 0);
   }
-  auto cat = ir::opInfo(n->op).category;
-  if (cat == ir::OpCategory::Linear && mags.size() >= 2) {
+  if (linear && mags.size() >= 2) {
     const ir::Tensor& a = run.seq[size_t(n->inputs[0])];
     double k = a.defined() && !a.dims().empty() ? double(a.dims().back()) : 1;
     return mags[0] * mags[1] * k + (mags.size() > 2 ? mags[2] : 0);
   }
-  if (n->op == ir::OpKind::Mul && mags.size() == 2) return mags[0] * mags[1];
   return mags.empty() ? 0 : *std::max_element(mags.begin(), mags.end());
 }
 
