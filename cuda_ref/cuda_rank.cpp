@@ -1,6 +1,9 @@
 #include "cuda_ref/cuda_rank.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "cuda_ref/cuda_kernels.h"
@@ -151,9 +154,25 @@ Status DeviceRank::run(bool timed) {
       SP_TRY(cudaCheck(cudaStreamWaitEvent(streams_[s], events_[start]), "cudaStreamWaitEvent"));
   }
   bool inGroup = false;
+  profile_ = std::getenv("SP_CUDA_PROFILE") != nullptr;
+  profileMs_.clear();
   for (size_t i = 0; i < plan_.steps.size(); ++i) {
     if (abort_.failed) return abortedError();
+    auto t0 = std::chrono::steady_clock::now();
     auto st = step(i, inGroup);
+    if (profile_ && st && !inGroup) {
+      SP_TRY(cudaCheck(cudaDeviceSynchronize(), "profile: cudaDeviceSynchronize"));
+      const PlanStep& s = plan_.steps[i];
+      std::string key = std::string(s.kind == StepKind::Wait ? "wait" : ir::opName(s.op));
+      for (int o : s.outputs) {
+        key += " [";
+        for (size_t d = 0; d < dims_[size_t(o)].size(); ++d) key += (d ? "," : "") + std::to_string(dims_[size_t(o)][d]);
+        key += "]";
+      }
+      auto& e = profileMs_[key];
+      ++e.first;
+      e.second += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
     if (!st) {
       if (inGroup) ncclGroupEnd();
       if (st.error().id == "aborted") return st;
@@ -182,6 +201,20 @@ Status DeviceRank::run(bool timed) {
     elapsedMs_ += ms;
   }
   counted_ = true;
+  if (profile_) {
+    std::vector<std::pair<double, std::string>> rows;
+    double total = 0;
+    for (const auto& [k, v] : profileMs_) {
+      rows.emplace_back(v.second, k + " x" + std::to_string(v.first));
+      total += v.second;
+    }
+    std::sort(rows.rbegin(), rows.rend());
+    std::fprintf(stderr, "[profile] rank %lld: %.3f ms in %zu step kinds (steps synchronized)\n",
+                 static_cast<long long>(plan_.rank), total, rows.size());
+    for (size_t k = 0; k < rows.size() && k < 30; ++k)
+      std::fprintf(stderr, "[profile]   %9.3f ms  %5.1f%%  %s\n", rows[k].first, 100 * rows[k].first / total,
+                   rows[k].second.c_str());
+  }
   return okStatus();
 }
 

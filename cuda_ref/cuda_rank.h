@@ -48,6 +48,10 @@ class DeviceRank {
   std::vector<Scratch> scratch_;     // per stream
   cublasHandle_t blas_ = nullptr;
   std::map<std::string, int64_t> fallbacks_;
+  // SP_CUDA_PROFILE set: every step synchronized and timed; after each run
+  // the steps that took longest are printed on stderr (per op and shape).
+  bool profile_ = false;
+  std::map<std::string, std::pair<int64_t, double>> profileMs_;  // calls, ms
   bool counted_ = false;
   double elapsedMs_ = 0;
 };
