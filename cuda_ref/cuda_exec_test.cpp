@@ -192,6 +192,32 @@ TEST_P(CudaTp, EveryCollectiveMatchesTheCpuBackend) {
 
 INSTANTIATE_TEST_SUITE_P(DTypes, CudaTp, ::testing::Values("f32", "f16", "bf16"));
 
+// Attention's masked softmax: -inf fill (the online max-and-sum must not
+// turn -inf - -inf into NaN), rows longer than a block (300 > 256 threads:
+// a thread's running sum is rescaled when its max grows), a broadcast mask
+// and a scalar fill (the vector path of where), a scalar scale (the vector
+// path of mul).
+class CudaMaskedSoftmax : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaMaskedSoftmax, MatchesTheCpuBackend) {
+  SP_NEED_GPU();
+  const std::string& dt = GetParam();
+  std::string text = "program causal_" + dt + " {\n  world 1\n  rank 0 {\n"
+                     "    input %s: " + dt + "[4, 300, 304]\n"
+                     "    input %m: bool[300, 304]\n"
+                     "    %c: " + dt + "[] = constant() {value = dense<" + dt + "[], [0.125]>}\n"
+                     "    %ninf: " + dt + "[] = constant() {value = dense<" + dt + "[], [-inf]>}\n"
+                     "    %sc: " + dt + "[4, 300, 304] = mul(%s, %c)\n"
+                     "    %w: " + dt + "[4, 300, 304] = where(%m, %sc, %ninf)\n"
+                     "    %p: " + dt + "[4, 300, 304] = softmax(%w)\n"
+                     "    output %p\n  }\n}\n";
+  auto prog = ir::parseProgram(text, "causal.sp");
+  ASSERT_TRUE(prog.ok()) << prog.error().str();
+  compareBackends(*prog, "masked softmax " + dt, 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, CudaMaskedSoftmax, ::testing::Values("f32", "f16", "bf16"));
+
 TEST(CudaErrors, GatherOnTheDeviceAndAnIndexOutOfRangeNamesTheRankAndStep) {
   SP_NEED_GPU();
   auto prog = ir::parseProgram(R"(program g {

@@ -13,6 +13,7 @@ namespace sp::cuda_ref::dev {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kVec = 8;  // elements per thread on the vector path (below)
 
 int64_t blocksFor(int64_t n) {
   int64_t b = (n + kThreads - 1) / kThreads;
@@ -78,15 +79,69 @@ cudaError_t withBytes(size_t bytes, F f) {
   return cudaErrorInvalidValue;
 }
 
-// The strided-index helper: operand offsets of linear index i.
-template <int N>
-__device__ __forceinline__ void offsets(const Strides<N>& s, int64_t i, int64_t (&off)[N]) {
+// The strided-index helper: operand offsets of linear index i. Idx is the
+// type the index is split in: 32-bit division is several times cheaper than
+// 64-bit, so launchers pass uint32_t when the element count fits (idx32).
+// The outermost dim needs no division.
+template <int N, typename Idx>
+__device__ __forceinline__ void offsets(const Strides<N>& s, Idx i, int64_t (&off)[N]) {
   for (int o = 0; o < N; ++o) off[o] = s.base[o];
   for (int k = s.rank - 1; k >= 0; --k) {
-    int64_t d = s.dims[k], q = i / d, r = i - q * d;
-    for (int o = 0; o < N; ++o) off[o] += r * s.stride[o][k];
-    i = q;
+    Idx r = i;
+    if (k > 0) {
+      Idx d = Idx(s.dims[k]), q = i / d;
+      r = i - q * d;
+      i = q;
+    }
+    for (int o = 0; o < N; ++o) off[o] += int64_t(r) * s.stride[o][k];
   }
+}
+
+// Strides with size-1 dims dropped and adjacent dims merged where every
+// operand walks them as one (stride[k] == stride[k+1] * dims[k+1]): a
+// contiguous same-shape operation becomes rank 1, a broadcast over the
+// leading dims rank 2, so kernels divide once or not at all.
+template <int N>
+Strides<N> collapse(const Strides<N>& in) {
+  Strides<N> out;
+  out.rank = 0;
+  for (int o = 0; o < N; ++o) out.base[o] = in.base[o];
+  for (int k = 0; k < in.rank; ++k) {
+    if (in.dims[k] == 1) continue;
+    bool merge = out.rank > 0;
+    for (int o = 0; merge && o < N; ++o) merge = out.stride[o][out.rank - 1] == in.stride[o][k] * in.dims[k];
+    if (merge) {
+      out.dims[out.rank - 1] *= in.dims[k];
+      for (int o = 0; o < N; ++o) out.stride[o][out.rank - 1] = in.stride[o][k];
+      continue;
+    }
+    out.dims[out.rank] = in.dims[k];
+    for (int o = 0; o < N; ++o) out.stride[o][out.rank] = in.stride[o][k];
+    ++out.rank;
+  }
+  return out;
+}
+
+bool idx32(int64_t n) { return n <= int64_t(UINT32_MAX); }
+
+// Whether collapsed strides `s` take the vector path: the innermost dim a
+// multiple of kVec; every operand broadcast along it (stride 0) or
+// contiguous (stride 1) with every outer stride and its base a multiple of
+// kVec and its pointer aligned to a whole pack (operand 0, the output,
+// contiguous). ptrs[o] null: an absent operand.
+template <int N>
+bool vectorizable(const Strides<N>& s, const void* const (&ptrs)[N], const size_t (&bytes)[N]) {
+  if (s.rank == 0 || s.dims[s.rank - 1] % kVec != 0) return false;
+  for (int o = 0; o < N; ++o) {
+    if (!ptrs[o]) continue;
+    const int64_t inner = s.stride[o][s.rank - 1];
+    if (inner == 0 && o > 0) continue;
+    if (inner != 1 || s.base[o] % kVec != 0) return false;
+    if (reinterpret_cast<uintptr_t>(ptrs[o]) % (bytes[o] * kVec) != 0) return false;
+    for (int k = 0; k + 1 < s.rank; ++k)
+      if (s.stride[o][k] % kVec != 0) return false;
+  }
+  return true;
 }
 
 #define SP_GRID_LOOP(i, n) \
@@ -95,11 +150,11 @@ __device__ __forceinline__ void offsets(const Strides<N>& s, int64_t i, int64_t 
 cudaError_t launched() { return cudaGetLastError(); }
 
 // ---- strided copy ----
-template <typename T>
+template <typename T, typename Idx>
 __global__ void copyKernel(Strides<2> s, int64_t n, const T* src, T* dst) {
   SP_GRID_LOOP(i, n) {
     int64_t off[2];
-    offsets(s, i, off);
+    offsets(s, Idx(i), off);
     dst[off[0]] = src[off[1]];
   }
 }
@@ -151,23 +206,78 @@ __device__ __forceinline__ float applyEw(EwOp op, float x, float z, float a0, fl
   return 0;
 }
 
-template <typename T, typename O>
+template <typename T, typename O, typename Idx>
 __global__ void ewKernel(EwOp op, Strides<3> s, int64_t n, const T* a, const T* b, O* y, float a0, float a1) {
   SP_GRID_LOOP(i, n) {
     int64_t off[3];
-    offsets(s, i, off);
+    offsets(s, Idx(i), off);
     float x = ld(a, off[1]);
     float z = b ? ld(b, off[2]) : 0.0f;
     st(y, off[0], applyEw(op, x, z, a0, a1));
   }
 }
 
-template <typename T>
+template <typename T, typename Idx>
 __global__ void whereKernel(Strides<4> s, int64_t n, const uint8_t* c, const T* a, const T* b, T* y) {
   SP_GRID_LOOP(i, n) {
     int64_t off[4];
-    offsets(s, i, off);
+    offsets(s, Idx(i), off);
     y[off[0]] = c[off[1]] ? a[off[2]] : b[off[3]];
+  }
+}
+
+// ---- the vector path: kVec consecutive elements per thread ----
+// When the innermost collapsed dim is contiguous or broadcast (stride 1 or 0)
+// for every operand, a thread takes kVec consecutive elements of it: one
+// index split per kVec elements, and contiguous operands move in one
+// 8-to-32-byte load or store (bf16: 16 bytes) instead of kVec 2-byte ones.
+template <typename T>
+struct alignas(sizeof(T) * kVec) Pack {
+  T v[kVec];
+};
+
+template <typename T>
+__device__ __forceinline__ Pack<T> loadPack(const T* p, int64_t off, bool contiguous) {
+  if (contiguous) return *reinterpret_cast<const Pack<T>*>(p + off);
+  Pack<T> r;
+  const T x = p[off];
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) r.v[k] = x;
+  return r;
+}
+
+template <typename T, typename O, typename Idx>
+__global__ void ewVecKernel(EwOp op, Strides<3> s, int64_t packs, const T* a, const T* b, O* y, float a0, float a1) {
+  const int last = s.rank - 1;
+  const bool aC = s.stride[1][last] == 1, bC = b && s.stride[2][last] == 1;
+  SP_GRID_LOOP(v, packs) {
+    int64_t off[3];
+    offsets(s, Idx(v * kVec), off);
+    Pack<T> pa = loadPack(a, off[1], aC);
+    Pack<T> pb;
+    if (b) pb = loadPack(b, off[2], bC);
+    Pack<O> out;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      float z = b ? ld(pb.v, k) : 0.0f;
+      st(out.v, k, applyEw(op, ld(pa.v, k), z, a0, a1));
+    }
+    *reinterpret_cast<Pack<O>*>(y + off[0]) = out;
+  }
+}
+
+template <typename T, typename Idx>
+__global__ void whereVecKernel(Strides<4> s, int64_t packs, const uint8_t* c, const T* a, const T* b, T* y) {
+  const int last = s.rank - 1;
+  const bool cC = s.stride[1][last] == 1, aC = s.stride[2][last] == 1, bC = s.stride[3][last] == 1;
+  SP_GRID_LOOP(v, packs) {
+    int64_t off[4];
+    offsets(s, Idx(v * kVec), off);
+    Pack<uint8_t> pc = loadPack(c, off[1], cC);
+    Pack<T> pa = loadPack(a, off[2], aC), pb = loadPack(b, off[3], bC), out;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) out.v[k] = pc.v[k] ? pa.v[k] : pb.v[k];
+    *reinterpret_cast<Pack<T>*>(y + off[0]) = out;
   }
 }
 
@@ -236,12 +346,20 @@ __global__ void softmaxKernel(bool logOut, int64_t n, int64_t inner, const T* x,
   __shared__ float shared[32];
   int64_t row = blockIdx.x, o = row / inner, in = row - o * inner;
   int64_t base = o * n * inner + in;
-  float m = -INFINITY;
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) m = fmaxf(m, ld(x, base + j * inner));
-  m = blockReduce(m, MaxOp{}, shared);
-  float sum = 0;
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) sum += expf(ld(x, base + j * inner) - m);
-  sum = blockReduce(sum, SumOp{}, shared);
+  // One pass for the max and the sum (online: a thread's sum is rescaled
+  // when its max grows), then the block's max and the sums rescaled to it.
+  float mt = -INFINITY, st_ = 0;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    float v = ld(x, base + j * inner);
+    if (v > mt) {
+      st_ = st_ * expf(mt - v) + 1.0f;
+      mt = v;
+    } else if (v != -INFINITY) {  // a masked element adds nothing (and -inf - -inf is NaN)
+      st_ += expf(v - mt);
+    }
+  }
+  float m = blockReduce(mt, MaxOp{}, shared);
+  float sum = blockReduce(mt == -INFINITY ? 0.0f : st_ * expf(mt - m), SumOp{}, shared);
   float ls = logf(sum);
   for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
     float v = ld(x, base + j * inner) - m;
@@ -324,41 +442,68 @@ __global__ void membersKernel(RedOp op, bool isBool, int64_t g, int64_t n, const
 bool ewIsBinary(EwOp op) { return op >= EwOp::Add; }
 bool ewIsCompare(EwOp op) { return op >= EwOp::Eq; }
 
-cudaError_t copyStrided(size_t elemBytes, const Strides<2>& s, const void* src, void* dst, cudaStream_t stream) {
-  int64_t n = s.numel();
+cudaError_t copyStrided(size_t elemBytes, const Strides<2>& full, const void* src, void* dst, cudaStream_t stream) {
+  int64_t n = full.numel();
   if (n == 0) return cudaSuccess;
+  const Strides<2> s = collapse(full);
   return withBytes(elemBytes, [&](auto tag) {
     using T = decltype(tag);
-    copyKernel<T><<<blocksFor(n), kThreads, 0, stream>>>(s, n, static_cast<const T*>(src), static_cast<T*>(dst));
+    auto* from = static_cast<const T*>(src);
+    auto* to = static_cast<T*>(dst);
+    if (idx32(n)) copyKernel<T, uint32_t><<<blocksFor(n), kThreads, 0, stream>>>(s, n, from, to);
+    else copyKernel<T, uint64_t><<<blocksFor(n), kThreads, 0, stream>>>(s, n, from, to);
     return launched();
   });
 }
 
-cudaError_t elementwise(EwOp op, Elt in, const Strides<3>& s, const void* a, const void* b, void* y, float a0, float a1,
-                        cudaStream_t stream) {
-  int64_t n = s.numel();
+cudaError_t elementwise(EwOp op, Elt in, const Strides<3>& full, const void* a, const void* b, void* y, float a0,
+                        float a1, cudaStream_t stream) {
+  int64_t n = full.numel();
   if (n == 0) return cudaSuccess;
+  const Strides<3> s = collapse(full);
   return withFloat(in, [&](auto tag) {
     using T = decltype(tag);
     const T* pa = static_cast<const T*>(a);
     const T* pb = static_cast<const T*>(b);
-    if (ewIsCompare(op))
-      ewKernel<T, uint8_t><<<blocksFor(n), kThreads, 0, stream>>>(op, s, n, pa, pb, static_cast<uint8_t*>(y), a0, a1);
-    else
-      ewKernel<T, T><<<blocksFor(n), kThreads, 0, stream>>>(op, s, n, pa, pb, static_cast<T*>(y), a0, a1);
+    auto launch = [&](auto out, auto idx) {
+      using O = std::remove_pointer_t<decltype(out)>;
+      const void* const ptrs[3] = {out, pa, pb};
+      const size_t bytes[3] = {sizeof(O), sizeof(T), sizeof(T)};
+      if (vectorizable(s, ptrs, bytes))
+        ewVecKernel<T, O, decltype(idx)><<<blocksFor(n / kVec), kThreads, 0, stream>>>(op, s, n / kVec, pa, pb, out,
+                                                                                        a0, a1);
+      else
+        ewKernel<T, O, decltype(idx)><<<blocksFor(n), kThreads, 0, stream>>>(op, s, n, pa, pb, out, a0, a1);
+    };
+    auto run = [&](auto out) {
+      if (idx32(n)) launch(out, uint32_t{});
+      else launch(out, uint64_t{});
+    };
+    if (ewIsCompare(op)) run(static_cast<uint8_t*>(y));
+    else run(static_cast<T*>(y));
     return launched();
   });
 }
 
-cudaError_t where(size_t elemBytes, const Strides<4>& s, const void* cond, const void* a, const void* b, void* y,
+cudaError_t where(size_t elemBytes, const Strides<4>& full, const void* cond, const void* a, const void* b, void* y,
                   cudaStream_t stream) {
-  int64_t n = s.numel();
+  int64_t n = full.numel();
   if (n == 0) return cudaSuccess;
+  const Strides<4> s = collapse(full);
   return withBytes(elemBytes, [&](auto tag) {
     using T = decltype(tag);
-    whereKernel<T><<<blocksFor(n), kThreads, 0, stream>>>(s, n, static_cast<const uint8_t*>(cond),
-                                                          static_cast<const T*>(a), static_cast<const T*>(b),
-                                                          static_cast<T*>(y));
+    auto* c = static_cast<const uint8_t*>(cond);
+    auto* pa = static_cast<const T*>(a);
+    auto* pb = static_cast<const T*>(b);
+    auto* py = static_cast<T*>(y);
+    const void* const ptrs[4] = {py, c, pa, pb};
+    const size_t bytes[4] = {sizeof(T), 1, sizeof(T), sizeof(T)};
+    const bool vec = vectorizable(s, ptrs, bytes);
+    const int64_t work = vec ? n / kVec : n;
+    if (vec && idx32(n)) whereVecKernel<T, uint32_t><<<blocksFor(work), kThreads, 0, stream>>>(s, work, c, pa, pb, py);
+    else if (vec) whereVecKernel<T, uint64_t><<<blocksFor(work), kThreads, 0, stream>>>(s, work, c, pa, pb, py);
+    else if (idx32(n)) whereKernel<T, uint32_t><<<blocksFor(n), kThreads, 0, stream>>>(s, n, c, pa, pb, py);
+    else whereKernel<T, uint64_t><<<blocksFor(n), kThreads, 0, stream>>>(s, n, c, pa, pb, py);
     return launched();
   });
 }
