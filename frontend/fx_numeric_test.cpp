@@ -278,16 +278,28 @@ TEST(FxOps, BackwardOpsMatchFiniteDifferences) {
     return grad;
   };
   // gelu: derivative of x * Phi(x) computed directly.
-  std::vector<double> gel, sig;
+  std::vector<double> gel, sig, silu;
   for (size_t i = 0; i < 12; ++i) {
     double cdf = 0.5 * (1 + std::erf(x[i] / std::sqrt(2.0)));
     double pdf = std::exp(-0.5 * x[i] * x[i]) / std::sqrt(2 * M_PI);
     gel.push_back(gy[i] * (cdf + x[i] * pdf));
     double s = 1 / (1 + std::exp(-x[i]));
     sig.push_back(gy[i] * s * (1 - s));
+    silu.push_back(gy[i] * (s + x[i] * s * (1 - s)));  // d/dx of x * sigmoid(x)
   }
   expectNear(values(o.at("gelu_backward")), gel, 1e-5, "gelu_backward");
   expectNear(values(o.at("sigmoid_backward")), sig, 1e-5, "sigmoid_backward");
+  expectNear(values(o.at("silu_backward")), silu, 1e-5, "silu_backward");
+  // slice_backward: the gradient in its window (columns 1..4; every other
+  // column), zeros elsewhere.
+  std::vector<double> pad(18, 0.0), strided(24, 0.0);
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 4; ++j) {
+      pad[i * 6 + j + 1] = gy[i * 4 + j];
+      strided[i * 8 + 2 * j] = gy[i * 4 + j];
+    }
+  expectNear(values(o.at("slice_backward")), pad, 0, "slice_backward");
+  expectNear(values(o.at("slice_backward_1")), strided, 0, "slice_backward step 2");
   std::vector<double> thr;
   for (size_t i = 0; i < 12; ++i) thr.push_back(x[i] <= 0 ? 0 : gy[i]);
   expectNear(values(o.at("threshold_backward")), thr, 0, "threshold_backward");

@@ -91,6 +91,17 @@ Status mapSigmoidBackward(Emitter& e) {
   return e.out(0, OpKind::Mul, {e.cast(g, t.dtype), o.mul(y, o.sub(o.c(1), y))});
 }
 
+// g * s * (1 + x * (1 - s)), s = sigmoid(x)
+Status mapSiluBackward(Emitter& e) {
+  SP_ASSIGN(TensorType t, e.outType(0));
+  SP_ASSIGN(TRef g, e.tensor(0, "grad_output"));
+  SP_ASSIGN(TRef x, e.tensor(1, "self"));
+  Ops o{e, t.dtype};
+  x = e.cast(x, t.dtype);
+  TRef sg = e.unary(OpKind::Sigmoid, x);
+  return e.out(0, OpKind::Mul, {e.cast(g, t.dtype), o.mul(sg, o.add(o.c(1), o.mul(x, o.sub(o.c(1), sg))))});
+}
+
 // g * (1 - y * y)
 Status mapTanhBackward(Emitter& e) {
   SP_ASSIGN(TensorType t, e.outType(0));

@@ -178,15 +178,14 @@ static TRef sliceOf(Emitter& e, const TRef& x, int64_t d, int64_t start, int64_t
 
 // x with x[d, start:end:step] replaced by src: a concat of the kept slices
 // for step 1, a scatter along d otherwise.
-Status mapSliceScatter(Emitter& e) {
-  SP_ASSIGN(TRef x, e.tensor(0, "self"));
-  SP_ASSIGN(TRef src, e.tensor(1, "src"));
-  SP_ASSIGN(int64_t d, e.integer(2, "dim", 0));
+namespace {
+
+// x with src written over x[start:end:step] along dim d (slice_scatter,
+// slice_backward): a concat of x's untouched parts around src for step 1,
+// else a scatter at the indices of the range.
+Status scatterSlice(Emitter& e, TRef x, TRef src, int64_t d, int64_t start, int64_t end, int64_t step) {
   SP_ASSIGN(d, normDim(e, d, x.rank()));
   SP_ASSIGN(int64_t n, concreteDim(e, x, d));
-  SP_ASSIGN(int64_t start, e.integer(3, "start", 0));
-  SP_ASSIGN(int64_t end, e.integer(4, "end", kEnd));
-  SP_ASSIGN(int64_t step, e.integer(5, "step", 1));
   if (step <= 0) return e.error("fx-arg", "slice step " + std::to_string(step) + " must be positive");
   start = clampBound(start, n);
   end = std::max(start, clampBound(end, n));
@@ -208,6 +207,35 @@ Status mapSliceScatter(Emitter& e) {
   rs[size_t(d)] = ir::Dim(count);
   TRef idx = e.expand(e.reshape(r, rs), s.type.shape);
   return e.out(0, OpKind::ScatterElements, {x, idx, s}, {{"axis", d}});
+}
+
+}  // namespace
+
+Status mapSliceScatter(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(TRef src, e.tensor(1, "src"));
+  SP_ASSIGN(int64_t d, e.integer(2, "dim", 0));
+  SP_ASSIGN(int64_t start, e.integer(3, "start", 0));
+  SP_ASSIGN(int64_t end, e.integer(4, "end", kEnd));
+  SP_ASSIGN(int64_t step, e.integer(5, "step", 1));
+  return scatterSlice(e, x, src, d, start, end, step);
+}
+
+// The gradient of x[start:end:step] along dim: grad_output written into
+// zeros of the input's sizes.
+Status mapSliceBackward(Emitter& e) {
+  SP_ASSIGN(TRef g, e.tensor(0, "grad_output"));
+  SP_ASSIGN(std::vector<int64_t> sizes, e.ints(1, "input_sizes"));
+  SP_ASSIGN(int64_t d, e.integer(2, "dim"));
+  SP_ASSIGN(int64_t start, e.integer(3, "start"));
+  SP_ASSIGN(int64_t end, e.integer(4, "end"));
+  SP_ASSIGN(int64_t step, e.integer(5, "step", 1));
+  if (int64_t(sizes.size()) != g.rank())
+    return e.error("fx-arg", "slice_backward: input_sizes has " + std::to_string(sizes.size()) +
+                                 " dims, grad_output " + std::to_string(g.rank()));
+  ir::Shape shape(sizes.begin(), sizes.end());
+  TRef zeros = e.expand(e.reshape(e.constant(g.dtype(), 0), ir::Shape(sizes.size(), ir::Dim(1))), shape);
+  return scatterSlice(e, zeros, g, d, start, end, step);
 }
 
 Status mapSelect(Emitter& e) {

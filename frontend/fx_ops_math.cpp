@@ -117,6 +117,14 @@ Status mapGelu(Emitter& e) {
   return e.out(0, OpKind::Gelu, {x}, {{"approximate", approx}});
 }
 
+// triu(x, diagonal) / tril(x, diagonal): the causal mask's constructor.
+Status mapTriangle(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(int64_t k, e.integer(1, "diagonal", 0));
+  const int64_t upper = baseName(e.op) == "triu" ? 1 : 0;
+  return e.out(0, OpKind::Trilu, {x}, {{"upper", upper}, {"k", k}});
+}
+
 Status mapClamp(Emitter& e) {
   SP_ASSIGN(TRef x, e.tensor(0, "self"));
   SP_ASSIGN(TensorType t, e.outType(0));

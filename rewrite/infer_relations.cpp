@@ -20,7 +20,8 @@ struct Proposal {
   bool replicated = false;
   std::string axis;  // sharded: mesh axis
   int64_t dim = 0;
-  int64_t extent = 0;  // shard extent
+  int64_t extent = 0;   // shard extent
+  int64_t holders = 1;  // consecutive ranks of the axis holding the same shard
 };
 
 bool startsWith(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
@@ -84,9 +85,18 @@ Result<Proposal> propose(const ir::TensorType& st, const ir::TensorType& dt, con
     if (dt.shape[d] == st.shape[d]) continue;
     ++differing;
     for (const auto& a : dist.mesh().axes) {
-      if (a.size < 2) continue;
-      if (dt.shape[d] * ir::Dim(a.size) == st.shape[d] && dt.shape[d].isConcrete())
+      if (a.size < 2 || !dt.shape[d].isConcrete()) continue;
+      if (dt.shape[d] * ir::Dim(a.size) == st.shape[d]) {
         found.push_back({false, a.name, int64_t(d), dt.shape[d].value()});
+        continue;
+      }
+      // Fewer shards than ranks (KV heads when TP exceeds them): c shards,
+      // each held by a.size / c consecutive ranks, Megatron's layout (rank
+      // r holds KV head r / (TP / kv_heads)). Proposed, never trusted: the
+      // verifier checks it like any relation.
+      for (int64_t c = 2; c < a.size; ++c)
+        if (a.size % c == 0 && dt.shape[d] * ir::Dim(c) == st.shape[d])
+          found.push_back({false, a.name, int64_t(d), dt.shape[d].value(), a.size / c});
     }
   }
   if (differing == 1 && found.size() == 1) return found[0];
@@ -97,10 +107,11 @@ Result<Proposal> propose(const ir::TensorType& st, const ir::TensorType& dt, con
                    "rank " + std::to_string(r) + ": D input '" + name + "' " + dt.str() + " vs S " + st.str() + ": " +
                        (differing != 1 ? std::to_string(differing) + " dims differ"
                                        : std::to_string(found.size()) + " mesh axes divide the dim" + axes) +
-                       " (tried: same shape, one dim split over a mesh axis)");
+                       " (tried: same shape, one dim split over a mesh axis, shards held by consecutive ranks)");
 }
 
 // for r in AXIS: dist[r].x = slice(seq.s, dim=D, start=idx(r,AXIS)*K, end=(idx(r,AXIS)+1)*K)
+// (idx(r,AXIS)/H for a shard held by H consecutive ranks)
 Status addRelation(RelationFile& f, const std::string& name, const std::string& sname, const Proposal& p,
                    const std::vector<int64_t>& ranks, int64_t world) {
   InputRelation ir;
@@ -124,6 +135,7 @@ Status addRelation(RelationFile& f, const std::string& name, const std::string& 
   if (!allRanks)
     return makeError("unmatched-input", "D input '" + name + "' is sharded over " + p.axis + " but exists only on some ranks");
   IntExpr idx = IntExpr::index(IntExpr::var("r"), p.axis);
+  if (p.holders > 1) idx = idx.divC(p.holders);
   ir.loopVar = "r";
   ir.loopDomain.group = p.axis;
   ir.rank = IntExpr::var("r");
@@ -172,7 +184,8 @@ Result<RelationFile> inferRelations(const ir::Graph& seq, const ir::Program& dis
     for (int64_t r : ranksOf[name]) {
       const auto& dt = dist.rank(r).value(*dist.rank(r).findValue(name)).type;
       SP_ASSIGN(Proposal p, propose(st, dt, dist, r, name));
-      if (common && (common->replicated != p.replicated || common->axis != p.axis || common->dim != p.dim))
+      if (common && (common->replicated != p.replicated || common->axis != p.axis || common->dim != p.dim ||
+                     common->holders != p.holders))
         return makeError("unmatched-input", "D input '" + name + "' is related differently on different ranks");
       common = p;
     }

@@ -11,6 +11,9 @@ class GraphModule(torch.nn.Module):
         gelu_backward_1: "f32[3, 4]" = torch.ops.aten.gelu_backward.default(primals_2, primals_1, approximate = 'tanh')
         sigmoid: "f32[3, 4]" = torch.ops.aten.sigmoid.default(primals_1)
         sigmoid_backward: "f32[3, 4]" = torch.ops.aten.sigmoid_backward.default(primals_2, sigmoid)
+        silu_backward: "f32[3, 4]" = torch.ops.aten.silu_backward.default(primals_2, primals_1)
+        slice_backward: "f32[3, 6]" = torch.ops.aten.slice_backward.default(primals_2, [3, 6], 1, 1, 5, 1)
+        slice_backward_1: "f32[3, 8]" = torch.ops.aten.slice_backward.default(primals_2, [3, 8], 1, 0, 8, 2)
         threshold_backward: "f32[3, 4]" = torch.ops.aten.threshold_backward.default(primals_2, primals_1, 0)
 
         # File: /src/grad.py:9 in backward, code: layer norm
@@ -25,4 +28,4 @@ class GraphModule(torch.nn.Module):
 
         # File: /src/grad.py:12 in backward, code: embedding
         embedding_dense_backward: "f32[5, 4]" = torch.ops.aten.embedding_dense_backward.default(primals_6, primals_5, 5, 1, False)
-        return [_softmax, _softmax_backward_data, gelu_backward, gelu_backward_1, sigmoid_backward, threshold_backward, getitem, getitem_3, getitem_4, getitem_5, embedding_dense_backward]
+        return [_softmax, _softmax_backward_data, gelu_backward, gelu_backward_1, sigmoid_backward, silu_backward, slice_backward, slice_backward_1, threshold_backward, getitem, getitem_3, getitem_4, getitem_5, embedding_dense_backward]
