@@ -110,7 +110,8 @@ struct RuleMatcher {
     ir::AttrMap m;
     for (const auto& a : p.attrs) {
       if (a.kind == PatAttr::Kind::Var && b && b->i.count(a.text)) {
-        m[a.name] = std::bit_cast<double>(b->i.at(a.text));
+        if (a.list) m[a.name] = std::vector<int64_t>{b->i.at(a.text)};  // axes=[?e]
+        else m[a.name] = std::bit_cast<double>(b->i.at(a.text));
         continue;
       }
       switch (a.kind) {
@@ -307,6 +308,12 @@ struct RuleMatcher {
             for (const auto& a : p.attrs) {
               if (a.kind != PatAttr::Kind::Var) continue;
               auto it = have.find(a.name);
+              if (a.list) {  // axes=[?e]: one axis, counted from 0 like a concat's dim
+                const auto* v = it != have.end() ? std::get_if<std::vector<int64_t>>(&it->second) : nullptr;
+                int64_t ax = v && v->size() == 1 ? ((*v)[0] < 0 ? (*v)[0] + inRank : (*v)[0]) : -1;
+                bound = bound && ax >= 0 && ax < inRank && bindInt(&a, ax, nb);
+                continue;
+              }
               bound = bound && it != have.end() && std::holds_alternative<double>(it->second) &&
                       bindInt(&a, std::bit_cast<int64_t>(std::get<double>(it->second)), nb);
             }

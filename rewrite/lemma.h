@@ -43,6 +43,10 @@ struct PatAttr {
   std::vector<int64_t> ints;
   std::string text;  // Str value or Var name
   std::shared_ptr<const CondTerm> expr;  // Expr, Recip
+  // Var written as a one-element list, `axes=[?e]`: a reduction's axis, a
+  // dim variable like concat's dim=?d (bound counted from 0, pinned to each
+  // dim in turn by the prover).
+  bool list = false;
 };
 
 struct Pattern;

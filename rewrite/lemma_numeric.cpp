@@ -32,7 +32,7 @@ void collectVars(const Pattern& p, VarKinds& v) {
   if (p.op == PatOp::OpVar) v.ops[p.name] = p.trait;
   for (const auto& a : p.attrs)
     if (a.kind == PatAttr::Kind::Var)
-      (p.op == PatOp::Scale ? v.factors : p.op == PatOp::Ir ? v.fractions : v.ints)[a.text] = true;
+      (p.op == PatOp::Scale ? v.factors : p.op == PatOp::Ir && !a.list ? v.fractions : v.ints)[a.text] = true;
   for (const auto& a : p.args) collectVars(*a, v);
 }
 
@@ -212,7 +212,10 @@ Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalO
             else attrs[a.name] = a.text;
             break;
           }
-          case PatAttr::Kind::Var: attrs[a.name] = in.reals.at(a.text); break;  // a float attribute (the parser's rule)
+          case PatAttr::Kind::Var:  // a float attribute (the parser's rule), or a reduction's axes=[?e]
+            if (a.list) attrs[a.name] = std::vector<int64_t>{in.ints.at(a.text)};
+            else attrs[a.name] = in.reals.at(a.text);
+            break;
           case PatAttr::Kind::Expr: attrs[a.name] = condValue(*a.expr, in).value_or(-1); break;
           case PatAttr::Kind::Recip: break;  // scale factors only
         }

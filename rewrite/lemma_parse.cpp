@@ -33,7 +33,7 @@ static std::string attrStr(const PatAttr& a) {
       return "[" + s + "]";
     }
     case PatAttr::Kind::Str: return a.text;
-    case PatAttr::Kind::Var: return "?" + a.text;
+    case PatAttr::Kind::Var: return a.list ? "[?" + a.text + "]" : "?" + a.text;
     case PatAttr::Kind::Expr: return a.expr->str();
     case PatAttr::Kind::Recip: return "1/(" + a.expr->str() + ")";
   }
@@ -204,6 +204,17 @@ struct LemmaParser {
       a.text = t.text;
       return a;
     }
+    if (c.isPunct("[") && want == PatAttr::Kind::Ints && c.peek(1).kind == Token::Kind::Var && c.isPunct("]", 2)) {
+      // axes=[?e]: one axis, a dim variable (reductions only: checked by the caller).
+      c.next();
+      Token v = c.next();
+      SP_TRY(useVar(v, false));
+      c.next();
+      a.kind = PatAttr::Kind::Var;
+      a.list = true;
+      a.text = v.text;
+      return a;
+    }
     if (c.isPunct("[")) {
       c.next();
       a.kind = PatAttr::Kind::Ints;
@@ -311,11 +322,14 @@ struct LemmaParser {
         }
         // A float attribute of an IR op may be a variable (dropout's ratio=?p):
         // matched against the node's value, the same value on the right side.
-        bool irFloatVar = !rel && a.kind == PatAttr::Kind::Var && info->attr(n.text)->kind == ir::AttrKind::Float;
+        bool irFloatVar = !rel && a.kind == PatAttr::Kind::Var && !a.list &&
+                          info->attr(n.text)->kind == ir::AttrKind::Float;
         // A dim variable (concat and slice only): bound to the matched
         // node's dim, counted from 0.
-        bool dimVar = rel && (rel->op == PatOp::Concat || rel->op == PatOp::Slice) && n.text == "dim" &&
-                      a.kind == PatAttr::Kind::Var;
+        bool dimVar = (rel && (rel->op == PatOp::Concat || rel->op == PatOp::Slice) && n.text == "dim" &&
+                       a.kind == PatAttr::Kind::Var) ||
+                      (!rel && a.list && n.text == "axes" && info->category == ir::OpCategory::Reduce);
+        if (a.list && !dimVar) return c.errorAt(n, "a list variable [?v] is only a reduction's axes");
         if ((a.kind == PatAttr::Kind::Var || a.kind == PatAttr::Kind::Expr || a.kind == PatAttr::Kind::Recip) && !irFloatVar && !dimVar && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale || rel->op == PatOp::SplitLast || rel->op == PatOp::MergeLast || rel->op == PatOp::MergeDims || rel->op == PatOp::SplitDims || rel->op == PatOp::Const) && n.text != "dim"))
           return c.errorAt(n, "attribute '" + n.text + "' must be a literal");
         p->attrs.push_back(a);

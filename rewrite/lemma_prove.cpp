@@ -21,6 +21,20 @@ using smt::Term;
 using symbolic::Builder;
 using symbolic::condTerm;
 
+// The highest tensor rank the default-rank variables take: opts.maxRank,
+// or more where the lemma says how far its proof must go with a
+// `rank(?x) <= k` (or `< k`) condition: a lemma about rank-5 tensors (the
+// gradient of GQA's KV expand) proves ranks up to 5 without every lemma
+// paying for rank 5.
+int rankCap(const Lemma& l, int maxRank) {
+  int cap = maxRank;
+  for (const auto& c : l.conds)
+    if (c.lhs.kind == CondTerm::Kind::Rank && c.rhs.kind == CondTerm::Kind::Const &&
+        (c.op == CmpOp::Le || c.op == CmpOp::Lt))
+      cap = std::max(cap, int(c.rhs.value) - (c.op == CmpOp::Lt ? 1 : 0));
+  return cap;
+}
+
 // Explicit ranks from `rank(?x) == k` conditions.
 std::map<std::string, int> explicitRanks(const Lemma& l) {
   std::map<std::string, int> out;
@@ -38,7 +52,7 @@ std::map<std::string, int> explicitRanks(const Lemma& l) {
 void patternVars(const Pattern& p, std::set<std::string>& tensors, std::set<std::string>& ints) {
   if (p.op == PatOp::Var) { tensors.insert(p.name); return; }
   for (const auto& a : p.attrs)
-    if (a.kind == PatAttr::Kind::Var && p.op != PatOp::Scale && p.op != PatOp::Ir) ints.insert(a.text);
+    if (a.kind == PatAttr::Kind::Var && p.op != PatOp::Scale && (p.op != PatOp::Ir || a.list)) ints.insert(a.text);
   for (const auto& a : p.args) patternVars(*a, tensors, ints);
 }
 
@@ -52,6 +66,8 @@ void sizeVarsOf(const Pattern& p, std::set<std::string>& out) {
 void dimVarsOf(const Pattern& p, std::set<std::string>& out) {
   if (p.op == PatOp::Concat || p.op == PatOp::Slice)
     if (const PatAttr* a = p.attr("dim"); a && a->kind == PatAttr::Kind::Var) out.insert(a->text);
+  if (p.op == PatOp::Ir)  // a reduction's axes=[?e]
+    if (const PatAttr* a = p.attr("axes"); a && a->kind == PatAttr::Kind::Var && a->list) out.insert(a->text);
   for (const auto& a : p.args) dimVarsOf(*a, out);
 }
 
@@ -282,7 +298,8 @@ std::vector<LemmaStatus> proveLemmas(const LemmaLibrary& lib, const ProveOptions
     // rank is proven (the engine binds dims counted from 0).
     std::set<std::string> dimVars;
     dimVarsOf(*l.lhs, dimVars);
-    int maxR = opts.maxRank;
+    const int cap = rankCap(l, opts.maxRank);
+    int maxR = cap;
     for (const auto& [n, r] : fixed) maxR = std::max(maxR, r);
     for (const auto& n : dimVars) {
       std::vector<std::map<std::string, int64_t>> next;
@@ -319,13 +336,13 @@ std::vector<LemmaStatus> proveLemmas(const LemmaLibrary& lib, const ProveOptions
           failed = true;
       }
       size_t k = 0;  // next assignment (odometer)
-      while (k < free.size() && ranks[free[k]] == opts.maxRank) ranks[free[k++]] = 1;
+      while (k < free.size() && ranks[free[k]] == cap) ranks[free[k++]] = 1;
       if (k == free.size()) break;
       ++ranks[free[k]];
     }
     }
     st.proven = !failed && anyProven;
-    if (!failed && !anyProven) st.reason = "no applicable instance up to rank " + std::to_string(opts.maxRank);
+    if (!failed && !anyProven) st.reason = "no applicable instance up to rank " + std::to_string(cap);
     if (general && st.proven) st.ranks.assign(provenRanks.begin(), provenRanks.end());
     checkLemmaNumerically(l, instances, opts, st);
     st.millis = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -13,7 +13,7 @@ Result<SymTensor> Builder::buildIr(const Pattern& p, std::vector<SymTensor>& xs)
   const ir::OpInfo& info = ir::opInfo(p.irOp);
   // Variable float attributes: dropout's ratio and the norms' epsilon only.
   for (const auto& a : p.attrs)
-    if (a.kind == PatAttr::Kind::Var && !(p.irOp == OpKind::Dropout && a.name == "ratio") &&
+    if (a.kind == PatAttr::Kind::Var && !a.list && !(p.irOp == OpKind::Dropout && a.name == "ratio") &&
         !(info.category == ir::OpCategory::Norm && a.name == "epsilon"))
       return makeError("unsupported-op", std::string(info.name) + ": attribute '" + a.name +
                                              "' is a variable, which only dropout's ratio and a norm's epsilon may be");
@@ -242,8 +242,17 @@ Result<SymTensor> Builder::reduce(const Pattern& p, const SymTensor& x) {
   size_t r = x.shape.size();
   std::vector<int64_t> axes;
   const PatAttr* a = p.attr("axes");
-  if (!a || a->ints.empty()) for (size_t d = 0; d < r; ++d) axes.push_back(int64_t(d));
-  else for (int64_t v : a->ints) { SP_ASSIGN(int64_t d, normDim(v, r)); axes.push_back(d); }
+  if (a && a->kind == PatAttr::Kind::Var) {  // axes=[?e]: pinned to each dim in turn (lemma_prove.cpp)
+    auto it = fixedInts.find(a->text);
+    if (it == fixedInts.end()) return makeError("unsupported-op", "axis ?" + a->text + " is not pinned");
+    if (it->second < 0 || it->second >= int64_t(r))
+      return makeError("dim-out-of-range", "axis " + std::to_string(it->second) + " out of range for rank " + std::to_string(r));
+    axes.push_back(it->second);
+  } else if (!a || a->ints.empty()) {
+    for (size_t d = 0; d < r; ++d) axes.push_back(int64_t(d));
+  } else {
+    for (int64_t v : a->ints) { SP_ASSIGN(int64_t d, normDim(v, r)); axes.push_back(d); }
+  }
   std::sort(axes.begin(), axes.end());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
     return makeError("bad-axes", p.name + ": repeated axis for rank " + std::to_string(r));

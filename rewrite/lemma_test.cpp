@@ -48,6 +48,36 @@ TEST(LemmaLoader, RoundTripPrint) {
   EXPECT_EQ((*ls)[0].str(), "a-b: add(concat(?x, ?y, dim=0), ?z) => ?z if size(?x, 0) == 2 && rank(?x) >= 1");
 }
 
+// A reduction's axis as a dim variable, axes=[?e]: prints as written, is
+// pinned to each dim by the prover, and is refused on other list attributes.
+TEST(LemmaLoader, ReductionAxisVariable) {
+  const std::string rule =
+      "r: reduce_sum(concat(?a, ?b, dim=?d), axes=[?e], keepdims=1) => concat(reduce_sum(?a, axes=[?e], keepdims=1), "
+      "reduce_sum(?b, axes=[?e], keepdims=1), dim=?d) if ?e != ?d && rank(?a) <= 5";
+  auto ls = parseLemmas(rule + "\n", "t.rules");
+  ASSERT_TRUE(ls.ok()) << ls.error().str();
+  EXPECT_EQ((*ls)[0].str(), rule);
+  LemmaLibrary lib;
+  lib.lemmas = *ls;
+  ProveOptions o = withInterpreter();
+  auto st = proveLemmas(lib, o);
+  ASSERT_EQ(st.size(), 1u);
+  EXPECT_TRUE(st[0].proven) << st[0].reason;
+  EXPECT_EQ(st[0].ranks, (std::vector<int>{2, 3, 4, 5}));  // rank(?a) <= 5 raises the cap of 2
+  EXPECT_EQ(st[0].numeric, NumericState::Ok) << st[0].numericNote;
+  // The same rule over the concat's own dim is false: refuted at ?e == ?d.
+  auto bad = parseLemmas("b: reduce_sum(concat(?a, ?b, dim=?d), axes=[?e], keepdims=1) => concat(reduce_sum(?a, "
+                         "axes=[?e], keepdims=1), reduce_sum(?b, axes=[?e], keepdims=1), dim=?d)\n",
+                         "t.rules");
+  ASSERT_TRUE(bad.ok()) << bad.error().str();
+  lib.lemmas = *bad;
+  EXPECT_FALSE(proveLemmas(lib, o)[0].proven);
+  auto perm = parseLemmas("p: transpose(?a, perm=[?e]) => ?a\n", "t.rules");
+  ASSERT_FALSE(perm.ok());
+  EXPECT_NE(perm.error().str().find("a list variable [?v] is only a reduction's axes"), std::string::npos)
+      << perm.error().str();
+}
+
 void expectError(const std::string& rule, const std::string& text) {
   auto ls = parseLemmas(rule + "\n", "t.rules");
   ASSERT_FALSE(ls.ok()) << rule;
