@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <new>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -933,8 +934,31 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
 // output, within the time limit), so the report gives a relation for every
 // output provable independently of the failure. Verdict, failure and
 // witness stay those of the first walk.
+namespace {
+Result<VerifyReport> verifyUnguarded(const ir::Graph& seq, const ir::Program& dist, const RelationFile& relations,
+                                     const VerifyOptions& opts);
+}  // namespace
+
+// Running out of memory anywhere in the search (an e-graph that grows
+// faster than its node budget sees, under the process's memory limit) is
+// an unknown verdict, never a crash and never a guess.
 Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const RelationFile& relations,
                             const VerifyOptions& opts) {
+  try {
+    return verifyUnguarded(seq, dist, relations, opts);
+  } catch (const std::bad_alloc&) {
+    VerifyReport rep;
+    rep.verdict = Verdict::Inconclusive;
+    rep.reason = "the proof search ran out of memory (SHARDPROOF_MEMORY_LIMIT_MB or the machine's memory); "
+                 "the verdict is unknown";
+    for (ir::ValueId o : seq.outputs()) rep.outputs.push_back({seq.value(o).name, "", nullptr});
+    return rep;
+  }
+}
+
+namespace {
+Result<VerifyReport> verifyUnguarded(const ir::Graph& seq, const ir::Program& dist, const RelationFile& relations,
+                                     const VerifyOptions& opts) {
   auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   bool outputOnly = false;
@@ -986,5 +1010,7 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
   rep.stats.peakRssMb = peakRss();
   return rep;
 }
+
+}  // namespace
 
 }  // namespace sp::rewrite

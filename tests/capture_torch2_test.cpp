@@ -9,6 +9,8 @@
 // --dist-backward (ir/training_step.h): every gradient related to D's.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -156,6 +158,30 @@ TEST(Torch2Llama, TrainingStepTwinIsRefuted) {
   EXPECT_NE(j["failure"]["message"].get<std::string>().find("missing sum over group tp (all_reduce)"),
             std::string::npos)
       << j.dump(1);
+}
+
+// A search that outgrows memory is inconclusive, not a crash: with the
+// library plus a lemma that makes sums and concats trade places on every
+// dim (it grew this twin's e-graph past 24 GB before the node budget saw
+// it), under a 1.5 GB address-space limit.
+TEST(TrainingStep, SearchOutOfMemoryIsInconclusive) {
+  namespace fs = std::filesystem;
+  auto lemmas = tempDir("torch2-blowup-lemmas");
+  for (const auto& f : fs::directory_iterator(sourcePath("rewrite/lemmas")))
+    if (f.path().extension() == ".rules") fs::copy_file(f.path(), lemmas / f.path().filename());
+  std::ofstream(lemmas / "zz_blowup.rules")
+      << "concat-of-sums-any-dim: concat(sum(?a, ?b), sum(?c, ?d), dim=?e) => sum(concat(?a, ?c, dim=?e), "
+         "concat(?b, ?d, dim=?e))\n";
+  setenv("SHARDPROOF_LEMMA_DIR", lemmas.c_str(), 1);
+  auto args = trainingStep(fixture("llama_tp4_joint_twin"));
+  args.insert(args.end(), {"--infer-relations", "--format", "json"});
+  auto r = runCli(args, 1536L * 1024);
+  unsetenv("SHARDPROOF_LEMMA_DIR");
+  fs::remove_all(lemmas);
+  ASSERT_EQ(r.code, 2) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "inconclusive");
+  EXPECT_NE(j["reason"].get<std::string>().find("ran out of memory"), std::string::npos) << r.out;
 }
 
 TEST(TrainingStep, MismatchedSavedTensorsAreAClearError) {

@@ -1,5 +1,10 @@
 // The shardproof command line. This is the only translation unit that
 // includes CLI11; the commands themselves live in commands.cpp.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -13,6 +18,27 @@
 #include "tools/plan_cmd.h"
 
 // Flags of commands that load torch.fx captures (docs/fx-import.md).
+// The proof search's memory: an address-space limit of 85% of physical
+// memory (SHARDPROOF_MEMORY_LIMIT_MB overrides; 0: none), so a search that
+// outgrows the machine fails an allocation, which verify reports as
+// inconclusive, instead of being killed by the kernel. Not for exec (the
+// CUDA runtime reserves address space far beyond what it uses).
+static void limitSearchMemory() {
+  uint64_t limit = 0;
+  if (const char* e = std::getenv("SHARDPROOF_MEMORY_LIMIT_MB"); e && *e) {
+    limit = std::strtoull(e, nullptr, 10) << 20;
+  } else {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) limit = uint64_t(double(pages) * double(page) * 0.85);
+  }
+  if (limit == 0) return;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) != 0) return;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur <= limit) return;
+  rl.rlim_cur = limit;
+  setrlimit(RLIMIT_AS, &rl);
+}
+
 // AOTAutograd's backward graphs, joined to the forward ones (ir/training_step.h).
 static void addTrainingStepFlags(CLI::App* app, sp::tools::VerifyArgs& v) {
   app->add_option("--seq-backward", v.seqBackward,
@@ -179,6 +205,7 @@ int main(int argc, char** argv) {
   };
   if (*ins) return guarded("inspect " + inspect.model, [&] { return cmdInspect(inspect); });
   if (*rn) return guarded("run " + run.model, [&] { return cmdRun(run); });
+  if (*vf || *cgc || *lm) limitSearchMemory();
   if (*vf) return guarded("verify --seq " + verify.seq + " --dist " + verify.dist, [&] { return cmdVerify(verify); });
   if (*lm) return guarded("lemmas", [&] { return cmdLemmas(lemmas); });
   if (*cgc) return guarded("codegen --seq " + cg.verify.seq + " --dist " + cg.verify.dist, [&] { return cmdCodegen(cg); });
