@@ -10,7 +10,8 @@
 // verify() in a forked child, so peak RSS is the cell's own; the lemma proof
 // cache is warmed once first, in its own child (reported on stderr).
 //
-// Usage: bench_verify [--models gpt,llama] [--tp 2,4,6,8] [--layers 1,2,4,8]
+// Usage: bench_verify [--models gpt,llama,dp] [--tp 2,4,6,8] [--layers 1,2,4,8]
+// (dp: the data-parallel family, --tp giving the DP degrees; see generateDp)
 //                     [--blocks mlp|full] [--time-limit SECONDS]
 //                     [--batch N] [--seq N] [--dump DIR] [--no-memo]
 //   --blocks mlp:  each layer is [norm + TP MLP + residual] (GPT: layer norm,
@@ -48,6 +49,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -77,6 +79,7 @@ struct ModelShape {
 
 ModelShape gptShape() { return {"gpt", 768, 12, 12, 3072, false}; }
 ModelShape llamaShape() { return {"llama", 2048, 32, 8, 5632, true}; }
+ModelShape dpShape() { return {"dp", 64, 1, 1, 256, false}; }  // generateDp's sizes
 
 // The RoPE form of the Llama stacks (see generate()).
 enum class Rope { Megatron, Halves };
@@ -515,10 +518,66 @@ std::string csvQuote(std::string s) {
 
 // In the child: builds, parses and verifies; writes the CSV tail
 // (verdict,seconds,seq_ops,dist_ops,lemmas,memo_hits,reason) to fd.
+// The data-parallel family (`--models dp`, the cell's tp field is the DP
+// degree N): a two-matrix regression training step by hand, x [N*8, 64] ->
+// x W1 [64, 256] -> W2 [256, 64], mean squared error, weight gradients;
+// each rank holds 8 tokens, computes its local loss and gradients and
+// all-reduces them with avg over dp (the gradient all_reduce of data
+// parallel training). N must be a power of two: the means' divisors are
+// then exact reciprocals.
+constexpr int64_t kDpTokens = 8, kDpHidden = 64, kDpFfn = 256;
+
+Texts generateDp(int n) {
+  auto step = [](int64_t tokens, const std::string& k, const std::string& indent) {
+    const std::string T = S(tokens), H = S(kDpHidden), F = S(kDpFfn);
+    return indent + "%h1: f32[" + T + ", " + F + "] = matmul(%x, %w1)\n" +
+           indent + "%pred: f32[" + T + ", " + H + "] = matmul(%h1, %w2)\n" +
+           indent + "%e: f32[" + T + ", " + H + "] = sub(%pred, %t)\n" +
+           indent + "%e2: f32[" + T + ", " + H + "] = mul(%e, %e)\n" +
+           indent + "%lossl: f32[] = reduce_mean(%e2) {keepdims = 0}\n" +
+           indent + "%k: f32[] = constant() {value = dense<f32[], [" + k + "]>}\n" +
+           indent + "%de: f32[" + T + ", " + H + "] = mul(%e, %k)\n" +
+           indent + "%h1t: f32[" + F + ", " + T + "] = transpose(%h1) {perm = [1, 0]}\n" +
+           indent + "%dw2l: f32[" + F + ", " + H + "] = matmul(%h1t, %de)\n" +
+           indent + "%w2t: f32[" + H + ", " + F + "] = transpose(%w2) {perm = [1, 0]}\n" +
+           indent + "%dh1: f32[" + T + ", " + F + "] = matmul(%de, %w2t)\n" +
+           indent + "%xt: f32[" + H + ", " + T + "] = transpose(%x) {perm = [1, 0]}\n" +
+           indent + "%dw1l: f32[" + H + ", " + F + "] = matmul(%xt, %dh1)\n";
+  };
+  auto leaves = [](int64_t tokens, const std::string& indent) {
+    const std::string T = S(tokens), H = S(kDpHidden), F = S(kDpFfn);
+    return indent + "input %x: f32[" + T + ", " + H + "]\n" + indent + "input %t: f32[" + T + ", " + H + "]\n" +
+           indent + "param %w1: f32[" + H + ", " + F + "]\n" + indent + "param %w2: f32[" + F + ", " + H + "]\n";
+  };
+  auto recip = [](int64_t d) {  // 2 / d, exact for a power of two
+    std::ostringstream o;
+    o.precision(17);
+    o << 2.0 / double(d);
+    return o.str();
+  };
+  const int64_t all = int64_t(n) * kDpTokens;
+  Texts t;
+  t.seq = "graph dp_regression {\n" + leaves(all, "  ") + step(all, recip(all * kDpHidden), "  ") +
+          "  output %lossl, %dw1l, %dw2l\n}\n";
+  t.dist = "program dp_regression_dp" + S(n) + " {\n  world " + S(n) + "\n  mesh [dp = " + S(n) + "]\n  rank 0.." +
+           S(n - 1) + " {\n" + leaves(kDpTokens, "    ") + step(kDpTokens, recip(kDpTokens * kDpHidden), "    ") +
+           "    %loss: f32[] = all_reduce(%lossl) {group = \"dp\", reduce = \"avg\"}\n"
+           "    %dw1: f32[" + S(kDpHidden) + ", " + S(kDpFfn) + "] = all_reduce(%dw1l) {group = \"dp\", reduce = \"avg\"}\n"
+           "    %dw2: f32[" + S(kDpFfn) + ", " + S(kDpHidden) + "] = all_reduce(%dw2l) {group = \"dp\", reduce = \"avg\"}\n"
+           "    output %loss, %dw1, %dw2\n  }\n}\n";
+  const std::string T = S(kDpTokens);
+  t.rel = "for r in dp: dist[r].x = slice(seq.x, dim=0, start=idx(r,dp)*" + T + ", end=(idx(r,dp)+1)*" + T + ")\n" +
+          "for r in dp: dist[r].t = slice(seq.t, dim=0, start=idx(r,dp)*" + T + ", end=(idx(r,dp)+1)*" + T + ")\n" +
+          "dist[*].w1 = seq.w1\ndist[*].w2 = seq.w2\n"
+          "expect seq.lossl = dist[0].loss\nexpect seq.dw1l = dist[0].dw1\nexpect seq.dw2l = dist[0].dw2\n";
+  return t;
+}
+
 // The cell must have a plan (planCell); its note leads the reason.
 int runCell(const Cell& c, double timeLimit, bool memo, const std::string& dump, int fd, int profile = 0) {
-  const Plan pl = std::get<Plan>(planCell(c));
-  auto t = generate(c, pl);
+  const bool dp = c.m.name == "dp";
+  const Plan pl = dp ? Plan{} : std::get<Plan>(planCell(c));
+  auto t = dp ? generateDp(c.tp) : generate(c, pl);
   if (!dump.empty()) {
     std::string dir = dump + "/" + c.m.name + (c.full ? "-full" : "-mlp") + "-tp" + S(c.tp) + "-l" + S(c.layers);
     mkdir(dump.c_str(), 0755);
@@ -661,7 +720,7 @@ std::vector<std::string> splitList(const std::string& s) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: bench_verify [--models gpt,llama] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
+               "usage: bench_verify [--models gpt,llama,dp] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
                "                    [--blocks mlp|full] [--time-limit SECONDS] [--batch N] [--seq N]\n"
                "                    [--layout sbh|sh] [--rope megatron|halves] [--dump DIR]\n"
                "                    [--no-memo] [--profile N]\n");
@@ -715,7 +774,7 @@ int main(int argc, char** argv) {
     else return usage();
   }
   for (auto& m : models)
-    if (m != "gpt" && m != "llama") return usage();
+    if (m != "gpt" && m != "llama" && m != "dp") return usage();
   for (int t : tps)
     if (t < 1) return usage();
   for (int l : layers)
@@ -739,7 +798,14 @@ int main(int argc, char** argv) {
     for (int tp : tps) {
       for (int nl : layers) {
         Cell c{name == "gpt" ? gptShape() : llamaShape(), tp, nl, full, batch, seq, flat, rope};
-        if (auto plan = planCell(c); auto* why = std::get_if<std::string>(&plan)) {
+        if (name == "dp") {
+          c.m = dpShape();
+          if (nl != layers.front()) continue;  // one regression step per DP degree
+          if (!std::has_single_bit(unsigned(tp))) {
+            std::printf("dp,%d,1,skipped,,,,,,,,%s\n", tp, csvQuote("dp degree must be a power of two").c_str());
+            continue;
+          }
+        } else if (auto plan = planCell(c); auto* why = std::get_if<std::string>(&plan)) {
           std::printf("%s,%d,%d,skipped,,,,,,,,%s\n", name.c_str(), tp, nl, csvQuote(*why).c_str());
           std::fflush(stdout);
           continue;
