@@ -41,7 +41,19 @@ fi
 
 build_dir="${BUILD_DIR:-build}"
 jobs="${JOBS:-$(nproc)}"
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# The CUDA/NCCL backend of the executor builds when nvcc and NCCL are there
+# (its GPU tests skip without a GPU); SHARDPROOF_CUDA=OFF (or ON) decides.
+cuda_flags=()
+nvcc="${CUDACXX:-/usr/local/cuda/bin/nvcc}"
+cuda_root="$(dirname "$(dirname "$nvcc")")"
+if [ "${SHARDPROOF_CUDA:-auto}" = ON ] ||
+   { [ "${SHARDPROOF_CUDA:-auto}" = auto ] && [ -x "$nvcc" ] && ls "$cuda_root"/lib64/libnccl.so* >/dev/null 2>&1; }; then
+  echo "setup: building the CUDA backend with $nvcc (SHARDPROOF_CUDA=OFF to skip)"
+  cuda_flags=(-DSHARDPROOF_CUDA=ON "-DCMAKE_CUDA_COMPILER=$nvcc")
+else
+  cuda_flags=(-DSHARDPROOF_CUDA=OFF)
+fi
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cuda_flags[@]}"
 cmake --build "$build_dir" -j "$jobs"
 
 if [ "$run_example" = 1 ]; then
