@@ -367,6 +367,41 @@ __global__ void softmaxKernel(bool logOut, int64_t n, int64_t inner, const T* x,
   }
 }
 
+// A contiguous row (inner == 1) whose length is a multiple of kVec, on
+// pack-aligned storage: the same two passes with kVec-element loads and
+// stores.
+template <typename T>
+__global__ void softmaxRowVecKernel(bool logOut, int64_t n, const T* x, T* y) {
+  __shared__ float shared[32];
+  const int64_t packs = n / kVec, base = int64_t(blockIdx.x) * n;
+  float mt = -INFINITY, st_ = 0;
+  for (int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
+    Pack<T> p = loadPack(x, base + j * kVec, true);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      float v = ld(p.v, k);
+      if (v > mt) {
+        st_ = st_ * expf(mt - v) + 1.0f;
+        mt = v;
+      } else if (v != -INFINITY) {
+        st_ += expf(v - mt);
+      }
+    }
+  }
+  float m = blockReduce(mt, MaxOp{}, shared);
+  float sum = blockReduce(mt == -INFINITY ? 0.0f : st_ * expf(mt - m), SumOp{}, shared);
+  float ls = logf(sum);
+  for (int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
+    Pack<T> p = loadPack(x, base + j * kVec, true), out;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      float v = ld(p.v, k) - m;
+      st(out.v, k, logOut ? v - ls : expf(v) / sum);
+    }
+    *reinterpret_cast<Pack<T>*>(y + base + j * kVec) = out;
+  }
+}
+
 template <typename T>
 __global__ void normKernel(bool rms, int64_t n, double eps, const T* x, const T* scale, int64_t scaleN,
                            const T* bias, int64_t biasN, T* y) {
@@ -550,8 +585,14 @@ cudaError_t softmax(bool log, Elt e, int64_t outer, int64_t n, int64_t inner, co
   if (rows > INT32_MAX) return cudaErrorInvalidValue;
   return withFloat(e, [&](auto tag) {
     using T = decltype(tag);
-    softmaxKernel<T><<<unsigned(rows), kThreads, 0, stream>>>(log, n, inner, static_cast<const T*>(x),
-                                                             static_cast<T*>(y));
+    const uintptr_t align = sizeof(T) * kVec;
+    if (inner == 1 && n % kVec == 0 && reinterpret_cast<uintptr_t>(x) % align == 0 &&
+        reinterpret_cast<uintptr_t>(y) % align == 0)
+      softmaxRowVecKernel<T><<<unsigned(rows), kThreads, 0, stream>>>(log, n, static_cast<const T*>(x),
+                                                                      static_cast<T*>(y));
+    else
+      softmaxKernel<T><<<unsigned(rows), kThreads, 0, stream>>>(log, n, inner, static_cast<const T*>(x),
+                                                               static_cast<T*>(y));
     return launched();
   });
 }
