@@ -79,7 +79,9 @@ struct ModelShape {
 
 ModelShape gptShape() { return {"gpt", 768, 12, 12, 3072, false}; }
 ModelShape llamaShape() { return {"llama", 2048, 32, 8, 5632, true}; }
-ModelShape dpShape() { return {"dp", 64, 1, 1, 256, false}; }  // generateDp's sizes
+// The data-parallel family's sizes (generateDp): tokens per rank, hidden, ffn.
+constexpr int64_t kDpTokens = 8, kDpHidden = 64, kDpFfn = 256;
+ModelShape dpShape() { return {"dp", kDpHidden, 1, 1, kDpFfn, false}; }
 
 // The RoPE form of the Llama stacks (see generate()).
 enum class Rope { Megatron, Halves };
@@ -525,8 +527,6 @@ std::string csvQuote(std::string s) {
 // all-reduces them with avg over dp (the gradient all_reduce of data
 // parallel training). N must be a power of two: the means' divisors are
 // then exact reciprocals.
-constexpr int64_t kDpTokens = 8, kDpHidden = 64, kDpFfn = 256;
-
 Texts generateDp(int n) {
   auto step = [](int64_t tokens, const std::string& k, const std::string& indent) {
     const std::string T = S(tokens), H = S(kDpHidden), F = S(kDpFfn);

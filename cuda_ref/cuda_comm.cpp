@@ -23,6 +23,15 @@ constexpr auto kPoll = std::chrono::milliseconds(50);
 
 char* at(void* p, size_t bytes) { return static_cast<char*>(p) + bytes; }
 
+// The g members' blocks of a gathered buffer (member-major, `nb` bytes each)
+// to their places along `axis` of the output (all_gather on a non-leading dim).
+Status unpackGathered(const Dims& in, const Dims& out, int64_t axis, size_t g, size_t nb, size_t es, void* src,
+                      void* dst, cudaStream_t stream) {
+  for (size_t i = 0; i < g; ++i)
+    SP_TRY(copyBox({in, in, out, 0, 0, axis, int64_t(i) * in[size_t(axis)]}, es, at(src, i * nb), dst, stream));
+  return okStatus();
+}
+
 int64_t prefix(const Dims& d, int64_t axis) {
   int64_t n = 1;
   for (int64_t k = 0; k < axis; ++k) n *= d[size_t(k)];
@@ -299,10 +308,7 @@ Status CommSet::ncclCollective(const Entry& e, size_t me, const PlanStep& s, con
         return ncclCheck(ncclAllGather(in.ptr, out.ptr, nb, ncclUint8, comm, stream), "ncclAllGather");
       SP_ASSIGN(void* st, scratch.reserve(g * nb, stream));
       SP_TRY(ncclCheck(ncclAllGather(in.ptr, st, nb, ncclUint8, comm, stream), "ncclAllGather"));
-      for (size_t i = 0; i < g; ++i)
-        SP_TRY(copyBox({in.dims, in.dims, out.dims, 0, 0, a.axis, int64_t(i) * in.dims[size_t(a.axis)]}, es,
-                       at(st, i * nb), out.ptr, stream));
-      return okStatus();
+      return unpackGathered(in.dims, out.dims, a.axis, g, nb, es, st, out.ptr, stream);
     }
     case ir::OpKind::ReduceScatter: {
       SP_ASSIGN(Along a, along(s, "dim", in.dims));
@@ -382,10 +388,7 @@ Status CommSet::localCollective(const Entry& e, size_t me, const PlanStep& s, co
       }
       case ir::OpKind::AllGather: {
         SP_ASSIGN(Along a, along(s, "dim", in.dims));
-        for (size_t i = 0; i < g; ++i)
-          SP_TRY(copyBox({in.dims, in.dims, out.dims, 0, 0, a.axis, int64_t(i) * in.dims[size_t(a.axis)]}, es,
-                         at(stack, i * nb), out.ptr, stream));
-        return okStatus();
+        return unpackGathered(in.dims, out.dims, a.axis, g, nb, es, stack, out.ptr, stream);
       }
       case ir::OpKind::AllToAll: {
         SP_ASSIGN(Along sp, along(s, "split_dim", in.dims));

@@ -81,7 +81,7 @@ cudaError_t withBytes(size_t bytes, F f) {
 
 // The strided-index helper: operand offsets of linear index i. Idx is the
 // type the index is split in: 32-bit division is several times cheaper than
-// 64-bit, so launchers pass uint32_t when the element count fits (idx32).
+// 64-bit, so launchers pass uint32_t when the element count fits (withIdx).
 // The outermost dim needs no division.
 template <int N, typename Idx>
 __device__ __forceinline__ void offsets(const Strides<N>& s, Idx i, int64_t (&off)[N]) {
@@ -122,7 +122,13 @@ Strides<N> collapse(const Strides<N>& in) {
   return out;
 }
 
-bool idx32(int64_t n) { return n <= int64_t(UINT32_MAX); }
+// Calls f(Idx{}) with the index type kernels split linear indices in:
+// uint32_t when n elements fit, else uint64_t.
+template <typename F>
+void withIdx(int64_t n, F f) {
+  if (n <= int64_t(UINT32_MAX)) f(uint32_t{});
+  else f(uint64_t{});
+}
 
 // Whether collapsed strides `s` take the vector path: the innermost dim a
 // multiple of kVec; every operand broadcast along it (stride 0) or
@@ -341,30 +347,38 @@ __global__ void reduceKernel(Strides<2> kept, Strides<2> red, int64_t nRed, Op o
   if (threadIdx.x == 0) st(y, out[0], mean ? acc / float(nRed) : acc);
 }
 
+// A softmax row's max and sum in one pass (online: a thread's sum is
+// rescaled when its max grows), then the block's max with every thread's sum
+// rescaled to it.
+struct RowStats {
+  float m = -INFINITY, s = 0, logS = 0;
+  __device__ void add(float v) {
+    if (v > m) {
+      s = s * expf(m - v) + 1.0f;
+      m = v;
+    } else if (v != -INFINITY) {  // a masked element adds nothing (and -inf - -inf is NaN)
+      s += expf(v - m);
+    }
+  }
+  // Block-wide: m becomes the row max, s the row sum of exp(x - m).
+  __device__ void reduce(float* shared) {
+    float rowMax = blockReduce(m, MaxOp{}, shared);
+    s = blockReduce(m == -INFINITY ? 0.0f : s * expf(m - rowMax), SumOp{}, shared);
+    m = rowMax;
+    logS = logf(s);
+  }
+  __device__ float out(float x, bool logOut) const { return logOut ? x - m - logS : expf(x - m) / s; }
+};
+
 template <typename T>
 __global__ void softmaxKernel(bool logOut, int64_t n, int64_t inner, const T* x, T* y) {
   __shared__ float shared[32];
   int64_t row = blockIdx.x, o = row / inner, in = row - o * inner;
   int64_t base = o * n * inner + in;
-  // One pass for the max and the sum (online: a thread's sum is rescaled
-  // when its max grows), then the block's max and the sums rescaled to it.
-  float mt = -INFINITY, st_ = 0;
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    float v = ld(x, base + j * inner);
-    if (v > mt) {
-      st_ = st_ * expf(mt - v) + 1.0f;
-      mt = v;
-    } else if (v != -INFINITY) {  // a masked element adds nothing (and -inf - -inf is NaN)
-      st_ += expf(v - mt);
-    }
-  }
-  float m = blockReduce(mt, MaxOp{}, shared);
-  float sum = blockReduce(mt == -INFINITY ? 0.0f : st_ * expf(mt - m), SumOp{}, shared);
-  float ls = logf(sum);
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    float v = ld(x, base + j * inner) - m;
-    st(y, base + j * inner, logOut ? v - ls : expf(v) / sum);
-  }
+  RowStats rs;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) rs.add(ld(x, base + j * inner));
+  rs.reduce(shared);
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) st(y, base + j * inner, rs.out(ld(x, base + j * inner), logOut));
 }
 
 // A contiguous row (inner == 1) whose length is a multiple of kVec, on
@@ -374,30 +388,17 @@ template <typename T>
 __global__ void softmaxRowVecKernel(bool logOut, int64_t n, const T* x, T* y) {
   __shared__ float shared[32];
   const int64_t packs = n / kVec, base = int64_t(blockIdx.x) * n;
-  float mt = -INFINITY, st_ = 0;
+  RowStats rs;
   for (int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
     Pack<T> p = loadPack(x, base + j * kVec, true);
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      float v = ld(p.v, k);
-      if (v > mt) {
-        st_ = st_ * expf(mt - v) + 1.0f;
-        mt = v;
-      } else if (v != -INFINITY) {
-        st_ += expf(v - mt);
-      }
-    }
+    for (int k = 0; k < kVec; ++k) rs.add(ld(p.v, k));
   }
-  float m = blockReduce(mt, MaxOp{}, shared);
-  float sum = blockReduce(mt == -INFINITY ? 0.0f : st_ * expf(mt - m), SumOp{}, shared);
-  float ls = logf(sum);
+  rs.reduce(shared);
   for (int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
     Pack<T> p = loadPack(x, base + j * kVec, true), out;
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      float v = ld(p.v, k) - m;
-      st(out.v, k, logOut ? v - ls : expf(v) / sum);
-    }
+    for (int k = 0; k < kVec; ++k) st(out.v, k, rs.out(ld(p.v, k), logOut));
     *reinterpret_cast<Pack<T>*>(y + base + j * kVec) = out;
   }
 }
@@ -485,8 +486,9 @@ cudaError_t copyStrided(size_t elemBytes, const Strides<2>& full, const void* sr
     using T = decltype(tag);
     auto* from = static_cast<const T*>(src);
     auto* to = static_cast<T*>(dst);
-    if (idx32(n)) copyKernel<T, uint32_t><<<blocksFor(n), kThreads, 0, stream>>>(s, n, from, to);
-    else copyKernel<T, uint64_t><<<blocksFor(n), kThreads, 0, stream>>>(s, n, from, to);
+    withIdx(n, [&](auto idx) {
+      copyKernel<T, decltype(idx)><<<blocksFor(n), kThreads, 0, stream>>>(s, n, from, to);
+    });
     return launched();
   });
 }
@@ -500,19 +502,16 @@ cudaError_t elementwise(EwOp op, Elt in, const Strides<3>& full, const void* a, 
     using T = decltype(tag);
     const T* pa = static_cast<const T*>(a);
     const T* pb = static_cast<const T*>(b);
-    auto launch = [&](auto out, auto idx) {
+    auto run = [&](auto out) {
       using O = std::remove_pointer_t<decltype(out)>;
       const void* const ptrs[3] = {out, pa, pb};
       const size_t bytes[3] = {sizeof(O), sizeof(T), sizeof(T)};
-      if (vectorizable(s, ptrs, bytes))
-        ewVecKernel<T, O, decltype(idx)><<<blocksFor(n / kVec), kThreads, 0, stream>>>(op, s, n / kVec, pa, pb, out,
-                                                                                        a0, a1);
-      else
-        ewKernel<T, O, decltype(idx)><<<blocksFor(n), kThreads, 0, stream>>>(op, s, n, pa, pb, out, a0, a1);
-    };
-    auto run = [&](auto out) {
-      if (idx32(n)) launch(out, uint32_t{});
-      else launch(out, uint64_t{});
+      const bool vec = vectorizable(s, ptrs, bytes);
+      withIdx(n, [&](auto idx) {
+        using I = decltype(idx);
+        if (vec) ewVecKernel<T, O, I><<<blocksFor(n / kVec), kThreads, 0, stream>>>(op, s, n / kVec, pa, pb, out, a0, a1);
+        else ewKernel<T, O, I><<<blocksFor(n), kThreads, 0, stream>>>(op, s, n, pa, pb, out, a0, a1);
+      });
     };
     if (ewIsCompare(op)) run(static_cast<uint8_t*>(y));
     else run(static_cast<T*>(y));
@@ -534,11 +533,11 @@ cudaError_t where(size_t elemBytes, const Strides<4>& full, const void* cond, co
     const void* const ptrs[4] = {py, c, pa, pb};
     const size_t bytes[4] = {sizeof(T), 1, sizeof(T), sizeof(T)};
     const bool vec = vectorizable(s, ptrs, bytes);
-    const int64_t work = vec ? n / kVec : n;
-    if (vec && idx32(n)) whereVecKernel<T, uint32_t><<<blocksFor(work), kThreads, 0, stream>>>(s, work, c, pa, pb, py);
-    else if (vec) whereVecKernel<T, uint64_t><<<blocksFor(work), kThreads, 0, stream>>>(s, work, c, pa, pb, py);
-    else if (idx32(n)) whereKernel<T, uint32_t><<<blocksFor(n), kThreads, 0, stream>>>(s, n, c, pa, pb, py);
-    else whereKernel<T, uint64_t><<<blocksFor(n), kThreads, 0, stream>>>(s, n, c, pa, pb, py);
+    withIdx(n, [&](auto idx) {
+      using I = decltype(idx);
+      if (vec) whereVecKernel<T, I><<<blocksFor(n / kVec), kThreads, 0, stream>>>(s, n / kVec, c, pa, pb, py);
+      else whereKernel<T, I><<<blocksFor(n), kThreads, 0, stream>>>(s, n, c, pa, pb, py);
+    });
     return launched();
   });
 }

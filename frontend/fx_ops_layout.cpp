@@ -176,8 +176,6 @@ static TRef sliceOf(Emitter& e, const TRef& x, int64_t d, int64_t start, int64_t
                 TensorType{x.dtype(), s}, "slice");
 }
 
-// x with x[d, start:end:step] replaced by src: a concat of the kept slices
-// for step 1, a scatter along d otherwise.
 namespace {
 
 // x with src written over x[start:end:step] along dim d (slice_scatter,
@@ -234,6 +232,9 @@ Status mapSliceBackward(Emitter& e) {
     return e.error("fx-arg", "slice_backward: input_sizes has " + std::to_string(sizes.size()) +
                                  " dims, grad_output " + std::to_string(g.rank()));
   ir::Shape shape(sizes.begin(), sizes.end());
+  // Zeros through a unit-dim reshape, then expand (the form the engine sees
+  // the rotary backward's zero blocks in; a rank-0 expand leaves the Llama
+  // TP 4 training step inconclusive).
   TRef zeros = e.expand(e.reshape(e.constant(g.dtype(), 0), ir::Shape(sizes.size(), ir::Dim(1))), shape);
   return scatterSlice(e, zeros, g, d, start, end, step);
 }

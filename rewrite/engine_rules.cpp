@@ -310,7 +310,7 @@ struct RuleMatcher {
               auto it = have.find(a.name);
               if (a.list) {  // axes=[?e]: one axis, counted from 0 like a concat's dim
                 const auto* v = it != have.end() ? std::get_if<std::vector<int64_t>>(&it->second) : nullptr;
-                int64_t ax = v && v->size() == 1 ? ((*v)[0] < 0 ? (*v)[0] + inRank : (*v)[0]) : -1;
+                int64_t ax = v && v->size() == 1 ? normDim((*v)[0], inRank) : -1;
                 bound = bound && ax >= 0 && ax < inRank && bindInt(&a, ax, nb);
                 continue;
               }

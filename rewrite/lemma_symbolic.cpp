@@ -22,10 +22,15 @@ Result<Term> Builder::attrInt(const Pattern& p, const std::string& n) {
 Result<int64_t> Builder::dimAttr(const Pattern& p, size_t rank) {
   const PatAttr* a = p.attr("dim");
   if (a->kind != PatAttr::Kind::Var) return normDim(a->i, rank);
-  // A dim variable: proven for each dim in turn (lemma_prove.cpp pins it),
-  // counted from 0 like the dims the engine binds.
-  auto it = fixedInts.find(a->text);
-  if (it == fixedInts.end()) return makeError("unsupported-op", "dim ?" + a->text + " is not pinned");
+  return pinnedDim(a->text, rank);
+}
+
+// A dim variable (concat's dim=?d, a reduction's axes=[?e]): proven for each
+// dim in turn (lemma_prove.cpp pins it), counted from 0 like the dims the
+// engine binds.
+Result<int64_t> Builder::pinnedDim(const std::string& var, size_t rank) {
+  auto it = fixedInts.find(var);
+  if (it == fixedInts.end()) return makeError("unsupported-op", "dim ?" + var + " is not pinned");
   if (it->second < 0 || it->second >= int64_t(rank))
     return makeError("dim-out-of-range", "dim " + std::to_string(it->second) + " out of range for rank " + std::to_string(rank));
   return it->second;

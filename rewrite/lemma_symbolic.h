@@ -108,6 +108,7 @@ struct Builder {
   // The dim of a concat or slice: a literal, or a dim variable pinned for
   // this proof (fixedInts).
   Result<int64_t> dimAttr(const Pattern& p, size_t rank);
+  Result<int64_t> pinnedDim(const std::string& var, size_t rank);
 
   void sameShape(const SymTensor& a, const SymTensor& b) {
     for (size_t d = 0; d < a.shape.size(); ++d) wf->push_back(a.shape[d] == b.shape[d]);

@@ -242,12 +242,9 @@ Result<SymTensor> Builder::reduce(const Pattern& p, const SymTensor& x) {
   size_t r = x.shape.size();
   std::vector<int64_t> axes;
   const PatAttr* a = p.attr("axes");
-  if (a && a->kind == PatAttr::Kind::Var) {  // axes=[?e]: pinned to each dim in turn (lemma_prove.cpp)
-    auto it = fixedInts.find(a->text);
-    if (it == fixedInts.end()) return makeError("unsupported-op", "axis ?" + a->text + " is not pinned");
-    if (it->second < 0 || it->second >= int64_t(r))
-      return makeError("dim-out-of-range", "axis " + std::to_string(it->second) + " out of range for rank " + std::to_string(r));
-    axes.push_back(it->second);
+  if (a && a->kind == PatAttr::Kind::Var) {  // axes=[?e]
+    SP_ASSIGN(int64_t d, pinnedDim(a->text, r));
+    axes.push_back(d);
   } else if (!a || a->ints.empty()) {
     for (size_t d = 0; d < r; ++d) axes.push_back(int64_t(d));
   } else {

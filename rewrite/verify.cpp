@@ -925,8 +925,6 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   return rep;
 }
 
-}  // namespace
-
 // The walk stops at the first S op without a relation. Each output left
 // without a relation that does not depend on that value (or, when the
 // failure is only that an output's relation is not over D outputs, every
@@ -934,29 +932,6 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
 // output, within the time limit), so the report gives a relation for every
 // output provable independently of the failure. Verdict, failure and
 // witness stay those of the first walk.
-namespace {
-Result<VerifyReport> verifyUnguarded(const ir::Graph& seq, const ir::Program& dist, const RelationFile& relations,
-                                     const VerifyOptions& opts);
-}  // namespace
-
-// Running out of memory anywhere in the search (an e-graph that grows
-// faster than its node budget sees, under the process's memory limit) is
-// an unknown verdict, never a crash and never a guess.
-Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const RelationFile& relations,
-                            const VerifyOptions& opts) {
-  try {
-    return verifyUnguarded(seq, dist, relations, opts);
-  } catch (const std::bad_alloc&) {
-    VerifyReport rep;
-    rep.verdict = Verdict::Inconclusive;
-    rep.reason = "the proof search ran out of memory (SHARDPROOF_MEMORY_LIMIT_MB or the machine's memory); "
-                 "the verdict is unknown";
-    for (ir::ValueId o : seq.outputs()) rep.outputs.push_back({seq.value(o).name, "", nullptr});
-    return rep;
-  }
-}
-
-namespace {
 Result<VerifyReport> verifyUnguarded(const ir::Graph& seq, const ir::Program& dist, const RelationFile& relations,
                                      const VerifyOptions& opts) {
   auto t0 = std::chrono::steady_clock::now();
@@ -1012,5 +987,22 @@ Result<VerifyReport> verifyUnguarded(const ir::Graph& seq, const ir::Program& di
 }
 
 }  // namespace
+
+// Running out of memory anywhere in the search (an e-graph that grows
+// faster than its node budget sees, under the process's memory limit) is
+// an unknown verdict, never a crash and never a guess.
+Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const RelationFile& relations,
+                            const VerifyOptions& opts) {
+  try {
+    return verifyUnguarded(seq, dist, relations, opts);
+  } catch (const std::bad_alloc&) {
+    VerifyReport rep;
+    rep.verdict = Verdict::Inconclusive;
+    rep.reason = "the proof search ran out of memory (SHARDPROOF_MEMORY_LIMIT_MB or the machine's memory); "
+                 "the verdict is unknown";
+    for (ir::ValueId o : seq.outputs()) rep.outputs.push_back({seq.value(o).name, "", nullptr});
+    return rep;
+  }
+}
 
 }  // namespace sp::rewrite

@@ -60,9 +60,6 @@ void distLeaves(const Rel& r, std::set<std::string>& out) {
   for (const auto& a : r.args) distLeaves(*a, out);
 }
 
-// Could a D value of type `d` rebuild an S value of type `s` the ways
-// bestCandidate tries (itself, a chunk, a sum or concat over a group)? Same
-// rank and at most one dim that differs; a symbolic dim matches anything.
 // The op whose rounding S value `v` carries: its producer, looked through
 // layout ops (a view of a sum carries the sum's rounding). Null for a leaf.
 const ir::Node* roundingOp(const ir::Graph& seq, ir::ValueId v) {
@@ -113,6 +110,9 @@ double roundingScale(const ir::Graph& seq, const WitnessRun& run, ir::ValueId v)
   return mags.empty() ? 0 : *std::max_element(mags.begin(), mags.end());
 }
 
+// Could a D value of type `d` rebuild an S value of type `s` the ways
+// bestCandidate tries (itself, a chunk, a sum or concat over a group)? Same
+// rank and at most one dim that differs; a symbolic dim matches anything.
 bool mayRebuild(const ir::TensorType& d, const ir::TensorType& s) {
   if (d.shape.size() != s.shape.size()) return false;
   int differ = 0;

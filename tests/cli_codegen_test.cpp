@@ -85,19 +85,36 @@ TEST(CliExec, CrossedPlanIsRefusedAsAHang) {
 }
 
 }  // namespace
-// --backend cuda in a build without SHARDPROOF_CUDA: a clear error before
-// anything is read; --ranks-per-process is for the cuda backend only.
-TEST(CliExec, CudaBackendWithoutTheCudaBuildIsAClearError) {
+// --backend cuda: in a build without SHARDPROOF_CUDA a clear error before
+// anything is read; in a CUDA build, the bundled example's plans run on the
+// GPU, or without a visible device it is a clear error naming that.
+// --ranks-per-process is for the cuda backend only.
+TEST(CliExec, CudaBackendRunsOrSaysWhyNot) {
   auto cpu1 = runCli({"exec", "/nonexistent", "--backend", "cpu", "--ranks-per-process", "1", "--out-dir", "/tmp/x"});
   EXPECT_EQ(cpu1.code, 3);
   EXPECT_NE(cpu1.err.find("--ranks-per-process 1 needs --backend cuda"), std::string::npos) << cpu1.err;
-  if (SP_SHARDPROOF_CUDA) GTEST_SKIP() << "built with SHARDPROOF_CUDA";
-  auto ex = runCli({"exec", "/nonexistent", "--backend", "cuda", "--out-dir", "/tmp/x"});
-  EXPECT_EQ(ex.code, 3);
-  EXPECT_NE(ex.err.find("error: --backend cuda: shardproof was built without SHARDPROOF_CUDA "
-                        "(configure with -DSHARDPROOF_CUDA=ON)"),
-            std::string::npos)
-      << ex.err;
+  if (!SP_SHARDPROOF_CUDA) {
+    auto ex = runCli({"exec", "/nonexistent", "--backend", "cuda", "--out-dir", "/tmp/x"});
+    EXPECT_EQ(ex.code, 3);
+    EXPECT_NE(ex.err.find("error: --backend cuda: shardproof was built without SHARDPROOF_CUDA "
+                          "(configure with -DSHARDPROOF_CUDA=ON)"),
+              std::string::npos)
+        << ex.err;
+    return;
+  }
+  fs::path dir = tempDir("exec-cuda");
+  auto cg = runCli({"codegen", "--seq", sourcePath("examples/mlp.sp"), "--dist", sourcePath("examples/mlp_tp2.sp"),
+                    "--relation", sourcePath("examples/mlp_tp2.rel"), "--out", (dir / "plans").string()});
+  ASSERT_EQ(cg.code, 0) << cg.out << cg.err;
+  auto ex = runCli({"exec", (dir / "plans").string(), "--backend", "cuda", "--out-dir", (dir / "out").string()});
+  if (ex.code == 0) {  // a GPU is visible
+    EXPECT_NE(ex.err.find("ran 2 of 2 ranks on cuda"), std::string::npos) << ex.err;
+    EXPECT_TRUE(fs::exists(dir / "out" / "r1" / "y.npy"));
+  } else {
+    EXPECT_EQ(ex.code, 3) << ex.err;
+    EXPECT_NE(ex.err.find("--backend cuda: no CUDA device is visible"), std::string::npos) << ex.err;
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace sp::test

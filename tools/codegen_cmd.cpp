@@ -81,6 +81,13 @@ int cmdCodegen(const CodegenArgs& a) {
 
 namespace {
 
+#ifndef SP_HAVE_CUDA
+Error noCudaBuild() {
+  return makeError("bad-args", "--backend cuda: shardproof was built without SHARDPROOF_CUDA "
+                               "(configure with -DSHARDPROOF_CUDA=ON)");
+}
+#endif
+
 // The CUDA backend, when built: single process or this process's rank.
 Result<cuda_ref::ExecResult> runCuda(const ExecArgs& a, const std::vector<codegen::Plan>& plans,
                                      const ir::Program& prog, const std::vector<ir::TensorMap>& given,
@@ -94,8 +101,7 @@ Result<cuda_ref::ExecResult> runCuda(const ExecArgs& a, const std::vector<codege
   SP_ASSIGN(cuda_ref::DistEnv env, cuda_ref::distEnvFromEnvironment());
   return cuda_ref::runPlanCudaDistributed(plans, prog, given, env, co);
 #else
-  return makeError("bad-args", "--backend cuda: shardproof was built without SHARDPROOF_CUDA "
-                               "(configure with -DSHARDPROOF_CUDA=ON)");
+  return noCudaBuild();
 #endif
 }
 
@@ -114,9 +120,7 @@ int cmdExec(const ExecArgs& a) {
   if (!cuda && a.ranksPerProcess != "all")
     return fail(makeError("bad-args", "--ranks-per-process " + a.ranksPerProcess + " needs --backend cuda"));
 #ifndef SP_HAVE_CUDA
-  if (cuda)  // before reading anything: this build cannot run it
-    return fail(makeError("bad-args", "--backend cuda: shardproof was built without SHARDPROOF_CUDA "
-                                      "(configure with -DSHARDPROOF_CUDA=ON)"));
+  if (cuda) return fail(noCudaBuild());  // before reading anything: this build cannot run it
 #endif
   auto plans = codegen::readPlanDir(a.planDir);
   if (!plans) return fail(plans.error());

@@ -17,7 +17,6 @@
 #include "tools/commands.h"
 #include "tools/plan_cmd.h"
 
-// Flags of commands that load torch.fx captures (docs/fx-import.md).
 // The proof search's memory: an address-space limit of 85% of physical
 // memory (SHARDPROOF_MEMORY_LIMIT_MB overrides; 0: none), so a search that
 // outgrows the machine fails an allocation, which verify reports as
@@ -46,6 +45,7 @@ static void addTrainingStepFlags(CLI::App* app, sp::tools::VerifyArgs& v) {
   app->add_option("--dist-backward", v.distBackward, "a training step: D's backward graphs (as --dist)");
 }
 
+// Flags of commands that load torch.fx captures (docs/fx-import.md).
 static void addFxFlags(CLI::App* app, sp::frontend::FxFlags& fx) {
   app->add_option("--fx-group", fx.groups,
                   "torch.fx: c10d group ID=GROUP (a mesh axis, axes joined by '+', world, self, or "

@@ -18,8 +18,6 @@
 #include "tools/report.h"
 #include "tools/verify_setup.h"
 
-#include "ir/training_step.h"
-
 namespace sp::tools {
 
 namespace {

@@ -337,32 +337,12 @@ def _trace_make_fx(fn, names, args):
     return graph_text(gm)
 
 
-def _trace_dynamo(fn, names, args):
-    """torch 2.x: TorchDynamo + AOTAutograd; the forward graph as torch prints it."""
+def _aot_compiled(fn, names, kinds):
+    """`fn` compiled by TorchDynamo + AOTAutograd with a compiler per graph
+    kind ("fw", "bw") that keeps the graph; returns (compiled, {kind: [graphs]})."""
     from torch._dynamo.backends.common import aot_autograd
     from functorch.compile import make_boxed_func
-    graphs = []
-
-    def fw(gm, example_inputs):
-        graphs.append(gm)
-        return make_boxed_func(gm.forward)
-
-    torch._dynamo.reset()
-    compiled = torch.compile(lambda *a: fn(**dict(zip(names, a))),
-                             backend=aot_autograd(fw_compiler=fw), fullgraph=True)
-    with torch.no_grad():
-        compiled(*args)
-    if len(graphs) != 1:
-        raise CaptureError("Dynamo produced %d graphs (graph break?); expected one" % len(graphs))
-    return graphs[0].print_readable(print_output=False)
-
-
-def _trace_dynamo_joint(fn, names, args, grad):
-    """torch 2.x: the forward and backward graphs AOTAutograd partitions a
-    training step into, as torch prints them (TORCH_LOGS=aot_graphs)."""
-    from torch._dynamo.backends.common import aot_autograd
-    from functorch.compile import make_boxed_func
-    graphs = {"fw": [], "bw": []}
+    graphs = {k: [] for k in kinds}
 
     def keep(kind):
         def compiler(gm, example_inputs):
@@ -371,10 +351,27 @@ def _trace_dynamo_joint(fn, names, args, grad):
         return compiler
 
     torch._dynamo.reset()
-    leaves = [a.detach().clone().requires_grad_(n in grad) for n, a in zip(names, args)]
-    compiled = torch.compile(lambda *a: fn(**dict(zip(names, a))),
-                             backend=aot_autograd(fw_compiler=keep("fw"), bw_compiler=keep("bw")),
+    compilers = {"%s_compiler" % k: keep(k) for k in kinds}
+    compiled = torch.compile(lambda *a: fn(**dict(zip(names, a))), backend=aot_autograd(**compilers),
                              fullgraph=True)
+    return compiled, graphs
+
+
+def _trace_dynamo(fn, names, args):
+    """torch 2.x: TorchDynamo + AOTAutograd; the forward graph as torch prints it."""
+    compiled, graphs = _aot_compiled(fn, names, ["fw"])
+    with torch.no_grad():
+        compiled(*args)
+    if len(graphs["fw"]) != 1:
+        raise CaptureError("Dynamo produced %d graphs (graph break?); expected one" % len(graphs["fw"]))
+    return graphs["fw"][0].print_readable(print_output=False)
+
+
+def _trace_dynamo_joint(fn, names, args, grad):
+    """torch 2.x: the forward and backward graphs AOTAutograd partitions a
+    training step into, as torch prints them (TORCH_LOGS=aot_graphs)."""
+    compiled, graphs = _aot_compiled(fn, names, ["fw", "bw"])
+    leaves = [a.detach().clone().requires_grad_(n in grad) for n, a in zip(names, args)]
     out = compiled(*leaves)
     # A fixed tangent (not ones: a sum's gradient hides layout bugs).
     g = torch.Generator().manual_seed(7)

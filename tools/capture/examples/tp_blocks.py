@@ -131,8 +131,8 @@ def rank_main(rank, world, block, out, drop, joint=False, drop_bwd=False):
         if not torch.allclose(got, want, atol=1e-5):
             raise SystemExit("rank %d: distributed %s differs from sequential by %g"
                              % (rank, block, (got - want).abs().max()))
-    what = ("training step, " if joint else "") + ("forward all_reduce dropped" if drop else "") + \
-        ("backward all_reduce dropped" if drop_bwd else "")
+    what = ", ".join(w for w, on in (("training step", joint), ("all_reduce dropped", drop),
+                                     ("backward all_reduce dropped", drop_bwd)) if on)
     if rank == 0:
         spc.capture_seq(fn, full, os.path.join(out, "seq.py"), grad=grad,
                         header="%s block, sequential%s (tools/capture/examples/tp_blocks.py)"
@@ -140,7 +140,7 @@ def rank_main(rank, world, block, out, drop, joint=False, drop_bwd=False):
     t0 = time.time()
     groups = spc.capture_rank(dist_fn, local, os.path.join(out, "dist"), block, grad=grad,
                               header="%s block, TP %d, rank %d%s (tools/capture/examples/tp_blocks.py)"
-                              % (block, world, rank, (", " + what.rstrip(", ")) if what else ""))
+                              % (block, world, rank, ", " + what if what else ""))
     spc.write_mesh(os.path.join(out, "mesh.txt"), groups, axes=[("tp", world)])
     if rank == 0:
         print("captured %s tp=%d in %.2f s -> %s" % (block, world, time.time() - t0, out))
