@@ -141,6 +141,7 @@ class Engine {
   int tileSlices();
   int composeReshapes();  // engine_reshape.cpp
   int composeScales();    // engine_scale.cpp
+  int flattenLinear();    // engine_scale.cpp
   int permutesThroughConcats();  // engine_permute.cpp
   int reshapesThroughConcats();  // engine_reshape_concat.cpp
   int concatsThroughConcats();   // engine_reshape_concat.cpp

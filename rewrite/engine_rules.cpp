@@ -613,6 +613,7 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
   step("slice-tiling", tileSlices());
   step("reshape-composition", composeReshapes());
   step("scale-composition", composeScales());
+  step("scale-through-sum", flattenLinear());
   step("permute-through-concat", permutesThroughConcats());
   step("reshape-scale-through-concat", reshapesThroughConcats());
   step("concat-through-concat", concatsThroughConcats());

@@ -143,6 +143,13 @@ struct ProveOptions {
   std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
+// The highest tensor rank the default-rank variables of `l` take: maxRank,
+// or more where the lemma says how far its proof must go with a
+// `rank(?x) <= k` (or `< k`) condition: a lemma about rank-5 tensors (the
+// gradient of GQA's KV expand) proves ranks up to 5 without every lemma
+// paying for rank 5.
+int rankCap(const Lemma& l, int maxRank);
+
 enum class NumericState : uint8_t { Skipped, Ok, Failed };
 
 struct LemmaStatus {

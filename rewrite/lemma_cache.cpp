@@ -66,6 +66,9 @@ std::string ranksText(const std::vector<int>& r) {
   return s;
 }
 
+// The highest tensor rank a cache line may name (a lemma's rank cap).
+constexpr int kMaxCachedRank = 16;
+
 // Strictly increasing ranks in 1..maxRank; nullopt when malformed.
 std::optional<std::vector<int>> parseRanks(const std::string& s, int maxRank) {
   std::vector<int> out;
@@ -143,7 +146,9 @@ std::vector<LemmaStatus> proveLemmasCached(const LemmaLibrary& lib, const ProveO
       Entry e;
       if (ok) e = Entry{f[1], f[2], f[3], f[4]};
       ok = ok && f[0] == proofCacheKey("line", e.rest());
-      if (ok && e.context == context) ok = parseRanks(e.ranks, opts.maxRank).has_value();
+      // A lemma's own rank cap may exceed opts.maxRank (rankCap); the
+      // lemma-specific bound is checked at lookup.
+      if (ok && e.context == context) ok = parseRanks(e.ranks, kMaxCachedRank).has_value();
       if (!ok) { ++st.rejected; dirty = true; continue; }
       byKey[e.key] = e;
       kept.push_back(e);
@@ -161,7 +166,7 @@ std::vector<LemmaStatus> proveLemmasCached(const LemmaLibrary& lib, const ProveO
     auto it = byKey.find(proofCacheKey(context, text));
     std::optional<std::vector<int>> ranks;
     if (it != byKey.end() && it->second.context == context && it->second.text == text)
-      ranks = parseRanks(it->second.ranks, opts.maxRank);
+      ranks = parseRanks(it->second.ranks, rankCap(l, opts.maxRank));
     if (!ranks) {
       slot.emplace_back();
       missing.push_back(l.name);

@@ -81,6 +81,24 @@ TEST(ProofCache, ColdThenWarm) {
   EXPECT_TRUE(warm[2].ranks.empty());  // fixed rank only
 }
 
+// A lemma whose `rank(?x) <= k` proves it beyond opts.maxRank is a hit
+// too (it was once re-proven by every verify process).
+TEST(ProofCache, LemmaRankCapAboveMaxRankIsAHit) {
+  TempDir d("rank-cap");
+  LemmaLibrary l = lib("exp-over-concat-5: exp(concat(?a, ?b, dim=0)) => concat(exp(?a), exp(?b), dim=0) if rank(?a) <= 3\n");
+  ProveOptions two;
+  two.maxRank = 2;
+  ProofCacheStats st;
+  auto cold = proveLemmasCached(l, two, d.path.string(), &st);
+  ASSERT_TRUE(cold[0].proven) << cold[0].reason;
+  EXPECT_EQ(cold[0].ranks, (std::vector<int>{1, 2, 3}));
+  auto warm = proveLemmasCached(l, two, d.path.string(), &st);
+  EXPECT_EQ(st.hits, 1);
+  EXPECT_EQ(st.proved, 0);
+  EXPECT_EQ(st.rejected, 0);
+  expectSame(warm, cold);
+}
+
 TEST(ProofCache, CorruptFileIsIgnoredAndRewritten) {
   TempDir d("corrupt");
   LemmaLibrary l = lib();

@@ -21,20 +21,6 @@ using smt::Term;
 using symbolic::Builder;
 using symbolic::condTerm;
 
-// The highest tensor rank the default-rank variables take: opts.maxRank,
-// or more where the lemma says how far its proof must go with a
-// `rank(?x) <= k` (or `< k`) condition: a lemma about rank-5 tensors (the
-// gradient of GQA's KV expand) proves ranks up to 5 without every lemma
-// paying for rank 5.
-int rankCap(const Lemma& l, int maxRank) {
-  int cap = maxRank;
-  for (const auto& c : l.conds)
-    if (c.lhs.kind == CondTerm::Kind::Rank && c.rhs.kind == CondTerm::Kind::Const &&
-        (c.op == CmpOp::Le || c.op == CmpOp::Lt))
-      cap = std::max(cap, int(c.rhs.value) - (c.op == CmpOp::Lt ? 1 : 0));
-  return cap;
-}
-
 // Explicit ranks from `rank(?x) == k` conditions.
 std::map<std::string, int> explicitRanks(const Lemma& l) {
   std::map<std::string, int> out;
@@ -253,6 +239,16 @@ std::string rankText(const std::map<std::string, int>& ranks, const std::map<std
 }
 
 }  // namespace
+
+int rankCap(const Lemma& l, int maxRank) {
+  int cap = maxRank;
+  for (const auto& c : l.conds)
+    if (c.lhs.kind == CondTerm::Kind::Rank && c.rhs.kind == CondTerm::Kind::Const &&
+        (c.op == CmpOp::Le || c.op == CmpOp::Lt))
+      cap = std::max(cap, int(c.rhs.value) - (c.op == CmpOp::Lt ? 1 : 0));
+  return cap;
+}
+
 
 std::vector<LemmaStatus> proveLemmas(const LemmaLibrary& lib, const ProveOptions& opts) {
   std::vector<LemmaStatus> out;

@@ -98,9 +98,11 @@ void collectLeaves(const Rel& r, const ir::Program& p, std::vector<DistLeaf>& ou
 void nameLeavesClosest(const Rel& r, const ir::Program& dist, Failure& f) {
   std::vector<DistLeaf> ls;
   collectLeaves(r, dist, ls);
-  for (const auto& l : ls)
-    if (f.closestDist.size() < 6)
-      f.closestDist.push_back("r" + std::to_string(l.first) + ":" + dist.rank(l.first).value(l.second).name);
+  for (const auto& l : ls) {
+    std::string name = "r" + std::to_string(l.first) + ":" + dist.rank(l.first).value(l.second).name;
+    if (f.closestDist.size() < 6 && std::find(f.closestDist.begin(), f.closestDist.end(), name) == f.closestDist.end())
+      f.closestDist.push_back(std::move(name));
+  }
 }
 
 // range(s, l, delta) of S is, by definition, the concat of D ranges of the
