@@ -392,9 +392,9 @@ int64_t firstRank(const Rel& r) {
 }
 }  // namespace
 
-RelPtr Engine::extractClean(ClassId c, const std::function<bool(const DistLeaf&)>& leafOk) const {
+RelPtr Engine::extractClean(ClassId c, const std::function<bool(const DistLeaf&)>& leafOk, bool tilingOnly) const {
   auto best = g_.extract([&](const ENode& n, const std::vector<double>& kids) -> std::optional<double> {
-    if (!isRelOp(n.op)) return std::nullopt;
+    if (!isRelOp(n.op) || (tilingOnly && n.op != kOpDist && n.op != kOpConcat)) return std::nullopt;
     if (n.op == kOpDist) {
       if (!leafOk({n.data[0], ir::ValueId(n.data[1])})) return std::nullopt;
       return 1.0 + 1e-3 * double(n.data[0]);  // prefer low ranks: deterministic

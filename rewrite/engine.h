@@ -124,8 +124,9 @@ class Engine {
   StopReason saturate(const Budget& b, const std::function<bool()>& done);
 
   // Cheapest clean term of a class (relation operators over dist leaves
-  // accepted by leafOk); null when there is none.
-  RelPtr extractClean(ClassId c, const std::function<bool(const DistLeaf&)>& leafOk) const;
+  // accepted by leafOk); null when there is none. tilingOnly: concats of
+  // leaves only (the class as D's shards of it).
+  RelPtr extractClean(ClassId c, const std::function<bool(const DistLeaf&)>& leafOk, bool tilingOnly = false) const;
   std::vector<DistLeaf> distLeaves(ClassId c) const;
 
  private:

@@ -826,6 +826,17 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       sr.best = best;
       for (const auto& l : eng.distLeaves(targets[k]))
         sr.alts.push_back(Rel::dist(IntExpr::constant(l.first), dist.rank(l.first).value(l.second).name));
+      // The class as D's shards of it, when it is one, goes along too: the
+      // cheapest term may mix forms (a rotary add over 16 ranks as 12 shards
+      // and a sum of two 4-rank concats), which the next op would have to
+      // undo before its lemmas meet D's partition.
+      std::function<bool(const Rel&)> tiles = [&](const Rel& r) {
+        return r.op == RelOp::Dist || (r.op == RelOp::Concat && std::all_of(r.args.begin(), r.args.end(),
+                                                                            [&](const RelPtr& a) { return tiles(*a); }));
+      };
+      if (!tiles(*best))
+        if (RelPtr tiling = eng.extractClean(targets[k], anyLeaf, true); tiling && str(*tiling) != str(*best))
+          sr.alts.push_back(tiling);
       known[node.outputs[k]] = sr;
       if (!isWanted(n)) continue;
       if (expCls.count(k)) {

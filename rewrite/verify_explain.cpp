@@ -22,10 +22,34 @@ void leavesOf(const Rel& r, std::vector<int64_t>& ranks, std::vector<std::string
   for (const auto& a : r.args) leavesOf(*a, ranks, names);
 }
 
+// Whether sum `r` adds values of different ranks (partial sums): its
+// operands live on pairwise disjoint ranks (sum(pb on rank 0, p on rank
+// 1)), or one D tensor name appears in two operands on different ranks
+// (sum(x on rank 0, partial o of ranks 0..3)). sum(concat(q_c of ranks
+// 0..3), concat(q_s of ranks 0..3)) is neither: an elementwise add on each
+// rank.
+bool sumsAcrossRanks(const Rel& r) {
+  std::map<std::string, std::pair<size_t, int64_t>> seen;  // name -> (operand, rank) first met
+  std::set<int64_t> held;
+  bool disjoint = true;
+  for (size_t i = 0; i < r.args.size(); ++i) {
+    std::vector<int64_t> ranks;
+    std::vector<std::string> names;
+    leavesOf(*r.args[i], ranks, names);
+    for (size_t k = 0; k < names.size(); ++k) {
+      auto [it, fresh] = seen.emplace(names[k], std::make_pair(i, ranks[k]));
+      if (!fresh && it->second.first != i && it->second.second != ranks[k]) return true;
+    }
+    std::set<int64_t> mine(ranks.begin(), ranks.end());
+    for (int64_t k : mine) disjoint = held.insert(k).second && disjoint;
+  }
+  return disjoint;
+}
+
 // The first sum over ranks in r: r itself, or one under layout ops and
 // scales (a concat over dp of partial sums over tp).
 const Rel* firstSum(const Rel& r) {
-  if (r.op == RelOp::Sum) return &r;
+  if (r.op == RelOp::Sum && sumsAcrossRanks(r)) return &r;
   for (const auto& a : r.args)
     if (const Rel* s = firstSum(*a)) return s;
   return nullptr;
