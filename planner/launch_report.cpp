@@ -48,7 +48,14 @@ std::string launchText(const LaunchReport& r) {
   int errors = count(r, Severity::Error), warnings = count(r, Severity::Warning);
   out += (errors ? "broken: " : "ok: ") + std::to_string(r.checked.size()) + " rules checked, " +
          std::to_string(errors) + " broken, " + std::to_string(warnings) + " warnings\n";
-  out += "not done: generating and verifying the program of this layout (issue 16 item 2)\n";
+  if (const auto& c = r.layerCheck) {
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.2f", c->seconds);
+    out += "verify: " + c->what + ": " + c->verdict + (c->verdict == "not generated" ? "" : std::string(" in ") + secs + " s") +
+           (c->detail.empty() ? "" : ": " + c->detail) + "\n";
+  } else {
+    out += "verify: not run (the layout's program is verified by the shardproof CLI)\n";
+  }
   return out;
 }
 
@@ -73,6 +80,10 @@ std::string launchJson(const LaunchReport& r) {
   } else {
     j["prediction"] = nullptr;
   }
+  if (const auto& c = r.layerCheck)
+    j["layer_check"] = {{"what", c->what}, {"verdict", c->verdict}, {"detail", c->detail}, {"seconds", c->seconds}};
+  else
+    j["layer_check"] = nullptr;
   return j.dump(2) + "\n";
 }
 
@@ -101,8 +112,22 @@ std::string launchJUnit(const LaunchReport& r) {
     if (!note.empty()) cases += "      <system-out>" + xmlEscape(note) + "</system-out>\n";
     cases += "    </testcase>\n";
   }
+  size_t tests = r.checked.size();
+  if (const auto& c = r.layerCheck) {
+    // The layout's program: a failure when refuted, skipped when not
+    // generated or inconclusive (with the reason).
+    ++tests;
+    cases += "    <testcase classname=\"check-launch\" name=\"layer-verification\">\n";
+    if (c->verdict == "refuted") {
+      ++failures;
+      cases += "      <failure type=\"refuted\" message=\"" + xmlEscape(c->what + ": " + c->detail) + "\"/>\n";
+    } else if (c->verdict != "verified") {
+      cases += "      <skipped message=\"" + xmlEscape(c->verdict + ": " + c->detail) + "\"/>\n";
+    }
+    cases += "      <system-out>" + xmlEscape(c->what + ": " + c->verdict) + "</system-out>\n    </testcase>\n";
+  }
   return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"check-launch\" tests=\"" +
-         std::to_string(r.checked.size()) + "\" failures=\"" + std::to_string(failures) + "\" errors=\"0\">\n" +
+         std::to_string(tests) + "\" failures=\"" + std::to_string(failures) + "\" errors=\"0\">\n" +
          cases + "  </testsuite>\n</testsuites>\n";
 }
 

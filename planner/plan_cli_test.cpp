@@ -58,15 +58,29 @@ TEST(LaunchCli, ExitCodesAndFormats) {
                     "--gpus", "8192", "--gpu", "h100-sxm"});
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
   EXPECT_NE(ok.out.find("info: step-time: predicted step "), std::string::npos);
+  // One layer of the layout generated at the real degrees and verified.
+  EXPECT_NE(ok.out.find("verify: one llama3-405b layer (attention + MLP), tp 8 + sequence parallel, seq 8192, "
+                        "micro-batch 1: verified in "),
+            std::string::npos)
+      << ok.out;
   auto bad = runCli({"check-launch", "--model", cfg("llama3-405b"), "--megatron-args",
                      ex + "llama3_405b_broken.args", "--gpus", "8192", "--gpu", "h100-sxm", "--format", "json"});
   EXPECT_EQ(bad.code, 1);
   auto j = nlohmann::json::parse(bad.out);
   EXPECT_EQ(j["verdict"], "broken");
+  EXPECT_EQ(j["layer_check"]["verdict"], "verified") << bad.out;
   auto junit = runCli({"check-launch", "--model", cfg("llama3-405b"), "--plan", "tp=8,pp=16,gbs=2048,seq=8192,sp=1",
                        "--gpus", "8192", "--gpu", "h100-sxm", "--format", "junit"});
   EXPECT_EQ(junit.code, 1);
   EXPECT_NE(junit.out.find("<testcase classname=\"check-launch\" name=\"layers-dropped\">"), std::string::npos);
+  EXPECT_NE(junit.out.find("<testcase classname=\"check-launch\" name=\"layer-verification\">"), std::string::npos);
+  // A layout parallelize does not generate says so, and why.
+  auto moe = runCli({"check-launch", "--model", cfg("mixtral-8x7b"), "--plan", "tp=2,ep=8,gbs=64,seq=4096",
+                     "--gpus", "16", "--gpu", "h100-sxm"});
+  EXPECT_NE(moe.out.find("verify: one mixtral-8x7b layer: not generated: parallelize: not generated yet: expert "
+                         "parallel (ep 8), mixture-of-experts layers (8 experts)"),
+            std::string::npos)
+      << moe.out << moe.err;
   auto missing = runCli({"check-launch", "--model", cfg("llama3-405b"), "--plan", "tp=8", "--gpus", "8192",
                          "--gpu", "h100-sxm"});
   EXPECT_EQ(missing.code, 3);
@@ -75,6 +89,31 @@ TEST(LaunchCli, ExitCodesAndFormats) {
                         "--gpus", "8", "--gpu", "h100-sxm"});
   EXPECT_EQ(noFile.code, 3);
   EXPECT_EQ(noFile.err, "error: /nonexistent.args: cannot read the arguments file\n");
+}
+
+// parallelize writes the three files and --verify verifies them; what it
+// does not generate is exit 3 with the reason.
+TEST(ParallelizeCli, WritesAndVerifies) {
+  std::string out = ::testing::TempDir() + "/sp-parallelize-cli";
+  auto r = runCli({"parallelize", "--model", cfg("llama3-8b"), "--plan", "tp=4", "--seq", "32", "--layers", "2",
+                   "--out", out, "--verify", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["verdict"], "verified");
+  EXPECT_NE(r.err.find("parallelize: llama3-8b, 2 layers (attention + MLP), tp 4 + sequence parallel, seq 32, batch 1"),
+            std::string::npos)
+      << r.err;
+  for (const char* f : {"/seq.sp", "/dist.sp"}) {  // text IR a person (and inspect) reads
+    auto v = runCli({"inspect", out + f});
+    EXPECT_EQ(v.code, 0) << f << ": " << v.err;
+  }
+  auto pp = runCli({"parallelize", "--model", cfg("llama3-8b"), "--plan", "tp=4,pp=2", "--seq", "32", "--out", out});
+  EXPECT_EQ(pp.code, 3);
+  EXPECT_EQ(pp.err,
+            "error: parallelize: not generated yet: pipeline parallel (pp 2) (tensor and sequence parallel of dense "
+            "GQA/MHA layers only)\n");
+  auto odd = runCli({"parallelize", "--model", cfg("gpt2"), "--plan", "tp=4", "--seq", "30", "--out", out});
+  EXPECT_EQ(odd.code, 3);
+  EXPECT_NE(odd.err.find("seq 30 not divisible by tp 4"), std::string::npos) << odd.err;
 }
 
 }  // namespace

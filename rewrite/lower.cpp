@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <deque>
+#include <set>
+#include <tuple>
 
 #include "ir/collective_order.h"
 #include "ir/collectives.h"
@@ -253,14 +255,21 @@ void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& see
   std::deque<std::pair<DistLeaf, int>> q;
   for (const auto& s : seeds) q.emplace_back(s, 0);
   std::set<DistLeaf> queued(seeds.begin(), seeds.end());
+  // (class, depth, its node count when listed): a class that grew since is
+  // listed again.
+  std::set<std::tuple<ClassId, int, size_t>> expanded;
   while (!q.empty()) {
     auto [leaf, depth] = q.front();
     q.pop_front();
     addFacts(e, m, leaf, factsDone);
     // D tensors equal to this one (facts: another rank holding the same S
-    // piece) are explored too: their users are candidates as well.
-    for (const auto& same : e.distLeaves(e.dist(leaf.first, leaf.second)))
-      if (queued.insert(same).second) q.emplace_back(same, depth);
+    // piece) are explored too: their users are candidates as well. Once
+    // per class and depth: a class of n copies (every layer's cos(freqs)
+    // on every rank, n in the thousands) was listed n times, n^2 inserts.
+    ClassId cls = e.graph().find(e.dist(leaf.first, leaf.second));
+    if (expanded.insert({cls, depth, e.graph().nodes(cls).size()}).second)
+      for (const auto& same : e.distLeaves(cls))
+        if (queued.insert(same).second) q.emplace_back(same, depth);
     bool atLimit = depth >= hops;
     if (atLimit && !freeAtLimit) continue;
     const ir::Graph& g = m.prog->rank(leaf.first);

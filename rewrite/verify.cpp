@@ -360,18 +360,43 @@ std::vector<DistLeaf> restrictSeeds(Engine& eng, const std::vector<DistLeaf>& se
 // KV head still meets the query heads of that rank several ops later.
 class DistEqualities {
  public:
+  // Seeds' copies are merged in and explored from, up to kCopiesPerRank per
+  // rank (the first recorded): a replicated KV head meets the other rank's
+  // query heads, a training step's saved copy of a forward value its
+  // backward users. Not every copy: a value every layer recomputes
+  // (cos(freqs) on every rank) would bring every layer's copy into every
+  // later op's engine (Llama 405B, 126 layers: quadratic, > 300 s); close()
+  // merges the further copies exploration reaches.
+  static constexpr int kCopiesPerRank = 4;
   void apply(Engine& eng, std::vector<DistLeaf>& seeds) const {
-    std::vector<DistLeaf> more;
-    for (const DistLeaf& s : seeds) {
-      auto it = group_.find(s);
-      if (it == group_.end()) continue;
-      for (const DistLeaf& o : members_[it->second])
-        if (o != s && eng.mergeChecked(eng.dist(s.first, s.second), eng.dist(o.first, o.second))) more.push_back(o);
-    }
-    // Each member once (a group of n seeds used to add n^2 entries).
+    std::map<size_t, std::pair<DistLeaf, std::map<int64_t, int>>> touched;  // group -> (a seed, copies per rank)
     std::set<DistLeaf> have(seeds.begin(), seeds.end());
-    for (const DistLeaf& o : more)
-      if (have.insert(o).second) seeds.push_back(o);
+    for (const DistLeaf& s : seeds)
+      if (auto it = group_.find(s); it != group_.end()) {
+        auto [t, fresh] = touched.try_emplace(it->second, s, std::map<int64_t, int>{});
+        ++t->second.second[s.first];
+        if (!fresh) eng.mergeChecked(eng.dist(t->second.first.first, t->second.first.second), eng.dist(s.first, s.second));
+      }
+    for (auto& [g, t] : touched)
+      for (const DistLeaf& o : members_[g]) {
+        if (have.count(o) || t.second[o.first] >= kCopiesPerRank) continue;
+        ++t.second[o.first];
+        if (eng.mergeChecked(eng.dist(t.first.first, t.first.second), eng.dist(o.first, o.second)) &&
+            have.insert(o).second)
+          seeds.push_back(o);
+      }
+  }
+  // Leaves of one group that exploration brought into `eng` are merged.
+  void close(Engine& eng) const {
+    std::map<size_t, DistLeaf> first;
+    std::vector<std::pair<DistLeaf, DistLeaf>> same;
+    for (ClassId c : eng.graph().canonicalClasses())
+      for (const DistLeaf& l : eng.distLeaves(c))
+        if (auto it = group_.find(l); it != group_.end()) {
+          auto [f, fresh] = first.try_emplace(it->second, l);
+          if (!fresh) same.emplace_back(f->second, l);
+        }
+    for (const auto& [a, b] : same) eng.mergeChecked(eng.dist(a.first, a.second), eng.dist(b.first, b.second));
   }
   void record(const Engine& eng) {
     for (ClassId c : eng.graph().canonicalClasses()) {
@@ -667,6 +692,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       bool restricted = from.size() < seeds.size() || hops < opts.exploreHops;
       exploreDist(eng, model, from, hops, phase == 0);
       addIndexProducers(eng, model, dist);
+      sameDist.close(eng);
       if (node.op == ir::OpKind::Constant || node.op == ir::OpKind::Range)
         for (const auto& [r, n] : model.sources)
           if (dist.rank(r).node(n).op == node.op &&

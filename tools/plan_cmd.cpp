@@ -4,9 +4,16 @@
 #include <fstream>
 #include <sstream>
 
+#include <chrono>
+#include <filesystem>
+
 #include "planner/launch.h"
+#include "planner/parallelize.h"
 #include "planner/plan_report.h"
 #include "planner/search.h"
+#include "ir/text.h"
+#include "rewrite/relation_text.h"
+#include "rewrite/verify.h"
 #include "tools/commands.h"
 
 namespace sp::tools {
@@ -16,6 +23,51 @@ namespace {
 int fail(const Error& e) {
   std::fprintf(stderr, "error: %s\n", e.str().c_str());
   return kExitBadInput;
+}
+
+// One layer of the launch's layout, generated and verified (the pipeline
+// split does not change a layer's program; dp replicas run the same one).
+planner::LayerCheck checkLayer(const planner::ModelConfig& model, const planner::LaunchReport& rep) {
+  planner::LayerCheck c;
+  planner::Layout one = rep.layout;
+  one.pp = 1;
+  auto spec = planner::specFromConfig(model, one, rep.job.seq, rep.layout.microBatch, 1);
+  c.what = "one " + model.name + " layer";
+  if (!spec) {
+    c.verdict = "not generated";
+    c.detail = spec.error().message;
+    return c;
+  }
+  c.what += " (attention + MLP), tp " + std::to_string(spec->tp) + (spec->sequenceParallel ? " + sequence parallel" : "") +
+            ", seq " + std::to_string(spec->seq) + ", micro-batch " + std::to_string(spec->batch);
+  auto prog = planner::parallelize(*spec);
+  if (!prog) {
+    c.verdict = "not generated";
+    c.detail = prog.error().message;
+    return c;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  auto seq = ir::parseGraph(prog->seq, "seq.sp");
+  auto dist = seq ? ir::parseProgram(prog->dist, "dist.sp") : Result<ir::Program>(seq.error());
+  auto rel = dist ? rewrite::parseRelations(prog->relations, "relations.rel") : Result<rewrite::RelationFile>(dist.error());
+  if (!rel) {  // a generator bug, said as such
+    c.verdict = "inconclusive";
+    c.detail = "the generated program does not parse: " + rel.error().str();
+    return c;
+  }
+  rewrite::VerifyOptions o;
+  o.timeLimitSeconds = 120;
+  auto v = rewrite::verify(*seq, *dist, *rel, o);
+  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!v) {
+    c.verdict = "inconclusive";
+    c.detail = v.error().str();
+    return c;
+  }
+  c.verdict = std::string(rewrite::verdictName(v->verdict));
+  if (v->failure) c.detail = (v->failure->seqOp.empty() ? "" : "at " + v->failure->seqOp + ": ") + v->failure->message;
+  else c.detail = v->reason;
+  return c;
 }
 
 }  // namespace
@@ -68,10 +120,59 @@ int cmdCheckLaunch(const CheckLaunchArgs& a) {
   if (!args) return fail(args.error());
   auto rep = planner::checkLaunch(*model, *gpu, a.gpus, *args);
   if (!rep) return fail(rep.error());
+  rep->layerCheck = checkLayer(*model, *rep);
   if (a.format == "json") std::fputs(planner::launchJson(*rep).c_str(), stdout);
   else if (a.format == "junit") std::fputs(planner::launchJUnit(*rep).c_str(), stdout);
   else std::fputs(planner::launchText(*rep).c_str(), stdout);
-  return rep->broken() ? 1 : kExitOk;
+  return rep->broken() || rep->layerCheck->verdict == "refuted" ? 1 : kExitOk;
+}
+
+int cmdParallelize(const ParallelizeArgs& a) {
+  auto model = planner::loadModelConfig(a.model);
+  if (!model) return fail(model.error());
+  auto fix = planner::parseFix(a.fix);
+  if (!fix) return fail(fix.error());
+  if (a.seq <= 0) return fail(makeError("parallelize-input", "--seq must be positive"));
+  if (a.batch <= 0) return fail(makeError("parallelize-input", "--batch must be positive"));
+  if (a.layers < 0) return fail(makeError("parallelize-input", "--layers must be positive (0: the config's)"));
+  if (fix->dp.value_or(1) != 1)
+    return fail(makeError("parallelize-unsupported",
+                          "parallelize: dp is not generated: the program is one tensor-parallel group (data-parallel "
+                          "replicas run the same forward program)"));
+  planner::Layout layout;
+  layout.tp = fix->tp.value_or(1);
+  layout.pp = fix->pp.value_or(1);
+  layout.cp = fix->cp.value_or(1);
+  layout.ep = fix->ep.value_or(1);
+  layout.sequenceParallel = a.sequenceParallel != "off";
+  if (a.sequenceParallel == "on" && layout.tp < 2)
+    return fail(makeError("parallelize-input", "sequence parallel needs tp > 1"));
+  auto spec = planner::specFromConfig(*model, layout, a.seq, a.batch, a.layers);
+  if (!spec) return fail(spec.error());
+  spec->attention = a.blocks != "mlp";
+  auto prog = planner::parallelize(*spec);
+  if (!prog) return fail(prog.error());
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(a.outDir, ec);
+  if (ec) return fail(makeError("parallelize-write", "cannot create the directory: " + ec.message(), a.outDir));
+  for (auto [name, text] : {std::pair{"seq.sp", &prog->seq}, std::pair{"dist.sp", &prog->dist},
+                            std::pair{"relations.rel", &prog->relations}}) {
+    fs::path f = fs::path(a.outDir) / name;
+    std::ofstream out(f, std::ios::trunc);
+    if (!(out << *text) || !out.flush()) return fail(makeError("parallelize-write", "cannot write", f.string()));
+  }
+  std::fprintf(stderr, "parallelize: %s, %d layer%s (%s), tp %d%s, seq %lld, batch %lld: wrote %s/{seq.sp,dist.sp,relations.rel}\n",
+               model->name.c_str(), spec->layers, spec->layers == 1 ? "" : "s",
+               spec->attention ? "attention + MLP" : "MLP", spec->tp,
+               spec->sequenceParallel ? " + sequence parallel" : "", a.seq, a.batch, a.outDir.c_str());
+  if (!a.verify) return kExitOk;
+  VerifyArgs v;
+  v.seq = (fs::path(a.outDir) / "seq.sp").string();
+  v.dist = (fs::path(a.outDir) / "dist.sp").string();
+  v.relationFile = (fs::path(a.outDir) / "relations.rel").string();
+  v.format = a.format;
+  return cmdVerify(v);
 }
 
 }  // namespace sp::tools

@@ -21,4 +21,17 @@ struct CheckLaunchArgs {
 // Exit codes: 0 no rule broken, 1 a rule broken, 3 bad input.
 int cmdCheckLaunch(const CheckLaunchArgs& a);
 
+struct ParallelizeArgs {
+  std::string model, fix, outDir;
+  std::string sequenceParallel = "auto";  // auto (on when tp > 1, Megatron's recommendation) | on | off
+  std::string blocks = "full";            // full (attention + MLP) | mlp
+  long long seq = 0, batch = 1, layers = 0;
+  bool verify = false;
+  std::string format = "text";  // of the verify report
+};
+// Writes OUT/seq.sp, OUT/dist.sp, OUT/relations.rel; with --verify, then
+// verifies them (verify's exit codes). Exit 3 on bad input or a layout that
+// is not generated (the message says why).
+int cmdParallelize(const ParallelizeArgs& a);
+
 }  // namespace sp::tools

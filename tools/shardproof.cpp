@@ -179,6 +179,22 @@ int main(int argc, char** argv) {
   cl->add_option("--format", launch.format, "text, json or junit")->check(CLI::IsMember({"text", "json", "junit"}));
   cl->add_option("--gpu-file", launch.gpuFile, "GPU data file (default planner/gpus.json)");
 
+  ParallelizeArgs par;
+  auto* pz = app.add_subcommand("parallelize", "write a model config's Megatron tensor-parallel program, its sequential\n"
+                                               "model and their relations as text IR (and --verify them).\n"
+                                               "Exit codes: 0 written (or verified), 1 refuted, 2 inconclusive, 3 bad input");
+  pz->add_option("--model", par.model, "Hugging Face config.json")->required();
+  pz->add_option("--plan", par.fix, "layout: tp=8 (pp, cp, ep > 1 are not generated yet)")->required();
+  pz->add_option("--seq", par.seq, "sequence length")->required();
+  pz->add_option("--batch", par.batch, "micro-batch size (default 1)");
+  pz->add_option("--layers", par.layers, "transformer layers (default: the config's)");
+  pz->add_option("--blocks", par.blocks, "full (attention + MLP, default) or mlp")->check(CLI::IsMember({"full", "mlp"}));
+  pz->add_option("--sequence-parallel", par.sequenceParallel, "auto (on when tp > 1), on or off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  pz->add_option("--out", par.outDir, "directory for seq.sp, dist.sp, relations.rel")->required();
+  pz->add_flag("--verify", par.verify, "verify the written program (as `verify`)");
+  pz->add_option("--format", par.format, "with --verify: text, json or junit")->check(CLI::IsMember({"text", "json", "junit"}));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -205,12 +221,16 @@ int main(int argc, char** argv) {
   };
   if (*ins) return guarded("inspect " + inspect.model, [&] { return cmdInspect(inspect); });
   if (*rn) return guarded("run " + run.model, [&] { return cmdRun(run); });
-  if (*vf || *cgc || *lm) limitSearchMemory();
+  if (*vf || *cgc || *lm || *cl) limitSearchMemory();
   if (*vf) return guarded("verify --seq " + verify.seq + " --dist " + verify.dist, [&] { return cmdVerify(verify); });
   if (*lm) return guarded("lemmas", [&] { return cmdLemmas(lemmas); });
   if (*cgc) return guarded("codegen --seq " + cg.verify.seq + " --dist " + cg.verify.dist, [&] { return cmdCodegen(cg); });
   if (*exc) return guarded("exec " + ex.planDir, [&] { return cmdExec(ex); });
   if (*pl) return guarded("plan --model " + plan.model, [&] { return cmdPlan(plan); });
   if (*cl) return guarded("check-launch --model " + launch.model, [&] { return cmdCheckLaunch(launch); });
+  if (*pz) {
+    if (par.verify) limitSearchMemory();
+    return guarded("parallelize --model " + par.model, [&] { return cmdParallelize(par); });
+  }
   return kExitBadInput;
 }

@@ -1,0 +1,472 @@
+// Megatron-LM tensor-parallel transformer stacks as text IR (parallelize.h).
+// Moved here from bench_verify, which now generates its cells through it.
+#include "planner/parallelize.h"
+
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <initializer_list>
+#include <sstream>
+#include <tuple>
+#include <variant>
+
+namespace sp::planner {
+
+namespace {
+
+std::string S(int64_t v) { return std::to_string(v); }
+
+// Contiguous blocks of n units over `parts` ranks, sizes differing by at most
+// one unit (the first n % parts ranks hold one more), scaled to `unit`
+// elements: rank r holds [off[r], off[r] + size[r]).
+struct Blocks {
+  std::vector<int64_t> size, off;
+};
+
+Blocks blocks(int64_t n, int parts, int64_t unit = 1) {
+  Blocks b;
+  int64_t at = 0;
+  for (int r = 0; r < parts; ++r) {
+    int64_t k = (n / parts + (r < n % parts ? 1 : 0)) * unit;
+    b.size.push_back(k);
+    b.off.push_back(at);
+    at += k;
+  }
+  return b;
+}
+
+// How a cell is sharded: per rank, the query head columns (heads * head dim),
+// KV head columns and ffn columns it holds; the tokens actually used.
+struct Plan {
+  int64_t seq = 0;
+  Blocks heads, kv, ffn;
+  bool kvRepl = false;   // Llama tp > KV heads: each KV head held by tp/nkv ranks
+};
+
+// The cell's sharding, or why it cannot be built. Heads, KV heads and ffn
+// that do not divide by tp are split unevenly (Blocks; Llama by KV head
+// groups, each KV head with its query heads). Sequence parallel needs
+// seq % tp == 0 (all_gather / reduce_scatter have equal shards): the largest
+// such seq not above the requested one is used, and said in `note`.
+std::variant<Plan, std::string> planCell(const ProgramSpec& c) {
+  const ProgramSpec& m = c;
+  const int64_t hd = m.hidden / m.heads, tp = c.tp;
+  Plan p;
+  p.seq = c.seq;
+  std::vector<std::string> bad;
+  if (c.sequenceParallel && c.seq % tp)
+    bad.push_back("seq " + S(c.seq) + " not divisible by tp " + S(tp) +
+                  " (sequence parallel: all_gather and reduce_scatter need equal shards)");
+  if (m.hidden % m.heads) bad.push_back("hidden " + S(m.hidden) + " not divisible by " + S(m.heads) + " heads");
+  if (m.llama && (m.kvHeads < 1 || m.heads % m.kvHeads))
+    bad.push_back(S(m.heads) + " query heads not a multiple of " + S(m.kvHeads) + " KV heads");
+  if (m.ffn < tp) bad.push_back("ffn " + S(m.ffn) + " below tp " + S(tp));
+  p.ffn = blocks(m.ffn, c.tp);
+  if (!m.llama) {
+    if (c.attention && m.heads < tp) bad.push_back(S(m.heads) + " heads below tp " + S(tp));
+    p.heads = p.kv = blocks(m.heads, c.tp, hd);
+  } else if (tp <= m.kvHeads) {
+    p.kv = blocks(m.kvHeads, c.tp, hd);
+    p.heads = blocks(m.kvHeads, c.tp, hd * (m.heads / m.kvHeads));
+  } else {
+    // each KV head's query heads shared evenly by the tp / nkv ranks holding it
+    p.kvRepl = true;
+    if (c.attention && (tp % m.kvHeads || (m.heads / m.kvHeads) % (tp / m.kvHeads)))
+      bad.push_back("tp " + S(tp) + " above " + S(m.kvHeads) + " KV heads and not splitting each KV head's " +
+                    S(m.heads / m.kvHeads) + " query heads evenly");
+    p.heads = blocks(m.heads, c.tp, hd);
+    p.kv.size.assign(size_t(tp), hd);
+  }
+  if (bad.empty()) return p;
+  std::string r;
+  for (size_t i = 0; i < bad.size(); ++i) r += (i ? ", " : "") + bad[i];
+  return r;
+}
+
+// Runs of consecutive ranks whose keys are equal: {first, last}.
+template <typename Key>
+std::vector<std::pair<int, int>> runs(int n, Key key) {
+  std::vector<std::pair<int, int>> o;
+  for (int r = 0; r < n; ++r) {
+    if (o.empty() || key(r) != key(o.back().first)) o.push_back({r, r});
+    else o.back().second = r;
+  }
+  return o;
+}
+
+// Generates seq graph, dist program and relations for one cell.
+// Ranks whose sizes are equal share one `rank a..b` body; the relation file
+// gives each run of equal-sized blocks one comprehension line (`for r in tp`
+// when all are equal).
+ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
+  const ProgramSpec& m = c;
+  const int64_t H = m.hidden, F = m.ffn, nh = m.heads, nkv = m.kvHeads, hd = H / nh;
+  const int64_t B = -1, T = pl.seq, tp = c.tp;  // B: the batch marker (see L)
+  const bool sp = c.sequenceParallel;  // tokens sharded on dim 0
+  const int64_t Tl = sp ? T / tp : T;
+  // Per rank: set for each body below.
+  int64_t Hl = 0, Fl = 0, nhl = 0, nkvl = 0;
+  const bool kvRepl = pl.kvRepl;
+  const int64_t grp = m.llama ? nh / nkv : 1;  // query heads per KV head
+  const std::string scale = "dense<f32[], [" + std::to_string(1.0 / std::sqrt(double(hd))) + "]>";
+  // A dims list; B marks the batch dim: its size, or dropped in the flat layout.
+  auto L = [&](std::initializer_list<int64_t> ds) {
+    std::string o = "[";
+    for (int64_t d : ds) {
+      if (d == B && c.flat) continue;
+      o += (o.size() > 1 ? ", " : "") + S(d == B ? c.batch : d);
+    }
+    return o + "]";
+  };
+  auto t3 = [&](int64_t t, int64_t h) { return "f32" + L({t, B, h}); };
+  auto t4 = [&](int64_t a, int64_t b, int64_t cc, int64_t d) { return "f32" + L({a, b, cc, d}); };
+  auto sh4 = [&](int64_t a, int64_t b, int64_t cc, int64_t d) { return L({a, b, cc, d}); };
+  // flat: the batch dim is gone, axes after it shift down by one
+  auto ax = [&](int a) { return S(c.flat && a > 1 ? a - 1 : a); };
+  auto perm = [&](const char* full, const char* flat) { return std::string(c.flat ? flat : full); };
+
+  // Rank r's block of b (runs of equal sizes starting at rank a), `base`
+  // columns in: start and end expressions over idx(r,tp).
+  auto blockRange = [&](const Blocks& b, int a, int64_t base) {
+    int64_t w = b.size[size_t(a)], o = base + b.off[size_t(a)];
+    std::string o0 = o ? S(o) + "+" : "";
+    std::string lo = a ? "(idx(r,tp)-" + S(a) + ")" : "idx(r,tp)";
+    std::string hi = a ? "(idx(r,tp)-" + S(a - 1) + ")" : "(idx(r,tp)+1)";
+    return std::pair{o0 + lo + "*" + S(w), o0 + hi + "*" + S(w)};
+  };
+  auto blockSlice = [&](const std::string& n, int dim, const Blocks& b, int a, int64_t base) {
+    auto [lo, hi] = blockRange(b, a, base);
+    return "slice(seq." + n + ", dim=" + S(dim) + ", start=" + lo + ", end=" + hi + ")";
+  };
+  // One "for r in DOMAIN: dist[r].n = " line head per run of equal blocks; fn(a) the rest.
+  std::ostringstream rl;
+  auto perBlockRun = [&](const std::string& n, const Blocks& b, const std::function<std::string(int)>& fn) {
+    auto rs = runs(c.tp, [&](int r) { return b.size[size_t(r)]; });
+    for (auto [a, z] : rs) {
+      std::string dom = rs.size() == 1 ? "tp" : S(a) + ".." + S(z);
+      rl << "for r in " << dom << ": dist[r]." << n << " = " << fn(a) << "\n";
+    }
+  };
+
+  std::ostringstream seqText, distText, relText;
+  distText << "program " << m.name << "_tp" << tp << " {\n  world " << tp << "\n  mesh [tp = " << tp << "]\n";
+  auto classes = runs(c.tp, [&](int r) {  // (MLP blocks: heads unused)
+    auto at = size_t(c.attention ? r : 0);
+    return std::tuple{pl.heads.size[at], pl.kv.size[at], pl.ffn.size[size_t(r)]};
+  });
+  // Each body is written with its ranks' sizes; S and the relation file (which
+  // names every rank's block) are kept from the first pass.
+  for (auto [first, last] : classes) {
+    Hl = pl.heads.size[size_t(first)], Fl = pl.ffn.size[size_t(first)], nhl = Hl / hd;
+    nkvl = kvRepl ? 1 : pl.kv.size[size_t(first)] / hd;
+    std::ostringstream sq, ds;
+    rl.str("");
+    sq << "# generated by shardproof parallelize: " << m.name << " " << (c.attention ? "attention + MLP" : "MLP") << ", "
+       << c.layers << " layers\ngraph " << m.name << " {\n";
+    ds << "  rank " << first << (last > first ? ".." + S(last) : "") << " {\n";
+    std::string sI = "  ", dI = "    ";
+    sq << sI << "input %x0: " << t3(T, H) << "\n";
+    ds << dI << "input %x0: " << t3(Tl, H) << "\n";
+    if (sp)
+      rl << "for r in tp: dist[r].x0 = slice(seq.x0, dim=0, start=idx(r,tp)*" << Tl
+         << ", end=(idx(r,tp)+1)*" << Tl << ")\n";
+    else
+      rl << "dist[*].x0 = seq.x0\n";
+    if (c.attention && m.llama && c.rope == RopeForm::Halves) {
+      std::string ty = c.flat ? "f32[" + S(T) + ", 1, " + S(hd / 2) + "]"
+                              : "f32[" + S(T) + ", 1, 1, " + S(hd / 2) + "]";
+      sq << sI << "input %cos: " << ty << "\n" << sI << "input %sin: " << ty << "\n";
+      ds << dI << "input %cos: " << ty << "\n" << dI << "input %sin: " << ty << "\n";
+      rl << "dist[*].cos = seq.cos\ndist[*].sin = seq.sin\n";
+    }
+    if (c.attention && m.llama && c.rope == RopeForm::Megatron) {
+      // Megatron's rotary_pos_emb: the angles of every position, emb = cat(freqs, freqs)
+      std::string ty = c.flat ? "f32[" + S(T) + ", 1, " + S(hd) + "]" : "f32[" + S(T) + ", 1, 1, " + S(hd) + "]";
+      sq << sI << "input %freqs: " << ty << "\n";
+      ds << dI << "input %freqs: " << ty << "\n";
+      rl << "dist[*].freqs = seq.freqs\n";
+    }
+    auto shard = [&](const std::string& n, int dim, const Blocks& b) {
+      perBlockRun(n, b, [&](int a) { return blockSlice(n, dim, b, a, 0); });
+    };
+    auto repl = [&](const std::string& n) { rl << "dist[*]." << n << " = seq." << n << "\n"; };
+    // Both sides: op line with the given (seq type, dist type).
+    auto both = [&](const std::string& lhs, const std::string& sty, const std::string& dty,
+                    const std::string& rhs, const std::string& drhs = "") {
+      sq << sI << "%" << lhs << ": " << sty << " = " << rhs << "\n";
+      ds << dI << "%" << lhs << ": " << dty << " = " << (drhs.empty() ? rhs : drhs) << "\n";
+    };
+    auto norm = [&](const std::string& p, const std::string& out, const std::string& in, int64_t t) {
+      // t: tokens on the dist side
+      if (m.llama) {
+        sq << sI << "param %" << p << "g: f32[" << H << "]\n";
+        ds << dI << "param %" << p << "g: f32[" << H << "]\n";
+        repl(p + "g");
+        both(out, t3(T, H), t3(t, H), "rms_norm(%" + in + ", %" + p + "g) {epsilon = 1e-5}");
+      } else {
+        sq << sI << "param %" << p << "g: f32[" << H << "]\n" << sI << "param %" << p << "b: f32[" << H << "]\n";
+        ds << dI << "param %" << p << "g: f32[" << H << "]\n" << dI << "param %" << p << "b: f32[" << H << "]\n";
+        repl(p + "g");
+        repl(p + "b");
+        both(out, t3(T, H), t3(t, H), "layer_norm(%" + in + ", %" + p + "g, %" + p + "b)");
+      }
+    };
+    // Dist: tokens of a normed activation gathered (SP) or as is.
+    auto gatherIn = [&](const std::string& n) -> std::string {
+      if (!sp) return n;
+      ds << dI << "%" << n << "_ag: " << t3(T, H) << " = all_gather(%" << n
+         << ") {group = \"tp\", dim = 0}\n";
+      return n + "_ag";
+    };
+    // Dist: partial sums out of a row-parallel matmul reduced (SP: scattered).
+    auto reduceOut = [&](const std::string& n, const std::string& out) {
+      if (sp)
+        ds << dI << "%" << out << ": " << t3(Tl, H) << " = reduce_scatter(%" << n
+           << ") {group = \"tp\", dim = 0}\n";
+      else
+        ds << dI << "%" << out << ": " << t3(T, H) << " = all_reduce(%" << n << ") {group = \"tp\"}\n";
+    };
+    auto param2 = [&](const std::string& n, int64_t r, int64_t cc, int64_t dr, int64_t dc) {
+      sq << sI << "param %" << n << ": f32[" << r << ", " << cc << "]\n";
+      ds << dI << "param %" << n << ": f32[" << dr << ", " << dc << "]\n";
+    };
+
+    std::string x = "x0";
+    for (int l = 0; l < c.layers; ++l) {
+      std::string p = "l";  // (not "l" + S(l): GCC 12 -Wrestrict false positive)
+      p += S(l) + "_";
+      std::string y = x;
+      if (c.attention) {
+        // ---- attention ----
+        norm(p + "n1", p + "n1", x, Tl);
+        std::string din = gatherIn(p + "n1");
+        std::string sin_ = p + "n1";
+        std::string q, k, v;  // names (same on both sides)
+        if (!m.llama) {
+          // fused QKV, column parallel: rank shard is [q_r | k_r | v_r]
+          param2(p + "wqkv", H, 3 * H, H, 3 * Hl);
+          perBlockRun(p + "wqkv", pl.heads, [&](int a) {
+            std::string e = "concat(dim=1";
+            for (int j = 0; j < 3; ++j) e += ", " + blockSlice(p + "wqkv", 1, pl.heads, a, j * H);
+            return e + ")";
+          });
+          sq << sI << "%" << p << "qkv: " << t3(T, 3 * H) << " = matmul(%" << sin_ << ", %" << p << "wqkv)\n";
+          ds << dI << "%" << p << "qkv: " << t3(T, 3 * Hl) << " = matmul(%" << din << ", %" << p << "wqkv)\n";
+          sq << sI << "%" << p << "q: " << t3(T, H) << ", %" << p << "k: " << t3(T, H) << ", %" << p
+             << "v: " << t3(T, H) << " = split(%" << p << "qkv) {axis = " << ax(2) << ", sizes = [" << H << ", " << H
+             << ", " << H << "]}\n";
+          ds << dI << "%" << p << "q: " << t3(T, Hl) << ", %" << p << "k: " << t3(T, Hl) << ", %" << p
+             << "v: " << t3(T, Hl) << " = split(%" << p << "qkv) {axis = " << ax(2) << ", sizes = [" << Hl << ", "
+             << Hl << ", " << Hl << "]}\n";
+        } else {
+          param2(p + "wq", H, H, H, Hl);
+          param2(p + "wk", H, nkv * hd, H, nkvl * hd);
+          param2(p + "wv", H, nkv * hd, H, nkvl * hd);
+          shard(p + "wq", 1, pl.heads);
+          for (const char* w : {"wk", "wv"}) {
+            if (kvRepl) {
+              int64_t per = tp / nkv;  // ranks per KV head
+              rl << "for r in tp: dist[r]." << p << w << " = slice(seq." << p << w
+                 << ", dim=1, start=(idx(r,tp)/" << per << ")*" << hd << ", end=(idx(r,tp)/" << per
+                 << ")*" << hd << "+" << hd << ")\n";
+            } else {
+              shard(p + w, 1, pl.kv);
+            }
+          }
+          both(p + "q", t3(T, H), t3(T, Hl), "matmul(%" + sin_ + ", %" + p + "wq)",
+               "matmul(%" + din + ", %" + p + "wq)");
+          both(p + "k", t3(T, nkv * hd), t3(T, nkvl * hd), "matmul(%" + sin_ + ", %" + p + "wk)",
+               "matmul(%" + din + ", %" + p + "wk)");
+          both(p + "v", t3(T, nkv * hd), t3(T, nkvl * hd), "matmul(%" + sin_ + ", %" + p + "wv)",
+               "matmul(%" + din + ", %" + p + "wv)");
+        }
+        q = p + "q", k = p + "k", v = p + "v";
+        both(q + "4", t4(T, B, nh, hd), t4(T, B, nhl, hd),
+             "reshape(%" + q + ") {shape = " + sh4(T, B, nh, hd) + "}",
+             "reshape(%" + q + ") {shape = " + sh4(T, B, nhl, hd) + "}");
+        int64_t skv = m.llama ? nkv : nh, dkv = m.llama ? nkvl : nhl;
+        for (const std::string& n : {k, v}) {
+          both(n + "4", t4(T, B, skv, hd), t4(T, B, dkv, hd),
+               "reshape(%" + n + ") {shape = " + sh4(T, B, skv, hd) + "}",
+               "reshape(%" + n + ") {shape = " + sh4(T, B, dkv, hd) + "}");
+        }
+        std::string q4 = q + "4", k4 = k + "4", v4 = v + "4";
+        if (m.llama) {
+          // RoPE (rotate-half) on q and k
+          int64_t h2 = hd / 2;
+          for (auto [n, sh, dh] : {std::tuple{q, nh, nhl}, std::tuple{k, nkv, nkvl}}) {
+            if (c.rope == RopeForm::Megatron) {
+              // megatron/core/models/common/embeddings/rope_utils.py,
+              // _apply_rotary_pos_emb_bshd (unfused): per call
+              //   cos_ = cos(freqs); sin_ = sin(freqs)
+              //   t = t * cos_ + _rotate_half(t) * sin_,  _rotate_half(t) = cat(-t2, t1)
+              std::string a = n + "4";
+              std::string fty = c.flat ? "f32[" + S(T) + ", 1, " + S(hd) + "]" : "f32[" + S(T) + ", 1, 1, " + S(hd) + "]";
+              both(n + "_cos", fty, fty, "cos(%freqs)");
+              both(n + "_sin", fty, fty, "sin(%freqs)");
+              auto full = [&](bool s) { return t4(T, B, s ? sh : dh, hd); };
+              auto half = [&](bool s) { return t4(T, B, s ? sh : dh, h2); };
+              both(n + "_c", full(true), full(false), "mul(%" + a + ", %" + n + "_cos)");
+              both(n + "_t1", half(true), half(false),
+                   "slice(%" + a + ") {starts = [0], ends = [" + S(h2) + "], axes = [" + ax(3) + "]}");
+              both(n + "_t2", half(true), half(false),
+                   "slice(%" + a + ") {starts = [" + S(h2) + "], ends = [" + S(hd) + "], axes = [" + ax(3) + "]}");
+              both(n + "_nt2", half(true), half(false), "neg(%" + n + "_t2)");
+              both(n + "_rh", full(true), full(false), "concat(%" + n + "_nt2, %" + n + "_t1) {axis = " + ax(3) + "}");
+              both(n + "_s", full(true), full(false), "mul(%" + n + "_rh, %" + n + "_sin)");
+              both(n + "_rot", full(true), full(false), "add(%" + n + "_c, %" + n + "_s)");
+              continue;
+            }
+            // vLLM's _apply_rotary_emb_torch (neox style): cos/sin of the half
+            // angles, computed once and shared by every layer
+            //   o1 = x1 * cos - x2 * sin;  o2 = x2 * cos + x1 * sin;  cat(o1, o2)
+            std::string a = n + "4";
+            auto ty = [&](bool s) { return t4(T, B, s ? sh : dh, h2); };
+            auto line = [&](const std::string& o, const std::string& rhs) { both(o, ty(true), ty(false), rhs); };
+            line(n + "_lo", "slice(%" + a + ") {starts = [0], ends = [" + S(h2) + "], axes = [" + ax(3) + "]}");
+            line(n + "_hi", "slice(%" + a + ") {starts = [" + S(h2) + "], ends = [" + S(hd) + "], axes = [" + ax(3) + "]}");
+            line(n + "_a", "mul(%" + n + "_lo, %cos)");
+            line(n + "_b", "mul(%" + n + "_hi, %sin)");
+            line(n + "_rlo", "sub(%" + n + "_a, %" + n + "_b)");
+            line(n + "_d", "mul(%" + n + "_hi, %cos)");
+            line(n + "_e", "mul(%" + n + "_lo, %sin)");
+            line(n + "_rhi", "add(%" + n + "_d, %" + n + "_e)");
+            both(n + "_rot", t4(T, B, sh, hd), t4(T, B, dh, hd),
+                 "concat(%" + n + "_rlo, %" + n + "_rhi) {axis = " + ax(3) + "}");
+          }
+          q4 = q + "_rot";
+          // GQA: each KV head repeated for its query heads
+          int64_t dg = kvRepl ? nhl : grp;  // query heads per held KV head, on a rank
+          for (const std::string& n : {k, v}) {
+            std::string src = n == k ? k + "_rot" : v4;
+            std::string s5 = "f32" + L({T, B, nkv, 1, hd});
+            std::string d5 = "f32" + L({T, B, nkvl, 1, hd});
+            both(n + "5", s5, d5, "unsqueeze(%" + src + ") {axes = [" + ax(3) + "]}");
+            std::string se = L({T, B, nkv, grp, hd});
+            std::string de = L({T, B, nkvl, dg, hd});
+            both(n + "e", "f32" + se, "f32" + de, "expand(%" + n + "5) {shape = " + se + "}",
+                 "expand(%" + n + "5) {shape = " + de + "}");
+            both(n + "g", t4(T, B, nh, hd), t4(T, B, nhl, hd),
+                 "reshape(%" + n + "e) {shape = " + sh4(T, B, nh, hd) + "}",
+                 "reshape(%" + n + "e) {shape = " + sh4(T, B, nhl, hd) + "}");
+          }
+          k4 = k + "g", v4 = v + "g";
+        }
+        // [T, B, n, hd] -> [B, n, T, hd] (Megatron's [s, b, h] layout)
+        both(p + "qh", t4(B, nh, T, hd), t4(B, nhl, T, hd), "transpose(%" + q4 + ") {perm = " + perm("[1, 2, 0, 3]", "[1, 0, 2]") + "}");
+        both(p + "kt", t4(B, nh, hd, T), t4(B, nhl, hd, T), "transpose(%" + k4 + ") {perm = " + perm("[1, 2, 3, 0]", "[1, 2, 0]") + "}");
+        both(p + "vh", t4(B, nh, T, hd), t4(B, nhl, T, hd), "transpose(%" + v4 + ") {perm = " + perm("[1, 2, 0, 3]", "[1, 0, 2]") + "}");
+        both(p + "sc", t4(B, nh, T, T), t4(B, nhl, T, T), "matmul(%" + p + "qh, %" + p + "kt)");
+        both(p + "scale", "f32[]", "f32[]", "constant() {value = " + scale + "}");
+        both(p + "ss", t4(B, nh, T, T), t4(B, nhl, T, T), "mul(%" + p + "sc, %" + p + "scale)");
+        both(p + "pr", t4(B, nh, T, T), t4(B, nhl, T, T), "softmax(%" + p + "ss)");
+        both(p + "a", t4(B, nh, T, hd), t4(B, nhl, T, hd), "matmul(%" + p + "pr, %" + p + "vh)");
+        both(p + "at", t4(T, B, nh, hd), t4(T, B, nhl, hd), "transpose(%" + p + "a) {perm = " + perm("[2, 0, 1, 3]", "[1, 0, 2]") + "}");
+        both(p + "a3", t3(T, H), t3(T, Hl),
+             "reshape(%" + p + "at) {shape = " + L({T, B, H}) + "}",
+             "reshape(%" + p + "at) {shape = " + L({T, B, Hl}) + "}");
+        param2(p + "wo", H, H, Hl, H);
+        shard(p + "wo", 0, pl.heads);
+        sq << sI << "%" << p << "o: " << t3(T, H) << " = matmul(%" << p << "a3, %" << p << "wo)\n";
+        ds << dI << "%" << p << "op: " << t3(T, H) << " = matmul(%" << p << "a3, %" << p << "wo)\n";
+        reduceOut(p + "op", p + "o");
+        both(p + "r1", t3(T, H), t3(Tl, H), "add(%" + x + ", %" + p + "o)");
+        y = p + "r1";
+      }
+      // ---- MLP ----
+      norm(p + "n2", p + "n2", y, Tl);
+      std::string din = gatherIn(p + "n2");
+      std::string sin_ = p + "n2";
+      std::string yo = p + "y";
+      if (!m.llama) {
+        param2(p + "w1", H, F, H, Fl);
+        param2(p + "w2", F, H, Fl, H);
+        shard(p + "w1", 1, pl.ffn);
+        shard(p + "w2", 0, pl.ffn);
+        sq << sI << "%" << p << "h: " << t3(T, F) << " = matmul(%" << sin_ << ", %" << p << "w1)\n";
+        ds << dI << "%" << p << "h: " << t3(T, Fl) << " = matmul(%" << din << ", %" << p << "w1)\n";
+        both(p + "g", t3(T, F), t3(T, Fl), "gelu(%" + p + "h)");
+        sq << sI << "%" << p << "m: " << t3(T, H) << " = matmul(%" << p << "g, %" << p << "w2)\n";
+        ds << dI << "%" << p << "mp: " << t3(T, H) << " = matmul(%" << p << "g, %" << p << "w2)\n";
+      } else {
+        param2(p + "wg", H, F, H, Fl);
+        param2(p + "wu", H, F, H, Fl);
+        param2(p + "wd", F, H, Fl, H);
+        shard(p + "wg", 1, pl.ffn);
+        shard(p + "wu", 1, pl.ffn);
+        shard(p + "wd", 0, pl.ffn);
+        sq << sI << "%" << p << "gate: " << t3(T, F) << " = matmul(%" << sin_ << ", %" << p << "wg)\n";
+        ds << dI << "%" << p << "gate: " << t3(T, Fl) << " = matmul(%" << din << ", %" << p << "wg)\n";
+        sq << sI << "%" << p << "up: " << t3(T, F) << " = matmul(%" << sin_ << ", %" << p << "wu)\n";
+        ds << dI << "%" << p << "up: " << t3(T, Fl) << " = matmul(%" << din << ", %" << p << "wu)\n";
+        both(p + "act", t3(T, F), t3(T, Fl), "silu(%" + p + "gate)");
+        both(p + "gu", t3(T, F), t3(T, Fl), "mul(%" + p + "act, %" + p + "up)");
+        sq << sI << "%" << p << "m: " << t3(T, H) << " = matmul(%" << p << "gu, %" << p << "wd)\n";
+        ds << dI << "%" << p << "mp: " << t3(T, H) << " = matmul(%" << p << "gu, %" << p << "wd)\n";
+      }
+      reduceOut(p + "mp", p + "m");
+      both(yo, t3(T, H), t3(Tl, H), "add(%" + y + ", %" + p + "m)");
+      x = yo;
+    }
+    sq << sI << "output %" << x << "\n}\n";
+    ds << dI << "output %" << x << "\n  }\n";
+    if (sp)
+      rl << "expect seq." << x << " = concat(dim=0, for r in tp: dist[r]." << x << ")\n";
+    else
+      rl << "expect seq." << x << " = dist[0]." << x << "\n";
+    if (first == 0) seqText << sq.str(), relText << rl.str();
+    distText << ds.str();
+  }
+  distText << "}\n";
+  return {seqText.str(), distText.str(), relText.str()};
+}
+
+}  // namespace
+
+Result<ParallelProgram> parallelize(const ProgramSpec& spec) {
+  if (spec.tp < 1 || spec.layers < 1 || spec.batch < 1 || spec.seq < 1 || spec.hidden < 1 || spec.heads < 1 ||
+      spec.ffn < 1 || (spec.flat && spec.batch != 1))
+    return makeError("parallelize-unsupported",
+                     "parallelize: tp, layers, batch, seq, hidden, heads and ffn must be positive (and batch 1 "
+                     "in the [seq, hidden] layout)");
+  auto plan = planCell(spec);
+  if (auto* why = std::get_if<std::string>(&plan)) return makeError("parallelize-unsupported", "parallelize: " + *why);
+  return generate(spec, std::get<Plan>(plan));
+}
+
+Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout, int64_t seq, int64_t batch,
+                                   int64_t layers) {
+  std::vector<std::string> missing;
+  if (layout.pp > 1) missing.push_back("pipeline parallel (pp " + S(layout.pp) + ")");
+  if (layout.cp > 1) missing.push_back("context parallel (cp " + S(layout.cp) + ")");
+  if (layout.ep > 1) missing.push_back("expert parallel (ep " + S(layout.ep) + ")");
+  if (cfg.moe()) missing.push_back("mixture-of-experts layers (" + S(cfg.experts) + " experts)");
+  if (cfg.mla()) missing.push_back("multi-head latent attention");
+  if (!cfg.gated && cfg.kvHeads != cfg.heads) missing.push_back("GQA with a GELU MLP");
+  if (cfg.headDim * cfg.heads != cfg.hidden)
+    missing.push_back("head dim " + S(cfg.headDim) + " x " + S(cfg.heads) + " heads != hidden " + S(cfg.hidden));
+  if (!missing.empty()) {
+    std::string m;
+    for (size_t i = 0; i < missing.size(); ++i) m += (i ? ", " : "") + missing[i];
+    return makeError("parallelize-unsupported", "parallelize: not generated yet: " + m +
+                                                    " (tensor and sequence parallel of dense GQA/MHA layers only)");
+  }
+  ProgramSpec s;
+  s.name = cfg.name;
+  for (char& ch : s.name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') ch = '_';
+  if (s.name.empty() || std::isdigit(static_cast<unsigned char>(s.name[0]))) s.name = "m_" + s.name;
+  s.hidden = cfg.hidden;
+  s.heads = cfg.heads;
+  s.kvHeads = cfg.kvHeads;
+  s.ffn = cfg.ffn;
+  s.llama = cfg.gated;
+  s.tp = int(layout.tp);
+  s.sequenceParallel = layout.sequenceParallel && layout.tp > 1;
+  s.layers = int(layers > 0 ? layers : cfg.layers);
+  s.seq = seq;
+  s.batch = batch;
+  return s;
+}
+
+}  // namespace sp::planner

@@ -1,0 +1,64 @@
+#pragma once
+// `shardproof parallelize`: a transformer stack as a sequential graph S, its
+// Megatron-LM tensor-parallel program D and the relation file between them,
+// as text IR a person can read and `verify` checks (issue 16, items 1-2).
+// Untrusted like the rest of the planner: what it writes is verified.
+//
+// Megatron's conventions: column-parallel Q/K/V (GPT: one fused QKV matrix,
+// each rank's shard [q_r | k_r | v_r]) and MLP up projections, row-parallel
+// attention output and MLP down projections followed by all_reduce (or, with
+// sequence parallel, reduce_scatter, and an all_gather of the normed tokens
+// before the column-parallel matmuls); GQA with the KV heads split over the
+// ranks, or, when tp exceeds them, each KV head held by the tp / kv ranks
+// whose query heads use it. Heads, KV heads and ffn that do not divide by tp
+// are split in contiguous blocks differing by one unit.
+//
+// Stated simplifications: the transformer layers only (no embedding, final
+// norm, LM head or loss), forward only, no linear biases, no causal mask, no
+// dropout; RoPE angles (or cos/sin tables) are inputs.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/support.h"
+#include "planner/layout.h"
+#include "planner/model_config.h"
+
+namespace sp::planner {
+
+// RoPE as Megatron-core's unfused _apply_rotary_pos_emb_bshd computes it
+// (cos/sin of the angles input per call, t*cos + rotate_half(t)*sin), or as
+// vLLM's neox _apply_rotary_emb_torch (shared half-width cos/sin tables).
+enum class RopeForm { Megatron, Halves };
+
+struct ProgramSpec {
+  std::string name = "model";      // graph / program name
+  int64_t hidden = 0, heads = 0, kvHeads = 0, ffn = 0;
+  bool llama = false;              // GQA, RMSNorm, RoPE, SwiGLU; else GPT: LayerNorm, GELU, fused QKV
+  bool sequenceParallel = false;   // tokens split over tp outside the TP regions
+  int tp = 1;
+  int layers = 1;
+  bool attention = true;           // false: [norm + MLP + residual] layers only
+  int64_t batch = 1, seq = 0;
+  bool flat = false;               // tokens [seq, hidden] (batch 1 folded away), else [seq, batch, hidden]
+  RopeForm rope = RopeForm::Megatron;
+};
+
+struct ParallelProgram {
+  std::string seq, dist, relations;  // text IR: seq.sp, dist.sp, relations.rel
+};
+
+// Generates S, D and the relations. Errors ("parallelize-unsupported") when
+// the layout cannot be built: fewer heads or ffn columns than ranks, tp above
+// the KV heads without splitting each KV head's query heads evenly, seq not
+// divisible by tp under sequence parallel, hidden not heads x head dim.
+Result<ParallelProgram> parallelize(const ProgramSpec& spec);
+
+// The spec of a Hugging Face config under a layout: tp and sequence
+// parallel from `layout`; `layers` 0 takes the config's. Errors
+// ("parallelize-unsupported") name what is not generated yet: pipeline,
+// context and expert parallel, mixture-of-experts and MLA layers.
+Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout, int64_t seq, int64_t batch,
+                                   int64_t layers);
+
+}  // namespace sp::planner
