@@ -71,6 +71,19 @@ TEST(Parallelize, TwoLayersVerify) {
   EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
 }
 
+// A whole model: Llama 3 405B's 126 layers at TP 8 with sequence parallel.
+// Identical layers are memo hits and every layer's cos(freqs) one S op
+// (common subexpressions), so cost grows linearly with depth (it was
+// quadratic: inconclusive after 300 s; the benchmark in the README).
+TEST(Parallelize, WholeLlama405BVerifies) {
+  auto p = parallelize(spec("llama3-405b", 8, true, 64, 0));
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  auto rep = verifyTexts(*p);
+  EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+  EXPECT_EQ(rep.stats.seqOps, 126 * 50);
+  EXPECT_GT(rep.stats.memoHits, 125 * 45) << "layers after the first should be reused";
+}
+
 // The twin: the attention output's all_reduce dropped (each rank adds its
 // partial sum to the residual) is refuted, the missing sum named.
 TEST(Parallelize, DroppedAllReduceIsRefuted) {

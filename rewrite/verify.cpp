@@ -528,6 +528,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   std::map<ir::ValueId, SeqRel> known;
   std::map<ir::ValueId, Pending> pending;
   DistEqualities sameDist;
+  std::map<std::string, ir::NodeId> cse;  // S common subexpressions: key -> the first op
   for (const auto& [name, sr] : inv.seq) known[*seq.findValue(name)] = sr;
   std::map<std::string, OutputResult> done;
   std::vector<std::string> unproven;
@@ -582,6 +583,33 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     if (!missingInput.empty()) {
       rep.failure = Failure{what, seq.value(node.outputs[0]).name, node.loc, missingInput, {}, std::nullopt, {}, {}};
       break;
+    }
+    // S common subexpressions: an op of the same kind, attributes and input
+    // values as an earlier one computes the same values (S is deterministic
+    // outside its random ops), so the earlier op's relations are this op's
+    // too, with no engine (every layer's cos(freqs) of the RoPE: one op of
+    // 252 in Llama 405B, which each explored every layer's copies in D).
+    // Ops with a wanted output are checked as such. Counted as memo hits,
+    // and off with the memo (opts.memoize).
+    std::string cseKey;
+    if (opts.memoize && ir::opInfo(node.op).category != ir::OpCategory::Random && !firstPending &&
+        std::none_of(node.outputs.begin(), node.outputs.end(),
+                     [&](ir::ValueId o) { return isWanted(seq.value(o).name) || pending.count(o); })) {
+      int64_t inRank = node.inputs.empty() ? 0 : int64_t(seq.value(node.inputs[0]).type.shape.size());
+      cseKey = std::to_string(int(node.op)) + ":" + std::to_string(interner.attrs(node.op, node.attrs, inRank)) + ":" +
+               std::to_string(node.outputs.size());
+      for (ir::ValueId in : node.inputs) cseKey += "," + std::to_string(int64_t(in));
+      if (auto it = cse.find(cseKey); it != cse.end()) {
+        const ir::Node& twin = seq.node(it->second);
+        bool all = true;
+        for (size_t k = 0; k < node.outputs.size(); ++k)
+          all = all && known.count(twin.outputs[k]) && seq.value(twin.outputs[k]).type == seq.value(node.outputs[k]).type;
+        if (all) {
+          for (size_t k = 0; k < node.outputs.size(); ++k) known[node.outputs[k]] = known.at(twin.outputs[k]);
+          ++rep.stats.memoHits;
+          continue;
+        }
+      }
     }
     // Two phases (see restrictSeeds): exploration first leaves out the D
     // copies a rank recomputes several times; when that engine finds no
@@ -850,8 +878,14 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       }
       SeqRel sr;
       sr.best = best;
+      // Up to DistEqualities::kCopiesPerRank leaves per rank: the others
+      // (every layer's cos(freqs), thousands at 126 layers) are recorded as
+      // equal (sameDist) and merged where a later engine's exploration
+      // reaches them (DistEqualities::close).
+      std::map<int64_t, int> perRank;
       for (const auto& l : eng.distLeaves(targets[k]))
-        sr.alts.push_back(Rel::dist(IntExpr::constant(l.first), dist.rank(l.first).value(l.second).name));
+        if (perRank[l.first]++ < DistEqualities::kCopiesPerRank)
+          sr.alts.push_back(Rel::dist(IntExpr::constant(l.first), dist.rank(l.first).value(l.second).name));
       // The class as D's shards of it, when it is one, goes along too: the
       // cheapest term may mix forms (a rotary add over 16 ranks as 12 shards
       // and a sum of two 4-rank concats), which the next op would have to
@@ -894,6 +928,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
         nameLeavesClosest(*best, dist, *rep.failure);
       }
     }
+    if (!cseKey.empty() && !rep.failure) cse.emplace(cseKey, ir::NodeId(ni));
     if (!memoKey.empty() && !rep.failure &&
         std::none_of(node.outputs.begin(), node.outputs.end(), [&](ir::ValueId o) { return pending.count(o) > 0; })) {
       MemoEntry entry{memoLeaves, {}, {}};
