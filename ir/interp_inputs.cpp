@@ -58,8 +58,17 @@ Tensor randomTensor(const TensorType& type, const Bindings& symbols, uint64_t se
   const int64_t n = t.numel();
   constexpr int64_t kChunk = int64_t(1) << 16;
   if (isFloat(type.dtype)) {
+    // Matrices are scaled by 1/sqrt(the smaller of their last two dims):
+    // the fan-in of x @ W [in, out] and of torch's W [out, in] alike, when
+    // out >= in, and within sqrt(out/in) otherwise, so activations stay of
+    // order one through a stack. Vectors (norm gains, biases) are not: a gain
+    // of 1/64 made a Llama MLP's output ~1e-5 of the residual, and a missing
+    // all_reduce after it invisible to the witness.
     double scale = 1.0;
-    if (isParam && !dims->empty() && dims->back() > 0) scale = 1.0 / std::sqrt(double(dims->back()));
+    if (isParam && dims->size() >= 2) {
+      int64_t in = std::min((*dims)[dims->size() - 1], (*dims)[dims->size() - 2]);
+      if (in > 0) scale = 1.0 / std::sqrt(double(in));
+    }
     auto at = [&](int64_t i) { return (2.0 * (double(bits(i) >> 11) * 0x1.0p-53) - 1.0) * scale; };
     if (type.dtype == DType::F32) {
       float* p = t.mutableData<float>();

@@ -45,8 +45,9 @@ struct RunOptions {
 // key = splitmix64(fnv1a64(name) ^ splitmix64(seed)) (the i-th output of a
 // SplitMix64 stream, so the fill runs in parallel chunks with one result),
 // mapped by hand so results do not depend on the standard library:
-//   floats  ~ U(-1, 1) from the top 53 bits; parameters (`isParam`) are
-//             scaled by 1/sqrt(last dim);
+//   floats  ~ U(-1, 1) from the top 53 bits; parameter matrices
+//             (`isParam`, rank >= 2) are scaled by 1/sqrt(the smaller of
+//             their last two dims), parameter vectors are not;
 //   integers ~ U[0, hi) with hi = intHigh if > 0, else 2 (multiply-high map);
 //   bools   ~ Bernoulli(0.5) from the top bit.
 // The rank is not mixed in: a value with the same name gets the same data on
