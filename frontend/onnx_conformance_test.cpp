@@ -67,7 +67,7 @@ std::string compare(const ir::Tensor& got, const ir::Tensor& want) {
 struct Outcome {
   enum Kind { Pass, Fail, SkipOp, SkipAttr } kind;
   std::string detail;
-  std::set<ir::OpKind> ops;  // IR ops the case exercised (when it passed)
+  std::set<ir::OpKind> ops = {};  // IR ops the case exercised (when it passed)
 };
 
 // Model with the integer and tiny graph inputs replaced by initializers

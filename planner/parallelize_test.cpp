@@ -99,6 +99,24 @@ TEST(Parallelize, DroppedAllReduceIsRefuted) {
   EXPECT_NE(rep.failure->message.find("missing sum over group tp"), std::string::npos) << rep.failure->message;
 }
 
+// The MLP's all_reduce dropped in the first of two layers: each rank adds
+// only its partial sum to the residual. The witness must see it at the next
+// norm (parameter vectors such as norm gains once drew 1/sqrt(hidden)-scaled
+// values, which made the MLP ~1e-5 of the residual: inconclusive).
+TEST(Parallelize, DroppedMlpAllReduceIsRefutedByTheWitness) {
+  auto s = spec("llama3-8b", 2, false, 16, 2);
+  auto p = parallelize(s);
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  const std::string line = "%l0_m: f32[16, 1, 4096] = all_reduce(%l0_mp) {group = \"tp\"}";
+  size_t at = p->dist.find(line);
+  ASSERT_NE(at, std::string::npos) << p->dist;
+  p->dist.replace(at, line.size(), "%l0_m: f32[16, 1, 4096] = identity(%l0_mp)");
+  auto rep = verifyTexts(*p);
+  EXPECT_EQ(rep.verdict, rewrite::Verdict::Refuted) << why(rep);
+  ASSERT_TRUE(rep.failure);
+  EXPECT_NE(rep.failure->message.find("missing sum over group tp"), std::string::npos) << rep.failure->message;
+}
+
 TEST(Parallelize, WhatIsNotGeneratedSaysSo) {
   Layout l;
   l.tp = 2;

@@ -91,6 +91,24 @@ TEST(LaunchCli, ExitCodesAndFormats) {
   EXPECT_EQ(noFile.err, "error: /nonexistent.args: cannot read the arguments file\n");
 }
 
+// plan --emit: the best layout's program, verified and written as plans
+// that exec runs.
+TEST(PlanCli, EmitWritesVerifiedPlansThatRun) {
+  std::string dir = ::testing::TempDir() + "/sp-plan-emit";
+  auto r = runCli({"plan", "--model", cfg("gpt2"), "--gpus", "2", "--gpu", "h100-sxm", "--seq", "1024",
+                   "--global-batch", "8", "--fix", "tp=2,pp=1", "--top", "1", "--emit", dir, "--emit-seq", "16"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("plan --emit: tp 2 + sequence parallel of the best layout, 1 layer, seq 16, micro-batch "),
+            std::string::npos)
+      << r.err;
+  auto run = runCli({"exec", dir + "/plan", "--backend", "cpu", "--out-dir", dir + "/out"});
+  EXPECT_EQ(run.code, 0) << run.out << run.err;
+  auto moe = runCli({"plan", "--model", cfg("mixtral-8x7b"), "--gpus", "64", "--gpu", "h100-sxm", "--seq", "4096",
+                     "--global-batch", "64", "--top", "1", "--emit", dir + "/moe"});
+  EXPECT_EQ(moe.code, 3) << moe.out << moe.err;
+  EXPECT_NE(moe.err.find("error: plan --emit: parallelize: not generated yet: "), std::string::npos) << moe.err;
+}
+
 // parallelize writes the three files and --verify verifies them; what it
 // does not generate is exit 3 with the reason.
 TEST(ParallelizeCli, WritesAndVerifies) {

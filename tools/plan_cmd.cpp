@@ -1,5 +1,6 @@
 #include "tools/plan_cmd.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -23,6 +24,30 @@ namespace {
 int fail(const Error& e) {
   std::fprintf(stderr, "error: %s\n", e.str().c_str());
   return kExitBadInput;
+}
+
+// Writes seq.sp, dist.sp and relations.rel into `dir`.
+Status writeProgram(const std::string& dir, const planner::ParallelProgram& prog) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return makeError("parallelize-write", "cannot create the directory: " + ec.message(), dir);
+  for (auto [name, text] : {std::pair{"seq.sp", &prog.seq}, std::pair{"dist.sp", &prog.dist},
+                            std::pair{"relations.rel", &prog.relations}}) {
+    fs::path f = fs::path(dir) / name;
+    std::ofstream out(f, std::ios::trunc);
+    if (!(out << *text) || !out.flush()) return makeError("parallelize-write", "cannot write", f.string());
+  }
+  return okStatus();
+}
+
+VerifyArgs programArgs(const std::string& dir) {
+  namespace fs = std::filesystem;
+  VerifyArgs v;
+  v.seq = (fs::path(dir) / "seq.sp").string();
+  v.dist = (fs::path(dir) / "dist.sp").string();
+  v.relationFile = (fs::path(dir) / "relations.rel").string();
+  return v;
 }
 
 // One layer of the launch's layout, generated and verified (the pipeline
@@ -97,7 +122,29 @@ int cmdPlan(const PlanArgs& a) {
     if (a.format == "json") std::fputs(planner::ruledOutText(*res).c_str(), stderr);
     return 1;
   }
-  return kExitOk;
+  if (a.emit.empty()) return kExitOk;
+  // The best layout's program: one pipeline stage's layers at runnable sizes.
+  if (a.emitLayers <= 0 || a.emitSeq < 0)
+    return fail(makeError("plan-input", "--emit-layers must be positive and --emit-seq not negative"));
+  const planner::Layout& best = res->plans.front().layout;
+  planner::Layout stage = best;
+  stage.pp = 1;
+  int64_t seq = a.emitSeq > 0 ? a.emitSeq : std::min<int64_t>(a.seq, 256);
+  if (stage.sequenceParallel && stage.tp > 1) seq -= seq % stage.tp;
+  auto spec = planner::specFromConfig(*model, stage, seq, best.microBatch, a.emitLayers);
+  if (!spec) return fail(makeError(spec.error().id, "plan --emit: " + spec.error().message));
+  auto prog = planner::parallelize(*spec);
+  if (!prog) return fail(makeError(prog.error().id, "plan --emit: " + prog.error().message));
+  namespace fs = std::filesystem;
+  std::string progDir = (fs::path(a.emit) / "program").string();
+  if (auto w = writeProgram(progDir, *prog); !w.ok()) return fail(w.error());
+  std::fprintf(stderr, "plan --emit: tp %lld%s of the best layout, %lld layer%s, seq %lld, micro-batch %lld: program in %s\n",
+               (long long)stage.tp, spec->sequenceParallel ? " + sequence parallel" : "", a.emitLayers,
+               a.emitLayers == 1 ? "" : "s", (long long)seq, (long long)best.microBatch, progDir.c_str());
+  CodegenArgs cg;
+  cg.verify = programArgs(progDir);
+  cg.outDir = (fs::path(a.emit) / "plan").string();
+  return cmdCodegen(cg);
 }
 
 int cmdCheckLaunch(const CheckLaunchArgs& a) {
@@ -152,25 +199,13 @@ int cmdParallelize(const ParallelizeArgs& a) {
   spec->attention = a.blocks != "mlp";
   auto prog = planner::parallelize(*spec);
   if (!prog) return fail(prog.error());
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(a.outDir, ec);
-  if (ec) return fail(makeError("parallelize-write", "cannot create the directory: " + ec.message(), a.outDir));
-  for (auto [name, text] : {std::pair{"seq.sp", &prog->seq}, std::pair{"dist.sp", &prog->dist},
-                            std::pair{"relations.rel", &prog->relations}}) {
-    fs::path f = fs::path(a.outDir) / name;
-    std::ofstream out(f, std::ios::trunc);
-    if (!(out << *text) || !out.flush()) return fail(makeError("parallelize-write", "cannot write", f.string()));
-  }
+  if (auto w = writeProgram(a.outDir, *prog); !w.ok()) return fail(w.error());
   std::fprintf(stderr, "parallelize: %s, %d layer%s (%s), tp %d%s, seq %lld, batch %lld: wrote %s/{seq.sp,dist.sp,relations.rel}\n",
                model->name.c_str(), spec->layers, spec->layers == 1 ? "" : "s",
                spec->attention ? "attention + MLP" : "MLP", spec->tp,
                spec->sequenceParallel ? " + sequence parallel" : "", a.seq, a.batch, a.outDir.c_str());
   if (!a.verify) return kExitOk;
-  VerifyArgs v;
-  v.seq = (fs::path(a.outDir) / "seq.sp").string();
-  v.dist = (fs::path(a.outDir) / "dist.sp").string();
-  v.relationFile = (fs::path(a.outDir) / "relations.rel").string();
+  VerifyArgs v = programArgs(a.outDir);
   v.format = a.format;
   return cmdVerify(v);
 }

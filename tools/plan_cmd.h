@@ -9,8 +9,15 @@ struct PlanArgs {
   long long gpus = 0, seq = 0, globalBatch = 0;
   int top = 5;
   std::string format = "text";  // text | json
+  // --emit DIR: the best layout's program (one pipeline stage's layers, at
+  // --emit-layers and --emit-seq, sizes a machine can run) written by
+  // parallelize to DIR/program and through codegen (verified first) to
+  // DIR/plan, for `exec DIR/plan`.
+  std::string emit;
+  long long emitLayers = 1, emitSeq = 0;  // emitSeq 0: min(--seq, 256)
 };
-// Exit codes: 0 plans, 1 no layout fits, 3 bad input.
+// Exit codes: 0 plans (and, with --emit, plans written), 1 no layout fits
+// (or the emitted program not verified), 3 bad input.
 int cmdPlan(const PlanArgs& a);
 
 struct CheckLaunchArgs {

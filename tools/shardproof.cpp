@@ -166,6 +166,9 @@ int main(int argc, char** argv) {
   pl->add_option("--top", plan.top, "distinct layouts to print (default 5)");
   pl->add_option("--format", plan.format, "text or json")->check(CLI::IsMember({"text", "json"}));
   pl->add_option("--gpu-file", plan.gpuFile, "GPU data file (default planner/gpus.json)");
+  pl->add_option("--emit", plan.emit, "write the best layout's program (DIR/program) and its verified plans (DIR/plan)");
+  pl->add_option("--emit-layers", plan.emitLayers, "with --emit: layers (default 1)");
+  pl->add_option("--emit-seq", plan.emitSeq, "with --emit: sequence length (default min(--seq, 256))");
 
   CheckLaunchArgs launch;
   auto* cl = app.add_subcommand("check-launch", "check a Megatron-LM launch configuration before it starts.\n"
@@ -226,7 +229,10 @@ int main(int argc, char** argv) {
   if (*lm) return guarded("lemmas", [&] { return cmdLemmas(lemmas); });
   if (*cgc) return guarded("codegen --seq " + cg.verify.seq + " --dist " + cg.verify.dist, [&] { return cmdCodegen(cg); });
   if (*exc) return guarded("exec " + ex.planDir, [&] { return cmdExec(ex); });
-  if (*pl) return guarded("plan --model " + plan.model, [&] { return cmdPlan(plan); });
+  if (*pl) {
+    if (!plan.emit.empty()) limitSearchMemory();
+    return guarded("plan --model " + plan.model, [&] { return cmdPlan(plan); });
+  }
   if (*cl) return guarded("check-launch --model " + launch.model, [&] { return cmdCheckLaunch(launch); });
   if (*pz) {
     if (par.verify) limitSearchMemory();
