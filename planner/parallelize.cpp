@@ -186,6 +186,13 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
       ds << dI << "input %freqs: " << ty << "\n";
       rl << "dist[*].freqs = seq.freqs\n";
     }
+    if (c.attention && c.causal) {
+      // The additive causal mask (0 on and below the diagonal, -inf above),
+      // an input: the same on every rank, and the proof holds for any mask.
+      sq << sI << "input %mask: f32[" << T << ", " << T << "]\n";
+      ds << dI << "input %mask: f32[" << T << ", " << T << "]\n";
+      rl << "dist[*].mask = seq.mask\n";
+    }
     auto shard = [&](const std::string& n, int dim, const Blocks& b) {
       perBlockRun(n, b, [&](int a) { return blockSlice(n, dim, b, a, 0); });
     };
@@ -359,7 +366,12 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
         both(p + "sc", t4(B, nh, T, T), t4(B, nhl, T, T), "matmul(%" + p + "qh, %" + p + "kt)");
         both(p + "scale", "f32[]", "f32[]", "constant() {value = " + scale + "}");
         both(p + "ss", t4(B, nh, T, T), t4(B, nhl, T, T), "mul(%" + p + "sc, %" + p + "scale)");
-        both(p + "pr", t4(B, nh, T, T), t4(B, nhl, T, T), "softmax(%" + p + "ss)");
+        std::string logits = p + "ss";
+        if (c.causal) {
+          both(p + "sm", t4(B, nh, T, T), t4(B, nhl, T, T), "add(%" + p + "ss, %mask)");
+          logits = p + "sm";
+        }
+        both(p + "pr", t4(B, nh, T, T), t4(B, nhl, T, T), "softmax(%" + logits + ")");
         both(p + "a", t4(B, nh, T, hd), t4(B, nhl, T, hd), "matmul(%" + p + "pr, %" + p + "vh)");
         both(p + "at", t4(T, B, nh, hd), t4(T, B, nhl, hd), "transpose(%" + p + "a) {perm = " + perm("[2, 0, 1, 3]", "[1, 0, 2]") + "}");
         both(p + "a3", t3(T, H), t3(T, Hl),
@@ -466,6 +478,7 @@ Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout,
   s.layers = int(layers > 0 ? layers : cfg.layers);
   s.seq = seq;
   s.batch = batch;
+  s.causal = true;
   return s;
 }
 

@@ -13,9 +13,11 @@
 // whose query heads use it. Heads, KV heads and ffn that do not divide by tp
 // are split in contiguous blocks differing by one unit.
 //
-// Stated simplifications: the transformer layers only (no embedding, final
-// norm, LM head or loss), forward only, no linear biases, no causal mask, no
-// dropout; RoPE angles (or cos/sin tables) are inputs.
+// Causal attention adds an input mask [seq, seq] to the scores (specFromConfig
+// sets it; the proof holds for any mask). Stated simplifications: the
+// transformer layers only (no embedding, final norm, LM head or loss),
+// forward only, no linear biases, no dropout; RoPE angles (or cos/sin
+// tables) are inputs.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,6 +44,7 @@ struct ProgramSpec {
   int64_t batch = 1, seq = 0;
   bool flat = false;               // tokens [seq, hidden] (batch 1 folded away), else [seq, batch, hidden]
   RopeForm rope = RopeForm::Megatron;
+  bool causal = false;             // an additive mask input [seq, seq] on the attention scores
 };
 
 struct ParallelProgram {

@@ -80,7 +80,7 @@ TEST(Parallelize, WholeLlama405BVerifies) {
   ASSERT_TRUE(p.ok()) << p.error().str();
   auto rep = verifyTexts(*p);
   EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
-  EXPECT_EQ(rep.stats.seqOps, 126 * 50);
+  EXPECT_EQ(rep.stats.seqOps, 126 * 51);  // 50 ops a layer and the causal mask add
   EXPECT_GT(rep.stats.memoHits, 125 * 45) << "layers after the first should be reused";
 }
 
