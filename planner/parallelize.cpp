@@ -233,6 +233,16 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
       else
         ds << dI << "%" << out << ": " << t3(T, H) << " = all_reduce(%" << n << ") {group = \"tp\"}\n";
     };
+    // A row-parallel linear's bias: added once, after the reduction (every
+    // rank holds it; adding it before the all_reduce would count it tp
+    // times). `in` is the reduced value on both sides, `out` the result.
+    auto rowBias = [&](const std::string& b, const std::string& in, const std::string& out) {
+      if (!c.biases) return;
+      sq << sI << "param %" << b << ": f32[" << H << "]\n";
+      ds << dI << "param %" << b << ": f32[" << H << "]\n";
+      repl(b);
+      both(out, t3(T, H), t3(Tl, H), "add(%" + in + ", %" + b + ")");
+    };
     auto param2 = [&](const std::string& n, int64_t r, int64_t cc, int64_t dr, int64_t dc) {
       sq << sI << "param %" << n << ": f32[" << r << ", " << cc << "]\n";
       ds << dI << "param %" << n << ": f32[" << dr << ", " << dc << "]\n";
@@ -257,8 +267,19 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
             for (int j = 0; j < 3; ++j) e += ", " + blockSlice(p + "wqkv", 1, pl.heads, a, j * H);
             return e + ")";
           });
-          sq << sI << "%" << p << "qkv: " << t3(T, 3 * H) << " = matmul(%" << sin_ << ", %" << p << "wqkv)\n";
-          ds << dI << "%" << p << "qkv: " << t3(T, 3 * Hl) << " = matmul(%" << din << ", %" << p << "wqkv)\n";
+          const std::string mm = c.biases ? "qkvm" : "qkv";
+          sq << sI << "%" << p << mm << ": " << t3(T, 3 * H) << " = matmul(%" << sin_ << ", %" << p << "wqkv)\n";
+          ds << dI << "%" << p << mm << ": " << t3(T, 3 * Hl) << " = matmul(%" << din << ", %" << p << "wqkv)\n";
+          if (c.biases) {  // the fused bias, sharded like the weight's columns: [bq_r | bk_r | bv_r]
+            sq << sI << "param %" << p << "bqkv: f32[" << 3 * H << "]\n";
+            ds << dI << "param %" << p << "bqkv: f32[" << 3 * Hl << "]\n";
+            perBlockRun(p + "bqkv", pl.heads, [&](int a) {
+              std::string e = "concat(dim=0";
+              for (int j = 0; j < 3; ++j) e += ", " + blockSlice(p + "bqkv", 0, pl.heads, a, j * H);
+              return e + ")";
+            });
+            both(p + "qkv", t3(T, 3 * H), t3(T, 3 * Hl), "add(%" + p + "qkvm, %" + p + "bqkv)");
+          }
           sq << sI << "%" << p << "q: " << t3(T, H) << ", %" << p << "k: " << t3(T, H) << ", %" << p
              << "v: " << t3(T, H) << " = split(%" << p << "qkv) {axis = " << ax(2) << ", sizes = [" << H << ", " << H
              << ", " << H << "]}\n";
@@ -379,9 +400,10 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
              "reshape(%" + p + "at) {shape = " + L({T, B, Hl}) + "}");
         param2(p + "wo", H, H, Hl, H);
         shard(p + "wo", 0, pl.heads);
-        sq << sI << "%" << p << "o: " << t3(T, H) << " = matmul(%" << p << "a3, %" << p << "wo)\n";
+        sq << sI << "%" << p << (c.biases ? "om" : "o") << ": " << t3(T, H) << " = matmul(%" << p << "a3, %" << p << "wo)\n";
         ds << dI << "%" << p << "op: " << t3(T, H) << " = matmul(%" << p << "a3, %" << p << "wo)\n";
-        reduceOut(p + "op", p + "o");
+        reduceOut(p + "op", p + (c.biases ? "om" : "o"));
+        rowBias(p + "bo", p + "om", p + "o");
         both(p + "r1", t3(T, H), t3(Tl, H), "add(%" + x + ", %" + p + "o)");
         y = p + "r1";
       }
@@ -395,10 +417,17 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
         param2(p + "w2", F, H, Fl, H);
         shard(p + "w1", 1, pl.ffn);
         shard(p + "w2", 0, pl.ffn);
-        sq << sI << "%" << p << "h: " << t3(T, F) << " = matmul(%" << sin_ << ", %" << p << "w1)\n";
-        ds << dI << "%" << p << "h: " << t3(T, Fl) << " = matmul(%" << din << ", %" << p << "w1)\n";
+        const std::string hm = c.biases ? "hm" : "h";
+        sq << sI << "%" << p << hm << ": " << t3(T, F) << " = matmul(%" << sin_ << ", %" << p << "w1)\n";
+        ds << dI << "%" << p << hm << ": " << t3(T, Fl) << " = matmul(%" << din << ", %" << p << "w1)\n";
+        if (c.biases) {  // column-parallel bias: sharded like w1's columns
+          sq << sI << "param %" << p << "b1: f32[" << F << "]\n";
+          ds << dI << "param %" << p << "b1: f32[" << Fl << "]\n";
+          shard(p + "b1", 0, pl.ffn);
+          both(p + "h", t3(T, F), t3(T, Fl), "add(%" + p + "hm, %" + p + "b1)");
+        }
         both(p + "g", t3(T, F), t3(T, Fl), "gelu(%" + p + "h)");
-        sq << sI << "%" << p << "m: " << t3(T, H) << " = matmul(%" << p << "g, %" << p << "w2)\n";
+        sq << sI << "%" << p << (c.biases ? "mm" : "m") << ": " << t3(T, H) << " = matmul(%" << p << "g, %" << p << "w2)\n";
         ds << dI << "%" << p << "mp: " << t3(T, H) << " = matmul(%" << p << "g, %" << p << "w2)\n";
       } else {
         param2(p + "wg", H, F, H, Fl);
@@ -416,7 +445,8 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
         sq << sI << "%" << p << "m: " << t3(T, H) << " = matmul(%" << p << "gu, %" << p << "wd)\n";
         ds << dI << "%" << p << "mp: " << t3(T, H) << " = matmul(%" << p << "gu, %" << p << "wd)\n";
       }
-      reduceOut(p + "mp", p + "m");
+      reduceOut(p + "mp", p + (c.biases && !m.llama ? "mm" : "m"));
+      if (!m.llama) rowBias(p + "b2", p + "mm", p + "m");
       both(yo, t3(T, H), t3(Tl, H), "add(%" + y + ", %" + p + "m)");
       x = yo;
     }
@@ -455,6 +485,7 @@ Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout,
   if (cfg.moe()) missing.push_back("mixture-of-experts layers (" + S(cfg.experts) + " experts)");
   if (cfg.mla()) missing.push_back("multi-head latent attention");
   if (!cfg.gated && cfg.kvHeads != cfg.heads) missing.push_back("GQA with a GELU MLP");
+  if (cfg.gated && cfg.biases) missing.push_back("q/k/v biases of a gated (" + cfg.modelType + ") model");
   if (cfg.headDim * cfg.heads != cfg.hidden)
     missing.push_back("head dim " + S(cfg.headDim) + " x " + S(cfg.heads) + " heads != hidden " + S(cfg.hidden));
   if (!missing.empty()) {
@@ -479,6 +510,7 @@ Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout,
   s.seq = seq;
   s.batch = batch;
   s.causal = true;
+  s.biases = cfg.biases;
   return s;
 }
 

@@ -16,8 +16,8 @@
 // Causal attention adds an input mask [seq, seq] to the scores (specFromConfig
 // sets it; the proof holds for any mask). Stated simplifications: the
 // transformer layers only (no embedding, final norm, LM head or loss),
-// forward only, no linear biases, no dropout; RoPE angles (or cos/sin
-// tables) are inputs.
+// forward only, no dropout, linear biases only in the GPT form (gpt2); RoPE
+// angles (or cos/sin tables) are inputs.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,6 +45,7 @@ struct ProgramSpec {
   bool flat = false;               // tokens [seq, hidden] (batch 1 folded away), else [seq, batch, hidden]
   RopeForm rope = RopeForm::Megatron;
   bool causal = false;             // an additive mask input [seq, seq] on the attention scores
+  bool biases = false;             // GPT: linear biases (column-parallel sharded, row-parallel after the reduction)
 };
 
 struct ParallelProgram {

@@ -117,6 +117,25 @@ TEST(Parallelize, DroppedMlpAllReduceIsRefutedByTheWitness) {
   EXPECT_NE(rep.failure->message.find("missing sum over group tp"), std::string::npos) << rep.failure->message;
 }
 
+// GPT-2's row-parallel bias is added once, after the all_reduce; its twin
+// adds it on every rank before (BUGS.md: counted tp times) and is refuted.
+TEST(Parallelize, RowParallelBiasBeforeTheAllReduceIsRefuted) {
+  auto p = parallelize(spec("gpt2", 2, false));
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  const std::string right =
+      "    %l0_om: f32[16, 1, 768] = all_reduce(%l0_op) {group = \"tp\"}\n"
+      "    param %l0_bo: f32[768]\n"
+      "    %l0_o: f32[16, 1, 768] = add(%l0_om, %l0_bo)\n";
+  size_t at = p->dist.find(right);
+  ASSERT_NE(at, std::string::npos) << p->dist;
+  p->dist.replace(at, right.size(),
+                  "    param %l0_bo: f32[768]\n"
+                  "    %l0_opb: f32[16, 1, 768] = add(%l0_op, %l0_bo)\n"
+                  "    %l0_o: f32[16, 1, 768] = all_reduce(%l0_opb) {group = \"tp\"}\n");
+  auto rep = verifyTexts(*p);
+  EXPECT_EQ(rep.verdict, rewrite::Verdict::Refuted) << why(rep);
+}
+
 TEST(Parallelize, WhatIsNotGeneratedSaysSo) {
   Layout l;
   l.tp = 2;
@@ -124,6 +143,10 @@ TEST(Parallelize, WhatIsNotGeneratedSaysSo) {
   ASSERT_FALSE(moe.ok());
   EXPECT_EQ(moe.error().id, "parallelize-unsupported");
   EXPECT_NE(moe.error().message.find("mixture-of-experts layers (8 experts)"), std::string::npos) << moe.error().str();
+  auto qwen = specFromConfig(config("qwen2-57b-a14b"), l, 16, 1, 1);
+  ASSERT_FALSE(qwen.ok());
+  EXPECT_NE(qwen.error().message.find("q/k/v biases of a gated (qwen2_moe) model"), std::string::npos)
+      << qwen.error().str();
   auto mla = specFromConfig(config("deepseek-v3"), l, 16, 1, 1);
   ASSERT_FALSE(mla.ok());
   EXPECT_NE(mla.error().message.find("multi-head latent attention"), std::string::npos) << mla.error().str();
