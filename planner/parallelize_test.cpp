@@ -84,19 +84,29 @@ TEST(Parallelize, WholeLlama405BVerifies) {
   EXPECT_GT(rep.stats.memoHits, 125 * 45) << "layers after the first should be reused";
 }
 
-// The twin: the attention output's all_reduce dropped (each rank adds its
-// partial sum to the residual) is refuted, the missing sum named.
-TEST(Parallelize, DroppedAllReduceIsRefuted) {
-  auto p = parallelize(spec("llama3-8b", 4, false));
-  ASSERT_TRUE(p.ok()) << p.error().str();
-  const std::string line = "%l0_o: f32[16, 1, 4096] = all_reduce(%l0_op) {group = \"tp\"}";
-  size_t at = p->dist.find(line);
-  ASSERT_NE(at, std::string::npos) << p->dist;
-  p->dist.replace(at, line.size(), "%l0_o: f32[16, 1, 4096] = identity(%l0_op)");
-  auto rep = verifyTexts(*p);
+// A twin of `s`'s program: `from` (once in D) replaced by `to`, verified.
+rewrite::VerifyReport twin(const ProgramSpec& s, const std::string& from, const std::string& to) {
+  auto p = parallelize(s);
+  EXPECT_TRUE(p.ok()) << p.error().str();
+  if (!p.ok()) return {};
+  size_t at = p->dist.find(from);
+  EXPECT_NE(at, std::string::npos) << from << "\nnot in:\n" << p->dist;
+  if (at == std::string::npos) return {};
+  p->dist.replace(at, from.size(), to);
+  return verifyTexts(*p);
+}
+
+void expectMissingSum(const rewrite::VerifyReport& rep) {
   EXPECT_EQ(rep.verdict, rewrite::Verdict::Refuted) << why(rep);
   ASSERT_TRUE(rep.failure);
   EXPECT_NE(rep.failure->message.find("missing sum over group tp"), std::string::npos) << rep.failure->message;
+}
+
+// The twin: the attention output's all_reduce dropped (each rank adds its
+// partial sum to the residual) is refuted, the missing sum named.
+TEST(Parallelize, DroppedAllReduceIsRefuted) {
+  expectMissingSum(twin(spec("llama3-8b", 4, false), "%l0_o: f32[16, 1, 4096] = all_reduce(%l0_op) {group = \"tp\"}",
+                        "%l0_o: f32[16, 1, 4096] = identity(%l0_op)"));
 }
 
 // The MLP's all_reduce dropped in the first of two layers: each rank adds
@@ -104,35 +114,21 @@ TEST(Parallelize, DroppedAllReduceIsRefuted) {
 // norm (parameter vectors such as norm gains once drew 1/sqrt(hidden)-scaled
 // values, which made the MLP ~1e-5 of the residual: inconclusive).
 TEST(Parallelize, DroppedMlpAllReduceIsRefutedByTheWitness) {
-  auto s = spec("llama3-8b", 2, false, 16, 2);
-  auto p = parallelize(s);
-  ASSERT_TRUE(p.ok()) << p.error().str();
-  const std::string line = "%l0_m: f32[16, 1, 4096] = all_reduce(%l0_mp) {group = \"tp\"}";
-  size_t at = p->dist.find(line);
-  ASSERT_NE(at, std::string::npos) << p->dist;
-  p->dist.replace(at, line.size(), "%l0_m: f32[16, 1, 4096] = identity(%l0_mp)");
-  auto rep = verifyTexts(*p);
-  EXPECT_EQ(rep.verdict, rewrite::Verdict::Refuted) << why(rep);
-  ASSERT_TRUE(rep.failure);
-  EXPECT_NE(rep.failure->message.find("missing sum over group tp"), std::string::npos) << rep.failure->message;
+  expectMissingSum(twin(spec("llama3-8b", 2, false, 16, 2),
+                        "%l0_m: f32[16, 1, 4096] = all_reduce(%l0_mp) {group = \"tp\"}",
+                        "%l0_m: f32[16, 1, 4096] = identity(%l0_mp)"));
 }
 
 // GPT-2's row-parallel bias is added once, after the all_reduce; its twin
 // adds it on every rank before (BUGS.md: counted tp times) and is refuted.
 TEST(Parallelize, RowParallelBiasBeforeTheAllReduceIsRefuted) {
-  auto p = parallelize(spec("gpt2", 2, false));
-  ASSERT_TRUE(p.ok()) << p.error().str();
-  const std::string right =
-      "    %l0_om: f32[16, 1, 768] = all_reduce(%l0_op) {group = \"tp\"}\n"
-      "    param %l0_bo: f32[768]\n"
-      "    %l0_o: f32[16, 1, 768] = add(%l0_om, %l0_bo)\n";
-  size_t at = p->dist.find(right);
-  ASSERT_NE(at, std::string::npos) << p->dist;
-  p->dist.replace(at, right.size(),
+  auto rep = twin(spec("gpt2", 2, false),
+                  "    %l0_om: f32[16, 1, 768] = all_reduce(%l0_op) {group = \"tp\"}\n"
+                  "    param %l0_bo: f32[768]\n"
+                  "    %l0_o: f32[16, 1, 768] = add(%l0_om, %l0_bo)\n",
                   "    param %l0_bo: f32[768]\n"
                   "    %l0_opb: f32[16, 1, 768] = add(%l0_op, %l0_bo)\n"
                   "    %l0_o: f32[16, 1, 768] = all_reduce(%l0_opb) {group = \"tp\"}\n");
-  auto rep = verifyTexts(*p);
   EXPECT_EQ(rep.verdict, rewrite::Verdict::Refuted) << why(rep);
 }
 
