@@ -11,7 +11,10 @@
 // before the column-parallel matmuls); GQA with the KV heads split over the
 // ranks, or, when tp exceeds them, each KV head held by the tp / kv ranks
 // whose query heads use it. Heads, KV heads and ffn that do not divide by tp
-// are split in contiguous blocks differing by one unit.
+// are split in contiguous blocks differing by one unit. With pp > 1 the
+// layers are split into consecutive stages (one micro-batch, forward: the
+// activations go from each rank to the same tp rank of the next stage by
+// send/recv).
 //
 // Causal attention adds an input mask [seq, seq] to the scores (specFromConfig
 // sets it; the proof holds for any mask). Stated simplifications: the
@@ -39,6 +42,7 @@ struct ProgramSpec {
   bool llama = false;              // GQA, RMSNorm, RoPE, SwiGLU; else GPT: LayerNorm, GELU, fused QKV
   bool sequenceParallel = false;   // tokens split over tp outside the TP regions
   int tp = 1;
+  int pp = 1;                      // pipeline stages: layers / pp consecutive layers each, send/recv between
   int layers = 1;
   bool attention = true;           // false: [norm + MLP + residual] layers only
   int64_t batch = 1, seq = 0;
@@ -60,8 +64,8 @@ Result<ParallelProgram> parallelize(const ProgramSpec& spec);
 
 // The spec of a Hugging Face config under a layout: tp and sequence
 // parallel from `layout`; `layers` 0 takes the config's. Errors
-// ("parallelize-unsupported") name what is not generated yet: pipeline,
-// context and expert parallel, mixture-of-experts and MLA layers.
+// ("parallelize-unsupported") name what is not generated yet: context and
+// expert parallel, mixture-of-experts and MLA layers.
 Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout, int64_t seq, int64_t batch,
                                    int64_t layers);
 

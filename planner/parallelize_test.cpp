@@ -17,9 +17,10 @@ ModelConfig config(const std::string& name) {
   return *c;
 }
 
-ProgramSpec spec(const std::string& model, int tp, bool sp, int64_t seq = 16, int64_t layers = 1) {
+ProgramSpec spec(const std::string& model, int tp, bool sp, int64_t seq = 16, int64_t layers = 1, int pp = 1) {
   Layout l;
   l.tp = tp;
+  l.pp = pp;
   l.sequenceParallel = sp;
   auto s = specFromConfig(config(model), l, seq, 1, layers);
   SP_ASSERT(s.ok(), s.ok() ? "" : s.error().str());
@@ -45,17 +46,21 @@ std::string why(const rewrite::VerifyReport& r) { return r.reason + (r.failure ?
 
 // Each config and layout: MHA with an uneven head split (gpt2's 12 heads
 // over 8 ranks), GQA with KV heads split (8 over 8) and with each KV head's
-// query heads over 2 ranks (tp 16), with and without sequence parallel.
+// query heads over 2 ranks (tp 16, also on 2 pipeline stages), with and
+// without sequence parallel.
 TEST(Parallelize, GeneratedProgramsVerify) {
   struct Case {
     const char* model;
     int tp;
     bool sp;
+    int pp = 1;
   };
   for (Case c : {Case{"gpt2", 2, true}, Case{"gpt2", 8, true}, Case{"gpt2", 4, false}, Case{"llama3-8b", 2, false},
-                 Case{"llama3-8b", 8, false}, Case{"llama3-8b", 4, true}, Case{"llama3-8b", 16, false}}) {
-    SCOPED_TRACE(std::string(c.model) + " tp " + std::to_string(c.tp) + (c.sp ? " sp" : ""));
-    auto p = parallelize(spec(c.model, c.tp, c.sp));
+                 Case{"llama3-8b", 8, false}, Case{"llama3-8b", 4, true}, Case{"llama3-8b", 16, false},
+                 Case{"llama3-8b", 16, true, 2}}) {
+    SCOPED_TRACE(std::string(c.model) + " tp " + std::to_string(c.tp) + (c.sp ? " sp" : "") + " pp " +
+                 std::to_string(c.pp));
+    auto p = parallelize(spec(c.model, c.tp, c.sp, 16, c.pp, c.pp));
     ASSERT_TRUE(p.ok()) << p.error().str();
     auto rep = verifyTexts(*p);
     EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
@@ -132,6 +137,31 @@ TEST(Parallelize, RowParallelBiasBeforeTheAllReduceIsRefuted) {
   EXPECT_EQ(rep.verdict, rewrite::Verdict::Refuted) << why(rep);
 }
 
+// Pipeline stages: layers split over 2 stages of TP 2 ranks with sequence
+// parallel, activations sent to the same tp rank of the next stage, are
+// verified; the twin crossing the transfers (rank 0 -> 3, rank 1 -> 2: each
+// token shard lands on the other tp rank) is refuted.
+TEST(Parallelize, PipelineStagesVerifyAndCrossedTransfersAreRefuted) {
+  auto s = spec("llama3-8b", 2, true, 16, 4, 2);
+  auto p = parallelize(s);
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  EXPECT_NE(p->dist.find("mesh [pp = 2, tp = 2]"), std::string::npos);
+  auto rep = verifyTexts(*p);
+  EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+  std::string d = p->dist;
+  for (auto [from, to] : {std::pair<std::string, std::string>{"send(%l1_y) {peer = 2,", "send(%l1_y) {peer = 3,"},
+                          {"send(%l1_y) {peer = 3,", "send(%l1_y) {peer = 2,"},
+                          {"recv() {peer = 0,", "recv() {peer = 1,"},
+                          {"recv() {peer = 1,", "recv() {peer = 0,"}}) {
+    size_t at = p->dist.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    d.replace(at, from.size(), to);
+  }
+  p->dist = d;
+  auto bad = verifyTexts(*p);
+  EXPECT_EQ(bad.verdict, rewrite::Verdict::Refuted) << why(bad);
+}
+
 TEST(Parallelize, WhatIsNotGeneratedSaysSo) {
   Layout l;
   l.tp = 2;
@@ -146,10 +176,17 @@ TEST(Parallelize, WhatIsNotGeneratedSaysSo) {
   auto mla = specFromConfig(config("deepseek-v3"), l, 16, 1, 1);
   ASSERT_FALSE(mla.ok());
   EXPECT_NE(mla.error().message.find("multi-head latent attention"), std::string::npos) << mla.error().str();
+  l.cp = 2;
+  auto cp = specFromConfig(config("llama3-8b"), l, 16, 1, 1);
+  ASSERT_FALSE(cp.ok());
+  EXPECT_NE(cp.error().message.find("context parallel (cp 2)"), std::string::npos) << cp.error().str();
+  l.cp = 1;
   l.pp = 2;
-  auto pp = specFromConfig(config("llama3-8b"), l, 16, 1, 1);
-  ASSERT_FALSE(pp.ok());
-  EXPECT_NE(pp.error().message.find("pipeline parallel (pp 2)"), std::string::npos) << pp.error().str();
+  auto pp = specFromConfig(config("llama3-8b"), l, 16, 1, 3);
+  ASSERT_TRUE(pp.ok()) << pp.error().str();
+  auto uneven3 = parallelize(*pp);
+  ASSERT_FALSE(uneven3.ok());
+  EXPECT_EQ(uneven3.error().message, "parallelize: 3 layers do not split into 2 pipeline stages evenly");
 
   auto odd = parallelize(spec("llama3-8b", 4, true, 18));
   ASSERT_FALSE(odd.ok());

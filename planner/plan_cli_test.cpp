@@ -58,9 +58,10 @@ TEST(LaunchCli, ExitCodesAndFormats) {
                     "--gpus", "8192", "--gpu", "h100-sxm"});
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
   EXPECT_NE(ok.out.find("info: step-time: predicted step "), std::string::npos);
-  // One layer of the layout generated at the real degrees and verified.
-  EXPECT_NE(ok.out.find("verify: one llama3-405b layer (attention + MLP), tp 8 + sequence parallel, seq 8192, "
-                        "micro-batch 1: verified in "),
+  // The layout generated at its real degrees (128 ranks: one layer on each
+  // of the 16 stages, tp 8) and verified.
+  EXPECT_NE(ok.out.find("verify: 16 llama3-405b layers (attention + MLP, one per pipeline stage), tp 8 + sequence "
+                        "parallel, pp 16, seq 8192, micro-batch 1: verified in "),
             std::string::npos)
       << ok.out;
   auto bad = runCli({"check-launch", "--model", cfg("llama3-405b"), "--megatron-args",
@@ -124,11 +125,11 @@ TEST(ParallelizeCli, WritesAndVerifies) {
     auto v = runCli({"inspect", out + f});
     EXPECT_EQ(v.code, 0) << f << ": " << v.err;
   }
-  auto pp = runCli({"parallelize", "--model", cfg("llama3-8b"), "--plan", "tp=4,pp=2", "--seq", "32", "--out", out});
-  EXPECT_EQ(pp.code, 3);
-  EXPECT_EQ(pp.err,
-            "error: parallelize: not generated yet: pipeline parallel (pp 2) (tensor and sequence parallel of dense "
-            "GQA/MHA layers only)\n");
+  auto cp = runCli({"parallelize", "--model", cfg("llama3-8b"), "--plan", "tp=4,cp=2", "--seq", "32", "--out", out});
+  EXPECT_EQ(cp.code, 3);
+  EXPECT_EQ(cp.err,
+            "error: parallelize: not generated yet: context parallel (cp 2) (tensor, sequence and pipeline parallel of "
+            "dense GQA/MHA layers only)\n");
   auto odd = runCli({"parallelize", "--model", cfg("gpt2"), "--plan", "tp=4", "--seq", "30", "--out", out});
   EXPECT_EQ(odd.code, 3);
   EXPECT_NE(odd.err.find("seq 30 not divisible by tp 4"), std::string::npos) << odd.err;

@@ -50,20 +50,22 @@ VerifyArgs programArgs(const std::string& dir) {
   return v;
 }
 
-// One layer of the launch's layout, generated and verified (the pipeline
-// split does not change a layer's program; dp replicas run the same one).
+// The launch's layout at its real degrees, generated and verified: one layer
+// per pipeline stage (the stages' send/recv skeleton, each stage's ranks
+// running a layer at the real tp); dp replicas run the same program.
 planner::LayerCheck checkLayer(const planner::ModelConfig& model, const planner::LaunchReport& rep) {
   planner::LayerCheck c;
-  planner::Layout one = rep.layout;
-  one.pp = 1;
-  auto spec = planner::specFromConfig(model, one, rep.job.seq, rep.layout.microBatch, 1);
-  c.what = "one " + model.name + " layer";
+  const int64_t pp = std::max<int64_t>(rep.layout.pp, 1);
+  auto spec = planner::specFromConfig(model, rep.layout, rep.job.seq, rep.layout.microBatch, pp);
+  c.what = pp > 1 ? std::to_string(pp) + " " + model.name + " layers" : "one " + model.name + " layer";
   if (!spec) {
     c.verdict = "not generated";
     c.detail = spec.error().message;
     return c;
   }
-  c.what += " (attention + MLP), tp " + std::to_string(spec->tp) + (spec->sequenceParallel ? " + sequence parallel" : "") +
+  c.what += std::string(" (attention + MLP") + (pp > 1 ? ", one per pipeline stage" : "") + "), tp " +
+            std::to_string(spec->tp) + (spec->sequenceParallel ? " + sequence parallel" : "") +
+            (pp > 1 ? ", pp " + std::to_string(pp) : "") +
             ", seq " + std::to_string(spec->seq) + ", micro-batch " + std::to_string(spec->batch);
   auto prog = planner::parallelize(*spec);
   if (!prog) {
@@ -200,10 +202,11 @@ int cmdParallelize(const ParallelizeArgs& a) {
   auto prog = planner::parallelize(*spec);
   if (!prog) return fail(prog.error());
   if (auto w = writeProgram(a.outDir, *prog); !w.ok()) return fail(w.error());
-  std::fprintf(stderr, "parallelize: %s, %d layer%s (%s), tp %d%s, seq %lld, batch %lld: wrote %s/{seq.sp,dist.sp,relations.rel}\n",
+  std::fprintf(stderr, "parallelize: %s, %d layer%s (%s), tp %d%s%s, seq %lld, batch %lld: wrote %s/{seq.sp,dist.sp,relations.rel}\n",
                model->name.c_str(), spec->layers, spec->layers == 1 ? "" : "s",
                spec->attention ? "attention + MLP" : "MLP", spec->tp,
-               spec->sequenceParallel ? " + sequence parallel" : "", a.seq, a.batch, a.outDir.c_str());
+               spec->sequenceParallel ? " + sequence parallel" : "",
+               spec->pp > 1 ? (", pp " + std::to_string(spec->pp)).c_str() : "", a.seq, a.batch, a.outDir.c_str());
   if (!a.verify) return kExitOk;
   VerifyArgs v = programArgs(a.outDir);
   v.format = a.format;
