@@ -11,7 +11,8 @@
 // cache is warmed once first, in its own child (reported on stderr).
 //
 // Usage: bench_verify [--models gpt,llama,dp] [--tp 2,4,6,8] [--layers 1,2,4,8]
-// (dp: the data-parallel family, --tp giving the DP degrees; see generateDp)
+// (dp: the data-parallel family, --tp giving the DP degrees; see generateDp;
+//  cp: context-parallel attention, --tp giving the CP degrees; see generateCp)
 //                     [--blocks mlp|full] [--time-limit SECONDS]
 //                     [--batch N] [--seq N] [--dump DIR] [--no-memo]
 //   --blocks mlp:  each layer is [norm + TP MLP + residual] (GPT: layer norm,
@@ -83,6 +84,10 @@ ModelShape llamaShape() { return {"llama", 2048, 32, 8, 5632, true}; }
 // The data-parallel family's sizes (generateDp): tokens per rank, hidden, ffn.
 constexpr int64_t kDpTokens = 8, kDpHidden = 64, kDpFfn = 256;
 ModelShape dpShape() { return {"dp", kDpHidden, 1, 1, kDpFfn, false}; }
+// The context-parallel family's sizes (generateCp): tokens per rank, heads, head dim.
+constexpr int64_t kCpTokens = 8, kCpHeads = 4, kCpHeadDim = 16;
+constexpr int64_t kCpHidden() { return kCpHeads * kCpHeadDim; }
+ModelShape cpShape() { return {"cp", kCpHeads * kCpHeadDim, kCpHeads, kCpHeads, 0, false}; }
 
 using Rope = sp::planner::RopeForm;
 
@@ -197,11 +202,65 @@ Texts generateDp(int n) {
   return t;
 }
 
+// The context-parallel family (`--models cp`, the cell's tp field is the CP
+// degree N): causal multi-head attention over N*8 tokens (hidden 64, 4
+// heads of 16); rank r holds tokens [8r, 8r + 8) and their rows of the
+// causal mask, projects its q, k, v, all-gathers K and V over cp (Megatron's
+// all-gather context parallel), attends its queries to every key and
+// projects the output. Any N.
+Texts generateCp(int n) {
+  const int64_t H = kCpHidden(), nh = kCpHeads, hd = kCpHeadDim, Tl = kCpTokens, T = Tl * n;
+  auto t2 = [](int64_t a, int64_t b) { return "f32[" + S(a) + ", " + S(b) + "]"; };
+  auto t3 = [](int64_t a, int64_t b, int64_t c) { return "f32[" + S(a) + ", " + S(b) + ", " + S(c) + "]"; };
+  // The attention of `tq` query tokens to `tk` keys: q4, k4, v4 are [t, nh, hd].
+  auto attend = [&](const std::string& in, int64_t tq, int64_t tk, const std::string& kIn, const std::string& vIn) {
+    return in + "%qh: " + t3(nh, tq, hd) + " = transpose(%q4) {perm = [1, 0, 2]}\n" +
+           in + "%kt: " + t3(nh, hd, tk) + " = transpose(%" + kIn + ") {perm = [1, 2, 0]}\n" +
+           in + "%vh: " + t3(nh, tk, hd) + " = transpose(%" + vIn + ") {perm = [1, 0, 2]}\n" +
+           in + "%sc: " + t3(nh, tq, tk) + " = matmul(%qh, %kt)\n" +
+           in + "%scale: f32[] = constant() {value = dense<f32[], [0.25]>}\n" +
+           in + "%ss: " + t3(nh, tq, tk) + " = mul(%sc, %scale)\n" +
+           in + "%sm: " + t3(nh, tq, tk) + " = add(%ss, %mask)\n" +
+           in + "%pr: " + t3(nh, tq, tk) + " = softmax(%sm)\n" +
+           in + "%a: " + t3(nh, tq, hd) + " = matmul(%pr, %vh)\n" +
+           in + "%at: " + t3(tq, nh, hd) + " = transpose(%a) {perm = [1, 0, 2]}\n" +
+           in + "%a2: " + t2(tq, H) + " = reshape(%at) {shape = [" + S(tq) + ", " + S(H) + "]}\n" +
+           in + "%o: " + t2(tq, H) + " = matmul(%a2, %wo)\n";
+  };
+  auto proj = [&](const std::string& in, int64_t t) {
+    std::string o;
+    for (const char* w : {"q", "k", "v"})
+      o += in + "%" + w + ": " + t2(t, H) + " = matmul(%x, %w" + w + ")\n" + in + "%" + w + "4: " + t3(t, nh, hd) +
+           " = reshape(%" + w + ") {shape = [" + S(t) + ", " + S(nh) + ", " + S(hd) + "]}\n";
+    return o;
+  };
+  auto params = [&](const std::string& in) {
+    std::string o;
+    for (const char* w : {"wq", "wk", "wv", "wo"}) o += in + "param %" + w + ": " + t2(H, H) + "\n";
+    return o;
+  };
+  Texts t;
+  t.seq = "graph cp_attention {\n  input %x: " + t2(T, H) + "\n  input %mask: " + t2(T, T) + "\n" + params("  ") +
+          proj("  ", T) + attend("  ", T, T, "k4", "v4") + "  output %o\n}\n";
+  t.dist = "program cp_attention_cp" + S(n) + " {\n  world " + S(n) + "\n  mesh [cp = " + S(n) + "]\n  rank 0.." +
+           S(n - 1) + " {\n    input %x: " + t2(Tl, H) + "\n    input %mask: " + t2(Tl, T) + "\n" + params("    ") +
+           proj("    ", Tl) + "    %kall: " + t3(T, nh, hd) + " = all_gather(%k4) {group = \"cp\", dim = 0}\n" +
+           "    %vall: " + t3(T, nh, hd) + " = all_gather(%v4) {group = \"cp\", dim = 0}\n" +
+           attend("    ", Tl, T, "kall", "vall") + "    output %o\n  }\n}\n";
+  const std::string L = S(Tl);
+  t.rel = "for r in cp: dist[r].x = slice(seq.x, dim=0, start=idx(r,cp)*" + L + ", end=(idx(r,cp)+1)*" + L + ")\n" +
+          "for r in cp: dist[r].mask = slice(seq.mask, dim=0, start=idx(r,cp)*" + L + ", end=(idx(r,cp)+1)*" + L + ")\n" +
+          "dist[*].wq = seq.wq\ndist[*].wk = seq.wk\ndist[*].wv = seq.wv\ndist[*].wo = seq.wo\n"
+          "expect seq.o = concat(dim=0, for r in cp: dist[r].o)\n";
+  return t;
+}
+
 // The cell must be buildable (generate); its note leads the reason.
 int runCell(const Cell& c, double timeLimit, bool memo, const std::string& dump, int fd, int profile = 0) {
-  const bool dp = c.m.name == "dp";
   std::string note;
-  auto t = dp ? generateDp(c.tp) : std::get<Texts>(generate(c, &note));
+  auto t = c.m.name == "dp"   ? generateDp(c.tp)
+           : c.m.name == "cp" ? generateCp(c.tp)
+                              : std::get<Texts>(generate(c, &note));
   if (!dump.empty()) {
     std::string dir = dump + "/" + c.m.name + (c.full ? "-full" : "-mlp") + "-tp" + S(c.tp) + "-l" + S(c.layers);
     mkdir(dump.c_str(), 0755);
@@ -344,7 +403,7 @@ std::vector<std::string> splitList(const std::string& s) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: bench_verify [--models gpt,llama,dp] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
+               "usage: bench_verify [--models gpt,llama,dp,cp] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
                "                    [--blocks mlp|full] [--time-limit SECONDS] [--batch N] [--seq N]\n"
                "                    [--layout sbh|sh] [--rope megatron|halves] [--dump DIR]\n"
                "                    [--no-memo] [--profile N]\n");
@@ -398,7 +457,7 @@ int main(int argc, char** argv) {
     else return usage();
   }
   for (auto& m : models)
-    if (m != "gpt" && m != "llama" && m != "dp") return usage();
+    if (m != "gpt" && m != "llama" && m != "dp" && m != "cp") return usage();
   for (int t : tps)
     if (t < 1) return usage();
   for (int l : layers)
@@ -422,7 +481,10 @@ int main(int argc, char** argv) {
     for (int tp : tps) {
       for (int nl : layers) {
         Cell c{name == "gpt" ? gptShape() : llamaShape(), tp, nl, full, batch, seq, flat, rope};
-        if (name == "dp") {
+        if (name == "cp") {
+          c.m = cpShape();
+          if (nl != layers.front()) continue;  // one attention per CP degree
+        } else if (name == "dp") {
           c.m = dpShape();
           if (nl != layers.front()) continue;  // one regression step per DP degree
           if (!std::has_single_bit(unsigned(tp))) {
