@@ -149,6 +149,21 @@ std::string csvQuote(std::string s) {
 
 // In the child: builds, parses and verifies; writes the CSV tail
 // (verdict,seconds,seq_ops,dist_ops,lemmas,memo_hits,reason) to fd.
+// "program NAME {", its world and one-axis mesh of n ranks, and the head of
+// their one SPMD body.
+std::string spmdHead(const std::string& name, const std::string& axis, int n) {
+  return "program " + name + " {\n  world " + S(n) + "\n  mesh [" + axis + " = " + S(n) + "]\n  rank 0.." + S(n - 1) +
+         " {\n";
+}
+
+// The relation line of a value whose rows (dim 0) are split in blocks of
+// `rows` over `axis`.
+std::string rowShards(const std::string& value, const std::string& axis, int64_t rows) {
+  const std::string L = S(rows), i = "idx(r," + axis + ")";
+  return "for r in " + axis + ": dist[r]." + value + " = slice(seq." + value + ", dim=0, start=" + i + "*" + L +
+         ", end=(" + i + "+1)*" + L + ")\n";
+}
+
 // The data-parallel family (`--models dp`, the cell's tp field is the DP
 // degree N): a two-matrix regression training step by hand, x [N*8, 64] ->
 // x W1 [64, 256] -> W2 [256, 64], mean squared error, weight gradients;
@@ -188,15 +203,12 @@ Texts generateDp(int n) {
   Texts t;
   t.seq = "graph dp_regression {\n" + leaves(all, "  ") + step(all, recip(all * kDpHidden), "  ") +
           "  output %lossl, %dw1l, %dw2l\n}\n";
-  t.dist = "program dp_regression_dp" + S(n) + " {\n  world " + S(n) + "\n  mesh [dp = " + S(n) + "]\n  rank 0.." +
-           S(n - 1) + " {\n" + leaves(kDpTokens, "    ") + step(kDpTokens, recip(kDpTokens * kDpHidden), "    ") +
+  t.dist = spmdHead("dp_regression_dp" + S(n), "dp", n) + leaves(kDpTokens, "    ") + step(kDpTokens, recip(kDpTokens * kDpHidden), "    ") +
            "    %loss: f32[] = all_reduce(%lossl) {group = \"dp\", reduce = \"avg\"}\n"
            "    %dw1: f32[" + S(kDpHidden) + ", " + S(kDpFfn) + "] = all_reduce(%dw1l) {group = \"dp\", reduce = \"avg\"}\n"
            "    %dw2: f32[" + S(kDpFfn) + ", " + S(kDpHidden) + "] = all_reduce(%dw2l) {group = \"dp\", reduce = \"avg\"}\n"
            "    output %loss, %dw1, %dw2\n  }\n}\n";
-  const std::string T = S(kDpTokens);
-  t.rel = "for r in dp: dist[r].x = slice(seq.x, dim=0, start=idx(r,dp)*" + T + ", end=(idx(r,dp)+1)*" + T + ")\n" +
-          "for r in dp: dist[r].t = slice(seq.t, dim=0, start=idx(r,dp)*" + T + ", end=(idx(r,dp)+1)*" + T + ")\n" +
+  t.rel = rowShards("x", "dp", kDpTokens) + rowShards("t", "dp", kDpTokens) +
           "dist[*].w1 = seq.w1\ndist[*].w2 = seq.w2\n"
           "expect seq.lossl = dist[0].loss\nexpect seq.dw1l = dist[0].dw1\nexpect seq.dw2l = dist[0].dw2\n";
   return t;
@@ -242,14 +254,11 @@ Texts generateCp(int n) {
   Texts t;
   t.seq = "graph cp_attention {\n  input %x: " + t2(T, H) + "\n  input %mask: " + t2(T, T) + "\n" + params("  ") +
           proj("  ", T) + attend("  ", T, T, "k4", "v4") + "  output %o\n}\n";
-  t.dist = "program cp_attention_cp" + S(n) + " {\n  world " + S(n) + "\n  mesh [cp = " + S(n) + "]\n  rank 0.." +
-           S(n - 1) + " {\n    input %x: " + t2(Tl, H) + "\n    input %mask: " + t2(Tl, T) + "\n" + params("    ") +
+  t.dist = spmdHead("cp_attention_cp" + S(n), "cp", n) + "    input %x: " + t2(Tl, H) + "\n    input %mask: " + t2(Tl, T) + "\n" + params("    ") +
            proj("    ", Tl) + "    %kall: " + t3(T, nh, hd) + " = all_gather(%k4) {group = \"cp\", dim = 0}\n" +
            "    %vall: " + t3(T, nh, hd) + " = all_gather(%v4) {group = \"cp\", dim = 0}\n" +
            attend("    ", Tl, T, "kall", "vall") + "    output %o\n  }\n}\n";
-  const std::string L = S(Tl);
-  t.rel = "for r in cp: dist[r].x = slice(seq.x, dim=0, start=idx(r,cp)*" + L + ", end=(idx(r,cp)+1)*" + L + ")\n" +
-          "for r in cp: dist[r].mask = slice(seq.mask, dim=0, start=idx(r,cp)*" + L + ", end=(idx(r,cp)+1)*" + L + ")\n" +
+  t.rel = rowShards("x", "cp", Tl) + rowShards("mask", "cp", Tl) +
           "dist[*].wq = seq.wq\ndist[*].wk = seq.wk\ndist[*].wv = seq.wv\ndist[*].wo = seq.wo\n"
           "expect seq.o = concat(dim=0, for r in cp: dist[r].o)\n";
   return t;
