@@ -183,11 +183,11 @@ int main(int argc, char** argv) {
   cl->add_option("--gpu-file", launch.gpuFile, "GPU data file (default planner/gpus.json)");
 
   ParallelizeArgs par;
-  auto* pz = app.add_subcommand("parallelize", "write a model config's Megatron tensor-parallel program, its sequential\n"
+  auto* pz = app.add_subcommand("parallelize", "write a model config's Megatron tensor/pipeline-parallel program, its sequential\n"
                                                "model and their relations as text IR (and --verify them).\n"
                                                "Exit codes: 0 written (or verified), 1 refuted, 2 inconclusive, 3 bad input");
   pz->add_option("--model", par.model, "Hugging Face config.json")->required();
-  pz->add_option("--plan", par.fix, "layout: tp=8 (pp, cp, ep > 1 are not generated yet)")->required();
+  pz->add_option("--plan", par.fix, "layout: tp=8,pp=4 (cp, ep > 1 are not generated yet)")->required();
   pz->add_option("--seq", par.seq, "sequence length")->required();
   pz->add_option("--batch", par.batch, "micro-batch size (default 1)");
   pz->add_option("--layers", par.layers, "transformer layers (default: the config's)");
