@@ -10,7 +10,7 @@
 // verify() in a forked child, so peak RSS is the cell's own; the lemma proof
 // cache is warmed once first, in its own child (reported on stderr).
 //
-// Usage: bench_verify [--models gpt,llama,dp] [--tp 2,4,6,8] [--layers 1,2,4,8]
+// Usage: bench_verify [--models gpt,llama,dp,cp] [--tp 2,4,6,8] [--layers 1,2,4,8]
 // (dp: the data-parallel family, --tp giving the DP degrees; see generateDp;
 //  cp: context-parallel attention, --tp giving the CP degrees; see generateCp)
 //                     [--blocks mlp|full] [--time-limit SECONDS]
