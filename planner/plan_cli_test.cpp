@@ -125,6 +125,17 @@ TEST(ParallelizeCli, WritesAndVerifies) {
     auto v = runCli({"inspect", out + f});
     EXPECT_EQ(v.code, 0) << f << ": " << v.err;
   }
+  // Relations guessed by --infer-relations are an assumption of the verdict
+  // (they cannot know GPT-2's fused QKV shard [q_r | k_r | v_r]).
+  std::string g = out + "-gpt2";
+  ASSERT_EQ(runCli({"parallelize", "--model", cfg("gpt2"), "--plan", "tp=2", "--seq", "16", "--layers", "1", "--out", g})
+                .code,
+            0);
+  auto inferred = runCli({"verify", "--seq", g + "/seq.sp", "--dist", g + "/dist.sp", "--infer-relations"});
+  EXPECT_NE(inferred.out.find("assumes: the input relations were inferred (--infer-relations) and the verdict holds "
+                              "under them"),
+            std::string::npos)
+      << inferred.out;
   auto cp = runCli({"parallelize", "--model", cfg("llama3-8b"), "--plan", "tp=4,cp=2", "--seq", "32", "--out", out});
   EXPECT_EQ(cp.code, 3);
   EXPECT_EQ(cp.err,

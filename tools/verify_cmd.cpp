@@ -143,6 +143,18 @@ void noteConstants(const VerifySetup& s, rewrite::VerifyReport& report) {
   if (report.stats.peakRssMb <= 0) report.stats.peakRssMb = peakRssMb();
 }
 
+// Relations --infer-relations guessed are an assumption of the verdict: a
+// correct D whose inputs are laid out otherwise (GPT-2's fused QKV shard
+// [q_r | k_r | v_r], guessed contiguous) is refuted under them the same way
+// as a wrong one.
+void noteInferredRelations(const VerifyArgs& a, rewrite::VerifyReport& report) {
+  if (!a.inferRelations) return;
+  report.assumptions.push_back(
+      "the input relations were inferred (--infer-relations) and the verdict holds under them; if D lays its inputs "
+      "out otherwise (a fused QKV shard [q_r | k_r | v_r]), check them with --write-relations and pass D's with "
+      "--relation");
+}
+
 int cmdVerify(const VerifyArgs& a) {
   auto setup = setupVerify(a);
   if (!setup) return fail(setup.error());
@@ -153,6 +165,7 @@ int cmdVerify(const VerifyArgs& a) {
   auto report = rewrite::verify(*seq, *dist, rel, opts);
   if (!report) return fail(report.error());
   noteConstants(*setup, *report);
+  noteInferredRelations(a, *report);
 
   if (!a.dotFile.empty()) {
     if (auto st = writeFile(a.dotFile, failureDot(*seq, *report)); !st) return fail(st.error());
