@@ -504,6 +504,11 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
 
 }  // namespace
 
+std::string layoutPhrase(const ProgramSpec& spec) {
+  return "tp " + S(spec.tp) + (spec.sequenceParallel ? " + sequence parallel" : "") +
+         (spec.pp > 1 ? ", pp " + S(spec.pp) : "");
+}
+
 Result<ParallelProgram> parallelize(const ProgramSpec& spec) {
   if (spec.pp > 1 && spec.layers % spec.pp)
     return makeError("parallelize-unsupported", "parallelize: " + S(spec.layers) + " layers do not split into " +

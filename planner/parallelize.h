@@ -56,6 +56,9 @@ struct ParallelProgram {
   std::string seq, dist, relations;  // text IR: seq.sp, dist.sp, relations.rel
 };
 
+// "tp 8 + sequence parallel, pp 16" (pp only when above 1).
+std::string layoutPhrase(const ProgramSpec& spec);
+
 // Generates S, D and the relations. Errors ("parallelize-unsupported") when
 // the layout cannot be built: fewer heads or ffn columns than ranks, tp above
 // the KV heads without splitting each KV head's query heads evenly, seq not

@@ -3,9 +3,7 @@
 // with a collective dropped is refuted; what is not generated says so.
 #include <gtest/gtest.h>
 
-#include "ir/text.h"
 #include "planner/parallelize.h"
-#include "rewrite/relation_text.h"
 #include "rewrite/verify.h"
 
 namespace sp::planner {
@@ -28,16 +26,9 @@ ProgramSpec spec(const std::string& model, int tp, bool sp, int64_t seq = 16, in
 }
 
 rewrite::VerifyReport verifyTexts(const ParallelProgram& p) {
-  auto seq = ir::parseGraph(p.seq, "seq.sp");
-  EXPECT_TRUE(seq.ok()) << (seq.ok() ? "" : seq.error().str()) << "\n" << p.seq;
-  auto dist = ir::parseProgram(p.dist, "dist.sp");
-  EXPECT_TRUE(dist.ok()) << (dist.ok() ? "" : dist.error().str());
-  auto rel = rewrite::parseRelations(p.relations, "relations.rel");
-  EXPECT_TRUE(rel.ok()) << (rel.ok() ? "" : rel.error().str());
-  if (!seq.ok() || !dist.ok() || !rel.ok()) return {};
   rewrite::VerifyOptions o;
   o.timeLimitSeconds = 120;
-  auto rep = rewrite::verify(*seq, *dist, *rel, o);
+  auto rep = rewrite::verifyTexts(p.seq, p.dist, p.relations, o);
   EXPECT_TRUE(rep.ok()) << (rep.ok() ? "" : rep.error().str());
   return rep.ok() ? *rep : rewrite::VerifyReport{};
 }

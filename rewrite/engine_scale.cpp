@@ -13,6 +13,16 @@
 
 namespace sp::rewrite {
 
+namespace {
+
+// f * g is representable exactly (the factor stored is the real product).
+bool exactProduct(double f, double g) {
+  double p = f * g;
+  return std::isfinite(p) && std::fma(f, g, -p) == 0.0;
+}
+
+}  // namespace
+
 int Engine::composeScales() {
   struct Chain {
     ClassId out, x;
@@ -26,8 +36,7 @@ int Engine::composeScales() {
       for (const ENode& inner : g_.nodes(outer.kids[0])) {
         if (inner.op != kOpScale) continue;
         double f = std::bit_cast<double>(inner.data[0]);
-        double p = f * g;
-        if (std::isfinite(p) && std::fma(f, g, -p) == 0.0) chains.push_back({c, inner.kids[0], p});
+        if (exactProduct(f, g)) chains.push_back({c, inner.kids[0], f * g});
       }
     }
   int changed = 0;
@@ -58,11 +67,6 @@ struct Linear {
   std::map<ClassId, std::optional<std::map<ClassId, double>>> memo;
   std::set<ClassId> visiting;
 
-  static bool exactProduct(double f, double g) {
-    double p = f * g;
-    return std::isfinite(p) && std::fma(f, g, -p) == 0.0;
-  }
-
   // The class's expansion through its first sum node, else its first scale
   // node over an expandable class; nullopt: an atom (or too large, or a
   // coefficient product that is not exact).
@@ -78,19 +82,8 @@ struct Linear {
         }
       }
       if (!out)
-        for (const ENode& n : g.nodes(c)) {
-          if (n.op != kOpScale) continue;
-          auto inner = expand(n.kids[0]);
-          if (!inner) continue;
-          double f = std::bit_cast<double>(n.data[0]);
-          std::map<ClassId, double> scaled;
-          bool ok = true;
-          for (auto& [a, w] : *inner) {
-            ok = ok && exactProduct(w, f);
-            scaled[a] = w * f;
-          }
-          if (ok) { out = std::move(scaled); break; }
-        }
+        for (const ENode& n : g.nodes(c))
+          if (n.op == kOpScale && expand(n.kids[0]) && (out = combine(n.kids, std::bit_cast<double>(n.data[0])))) break;
       visiting.erase(c);
     }
     return memo[c] = out;

@@ -17,8 +17,10 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "ir/text.h"
 #include "rewrite/engine_verify.h"
 #include "rewrite/lemma_cache.h"
+#include "rewrite/relation_text.h"
 
 namespace sp::rewrite {
 
@@ -92,6 +94,12 @@ void collectLeaves(const Rel& r, const ir::Program& p, std::vector<DistLeaf>& ou
     if (auto v = p.rank(rank).findValue(r.name)) out.emplace_back(rank, *v);
   }
   for (const auto& a : r.args) collectLeaves(*a, p, out);
+}
+
+// Whether r is D's shards of a value: D leaves under concats only.
+bool isTiling(const Rel& r) {
+  return r.op == RelOp::Dist ||
+         (r.op == RelOp::Concat && std::all_of(r.args.begin(), r.args.end(), [](const RelPtr& a) { return isTiling(*a); }));
 }
 
 // The D leaves of a relation, as the failure's closest D tensors (at most 6).
@@ -890,11 +898,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       // cheapest term may mix forms (a rotary add over 16 ranks as 12 shards
       // and a sum of two 4-rank concats), which the next op would have to
       // undo before its lemmas meet D's partition.
-      std::function<bool(const Rel&)> tiles = [&](const Rel& r) {
-        return r.op == RelOp::Dist || (r.op == RelOp::Concat && std::all_of(r.args.begin(), r.args.end(),
-                                                                            [&](const RelPtr& a) { return tiles(*a); }));
-      };
-      if (!tiles(*best))
+      if (!isTiling(*best))
         if (RelPtr tiling = eng.extractClean(targets[k], anyLeaf, true); tiling && str(*tiling) != str(*best))
           sr.alts.push_back(tiling);
       known[node.outputs[k]] = sr;
@@ -1077,6 +1081,14 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
     for (ir::ValueId o : seq.outputs()) rep.outputs.push_back({seq.value(o).name, "", nullptr});
     return rep;
   }
+}
+
+Result<VerifyReport> verifyTexts(const std::string& seq, const std::string& dist, const std::string& relations,
+                                 const VerifyOptions& opts) {
+  SP_ASSIGN(ir::Graph s, ir::parseGraph(seq, "seq.sp"));
+  SP_ASSIGN(ir::Program d, ir::parseProgram(dist, "dist.sp"));
+  SP_ASSIGN(RelationFile r, parseRelations(relations, "relations.rel"));
+  return verify(s, d, r, opts);
 }
 
 }  // namespace sp::rewrite

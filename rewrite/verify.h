@@ -111,6 +111,10 @@ struct VerifyReport {
 
 Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist,
                             const RelationFile& relations, const VerifyOptions& opts);
+// The same over text IR: S (seq.sp), D (dist.sp) and the relation file
+// (relations.rel), as a generator writes them; a parse error names the file.
+Result<VerifyReport> verifyTexts(const std::string& seq, const std::string& dist, const std::string& relations,
+                                 const VerifyOptions& opts);
 
 // Proves (or reads from the proof cache) the lemma library that verify()
 // with these options uses, with no time limit, and keeps it for the

@@ -12,8 +12,6 @@
 #include "planner/parallelize.h"
 #include "planner/plan_report.h"
 #include "planner/search.h"
-#include "ir/text.h"
-#include "rewrite/relation_text.h"
 #include "rewrite/verify.h"
 #include "tools/commands.h"
 
@@ -63,10 +61,8 @@ planner::LayerCheck checkLayer(const planner::ModelConfig& model, const planner:
     c.detail = spec.error().message;
     return c;
   }
-  c.what += std::string(" (attention + MLP") + (pp > 1 ? ", one per pipeline stage" : "") + "), tp " +
-            std::to_string(spec->tp) + (spec->sequenceParallel ? " + sequence parallel" : "") +
-            (pp > 1 ? ", pp " + std::to_string(pp) : "") +
-            ", seq " + std::to_string(spec->seq) + ", micro-batch " + std::to_string(spec->batch);
+  c.what += std::string(" (attention + MLP") + (pp > 1 ? ", one per pipeline stage" : "") + "), " +
+            planner::layoutPhrase(*spec) + ", seq " + std::to_string(spec->seq) + ", micro-batch " + std::to_string(spec->batch);
   auto prog = planner::parallelize(*spec);
   if (!prog) {
     c.verdict = "not generated";
@@ -74,17 +70,9 @@ planner::LayerCheck checkLayer(const planner::ModelConfig& model, const planner:
     return c;
   }
   auto t0 = std::chrono::steady_clock::now();
-  auto seq = ir::parseGraph(prog->seq, "seq.sp");
-  auto dist = seq ? ir::parseProgram(prog->dist, "dist.sp") : Result<ir::Program>(seq.error());
-  auto rel = dist ? rewrite::parseRelations(prog->relations, "relations.rel") : Result<rewrite::RelationFile>(dist.error());
-  if (!rel) {  // a generator bug, said as such
-    c.verdict = "inconclusive";
-    c.detail = "the generated program does not parse: " + rel.error().str();
-    return c;
-  }
   rewrite::VerifyOptions o;
   o.timeLimitSeconds = 120;
-  auto v = rewrite::verify(*seq, *dist, *rel, o);
+  auto v = rewrite::verifyTexts(prog->seq, prog->dist, prog->relations, o);  // a parse error: a generator bug
   c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!v) {
     c.verdict = "inconclusive";
@@ -140,8 +128,8 @@ int cmdPlan(const PlanArgs& a) {
   namespace fs = std::filesystem;
   std::string progDir = (fs::path(a.emit) / "program").string();
   if (auto w = writeProgram(progDir, *prog); !w.ok()) return fail(w.error());
-  std::fprintf(stderr, "plan --emit: tp %lld%s of the best layout, %lld layer%s, seq %lld, micro-batch %lld: program in %s\n",
-               (long long)stage.tp, spec->sequenceParallel ? " + sequence parallel" : "", a.emitLayers,
+  std::fprintf(stderr, "plan --emit: %s of the best layout, %lld layer%s, seq %lld, micro-batch %lld: program in %s\n",
+               planner::layoutPhrase(*spec).c_str(), a.emitLayers,
                a.emitLayers == 1 ? "" : "s", (long long)seq, (long long)best.microBatch, progDir.c_str());
   CodegenArgs cg;
   cg.verify = programArgs(progDir);
@@ -202,11 +190,10 @@ int cmdParallelize(const ParallelizeArgs& a) {
   auto prog = planner::parallelize(*spec);
   if (!prog) return fail(prog.error());
   if (auto w = writeProgram(a.outDir, *prog); !w.ok()) return fail(w.error());
-  std::fprintf(stderr, "parallelize: %s, %d layer%s (%s), tp %d%s%s, seq %lld, batch %lld: wrote %s/{seq.sp,dist.sp,relations.rel}\n",
+  std::fprintf(stderr, "parallelize: %s, %d layer%s (%s), %s, seq %lld, batch %lld: wrote %s/{seq.sp,dist.sp,relations.rel}\n",
                model->name.c_str(), spec->layers, spec->layers == 1 ? "" : "s",
-               spec->attention ? "attention + MLP" : "MLP", spec->tp,
-               spec->sequenceParallel ? " + sequence parallel" : "",
-               spec->pp > 1 ? (", pp " + std::to_string(spec->pp)).c_str() : "", a.seq, a.batch, a.outDir.c_str());
+               spec->attention ? "attention + MLP" : "MLP", planner::layoutPhrase(*spec).c_str(), a.seq, a.batch,
+               a.outDir.c_str());
   if (!a.verify) return kExitOk;
   VerifyArgs v = programArgs(a.outDir);
   v.format = a.format;
