@@ -141,9 +141,9 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
   // One "for r in DOMAIN: dist[r].n = " line head per run of equal blocks; fn(a) the rest.
   std::ostringstream rl;
   int base = 0;  // the first rank of the pipeline stage being written
-  // "dist[*]" without pipeline stages, else the stage's ranks.
   // The stage's ranks as a comprehension domain: "tp", or "8..15".
   auto stageRanks = [&] { return c.pp == 1 ? std::string("tp") : S(base) + ".." + S(base + tp - 1); };
+  // "dist[*].n" without pipeline stages, else over the stage's ranks.
   auto every = [&](const std::string& n) {
     return c.pp == 1 ? "dist[*]." + n : "for r in " + stageRanks() + ": dist[r]." + n;
   };
