@@ -19,6 +19,7 @@
 
 #include "ir/text.h"
 #include "rewrite/engine_verify.h"
+#include "rewrite/fold.h"
 #include "rewrite/lemma_cache.h"
 #include "rewrite/relation_text.h"
 
@@ -530,6 +531,32 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     expected[o.name] = *c;
   }
 
+  // An SPMD program over one group is checked once for a symbolic rank
+  // (rewrite/fold.h); what folding does not decide goes to the per-rank
+  // engine below, which also refutes.
+  if (opts.fold) {
+    std::map<std::string, bool> provenByName;
+    for (const auto& s : lib->status) provenByName[s.name] = s.proven;
+    FoldInput fin{&seq, &dist, &relations, &model, wanted, expected,
+                  [&](const std::string& n) { auto it = provenByName.find(n); return it != provenByName.end() && it->second; }};
+    FoldOutcome fold = verifyFolded(fin);
+    if (!fold.verified) spdlog::debug("rank folding did not decide: {}", fold.why);
+    if (fold.verified) {
+      rep.verdict = Verdict::Verified;
+      rep.outputs = fold.outputs;
+      rep.stats.lemmasApplied = fold.steps;
+      rep.assumptions.push_back("ranks folded: one symbolic rank of group " + fold.group + " (" +
+                                std::to_string(fold.groupSize) +
+                                " ranks); layouts carried by the n-ary forms of proven lemmas (rewrite/fold.cpp): " +
+                                [&] {
+                                  std::string s;
+                                  for (size_t i = 0; i < fold.schemas.size(); ++i) s += (i ? "; " : "") + fold.schemas[i];
+                                  return s;
+                                }());
+      rep.stats.seconds = elapsed();
+      return rep;
+    }
+  }
   Interner interner;
   EngineStats es;
   std::unordered_map<std::string, MemoEntry> memo;

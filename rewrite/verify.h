@@ -27,6 +27,9 @@ struct VerifyOptions {
   double timeLimitSeconds = 300;     // whole run, witness included; running out is "inconclusive"
   Budget perOpBudget;                // e-graph budget per S op
   int exploreHops = 5;               // bounded exploration of D per S op (5: a vocab-parallel loss, 5 ops from the logits)
+  // Rank folding (rewrite/fold.h): an SPMD program over one group is
+  // checked once for a symbolic rank; false: always per rank (--no-fold).
+  bool fold = true;
   bool memoize = true;               // layer memoization (verify.cpp); false: every S op saturated
   uint64_t seed = 0;                 // witness inputs
   double tolerance = 1e-4;           // witness: relative divergence that counts

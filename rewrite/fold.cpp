@@ -1,0 +1,769 @@
+// Rank folding: one symbolic rank for an SPMD program (rewrite/fold.h).
+#include "rewrite/fold.h"
+
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "ir/text.h"
+#include "rewrite/engine.h"
+#include "rewrite/engine_verify.h"
+
+namespace sp::rewrite {
+namespace {
+
+using ir::Dim;
+using ir::OpCategory;
+using ir::OpKind;
+using ir::Shape;
+using ir::TensorType;
+
+// A value of S's algebra: k * node, k a real factor pulled out of linear ops
+// (a batch mean's 1/N against an averaging all_reduce's).
+struct Val {
+  int node = -1;
+  double k = 1.0;
+  bool operator==(const Val& o) const { return node == o.node && k == o.k; }
+};
+
+enum class Lay : uint8_t { None, Rep, Split, Sum };
+
+// What every rank's copy of one D value is, as a whole (rewrite/fold.h).
+struct Fact {
+  Lay lay = Lay::None;
+  int64_t dim = 0;  // Split
+  Val v;
+};
+
+// f * g and f / g stored exactly (the factor kept is the real product).
+std::optional<double> exactTimes(double f, double g) {
+  double p = f * g;
+  if (!std::isfinite(p) || std::fma(f, g, -p) != 0.0) return std::nullopt;
+  return p;
+}
+std::optional<double> exactOver(double f, double g) {
+  if (g == 0) return std::nullopt;
+  double q = f / g;
+  if (!std::isfinite(q) || std::fma(q, g, -f) != 0.0) return std::nullopt;
+  return q;
+}
+
+std::string hexFactor(double k) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%a", k);
+  return buf;
+}
+
+bool sameAttrs(const ir::AttrMap& a, const ir::AttrMap& b) {
+  if (a.size() != b.size()) return false;
+  for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) {
+    if (ia->first != ib->first || ia->second.index() != ib->second.index()) return false;
+    if (std::holds_alternative<ir::Tensor>(ia->second)) {
+      if (!std::get<ir::Tensor>(ia->second).identical(std::get<ir::Tensor>(ib->second))) return false;
+    } else if (ir::formatAttr(ia->second) != ir::formatAttr(ib->second)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Rank graphs that are the same program: same values, nodes and attributes.
+bool sameGraph(const ir::Graph& a, const ir::Graph& b) {
+  if (a.values().size() != b.values().size() || a.nodes().size() != b.nodes().size() || a.outputs() != b.outputs() ||
+      a.inputs() != b.inputs() || a.params() != b.params())
+    return false;
+  for (size_t i = 0; i < a.values().size(); ++i) {
+    const auto& x = a.values()[i];
+    const auto& y = b.values()[i];
+    if (x.name != y.name || !(x.type == y.type) || x.kind != y.kind) return false;
+  }
+  for (size_t i = 0; i < a.nodes().size(); ++i) {
+    const auto& x = a.nodes()[i];
+    const auto& y = b.nodes()[i];
+    if (x.op != y.op || x.inputs != y.inputs || x.outputs != y.outputs || !sameAttrs(x.attrs, y.attrs)) return false;
+  }
+  return true;
+}
+
+// Hash-consed expressions over S's inputs: the values S computes and the
+// ones D's layouts name.
+class Exprs {
+ public:
+  int intern(const std::string& key, const TensorType& t) {
+    auto [it, fresh] = ids_.emplace(key + "|" + t.str(), int(types_.size()));
+    if (fresh) {
+      types_.push_back(t);
+      scalars_.push_back(std::nullopt);
+    }
+    return it->second;
+  }
+  size_t size() const { return types_.size(); }
+  int unique(const TensorType& t) { return intern("#" + std::to_string(types_.size()), t); }
+  const TensorType& type(int n) const { return types_[size_t(n)]; }
+  std::optional<double>& scalar(int n) { return scalars_[size_t(n)]; }
+  int materialize(Val v) {
+    if (v.k == 1.0) return v.node;
+    return intern("scale " + hexFactor(v.k) + " " + std::to_string(v.node), types_[size_t(v.node)]);
+  }
+
+ private:
+  std::unordered_map<std::string, int> ids_;
+  std::vector<TensorType> types_;
+  std::vector<std::optional<double>> scalars_;
+};
+
+bool reshapeLike(OpKind op) {
+  return op == OpKind::Reshape || op == OpKind::Squeeze || op == OpKind::Unsqueeze;
+}
+
+// The layout schemas and the proven lemmas whose n-ary (folded) forms they
+// are; a schema is used only when all its lemmas are proven.
+const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
+  static const std::map<std::string, std::vector<std::string>> m = {
+      {"unary-over-split", {"unary-over-concat"}},
+      {"binary-over-split", {"binary-over-concat", "binary-broadcast-over-concat", "binary-broadcast-unit-over-concat",
+                             "binary-broadcast-split-over-concat", "binary-rank0-over-concat"}},
+      {"where-over-split", {"where-over-concat", "where-split-mask-over-concat"}},
+      {"matmul-row-split", {"matmul-row-split-any-rank"}},
+      {"matmul-col-split", {"matmul-col-split-any-rank"}},
+      {"matmul-batch-split", {"matmul-batch-split"}},
+      {"matmul-contract-split", {"matmul-contract-split-any-rank"}},
+      {"reduce-over-other-split", {"reduce-sum-keep-over-other-concat", "reduce-mean-keep-over-other-concat",
+                                   "reduce-max-keep-over-other-concat"}},
+      {"reduce-sum-over-split", {"reduce-sum-over-concat-drop", "reduce-sum-all-over-concat-first"}},
+      {"reduce-mean-over-split", {"reduce-mean-over-concat-halves", "reduce-mean-all-over-concat-halves"}},
+      {"softmax-over-split", {"softmax-over-concat", "log-softmax-over-concat"}},
+      {"norm-over-split", {"layer-norm-over-concat", "layer-norm-affine-over-concat", "rms-norm-over-concat",
+                           "rms-norm-affine-over-concat"}},
+      {"permute-of-split", {"permute-of-concat", "transpose-of-concat"}},
+      {"reshape-of-split", {"split-dims-first-of-concat-first", "merge-dims-first-of-concat-first"}},
+      {"slice-of-split", {"slice-last-of-concat-first", "unary-over-slice"}},
+      {"concat-of-splits", {"concat-last-of-concat-first", "concat-block-transpose"}},
+      {"expand-of-split", {"binary-broadcast-unit-over-concat"}},
+      {"linear-over-sum", {"add-of-sums", "mul-over-sum", "neg-over-sum", "scale-over-sum", "matmul-over-sum-left",
+                           "matmul-over-sum-right", "reduce-sum-of-sum", "concat-of-sums", "sum-of-merged-first"}},
+      {"scale-algebra", {"scale-through-add", "scale-through-concat", "matmul-scale-left", "matmul-scale-right",
+                         "mul-scale-right", "scale-through-transpose"}},
+  };
+  return m;
+}
+
+class Folder {
+ public:
+  explicit Folder(const FoldInput& in) : in_(in), seq_(*in.seq), dist_(*in.dist) {}
+
+  FoldOutcome run();
+
+ private:
+  bool use(const std::string& schema);
+  std::string opKey(OpKind op, const ir::AttrMap& attrs, int64_t inRank, int out, const std::vector<int>& kids);
+  Val canon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& in, int out, const TensorType& t,
+            int64_t inRank);
+  std::optional<TensorType> inferGlobal(OpKind op, const ir::AttrMap& attrs, const std::vector<TensorType>& ins,
+                                        int out);
+  TensorType globalOf(const TensorType& local, const Fact& f) const;
+  std::vector<Fact> transfer(const ir::Node& n);
+  std::vector<Fact> collective(const ir::Node& n, const std::vector<Fact>& in);
+  std::vector<Fact> splitRule(const ir::Node& n, const std::vector<Fact>& in);
+  std::vector<Fact> sumRule(const ir::Node& n, const std::vector<Fact>& in);
+  std::optional<Fact> inputFact(const std::string& name, const TensorType& local,
+                                const std::map<std::pair<int64_t, std::string>, RelPtr>& bound);
+
+  const FoldInput& in_;
+  const ir::Graph& seq_;
+  const ir::Program& dist_;
+  const ir::Graph* g_ = nullptr;  // the folded rank graph (the group's first member's)
+  std::vector<int64_t> members_;
+  int64_t n_ = 1;
+  Exprs ex_;
+  Interner interner_;
+  std::vector<Fact> facts_;  // per value of *g_
+  std::map<std::string, bool> schemaOk_;
+  std::set<std::string> used_;
+  int64_t steps_ = 0;
+};
+
+bool Folder::use(const std::string& schema) {
+  auto it = schemaOk_.find(schema);
+  if (it == schemaOk_.end()) {
+    bool ok = true;
+    for (const auto& l : schemaLemmas().at(schema)) ok = ok && in_.proven && in_.proven(l);
+    it = schemaOk_.emplace(schema, ok).first;
+  }
+  if (it->second) used_.insert(schema);
+  return it->second;
+}
+
+std::string Folder::opKey(OpKind op, const ir::AttrMap& attrs, int64_t inRank, int out, const std::vector<int>& kids) {
+  // Reshape, squeeze and unsqueeze are one row-major reshape, named by the
+  // result type the key carries; expand likewise.
+  std::string key;
+  if (reshapeLike(op)) key = "reshape";
+  else if (op == OpKind::Expand) key = "expand";
+  else key = std::string(ir::opName(op)) + "@" + std::to_string(interner_.attrs(op, attrs, inRank)) + "." + std::to_string(out);
+  for (int k : kids) key += " " + std::to_string(k);
+  return key;
+}
+
+// The expression an op computes from operand values, with scalar factors
+// pulled through the ops that are linear in them (scale-algebra).
+Val Folder::canon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& in, int out, const TensorType& t,
+                  int64_t inRank) {
+  auto cat = ir::opInfo(op).category;
+  if (cat == OpCategory::Random || cat == OpCategory::Collective) return {ex_.unique(t), 1.0};
+  auto node = [&](const std::vector<int>& kids) { return ex_.intern(opKey(op, attrs, inRank, out, kids), t); };
+  bool scaleOk = use("scale-algebra");
+  if (scaleOk && (op == OpKind::Mul || op == OpKind::Div) && in.size() == 2) {
+    for (int side : {1, 0}) {
+      if (op == OpKind::Div && side == 0) continue;
+      const Val& c = in[size_t(side)];
+      const Val& x = in[size_t(1 - side)];
+      auto s = ex_.scalar(c.node);
+      if (!s || !(ex_.type(x.node) == t)) continue;
+      std::optional<double> cs = exactTimes(*s, c.k);
+      if (!cs) continue;
+      std::optional<double> k = op == OpKind::Mul ? exactTimes(x.k, *cs) : exactOver(x.k, *cs);
+      if (k && *k != 0) return {x.node, *k};
+    }
+  }
+  if (scaleOk && op == OpKind::Neg) return {in[0].node, -in[0].k};
+  bool layoutLinear = ir::opInfo(op).category == OpCategory::Layout && in.size() == 1;
+  if (scaleOk && (layoutLinear || op == OpKind::Identity || op == OpKind::ReduceSum || op == OpKind::ReduceMean)) {
+    if (op == OpKind::Identity) return in[0];
+    return {node({in[0].node}), in[0].k};
+  }
+  if (scaleOk && op == OpKind::MatMul && in.size() == 2)
+    if (auto k = exactTimes(in[0].k, in[1].k)) return {node({in[0].node, in[1].node}), *k};
+  if (scaleOk && (op == OpKind::Add || op == OpKind::Sub || op == OpKind::Concat) && !in.empty()) {
+    bool same = std::all_of(in.begin(), in.end(), [&](const Val& v) { return v.k == in[0].k; });
+    if (same) {
+      std::vector<int> kids;
+      for (const auto& v : in) kids.push_back(v.node);
+      return {node(kids), in[0].k};
+    }
+  }
+  std::vector<int> kids;
+  for (const auto& v : in) kids.push_back(ex_.materialize(v));
+  int n = node(kids);
+  if (op == OpKind::Constant) {
+    const ir::Tensor& value = ir::attrTensor(attrs, "value");
+    if (value.numel() == 1) ex_.scalar(n) = value.getAsDouble(0);
+  }
+  return {n, 1.0};
+}
+
+std::optional<TensorType> Folder::inferGlobal(OpKind op, const ir::AttrMap& attrs,
+                                              const std::vector<TensorType>& ins, int out) {
+  ir::InferCtx ctx{op, attrs, std::span<const TensorType>(ins), nullptr};
+  auto r = ir::opInfo(op).infer(ctx);
+  if (!r.ok() || size_t(out) >= r->size()) return std::nullopt;
+  return (*r)[size_t(out)];
+}
+
+TensorType Folder::globalOf(const TensorType& local, const Fact& f) const {
+  TensorType t = local;
+  if (f.lay == Lay::Split) t.shape[size_t(f.dim)] = Dim(n_) * t.shape[size_t(f.dim)];
+  return t;
+}
+
+// Reshape of a tensor split on dim d: the factor groups of the reshape (runs
+// of input and output dims with equal products) move independently, so the
+// split survives when d leads its group (size-1 dims aside), on an output
+// dim leading the same group, N times larger in S. Which one is ambiguous
+// where the group leads with size-1 dims ([16, 128] -> [16, 1, 128]): every
+// candidate is a true layout, and the caller keeps the one S computes.
+std::vector<int64_t> reshapeSplitDims(const Shape& in, const Shape& out, int64_t d) {
+  if (!ir::isConcrete(in) || !ir::isConcrete(out)) return {};
+  auto li = ir::concreteDims(in), lo = ir::concreteDims(out);
+  size_t i = 0, j = 0;
+  while (i < li.size() || j < lo.size()) {
+    size_t i0 = i, j0 = j;
+    int64_t pi = i < li.size() ? li[i++] : 1, po = j < lo.size() ? lo[j++] : 1;
+    while (pi != po) {
+      if (pi < po) {
+        if (i >= li.size()) return {};
+        pi *= li[i++];
+      } else {
+        if (j >= lo.size()) return {};
+        po *= lo[j++];
+      }
+    }
+    if (size_t(d) >= i0 && size_t(d) < i) {
+      for (size_t a = i0; a < size_t(d); ++a)
+        if (li[a] != 1) return {};
+      std::vector<int64_t> dims;
+      for (size_t b = j0; b < j && b < lo.size(); ++b) {
+        dims.push_back(int64_t(b));
+        if (lo[b] != 1) break;
+      }
+      return dims;
+    }
+  }
+  return {};
+}
+
+// Every operand replicated or split, at least one split: the result is split
+// where the op's schema says, or has no layout.
+std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& in) {
+  const auto& vals = g_->values();
+  auto local = [&](size_t i) -> const TensorType& { return vals[size_t(n.inputs[i])].type; };
+  const TensorType& out0 = vals[size_t(n.outputs[0])].type;
+  int64_t R = int64_t(out0.shape.size());
+  std::optional<int64_t> od;
+  std::vector<int64_t> candidates;  // several result dims, for reshapes
+  ir::AttrMap attrs = n.attrs;
+  auto cat = ir::opInfo(n.op).category;
+  auto sizeAt = [](const TensorType& t, int64_t d) { return t.shape[size_t(d)]; };
+  const ir::AttrMap& norm = interner_.attrMap(interner_.attrs(
+      n.op, n.attrs, n.inputs.empty() ? 0 : int64_t(local(0).shape.size())));
+  auto axesOf = [&]() {
+    std::vector<int64_t> axes;
+    if (auto it = norm.find("axes"); it != norm.end()) axes = std::get<std::vector<int64_t>>(it->second);
+    return axes;
+  };
+  // Elementwise with numpy broadcasting: every split operand lands on the
+  // same result dim at full size; replicated ones broadcast there.
+  auto broadcastDim = [&]() -> std::optional<int64_t> {
+    std::optional<int64_t> d;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (in[i].lay != Lay::Split) continue;
+      int64_t o = in[i].dim + R - int64_t(local(i).shape.size());
+      if ((d && *d != o) || sizeAt(local(i), in[i].dim) != sizeAt(out0, o)) return std::nullopt;
+      d = o;
+    }
+    for (size_t i = 0; d && i < in.size(); ++i) {
+      if (in[i].lay != Lay::Rep) continue;
+      int64_t at = *d - (R - int64_t(local(i).shape.size()));
+      if (at >= 0 && sizeAt(local(i), at) != Dim(1)) return std::nullopt;
+    }
+    return d;
+  };
+  if ((cat == OpCategory::Unary) && use("unary-over-split")) {
+    od = in[0].dim;
+  } else if ((cat == OpCategory::Binary || cat == OpCategory::Compare) && use("binary-over-split")) {
+    od = broadcastDim();
+  } else if (n.op == OpKind::Where && use("where-over-split")) {
+    od = broadcastDim();
+  } else if (n.op == OpKind::MatMul) {
+    int64_t ra = int64_t(local(0).shape.size()), rb = int64_t(local(1).shape.size());
+    if (ra >= 2 && rb >= 2) {
+      const Fact &a = in[0], &b = in[1];
+      // Batch dims: aligned from the right, rank R - 2.
+      auto batchOk = [&](const Fact& split, int64_t rs, const Fact& other, size_t oi, int64_t ro) -> std::optional<int64_t> {
+        int64_t o = split.dim + (R - rs);
+        int64_t at = o - (R - ro);
+        if (other.lay == Lay::Rep) {
+          if (at >= 0 && sizeAt(local(oi), at) != Dim(1)) return std::nullopt;
+          return o;
+        }
+        if (other.lay == Lay::Split && other.dim == at) return o;
+        return std::nullopt;
+      };
+      if (a.lay == Lay::Split && a.dim == ra - 2 && b.lay == Lay::Rep && use("matmul-row-split")) od = R - 2;
+      else if (b.lay == Lay::Split && b.dim == rb - 1 && a.lay == Lay::Rep && use("matmul-col-split")) od = R - 1;
+      else if (a.lay == Lay::Split && a.dim < ra - 2 && use("matmul-batch-split")) od = batchOk(a, ra, b, 1, rb);
+      else if (b.lay == Lay::Split && b.dim < rb - 2 && a.lay == Lay::Rep && use("matmul-batch-split"))
+        od = batchOk(b, rb, a, 0, ra);
+    }
+  } else if ((n.op == OpKind::ReduceSum || n.op == OpKind::ReduceMean || n.op == OpKind::ReduceMax) &&
+             use("reduce-over-other-split")) {
+    auto axes = axesOf();
+    int64_t d = in[0].dim;
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) {
+      int64_t before = int64_t(std::count_if(axes.begin(), axes.end(), [&](int64_t a) { return a < d; }));
+      od = ir::attrInt(n.attrs, "keepdims") ? d : d - before;
+    }
+  } else if ((n.op == OpKind::Softmax || n.op == OpKind::LogSoftmax) && use("softmax-over-split")) {
+    int64_t axis = ir::attrInt(norm, "axis");
+    if (axis == R - 1 && in[0].dim < R - 1) od = in[0].dim;
+  } else if ((n.op == OpKind::LayerNorm || n.op == OpKind::RmsNorm) && use("norm-over-split")) {
+    int64_t axis = ir::attrInt(norm, "axis");
+    bool restRep = std::all_of(in.begin() + 1, in.end(), [](const Fact& f) { return f.lay == Lay::Rep; });
+    if (axis == R - 1 && in[0].lay == Lay::Split && in[0].dim < axis && restRep) od = in[0].dim;
+  } else if (n.op == OpKind::Transpose && use("permute-of-split")) {
+    const auto& perm = ir::attrInts(norm, "perm");
+    for (size_t o = 0; o < perm.size(); ++o)
+      if (perm[o] == in[0].dim) od = int64_t(o);
+  } else if (reshapeLike(n.op) && use("reshape-of-split")) {
+    candidates = reshapeSplitDims(local(0).shape, out0.shape, in[0].dim);
+  } else if (n.op == OpKind::Expand && use("expand-of-split")) {
+    int64_t o = in[0].dim + R - int64_t(local(0).shape.size());
+    if (sizeAt(local(0), in[0].dim) == sizeAt(out0, o)) {
+      od = o;
+      Shape g = out0.shape;
+      g[size_t(o)] = Dim(n_) * g[size_t(o)];
+      attrs["shape"] = g;
+    }
+  } else if ((n.op == OpKind::Slice || n.op == OpKind::Split) && use("slice-of-split")) {
+    // Slice axes are not normalized by the interner: empty means the
+    // first len(starts) dims, negative ones count from the end.
+    std::vector<int64_t> axes;
+    if (n.op == OpKind::Split) {
+      axes.push_back(ir::attrInt(norm, "axis"));
+    } else {
+      axes = ir::attrInts(n.attrs, "axes");
+      if (axes.empty())
+        for (size_t a = 0; a < ir::attrInts(n.attrs, "starts").size(); ++a) axes.push_back(int64_t(a));
+      for (auto& a : axes)
+        if (a < 0) a += int64_t(local(0).shape.size());
+    }
+    if (std::find(axes.begin(), axes.end(), in[0].dim) == axes.end()) od = in[0].dim;
+  } else if (n.op == OpKind::Concat && use("concat-of-splits")) {
+    int64_t axis = ir::attrInt(norm, "axis");
+    bool all = std::all_of(in.begin(), in.end(), [&](const Fact& f) { return f.lay == Lay::Split && f.dim == in[0].dim; });
+    if (all && in[0].dim != axis) od = in[0].dim;
+  }
+  if (od) candidates = {*od};
+  std::vector<TensorType> gin;
+  std::vector<Val> vin;
+  for (size_t i = 0; i < in.size(); ++i) {
+    gin.push_back(globalOf(local(i), in[i]));
+    vin.push_back(in[i].v);
+  }
+  int64_t inRank = int64_t(local(0).shape.size());
+  std::vector<Fact> first;
+  for (int64_t d : candidates) {
+    if (reshapeLike(n.op)) {
+      Shape g = out0.shape;
+      g[size_t(d)] = Dim(n_) * g[size_t(d)];
+      attrs = n.attrs;
+      if (n.op == OpKind::Reshape) attrs["shape"] = g;
+      else if (n.op == OpKind::Unsqueeze || n.op == OpKind::Squeeze) attrs = ir::AttrMap{{"shape", g}};
+    }
+    OpKind op = n.op == OpKind::Squeeze || n.op == OpKind::Unsqueeze ? OpKind::Reshape : n.op;
+    size_t before = ex_.size();
+    std::vector<Fact> outs;
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      Fact want{Lay::Split, d, {}};
+      TensorType expect = globalOf(vals[size_t(n.outputs[o])].type, want);
+      auto got = inferGlobal(op, attrs, gin, int(o));
+      if (!got || !(*got == expect)) break;
+      want.v = canon(op, attrs, vin, int(o), expect, inRank);
+      outs.push_back(want);
+    }
+    if (outs.size() != n.outputs.size()) continue;
+    if (candidates.size() == 1 || ex_.size() == before) return outs;  // S computes it
+    if (first.empty()) first = outs;
+  }
+  return first;
+}
+
+// Operands summed over the group (and replicated ones): an op linear in
+// the summed operand sums too. Also the two ways a split becomes a sum: a
+// contraction over the split dim, and a sum or mean over it.
+std::vector<Fact> Folder::sumRule(const ir::Node& n, const std::vector<Fact>& in) {
+  const auto& vals = g_->values();
+  auto local = [&](size_t i) -> const TensorType& { return vals[size_t(n.inputs[i])].type; };
+  const TensorType& out0 = vals[size_t(n.outputs[0])].type;
+  int64_t inRank = n.inputs.empty() ? 0 : int64_t(local(0).shape.size());
+  auto count = [&](Lay l) { return std::count_if(in.begin(), in.end(), [&](const Fact& f) { return f.lay == l; }); };
+  std::vector<TensorType> gin;
+  std::vector<Val> vin;
+  for (size_t i = 0; i < in.size(); ++i) {
+    gin.push_back(globalOf(local(i), in[i]));
+    vin.push_back(in[i].v);
+  }
+  auto single = [&](Val v) -> std::vector<Fact> {
+    auto got = inferGlobal(n.op, n.attrs, gin, 0);
+    if (!got || !(*got == out0) || n.outputs.size() != 1) return {};
+    return {Fact{Lay::Sum, 0, v}};
+  };
+  int64_t sums = count(Lay::Sum), splits = count(Lay::Split);
+  if (sums > 0 && splits == 0 && use("linear-over-sum")) {
+    bool linear = false;
+    switch (n.op) {
+      case OpKind::Add: case OpKind::Sub: linear = sums == 2; break;
+      case OpKind::Mul: case OpKind::MatMul: linear = sums == 1; break;
+      case OpKind::Div: linear = sums == 1 && in[0].lay == Lay::Sum; break;
+      case OpKind::Neg: case OpKind::Identity: case OpKind::ReduceSum: case OpKind::ReduceMean:
+      case OpKind::Transpose: case OpKind::Reshape: case OpKind::Squeeze: case OpKind::Unsqueeze:
+        linear = true;
+        break;
+      case OpKind::Concat: linear = sums == int64_t(in.size()); break;
+      default: break;
+    }
+    if (!linear) return {};
+    return single(canon(n.op, n.attrs, vin, 0, out0, inRank));
+  }
+  if (sums > 0) return {};
+  if (n.op == OpKind::MatMul && splits == 2 && use("matmul-contract-split")) {
+    int64_t ra = int64_t(local(0).shape.size()), rb = int64_t(local(1).shape.size());
+    if (ra >= 2 && rb >= 2 && in[0].dim == ra - 1 && in[1].dim == rb - 2)
+      return single(canon(n.op, n.attrs, vin, 0, out0, inRank));
+  }
+  if ((n.op == OpKind::ReduceSum || n.op == OpKind::ReduceMean) && splits == 1) {
+    const auto& norm = interner_.attrMap(interner_.attrs(n.op, n.attrs, inRank));
+    const auto& axes = std::get<std::vector<int64_t>>(norm.at("axes"));
+    if (std::find(axes.begin(), axes.end(), in[0].dim) == axes.end()) return {};
+    Val v = canon(n.op, n.attrs, vin, 0, out0, inRank);
+    if (n.op == OpKind::ReduceSum && use("reduce-sum-over-split")) return single(v);
+    // The mean of N equal shards' means is the whole mean: sum_r = N * mean.
+    if (n.op == OpKind::ReduceMean && use("reduce-mean-over-split"))
+      if (auto k = exactTimes(v.k, double(n_))) return single({v.node, *k});
+  }
+  return {};
+}
+
+// Collectives over the folded group, matched by the collective-order module.
+std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>& in) {
+  const DistModel& m = *in_.model;
+  ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
+  const auto& of = m.collOf[size_t(members_[0])];
+  auto it = of.find(id);
+  if (it == of.end()) return {};
+  const CollInstance& inst = m.colls[size_t(it->second)];
+  if (inst.members != members_ || std::any_of(inst.nodes.begin(), inst.nodes.end(), [&](ir::NodeId x) { return x != id; }))
+    return {};
+  const TensorType& inT = g_->value(n.inputs[0]).type;
+  const TensorType& outT = g_->value(n.outputs[0]).type;
+  int64_t rank = int64_t(inT.shape.size());
+  auto dimAttr = [&](const char* name) -> std::optional<int64_t> {
+    auto d = ir::normAxis(ir::attrInt(n.attrs, name), rank, name);
+    if (!d.ok()) return std::nullopt;
+    return *d;
+  };
+  const Fact& x = in[0];
+  auto over = [&](Val v, bool avg) -> std::optional<Val> {
+    if (!avg) return v;
+    auto k = exactOver(v.k, double(n_));
+    if (!k) return std::nullopt;
+    return Val{v.node, *k};
+  };
+  switch (n.op) {
+    case OpKind::AllReduce: {
+      const std::string& red = ir::attrStr(n.attrs, "reduce");
+      if (x.lay != Lay::Sum || (red != "sum" && red != "avg")) return {};
+      if (auto v = over(x.v, red == "avg")) return {Fact{Lay::Rep, 0, *v}};
+      return {};
+    }
+    case OpKind::AllGather: {
+      auto d = dimAttr("dim");
+      if (d && x.lay == Lay::Split && x.dim == *d && outT == globalOf(inT, x)) return {Fact{Lay::Rep, 0, x.v}};
+      return {};
+    }
+    case OpKind::ReduceScatter: {
+      auto d = dimAttr("dim");
+      const std::string& red = ir::attrStr(n.attrs, "reduce");
+      if (!d || x.lay != Lay::Sum || (red != "sum" && red != "avg")) return {};
+      Fact out{Lay::Split, *d, {}};
+      if (!(globalOf(outT, out) == inT)) return {};
+      if (auto v = over(x.v, red == "avg")) return {Fact{Lay::Split, *d, *v}};
+      return {};
+    }
+    case OpKind::AllToAll: {
+      auto s = dimAttr("split_dim"), c = dimAttr("concat_dim");
+      if (!s || !c || *s == *c || x.lay != Lay::Split || x.dim != *c) return {};
+      Fact out{Lay::Split, *s, x.v};
+      if (!(globalOf(outT, out) == globalOf(inT, x))) return {};
+      return {out};
+    }
+    case OpKind::Broadcast:
+      if (x.lay == Lay::Rep) return {x};
+      return {};
+    default:
+      return {};
+  }
+}
+
+std::vector<Fact> Folder::transfer(const ir::Node& n) {
+  std::vector<Fact> in;
+  for (ir::ValueId v : n.inputs) in.push_back(facts_[size_t(v)]);
+  if (std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::None; })) return {};
+  auto cat = ir::opInfo(n.op).category;
+  if (cat == OpCategory::Collective) return collective(n, in);
+  if (cat == OpCategory::Random) return {};
+  bool allRep = std::all_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::Rep; });
+  if (allRep) {
+    // Every rank computes the same op on the same values.
+    std::vector<Val> vin;
+    for (const auto& f : in) vin.push_back(f.v);
+    int64_t inRank = n.inputs.empty() ? 0 : int64_t(g_->value(n.inputs[0]).type.shape.size());
+    std::vector<Fact> outs;
+    for (size_t o = 0; o < n.outputs.size(); ++o)
+      outs.push_back(Fact{Lay::Rep, 0, canon(n.op, n.attrs, vin, int(o), g_->value(n.outputs[o]).type, inRank)});
+    return outs;
+  }
+  bool anySum = std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::Sum; });
+  if (!anySum) {
+    auto s = splitRule(n, in);
+    if (!s.empty()) return s;
+  }
+  return sumRule(n, in);
+}
+
+// A D input's layout from its relation on every member: the same S tensor
+// everywhere, or member i holding the i-th of N even slices of one.
+std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType& local,
+                                      const std::map<std::pair<int64_t, std::string>, RelPtr>& bound) {
+  std::vector<RelPtr> rels;
+  for (int64_t r : members_) {
+    auto it = bound.find({r, name});
+    if (it == bound.end()) return std::nullopt;
+    rels.push_back(it->second);
+  }
+  auto seqVal = [&](const std::string& s) -> std::optional<ir::ValueId> { return seq_.findValue(s); };
+  if (std::all_of(rels.begin(), rels.end(), [&](const RelPtr& r) { return r->op == RelOp::Seq && r->name == rels[0]->name; })) {
+    auto v = seqVal(rels[0]->name);
+    if (!v || !(seq_.value(*v).type == local)) return std::nullopt;
+    return Fact{Lay::Rep, 0, {ex_.intern("seq " + rels[0]->name, local), 1.0}};
+  }
+  const Rel& r0 = *rels[0];
+  if (r0.op != RelOp::Slice || r0.args[0]->op != RelOp::Seq) return std::nullopt;
+  auto v = seqVal(r0.args[0]->name);
+  if (!v) return std::nullopt;
+  const TensorType& whole = seq_.value(*v).type;
+  auto d = ir::normAxis(r0.dim, int64_t(whole.shape.size()), "slice");
+  if (!d.ok() || local.shape.size() != whole.shape.size() || !local.shape[size_t(*d)].isConcrete()) return std::nullopt;
+  int64_t k = local.shape[size_t(*d)].value();
+  Fact f{Lay::Split, *d, {ex_.intern("seq " + r0.args[0]->name, whole), 1.0}};
+  if (!(globalOf(local, f) == whole)) return std::nullopt;
+  for (size_t i = 0; i < rels.size(); ++i) {
+    const Rel& r = *rels[i];
+    if (r.op != RelOp::Slice || r.args[0]->op != RelOp::Seq || r.args[0]->name != r0.args[0]->name) return std::nullopt;
+    auto di = ir::normAxis(r.dim, int64_t(whole.shape.size()), "slice");
+    if (!di.ok() || *di != *d || r.start.kind != IntExpr::Kind::Const || r.end.kind != IntExpr::Kind::Const ||
+        r.start.value != int64_t(i) * k || r.end.value != int64_t(i + 1) * k)
+      return std::nullopt;
+  }
+  return f;
+}
+
+FoldOutcome Folder::run() {
+  FoldOutcome res;
+  int64_t world = dist_.worldSize();
+  if (world < 2) return res.why = "one rank", res;
+  const ir::Graph& g0 = dist_.rank(0);
+  // The group every collective acts on.
+  std::set<std::string> groups;
+  for (const auto& n : g0.nodes()) {
+    if (n.op == OpKind::Send || n.op == OpKind::Recv) return res.why = "point-to-point transfers (pipeline stages)", res;
+    if (ir::opInfo(n.op).category == OpCategory::Collective) groups.insert(ir::attrStr(n.attrs, "group"));
+  }
+  if (groups.size() > 1) return res.why = "collectives over several groups", res;
+  RankDomain domain;
+  if (groups.empty()) {
+    for (int64_t r = 0; r < world; ++r) members_.push_back(r);
+    const auto& axes = dist_.mesh().axes;
+    if (axes.size() == 1) domain.group = axes[0].name;
+    else domain = RankDomain{true, 0, world - 1, ""};
+    res.group = domain.str();
+  } else {
+    auto part = dist_.partition(*groups.begin());
+    if (!part.ok() || part->size() != 1 || int64_t((*part)[0].size()) != world)
+      return res.why = "group " + *groups.begin() + " does not span the ranks", res;
+    members_ = (*part)[0];
+    domain.group = *groups.begin();
+    res.group = domain.group;
+  }
+  n_ = int64_t(members_.size());
+  res.groupSize = n_;
+  g_ = &dist_.rank(members_[0]);
+  for (int64_t r : members_)
+    if (r != members_[0] && !sameGraph(*g_, dist_.rank(r))) return res.why = "ranks run different graphs", res;
+
+  // S's values, hash-consed.
+  std::vector<Val> sval(seq_.values().size());
+  for (ir::ValueId v : seq_.inputs()) sval[size_t(v)] = {ex_.intern("seq " + seq_.value(v).name, seq_.value(v).type), 1.0};
+  for (ir::ValueId v : seq_.params()) sval[size_t(v)] = {ex_.intern("seq " + seq_.value(v).name, seq_.value(v).type), 1.0};
+  for (const auto& n : seq_.nodes()) {
+    std::vector<Val> vin;
+    for (ir::ValueId v : n.inputs) vin.push_back(sval[size_t(v)]);
+    int64_t inRank = n.inputs.empty() ? 0 : int64_t(seq_.value(n.inputs[0]).type.shape.size());
+    for (size_t o = 0; o < n.outputs.size(); ++o)
+      sval[size_t(n.outputs[o])] = canon(n.op, n.attrs, vin, int(o), seq_.value(n.outputs[o]).type, inRank);
+  }
+
+  // D's inputs from the relations, then its ops in order.
+  RankSpace ranks = RankSpace::of(dist_);
+  auto boundR = expandInputs(*in_.relations, ranks);
+  if (!boundR.ok()) return res.why = boundR.error().message, res;
+  std::map<std::pair<int64_t, std::string>, RelPtr> bound;
+  for (const auto& b : *boundR)
+    if (auto c = concretize(*b.expr, b.scope); c.ok()) bound[{b.rank, b.name}] = *c;
+  facts_.assign(g_->values().size(), Fact{});
+  std::string stuck;  // the first D op with known operands and no schema
+  for (const auto* list : {&g_->inputs(), &g_->params()})
+    for (ir::ValueId v : *list)
+      if (auto f = inputFact(g_->value(v).name, g_->value(v).type, bound)) facts_[size_t(v)] = *f;
+  for (const auto& n : g_->nodes()) {
+    auto outs = transfer(n);
+    if (outs.size() != n.outputs.size()) {
+      bool inputsKnown = std::all_of(n.inputs.begin(), n.inputs.end(),
+                                     [&](ir::ValueId v) { return facts_[size_t(v)].lay != Lay::None; });
+      if (inputsKnown && stuck.empty()) {
+        stuck = std::string(ir::opName(n.op)) + " '" + n.name + "' (" + n.loc.str() + ") on";
+        for (ir::ValueId v : n.inputs) {
+          const Fact& f = facts_[size_t(v)];
+          stuck += std::string(" ") + (f.lay == Lay::Rep ? "rep" : f.lay == Lay::Sum ? "sum" : "split") +
+                   (f.lay == Lay::Split ? "(" + std::to_string(f.dim) + ")" : "");
+        }
+      }
+      continue;
+    }
+    ++steps_;
+    for (size_t o = 0; o < outs.size(); ++o) facts_[size_t(n.outputs[o])] = outs[o];
+  }
+
+  // Each wanted S value, named exactly by a D value's layout.
+  auto isSeqOutput = [&](ir::ValueId v) {
+    return std::find(seq_.outputs().begin(), seq_.outputs().end(), v) != seq_.outputs().end();
+  };
+  for (const auto& w : in_.wanted) {
+    auto sv = seq_.findValue(w);
+    if (!sv) return res.why = "unknown value " + w, res;
+    Val target = sval[size_t(*sv)];
+    std::vector<ir::ValueId> cands;
+    if (isSeqOutput(*sv)) cands = g_->outputs();
+    else for (size_t v = 0; v < g_->values().size(); ++v) cands.push_back(ir::ValueId(v));
+    auto exp = in_.expected.find(w);
+    std::optional<OutputResult> found;
+    for (ir::ValueId c : cands) {
+      const Fact& f = facts_[size_t(c)];
+      if (f.lay == Lay::None || !(f.v == target)) continue;
+      const std::string& name = g_->value(c).name;
+      RelPtr concrete, shown;
+      if (f.lay == Lay::Rep) {
+        concrete = Rel::dist(IntExpr::constant(members_[0]), name);
+        shown = concrete;
+        if (exp != in_.expected.end() && exp->second->op == RelOp::Dist && exp->second->name == name &&
+            exp->second->rank.kind == IntExpr::Kind::Const &&
+            std::find(members_.begin(), members_.end(), exp->second->rank.value) != members_.end())
+          concrete = exp->second;
+      } else {
+        std::vector<RelPtr> parts;
+        for (int64_t r : members_) parts.push_back(Rel::dist(IntExpr::constant(r), name));
+        auto each = Rel::forEach("r", domain, Rel::dist(IntExpr::var("r"), name));
+        concrete = f.lay == Lay::Split ? Rel::concat(f.dim, parts) : Rel::sum(parts);
+        shown = f.lay == Lay::Split ? Rel::concat(f.dim, {each}) : Rel::sum({each});
+      }
+      if (exp != in_.expected.end()) {
+        if (!equal(*concrete, *exp->second)) continue;
+        shown = exp->second;
+      }
+      found = OutputResult{w, str(*shown), shown};
+      break;
+    }
+    if (!found)
+      return res.why = "no D value's layout names S's '" + w + "'" +
+                       (exp != in_.expected.end() ? " as the expected relation" : "") +
+                       (stuck.empty() ? "" : "; first op with no layout: " + stuck), res;
+    res.outputs.push_back(*found);
+  }
+  res.verified = true;
+  res.steps = steps_;
+  for (const auto& s : used_) {
+    std::string line = s + " (";
+    const auto& ls = schemaLemmas().at(s);
+    for (size_t i = 0; i < ls.size(); ++i) line += (i ? ", " : "") + ls[i];
+    res.schemas.push_back(line + ")");
+  }
+  return res;
+}
+
+}  // namespace
+
+FoldOutcome verifyFolded(const FoldInput& in) { return Folder(in).run(); }
+
+}  // namespace sp::rewrite

@@ -1,0 +1,211 @@
+// Rank folding (rewrite/fold.h): SPMD programs over one group verify once
+// for a symbolic rank, at any group size; a program that is wrong is never
+// verified by folding (the per-rank engine refutes it), and programs that
+// do not fold go per rank.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "rewrite/verify.h"
+
+namespace sp::rewrite {
+namespace {
+
+std::string replaceAll(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  return s;
+}
+
+// A Megatron MLP with biases over N ranks, 4 hidden columns a rank. `body`
+// is D's rank body after the row-parallel matmul's partial sums `o`.
+struct Case {
+  std::string seq, dist, rel;
+};
+
+Case mlp(int64_t n, const std::string& tail = "%r: f32[8, 16] = all_reduce(%o) {group = \"tp\"}\n"
+                                             "    %y: f32[8, 16] = add(%r, %b2)\n") {
+  std::string h = std::to_string(4 * n), N = std::to_string(n);
+  Case c;
+  c.seq = replaceAll(R"(graph mlp {
+  input %x: f32[8, 16]
+  param %w1: f32[16, H]
+  param %b1: f32[H]
+  param %w2: f32[H, 16]
+  param %b2: f32[16]
+  %h: f32[8, H] = matmul(%x, %w1)
+  %hb: f32[8, H] = add(%h, %b1)
+  %g: f32[8, H] = gelu(%hb) {approximate = "tanh"}
+  %o: f32[8, 16] = matmul(%g, %w2)
+  %y: f32[8, 16] = add(%o, %b2)
+  output %y
+}
+)", "H", h);
+  c.dist = replaceAll(replaceAll(R"(program mlp {
+  world N
+  mesh [tp = N]
+  rank 0..LAST {
+    input %x: f32[8, 16]
+    param %w1: f32[16, 4]
+    param %b1: f32[4]
+    param %w2: f32[4, 16]
+    param %b2: f32[16]
+    %h: f32[8, 4] = matmul(%x, %w1)
+    %hb: f32[8, 4] = add(%h, %b1)
+    %g: f32[8, 4] = gelu(%hb) {approximate = "tanh"}
+    %o: f32[8, 16] = matmul(%g, %w2)
+    TAIL    output %y
+  }
+}
+)", "TAIL", tail), "LAST", std::to_string(n - 1));
+  c.dist = replaceAll(c.dist, "world N", "world " + N);
+  c.dist = replaceAll(c.dist, "[tp = N]", "[tp = " + N + "]");
+  c.rel = R"(dist[*].x = seq.x
+dist[*].b2 = seq.b2
+for r in tp: dist[r].w1 = slice(seq.w1, dim=1, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)
+for r in tp: dist[r].b1 = slice(seq.b1, dim=0, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)
+for r in tp: dist[r].w2 = slice(seq.w2, dim=0, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)
+expect seq.y = dist[0].y
+)";
+  return c;
+}
+
+VerifyReport check(const Case& c, bool fold = true) {
+  VerifyOptions o;
+  o.fold = fold;
+  o.timeLimitSeconds = 120;
+  auto rep = verifyTexts(c.seq, c.dist, c.rel, o);
+  EXPECT_TRUE(rep.ok()) << (rep.ok() ? "" : rep.error().str());
+  return rep.ok() ? *rep : VerifyReport{};
+}
+
+bool folded(const VerifyReport& r) {
+  return std::any_of(r.assumptions.begin(), r.assumptions.end(),
+                     [](const std::string& a) { return a.find("ranks folded") != std::string::npos; });
+}
+
+std::string why(const VerifyReport& r) {
+  std::string s = std::string(verdictName(r.verdict)) + ": " + r.reason;
+  if (r.failure) s += " | " + r.failure->message;
+  return s;
+}
+
+// One proof for any group size: TP 2 to 1024 verify folded, and the report
+// says how many ranks the symbolic one stands for.
+TEST(Fold, MlpVerifiesAtAnyGroupSize) {
+  for (int64_t n : {2, 8, 64, 1024}) {
+    auto rep = check(mlp(n));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << "tp " << n << " " << why(rep);
+    EXPECT_TRUE(folded(rep)) << "tp " << n;
+    bool says = std::any_of(rep.assumptions.begin(), rep.assumptions.end(), [&](const std::string& a) {
+      return a.find("group tp (" + std::to_string(n) + " ranks)") != std::string::npos;
+    });
+    EXPECT_TRUE(says) << "tp " << n;
+    ASSERT_EQ(rep.outputs.size(), 1u);
+    EXPECT_EQ(rep.outputs[0].relation, "dist[0].y");
+  }
+}
+
+// Folded and per rank agree.
+TEST(Fold, AgreesWithThePerRankEngine) {
+  auto folded_ = check(mlp(4));
+  auto perRank = check(mlp(4), false);
+  EXPECT_EQ(folded_.verdict, Verdict::Verified) << why(folded_);
+  EXPECT_EQ(perRank.verdict, Verdict::Verified) << why(perRank);
+  EXPECT_FALSE(folded(perRank));
+}
+
+// Wrong programs: folding never verifies them, and the per-rank engine
+// refutes each.
+TEST(Fold, WrongProgramsAreNotVerified) {
+  struct Twin {
+    const char* what;
+    std::string tail;
+  };
+  std::vector<Twin> twins = {
+      {"all_reduce dropped", "%y: f32[8, 16] = add(%o, %b2)\n"},
+      {"bias added on every rank before the sum",
+       "%ob: f32[8, 16] = add(%o, %b2)\n    %y: f32[8, 16] = all_reduce(%ob) {group = \"tp\"}\n"},
+      {"averaged instead of summed",
+       "%r: f32[8, 16] = all_reduce(%o) {group = \"tp\", reduce = \"avg\"}\n    %y: f32[8, 16] = add(%r, %b2)\n"},
+      {"max instead of sum",
+       "%r: f32[8, 16] = all_reduce(%o) {group = \"tp\", reduce = \"max\"}\n    %y: f32[8, 16] = add(%r, %b2)\n"},
+  };
+  for (const auto& t : twins) {
+    auto rep = check(mlp(4, t.tail));
+    EXPECT_EQ(rep.verdict, Verdict::Refuted) << t.what << ": " << why(rep);
+    EXPECT_FALSE(folded(rep)) << t.what;
+  }
+}
+
+// Ranks that run different graphs are not folded: rank 1 uses relu.
+TEST(Fold, DifferentRankGraphsGoPerRank) {
+  Case c = mlp(2);
+  c.dist = replaceAll(c.dist, "rank 0..1 {", "rank 0 {");
+  std::string rank0 = c.dist.substr(c.dist.find("rank 0 {"));
+  rank0 = rank0.substr(0, rank0.rfind("}"));
+  std::string rank1 = replaceAll(replaceAll(rank0, "rank 0 {", "rank 1 {"), "gelu(%hb) {approximate = \"tanh\"}", "relu(%hb)");
+  c.dist = c.dist.substr(0, c.dist.rfind("}")) + rank1 + "}\n";
+  auto rep = check(c);
+  EXPECT_EQ(rep.verdict, Verdict::Refuted) << why(rep);
+  EXPECT_FALSE(folded(rep));
+}
+
+// Sequence parallel to head parallel and back (Ulysses): the shard moves
+// through an all_to_all, transposes and a softmax over the whole sequence,
+// then back. The twin skips the all_to_all and normalizes over its shard.
+Case ulysses(int64_t n, bool skipAllToAll) {
+  auto fill = [&](std::string t) {
+    t = replaceAll(t, "{S}", std::to_string(4 * n));
+    t = replaceAll(t, "{H}", std::to_string(2 * n));
+    t = replaceAll(t, "{N}", std::to_string(n));
+    return replaceAll(t, "{LAST}", std::to_string(n - 1));
+  };
+  Case c;
+  c.seq = fill(R"(graph attn_heads {
+  input %x: f32[{S}, {H}, 8]
+  %t: f32[{H}, 8, {S}] = transpose(%x) {perm = [1, 2, 0]}
+  %sm: f32[{H}, 8, {S}] = softmax(%t)
+  %b: f32[{S}, {H}, 8] = transpose(%sm) {perm = [2, 0, 1]}
+  %y: f32[{S}, {H}, 8] = mul(%b, %x)
+  output %y
+}
+)");
+  std::string body = skipAllToAll ? R"(    %t: f32[{H}, 8, 4] = transpose(%x) {perm = [1, 2, 0]}
+    %sm: f32[{H}, 8, 4] = softmax(%t)
+    %bs: f32[4, {H}, 8] = transpose(%sm) {perm = [2, 0, 1]}
+)"
+                                   : R"(    %xh: f32[{S}, 2, 8] = all_to_all(%x) {group = "sp", split_dim = 1, concat_dim = 0}
+    %t: f32[2, 8, {S}] = transpose(%xh) {perm = [1, 2, 0]}
+    %sm: f32[2, 8, {S}] = softmax(%t)
+    %b: f32[{S}, 2, 8] = transpose(%sm) {perm = [2, 0, 1]}
+    %bs: f32[4, {H}, 8] = all_to_all(%b) {group = "sp", split_dim = 0, concat_dim = 1}
+)";
+  c.dist = fill(R"(program attn_heads {
+  world {N}
+  mesh [sp = {N}]
+  rank 0..{LAST} {
+    input %x: f32[4, {H}, 8]
+)" + body + R"(    %y: f32[4, {H}, 8] = mul(%bs, %x)
+    output %y
+  }
+}
+)");
+  c.rel = "for r in sp: dist[r].x = slice(seq.x, dim=0, start=idx(r,sp)*4, end=(idx(r,sp)+1)*4)\n"
+          "expect seq.y = concat(dim=0, for r in sp: dist[r].y)\n";
+  return c;
+}
+
+TEST(Fold, AllToAllSequenceToHeadsAndBack) {
+  for (int64_t n : {2, 16, 128}) {
+    auto rep = check(ulysses(n, false));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << "sp " << n << " " << why(rep);
+    EXPECT_TRUE(folded(rep)) << "sp " << n;
+  }
+  auto bad = check(ulysses(4, true));
+  EXPECT_EQ(bad.verdict, Verdict::Refuted) << why(bad);
+  EXPECT_FALSE(folded(bad));
+}
+
+}  // namespace
+}  // namespace sp::rewrite
