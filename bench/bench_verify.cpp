@@ -10,11 +10,14 @@
 // verify() in a forked child, so peak RSS is the cell's own; the lemma proof
 // cache is warmed once first, in its own child (reported on stderr).
 //
-// Usage: bench_verify [--models gpt,llama,dp,cp] [--tp 2,4,6,8] [--layers 1,2,4,8]
-// (dp: the data-parallel family, --tp giving the DP degrees; see generateDp;
+// Usage: bench_verify [--models gpt,llama,heads,dp,cp] [--tp 2,4,6,8] [--layers 1,2,4,8]
+// (heads: Llama-style layers with one attention head (and KV head) per TP
+//  rank, hidden 64 and ffn 256 per rank, so any TP degree builds: with
+//  --blocks mlp an MLP stack;
+//  dp: the data-parallel family, --tp giving the DP degrees; see generateDp;
 //  cp: context-parallel attention, --tp giving the CP degrees; see generateCp)
 //                     [--blocks mlp|full] [--time-limit SECONDS]
-//                     [--batch N] [--seq N] [--dump DIR] [--no-memo]
+//                     [--batch N] [--seq N] [--dump DIR] [--no-memo] [--no-fold]
 //   --blocks mlp:  each layer is [norm + TP MLP + residual] (GPT: layer norm,
 //                  GELU MLP, sequence parallel; Llama: RMSNorm, SwiGLU)
 //   --blocks full: each layer is attention + MLP (default)
@@ -29,6 +32,8 @@
 //                  layers; x1*cos - x2*sin, x2*cos + x1*sin, concatenated
 //   --dump DIR:    also write each cell's seq.sp, dist.sp, relations.rel
 //   --no-memo:     layer memoization off (every S op saturated), for comparison
+//   --no-fold:     rank folding off (rewrite/fold.h): every rank's graph in
+//                  the e-graph, for comparison
 //   --profile N:   print each cell's N slowest S ops (wall time from one S op's
 //                  start to the next's) on stderr
 //
@@ -81,6 +86,8 @@ struct ModelShape {
 
 ModelShape gptShape() { return {"gpt", 768, 12, 12, 3072, false}; }
 ModelShape llamaShape() { return {"llama", 2048, 32, 8, 5632, true}; }
+// One head per rank at any TP degree (`--models heads`).
+ModelShape headsShape(int tp) { return {"heads", 64 * tp, tp, tp, 256 * tp, true}; }
 // The data-parallel family's sizes (generateDp): tokens per rank, hidden, ffn.
 constexpr int64_t kDpTokens = 8, kDpHidden = 64, kDpFfn = 256;
 ModelShape dpShape() { return {"dp", kDpHidden, 1, 1, kDpFfn, false}; }
@@ -265,7 +272,7 @@ Texts generateCp(int n) {
 }
 
 // The cell must be buildable (generate); its note leads the reason.
-int runCell(const Cell& c, double timeLimit, bool memo, const std::string& dump, int fd, int profile = 0) {
+int runCell(const Cell& c, double timeLimit, bool memo, bool fold, const std::string& dump, int fd, int profile = 0) {
   std::string note;
   auto t = c.m.name == "dp"   ? generateDp(c.tp)
            : c.m.name == "cp" ? generateCp(c.tp)
@@ -293,6 +300,7 @@ int runCell(const Cell& c, double timeLimit, bool memo, const std::string& dump,
     sp::rewrite::VerifyOptions opts;
     opts.timeLimitSeconds = timeLimit;
     opts.memoize = memo;
+    opts.fold = fold;
     std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> marks;
     if (profile > 0)
       opts.progress = [&](size_t, size_t, const std::string& op) {
@@ -412,10 +420,10 @@ std::vector<std::string> splitList(const std::string& s) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: bench_verify [--models gpt,llama,dp,cp] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
+               "usage: bench_verify [--models gpt,llama,heads,dp,cp] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
                "                    [--blocks mlp|full] [--time-limit SECONDS] [--batch N] [--seq N]\n"
                "                    [--layout sbh|sh] [--rope megatron|halves] [--dump DIR]\n"
-               "                    [--no-memo] [--profile N]\n");
+               "                    [--no-memo] [--no-fold] [--profile N]\n");
   return 2;
 }
 
@@ -430,6 +438,7 @@ int main(int argc, char** argv) {
   std::string dump;
   bool flat = false;
   bool memo = true;
+  bool fold = true;
   int profile = 0;
   Rope rope = Rope::Megatron;
   auto ints = [](const std::string& s) {
@@ -439,6 +448,10 @@ int main(int argc, char** argv) {
   };
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--no-fold") {
+      fold = false;
+      continue;
+    }
     if (a == "--no-memo") {
       memo = false;
       continue;
@@ -466,7 +479,7 @@ int main(int argc, char** argv) {
     else return usage();
   }
   for (auto& m : models)
-    if (m != "gpt" && m != "llama" && m != "dp" && m != "cp") return usage();
+    if (m != "gpt" && m != "llama" && m != "heads" && m != "dp" && m != "cp") return usage();
   for (int t : tps)
     if (t < 1) return usage();
   for (int l : layers)
@@ -478,7 +491,7 @@ int main(int argc, char** argv) {
   {
     Cell w{models.empty() || models[0] == "gpt" ? gptShape() : llamaShape(), 2, 1, full, 1, 16, flat, rope};
     auto t0 = std::chrono::steady_clock::now();
-    auto r = inChild([&](int fd) { return runCell(w, timeLimit, memo, "", fd); }, timeLimit + 120);
+    auto r = inChild([&](int fd) { return runCell(w, timeLimit, memo, fold, "", fd); }, timeLimit + 120);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "bench_verify: lemma proof cache warmed in a separate child (%s tp 2, 1 layer, seq 16, %s): %.2f s, %s\n",
                  w.m.name.c_str(), full ? "full" : "mlp", s, r.trouble.empty() ? r.out.substr(0, r.out.find(',')).c_str() : r.trouble.c_str());
@@ -489,7 +502,7 @@ int main(int argc, char** argv) {
   for (const auto& name : models) {
     for (int tp : tps) {
       for (int nl : layers) {
-        Cell c{name == "gpt" ? gptShape() : llamaShape(), tp, nl, full, batch, seq, flat, rope};
+        Cell c{name == "gpt" ? gptShape() : name == "heads" ? headsShape(tp) : llamaShape(), tp, nl, full, batch, seq, flat, rope};
         if (name == "cp") {
           c.m = cpShape();
           if (nl != layers.front()) continue;  // one attention per CP degree
@@ -505,7 +518,7 @@ int main(int argc, char** argv) {
           std::fflush(stdout);
           continue;
         }
-        auto r = inChild([&](int fd) { return runCell(c, timeLimit, memo, dump, fd, profile); }, timeLimit + 120);
+        auto r = inChild([&](int fd) { return runCell(c, timeLimit, memo, fold, dump, fd, profile); }, timeLimit + 120);
         if (!r.trouble.empty() || r.out.empty()) {
           std::printf("%s,%d,%d,error,,,%.1f,,,,,%s\n", name.c_str(), tp, nl, r.rssMb,
                       csvQuote(r.trouble.empty() ? "no result from child" : r.trouble).c_str());

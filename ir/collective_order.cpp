@@ -31,7 +31,11 @@ struct RankPos {
   const Graph* g = nullptr;
   std::vector<NodeId> comm;        // communication nodes in execution order
   size_t pos = 0;
-  std::vector<int64_t> members;    // group of the collective at pos, once reached
+  // Group of the collective at pos, once reached: one shared list per group
+  // (Orderer::membersOf), so members compare by address.
+  const std::vector<int64_t>* members = nullptr;
+  static const std::vector<int64_t>& none() { static const std::vector<int64_t> e; return e; }
+  const std::vector<int64_t>& group() const { return members ? *members : none(); }
   bool done() const { return pos >= comm.size(); }
   const Node& at() const { return g->node(comm[pos]); }
 };
@@ -110,16 +114,15 @@ class Orderer {
         ++st.pos;
         continue;
       }
-      if (st.members.empty()) {
-        auto m = p_.groupOf(attrStr(node.attrs, "group"), r);
-        if (!m) return detail::atNode(node, m.error(), "rank " + std::to_string(r) + ": ");
-        st.members = std::move(*m);
-      }
-      const std::vector<int64_t> members = st.members;
-      for (int64_t m : members) {
-        const RankPos& o = ranks_[size_t(m)];
-        if (o.done() || o.members != members) return okStatus();  // blocked
-      }
+      // Each member counts itself in once when it reaches a collective on
+      // the group (a rank blocked there is not counted again), so the last
+      // to arrive finds the count complete: linear in the group's size.
+      if (st.members) return okStatus();  // already waiting here
+      SP_ASSIGN(st.members, membersOf(node, r));
+      int64_t& count = arrived_[st.members];
+      if (++count < int64_t(st.members->size())) return okStatus();  // blocked
+      arrived_.erase(st.members);
+      const std::vector<int64_t>& members = *st.members;
       SP_TRY(match(members));
       for (int64_t m : members)
         if (m != r) work_.push_back(m);
@@ -162,7 +165,7 @@ class Orderer {
       RankPos& st = ranks_[size_t(members[i])];
       out_.collOf[size_t(members[i])][step.nodes[i]] = idx;
       ++st.pos;
-      st.members.clear();
+      st.members = nullptr;
     }
     out_.colls.push_back(std::move(step));
     return okStatus();
@@ -174,7 +177,7 @@ class Orderer {
     const Node& n = st.at();
     if (n.op == OpKind::Recv) return {attrInt(n.attrs, "peer")};
     std::vector<int64_t> out;
-    for (int64_t m : st.members) {
+    for (int64_t m : st.group()) {
       const RankPos& o = ranks_[size_t(m)];
       if (m != r && (o.done() || o.members != st.members)) out.push_back(m);
     }
@@ -225,13 +228,43 @@ class Orderer {
         msg += "rank " + std::to_string(r) + " finished";
         continue;
       }
-      msg += "rank " + std::to_string(r) + " " + waitingAt(st.at(), st.members);
+      msg += "rank " + std::to_string(r) + " " + waitingAt(st.at(), st.group());
     }
     return makeError("deadlock", msg);
   }
 
   const Program& p_;
   std::vector<RankPos> ranks_;
+  std::map<const std::vector<int64_t>*, int64_t> arrived_;  // ranks waiting at each group's next collective
+  // Each group name's partition, computed once, and each rank's part in it.
+  struct Parts {
+    GroupPartition parts;
+    std::vector<int64_t> partOf;  // by rank; -1: not in any part
+  };
+  std::map<std::string, Parts> parts_;
+
+  Result<const std::vector<int64_t>*> membersOf(const Node& node, int64_t r) {
+    const std::string& name = attrStr(node.attrs, "group");
+    auto it = parts_.find(name);
+    if (it == parts_.end()) {
+      Parts p;
+      p.partOf.assign(size_t(p_.worldSize()), -1);
+      if (auto part = p_.partition(name); part.ok()) {
+        p.parts = std::move(*part);
+        for (size_t i = 0; i < p.parts.size(); ++i)
+          for (int64_t m : p.parts[i])
+            if (m >= 0 && m < p_.worldSize()) p.partOf[size_t(m)] = int64_t(i);
+      }
+      it = parts_.emplace(name, std::move(p)).first;
+    }
+    int64_t i = it->second.partOf[size_t(r)];
+    if (i < 0) {  // the program's own message: unknown group, or r outside it
+      auto m = p_.groupOf(name, r);
+      if (!m) return detail::atNode(node, m.error(), "rank " + std::to_string(r) + ": ");
+      return makeError("rank-not-in-group", "rank " + std::to_string(r) + " is not in group '" + name + "'");
+    }
+    return &it->second.parts[size_t(i)];
+  }
   std::deque<int64_t> work_;
   std::map<Key, std::deque<NodeId>> channels_;
   CollectiveOrder out_;

@@ -83,9 +83,63 @@ Result<GroupPartition> Program::partition(const std::string& name) const {
   return partitionOf(mesh_, groups_, name);
 }
 
+namespace {
+// The mesh axes a group name joins ("dp+tp"), in mesh order; empty when the
+// name is a named partition or not made of axes.
+std::vector<size_t> axesOfGroup(const Mesh& mesh, const std::map<std::string, GroupPartition>& groups,
+                                const std::string& name) {
+  if (groups.count(name)) return {};
+  std::vector<size_t> sel;
+  std::stringstream ss(name);
+  std::string part;
+  while (std::getline(ss, part, '+')) {
+    bool known = false;
+    for (size_t i = 0; i < mesh.axes.size(); ++i)
+      if (mesh.axes[i].name == part) {
+        if (std::find(sel.begin(), sel.end(), i) == sel.end()) sel.push_back(i);
+        known = true;
+      }
+    if (!known) return {};
+  }
+  std::sort(sel.begin(), sel.end());
+  return sel;
+}
+}  // namespace
+
+Result<int64_t> groupIndex(const Mesh& mesh, const std::map<std::string, GroupPartition>& groups,
+                           const std::string& name, int64_t rank) {
+  auto sel = axesOfGroup(mesh, groups, name);
+  if (!sel.empty() && rank >= 0 && rank < mesh.worldSize()) {
+    std::vector<int64_t> c = mesh.coords(rank);
+    int64_t idx = 0;
+    for (size_t i : sel) idx = idx * mesh.axes[i].size + c[i];
+    return idx;
+  }
+  SP_ASSIGN(auto m, groupMembers(mesh, groups, name, rank));
+  return int64_t(std::find(m.begin(), m.end(), rank) - m.begin());
+}
+
 Result<std::vector<int64_t>> groupMembers(const Mesh& mesh,
                                           const std::map<std::string, GroupPartition>& groups,
                                           const std::string& name, int64_t rank) {
+  // Mesh axes: the members vary the named axes' coordinates of `rank`
+  // (row-major, so ranks ascend), without building the whole partition
+  // (one lookup per rank of a 1024-rank program).
+  if (rank >= 0 && rank < mesh.worldSize()) {
+    auto sel = axesOfGroup(mesh, groups, name);
+    if (!sel.empty()) {
+      std::vector<int64_t> c = mesh.coords(rank);
+      for (size_t i : sel) c[i] = 0;
+      std::vector<int64_t> out;
+      while (true) {
+        out.push_back(mesh.rankOf(c));
+        size_t k = sel.size();
+        while (k > 0 && ++c[sel[k - 1]] == mesh.axes[sel[k - 1]].size) c[sel[--k]] = 0;
+        if (k == 0) break;
+      }
+      return out;
+    }
+  }
   SP_ASSIGN(auto p, partitionOf(mesh, groups, name));
   return memberList(p, name, rank);
 }

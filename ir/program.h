@@ -74,6 +74,11 @@ Result<std::vector<int64_t>> groupMembers(const Mesh& mesh,
                                           const std::map<std::string, GroupPartition>& groups,
                                           const std::string& name, int64_t rank);
 
+// Position of `rank` within its group `name` (members in group order),
+// without listing the members where the group is made of mesh axes.
+Result<int64_t> groupIndex(const Mesh& mesh, const std::map<std::string, GroupPartition>& groups,
+                           const std::string& name, int64_t rank);
+
 // Group size of `name` for `rank` in a program under construction.
 GroupSizeFn groupSizeFor(const Mesh& mesh, const std::map<std::string, GroupPartition>& groups,
                          int64_t rank);

@@ -33,6 +33,17 @@ struct InputInversion {
 };
 Result<InputInversion> invertInputs(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
                                     DistModel& model);
+// The input relations, one per (rank, D input), concretized, after the checks
+// every verdict needs: each D input and parameter covered (or declared
+// unrelated), each relation well-typed and of its D input's shape.
+struct CheckedInput {
+  int64_t rank;
+  std::string name;
+  RelPtr expr;
+  std::string location;
+};
+Result<std::vector<CheckedInput>> checkInputRelations(const ir::Graph& seq, const ir::Program& dist,
+                                                     const RelationFile& rel);
 
 // Witness: runs S and D on related random inputs.
 struct WitnessRun {

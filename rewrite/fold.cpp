@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <optional>
 #include <set>
+#include <type_traits>
 #include <unordered_map>
+#include <variant>
 
 #include "ir/text.h"
 #include "rewrite/engine.h"
@@ -35,6 +37,13 @@ struct Fact {
   Lay lay = Lay::None;
   int64_t dim = 0;  // Split
   Val v;
+  // Split into `blocks` equal blocks along dim, each split over the group:
+  // rank r holds the r-th piece of every block, concatenated (Megatron's
+  // fused QKV column shard [q_r | k_r | v_r]); 1: a plain split. Ops acting
+  // independently along dim commute with any selection of positions on it,
+  // so such ops carry it like a plain split; reshapes, collectives and
+  // outputs take only plain ones, and a split op into the blocks ends it.
+  int64_t blocks = 1;
 };
 
 // f * g and f / g stored exactly (the factor kept is the real product).
@@ -60,11 +69,15 @@ bool sameAttrs(const ir::AttrMap& a, const ir::AttrMap& b) {
   if (a.size() != b.size()) return false;
   for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) {
     if (ia->first != ib->first || ia->second.index() != ib->second.index()) return false;
-    if (std::holds_alternative<ir::Tensor>(ia->second)) {
-      if (!std::get<ir::Tensor>(ia->second).identical(std::get<ir::Tensor>(ib->second))) return false;
-    } else if (ir::formatAttr(ia->second) != ir::formatAttr(ib->second)) {
-      return false;
-    }
+    bool same = std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          const T& y = std::get<T>(ib->second);
+          if constexpr (std::is_same_v<T, ir::Tensor>) return x.identical(y);
+          else return x == y;
+        },
+        ia->second);
+    if (!same) return false;
   }
   return true;
 }
@@ -82,7 +95,14 @@ bool sameGraph(const ir::Graph& a, const ir::Graph& b) {
   for (size_t i = 0; i < a.nodes().size(); ++i) {
     const auto& x = a.nodes()[i];
     const auto& y = b.nodes()[i];
-    if (x.op != y.op || x.inputs != y.inputs || x.outputs != y.outputs || !sameAttrs(x.attrs, y.attrs)) return false;
+    bool p2p = x.op == OpKind::Send || x.op == OpKind::Recv;
+    auto strip = [&](ir::AttrMap m) {
+      if (p2p) m.erase("peer");  // rank-relative: checked against the class layout (Folder::run)
+      return m;
+    };
+    if (x.op != y.op || x.inputs != y.inputs || x.outputs != y.outputs ||
+        !(p2p ? sameAttrs(strip(x.attrs), strip(y.attrs)) : sameAttrs(x.attrs, y.attrs)))
+      return false;
   }
   return true;
 }
@@ -168,8 +188,10 @@ class Folder {
   std::vector<Fact> collective(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> splitRule(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> sumRule(const ir::Node& n, const std::vector<Fact>& in);
-  std::optional<Fact> inputFact(const std::string& name, const TensorType& local,
-                                const std::map<std::pair<int64_t, std::string>, RelPtr>& bound);
+  // Each D input's checked relation, by name, then rank.
+  using Bound = std::unordered_map<std::string, std::vector<RelPtr>>;
+  std::optional<Fact> inputFact(const std::string& name, const TensorType& local, const Bound& bound);
+  std::optional<Fact> blockedInputFact(const std::vector<RelPtr>& rels, const TensorType& local);
 
   const FoldInput& in_;
   const ir::Graph& seq_;
@@ -179,7 +201,20 @@ class Folder {
   int64_t n_ = 1;
   Exprs ex_;
   Interner interner_;
-  std::vector<Fact> facts_;  // per value of *g_
+  std::vector<Fact>* facts_ = nullptr;  // per value of *g_
+  // The ranks in classes: the parts of the collectives' group (pipeline
+  // stages of a [pp, tp] mesh), each folded over its members; a class's
+  // graph, facts and members are g_, facts_ and members_ while it runs.
+  std::vector<std::vector<int64_t>> classes_;
+  std::vector<std::pair<int64_t, int64_t>> where_;  // rank -> (class, position)
+  std::vector<const ir::Graph*> graphs_;
+  std::vector<std::vector<Fact>> allFacts_;
+  void enter(size_t c) {
+    g_ = graphs_[c];
+    facts_ = &allFacts_[c];
+    members_ = classes_[c];
+  }
+  std::vector<Fact> received(const ir::Node& n);
   std::map<std::string, bool> schemaOk_;
   std::set<std::string> used_;
   int64_t steps_ = 0;
@@ -416,6 +451,26 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     if (all && in[0].dim != axis) od = in[0].dim;
   }
   if (od) candidates = {*od};
+  // Blocked splits: every split operand blocked alike; a split op on the
+  // blocked dim into its blocks yields plain splits of S's blocks.
+  int64_t blocks = 0;
+  for (const auto& f : in)
+    if (f.lay == Lay::Split) {
+      if (blocks && f.blocks != blocks) return {};
+      blocks = f.blocks;
+    }
+  if (blocks > 1 && (reshapeLike(n.op) || n.op == OpKind::Expand)) return {};
+  if (n.op == OpKind::Split && in[0].lay == Lay::Split && ir::attrInt(norm, "axis") == in[0].dim) {
+    const auto& sizes = ir::attrInts(n.attrs, "sizes");
+    const Dim& whole = local(0).shape[size_t(in[0].dim)];
+    if (int64_t(sizes.size()) != blocks || !whole.isConcrete() || whole.value() % blocks ||
+        std::any_of(sizes.begin(), sizes.end(), [&](int64_t z) { return z != whole.value() / blocks; }) ||
+        !use("slice-of-split"))
+      return {};
+    attrs["sizes"] = std::vector<int64_t>(size_t(blocks), n_ * (whole.value() / blocks));
+    candidates = {in[0].dim};
+    blocks = 1;
+  }
   std::vector<TensorType> gin;
   std::vector<Val> vin;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -436,7 +491,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     size_t before = ex_.size();
     std::vector<Fact> outs;
     for (size_t o = 0; o < n.outputs.size(); ++o) {
-      Fact want{Lay::Split, d, {}};
+      Fact want{Lay::Split, d, {}, blocks};
       TensorType expect = globalOf(vals[size_t(n.outputs[o])].type, want);
       auto got = inferGlobal(op, attrs, gin, int(o));
       if (!got || !(*got == expect)) break;
@@ -490,7 +545,7 @@ std::vector<Fact> Folder::sumRule(const ir::Node& n, const std::vector<Fact>& in
   if (sums > 0) return {};
   if (n.op == OpKind::MatMul && splits == 2 && use("matmul-contract-split")) {
     int64_t ra = int64_t(local(0).shape.size()), rb = int64_t(local(1).shape.size());
-    if (ra >= 2 && rb >= 2 && in[0].dim == ra - 1 && in[1].dim == rb - 2)
+    if (ra >= 2 && rb >= 2 && in[0].dim == ra - 1 && in[1].dim == rb - 2 && in[0].blocks == in[1].blocks)
       return single(canon(n.op, n.attrs, vin, 0, out0, inRank));
   }
   if ((n.op == OpKind::ReduceSum || n.op == OpKind::ReduceMean) && splits == 1) {
@@ -525,6 +580,7 @@ std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>&
     return *d;
   };
   const Fact& x = in[0];
+  if (x.lay == Lay::Split && x.blocks != 1) return {};
   auto over = [&](Val v, bool avg) -> std::optional<Val> {
     if (!avg) return v;
     auto k = exactOver(v.k, double(n_));
@@ -567,9 +623,33 @@ std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>&
   }
 }
 
+// A recv in every member of a class from the same position of one other
+// class: the value sent there, with its layout.
+std::vector<Fact> Folder::received(const ir::Node& n) {
+  const DistModel& m = *in_.model;
+  ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
+  std::optional<std::pair<int64_t, ir::NodeId>> from;  // (class, send node)
+  for (size_t i = 0; i < members_.size(); ++i) {
+    const auto& rf = m.recvFrom[size_t(members_[i])];
+    auto it = rf.find(id);
+    if (it == rf.end()) return {};
+    auto [src, send] = it->second;
+    auto [cls, pos] = where_[size_t(src)];
+    if (cls < 0 || pos != int64_t(i) || (from && (*from != std::make_pair(cls, send)))) return {};
+    from = std::make_pair(cls, send);
+  }
+  if (!from) return {};
+  const ir::Graph& sg = *graphs_[size_t(from->first)];
+  const Fact& f = allFacts_[size_t(from->first)][size_t(sg.node(from->second).inputs[0])];
+  if (f.lay == Lay::None) return {};
+  return {f};
+}
+
 std::vector<Fact> Folder::transfer(const ir::Node& n) {
+  if (n.op == OpKind::Recv) return received(n);
+  if (n.op == OpKind::Send) return {};
   std::vector<Fact> in;
-  for (ir::ValueId v : n.inputs) in.push_back(facts_[size_t(v)]);
+  for (ir::ValueId v : n.inputs) in.push_back((*facts_)[size_t(v)]);
   if (std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::None; })) return {};
   auto cat = ir::opInfo(n.op).category;
   if (cat == OpCategory::Collective) return collective(n, in);
@@ -595,13 +675,13 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
 
 // A D input's layout from its relation on every member: the same S tensor
 // everywhere, or member i holding the i-th of N even slices of one.
-std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType& local,
-                                      const std::map<std::pair<int64_t, std::string>, RelPtr>& bound) {
+std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType& local, const Bound& bound) {
+  auto it = bound.find(name);
+  if (it == bound.end()) return std::nullopt;
   std::vector<RelPtr> rels;
   for (int64_t r : members_) {
-    auto it = bound.find({r, name});
-    if (it == bound.end()) return std::nullopt;
-    rels.push_back(it->second);
+    if (!it->second[size_t(r)]) return std::nullopt;
+    rels.push_back(it->second[size_t(r)]);
   }
   auto seqVal = [&](const std::string& s) -> std::optional<ir::ValueId> { return seq_.findValue(s); };
   if (std::all_of(rels.begin(), rels.end(), [&](const RelPtr& r) { return r->op == RelOp::Seq && r->name == rels[0]->name; })) {
@@ -610,6 +690,7 @@ std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType&
     return Fact{Lay::Rep, 0, {ex_.intern("seq " + rels[0]->name, local), 1.0}};
   }
   const Rel& r0 = *rels[0];
+  if (r0.op == RelOp::Concat) return blockedInputFact(rels, local);
   if (r0.op != RelOp::Slice || r0.args[0]->op != RelOp::Seq) return std::nullopt;
   auto v = seqVal(r0.args[0]->name);
   if (!v) return std::nullopt;
@@ -630,38 +711,119 @@ std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType&
   return f;
 }
 
+// Member i holding the i-th of N even pieces of each of B equal blocks of
+// one S tensor along d, concatenated (a fused QKV column shard).
+std::optional<Fact> Folder::blockedInputFact(const std::vector<RelPtr>& rels, const TensorType& local) {
+  const Rel& r0 = *rels[0];
+  int64_t blocks = int64_t(r0.args.size());
+  if (blocks < 2 || r0.args[0]->op != RelOp::Slice || r0.args[0]->args[0]->op != RelOp::Seq) return std::nullopt;
+  const std::string& name = r0.args[0]->args[0]->name;
+  auto v = seq_.findValue(name);
+  if (!v) return std::nullopt;
+  const TensorType& whole = seq_.value(*v).type;
+  int64_t rank = int64_t(whole.shape.size());
+  auto d = ir::normAxis(r0.dim, rank, "concat");
+  if (!d.ok() || int64_t(local.shape.size()) != rank || !local.shape[size_t(*d)].isConcrete() ||
+      !whole.shape[size_t(*d)].isConcrete())
+    return std::nullopt;
+  int64_t localSize = local.shape[size_t(*d)].value();
+  if (localSize % blocks) return std::nullopt;
+  int64_t k = localSize / blocks, width = n_ * k;
+  if (whole.shape[size_t(*d)].value() != blocks * width) return std::nullopt;
+  for (size_t a = 0; a < local.shape.size(); ++a)
+    if (int64_t(a) != *d && !(local.shape[a] == whole.shape[a])) return std::nullopt;
+  if (local.dtype != whole.dtype) return std::nullopt;
+  for (size_t i = 0; i < rels.size(); ++i) {
+    const Rel& r = *rels[i];
+    auto rd = ir::normAxis(r.dim, rank, "concat");
+    if (r.op != RelOp::Concat || int64_t(r.args.size()) != blocks || !rd.ok() || *rd != *d) return std::nullopt;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const Rel& p = *r.args[size_t(b)];
+      if (p.op != RelOp::Slice || p.args[0]->op != RelOp::Seq || p.args[0]->name != name) return std::nullopt;
+      auto pd = ir::normAxis(p.dim, rank, "slice");
+      int64_t start = b * width + int64_t(i) * k;
+      if (!pd.ok() || *pd != *d || p.start.kind != IntExpr::Kind::Const || p.end.kind != IntExpr::Kind::Const ||
+          p.start.value != start || p.end.value != start + k)
+        return std::nullopt;
+    }
+  }
+  return Fact{Lay::Split, *d, {ex_.intern("seq " + name, whole), 1.0}, blocks};
+}
+
 FoldOutcome Folder::run() {
   FoldOutcome res;
   int64_t world = dist_.worldSize();
   if (world < 2) return res.why = "one rank", res;
-  const ir::Graph& g0 = dist_.rank(0);
-  // The group every collective acts on.
+  // The group every collective acts on; its parts are the classes.
   std::set<std::string> groups;
-  for (const auto& n : g0.nodes()) {
-    if (n.op == OpKind::Send || n.op == OpKind::Recv) return res.why = "point-to-point transfers (pipeline stages)", res;
-    if (ir::opInfo(n.op).category == OpCategory::Collective) groups.insert(ir::attrStr(n.attrs, "group"));
-  }
+  bool p2p = false;
+  for (int64_t r = 0; r < world; ++r)
+    for (const auto& n : dist_.rank(r).nodes()) {
+      p2p = p2p || n.op == OpKind::Send || n.op == OpKind::Recv;
+      if (ir::opInfo(n.op).category == OpCategory::Collective && !(n.op == OpKind::Send || n.op == OpKind::Recv))
+        groups.insert(ir::attrStr(n.attrs, "group"));
+    }
   if (groups.size() > 1) return res.why = "collectives over several groups", res;
-  RankDomain domain;
+  std::vector<RankDomain> domains;
   if (groups.empty()) {
-    for (int64_t r = 0; r < world; ++r) members_.push_back(r);
+    if (p2p) return res.why = "point-to-point transfers and no group collective", res;
+    std::vector<int64_t> all;
+    for (int64_t r = 0; r < world; ++r) all.push_back(r);
+    classes_.push_back(all);
+    RankDomain d;
     const auto& axes = dist_.mesh().axes;
-    if (axes.size() == 1) domain.group = axes[0].name;
-    else domain = RankDomain{true, 0, world - 1, ""};
-    res.group = domain.str();
+    if (axes.size() == 1) d.group = axes[0].name;
+    else d = RankDomain{true, 0, world - 1, ""};
+    domains.push_back(d);
+    res.group = d.str();
   } else {
     auto part = dist_.partition(*groups.begin());
-    if (!part.ok() || part->size() != 1 || int64_t((*part)[0].size()) != world)
+    size_t covered = 0;
+    if (part.ok())
+      for (const auto& p : *part) covered += p.size();
+    if (!part.ok() || int64_t(covered) != world || part->empty())
       return res.why = "group " + *groups.begin() + " does not span the ranks", res;
-    members_ = (*part)[0];
-    domain.group = *groups.begin();
-    res.group = domain.group;
+    classes_ = *part;
+    res.group = *groups.begin();
+    for (const auto& c : classes_) {
+      // The first class is the group itself; others name their ranks.
+      bool contiguous = c.back() - c.front() + 1 == int64_t(c.size());
+      RankDomain d;
+      if (&c == &classes_.front() && std::find(c.begin(), c.end(), 0) != c.end()) d.group = res.group;
+      else if (contiguous) d = RankDomain{true, c.front(), c.back(), ""};
+      else d = RankDomain{true, -1, -2, ""};  // no comprehension: concrete parts
+      domains.push_back(d);
+    }
   }
-  n_ = int64_t(members_.size());
+  n_ = int64_t(classes_[0].size());
+  for (const auto& c : classes_)
+    if (int64_t(c.size()) != n_) return res.why = "groups of different sizes", res;
   res.groupSize = n_;
-  g_ = &dist_.rank(members_[0]);
-  for (int64_t r : members_)
-    if (r != members_[0] && !sameGraph(*g_, dist_.rank(r))) return res.why = "ranks run different graphs", res;
+  where_.assign(size_t(world), {-1, -1});
+  for (size_t c = 0; c < classes_.size(); ++c)
+    for (size_t i = 0; i < classes_[c].size(); ++i) where_[size_t(classes_[c][i])] = {int64_t(c), int64_t(i)};
+  for (const auto& c : classes_) {
+    graphs_.push_back(&dist_.rank(c[0]));
+    for (int64_t r : c)
+      if (r != c[0] && !sameGraph(*graphs_.back(), dist_.rank(r))) return res.why = "ranks run different graphs", res;
+    // Point-to-point peers: member i of this class with member i of one
+    // other class (the same stage position), whatever the member.
+    const ir::Graph& g = *graphs_.back();
+    for (const auto& n : g.nodes()) {
+      if (n.op != OpKind::Send && n.op != OpKind::Recv) continue;
+      int64_t peerClass = -2;
+      for (size_t i = 0; i < c.size(); ++i) {
+        const auto& ni = dist_.rank(c[i]).node(ir::NodeId(&n - g.nodes().data()));
+        int64_t peer = ir::attrInt(ni.attrs, "peer");
+        if (peer < 0 || peer >= world) return res.why = "a peer outside the world", res;
+        auto [pc, pos] = where_[size_t(peer)];
+        if (pos != int64_t(i) || (peerClass != -2 && pc != peerClass)) return res.why = "peers not stage-aligned", res;
+        peerClass = pc;
+      }
+    }
+  }
+  allFacts_.resize(classes_.size());
+  for (size_t c = 0; c < classes_.size(); ++c) allFacts_[c].assign(graphs_[c]->values().size(), Fact{});
 
   // S's values, hash-consed.
   std::vector<Val> sval(seq_.values().size());
@@ -676,34 +838,56 @@ FoldOutcome Folder::run() {
   }
 
   // D's inputs from the relations, then its ops in order.
-  RankSpace ranks = RankSpace::of(dist_);
-  auto boundR = expandInputs(*in_.relations, ranks);
-  if (!boundR.ok()) return res.why = boundR.error().message, res;
-  std::map<std::pair<int64_t, std::string>, RelPtr> bound;
-  for (const auto& b : *boundR)
-    if (auto c = concretize(*b.expr, b.scope); c.ok()) bound[{b.rank, b.name}] = *c;
-  facts_.assign(g_->values().size(), Fact{});
+  if (!in_.inputs) return res.why = "no checked input relations", res;
+  Bound bound;
+  for (const auto& c : *in_.inputs) {
+    auto& byRank = bound[c.name];
+    if (byRank.empty()) byRank.resize(size_t(world));
+    byRank[size_t(c.rank)] = c.expr;
+  }
   std::string stuck;  // the first D op with known operands and no schema
-  for (const auto* list : {&g_->inputs(), &g_->params()})
-    for (ir::ValueId v : *list)
-      if (auto f = inputFact(g_->value(v).name, g_->value(v).type, bound)) facts_[size_t(v)] = *f;
-  for (const auto& n : g_->nodes()) {
-    auto outs = transfer(n);
-    if (outs.size() != n.outputs.size()) {
-      bool inputsKnown = std::all_of(n.inputs.begin(), n.inputs.end(),
-                                     [&](ir::ValueId v) { return facts_[size_t(v)].lay != Lay::None; });
-      if (inputsKnown && stuck.empty()) {
-        stuck = std::string(ir::opName(n.op)) + " '" + n.name + "' (" + n.loc.str() + ") on";
-        for (ir::ValueId v : n.inputs) {
-          const Fact& f = facts_[size_t(v)];
-          stuck += std::string(" ") + (f.lay == Lay::Rep ? "rep" : f.lay == Lay::Sum ? "sum" : "split") +
-                   (f.lay == Lay::Split ? "(" + std::to_string(f.dim) + ")" : "");
-        }
+  for (size_t c = 0; c < classes_.size(); ++c) {
+    enter(c);
+    for (const auto* list : {&g_->inputs(), &g_->params()})
+      for (ir::ValueId v : *list)
+        if (auto f = inputFact(g_->value(v).name, g_->value(v).type, bound)) (*facts_)[size_t(v)] = *f;
+  }
+  // Classes in turn until nothing changes: a stage's recv learns its layout
+  // once the sending stage has run (each round settles at least one more).
+  for (size_t round = 0; round <= classes_.size(); ++round) {
+    bool changed = false;
+    for (size_t c = 0; c < classes_.size(); ++c) {
+      enter(c);
+      for (const auto& n : g_->nodes()) {
+        if (!n.outputs.empty() && std::all_of(n.outputs.begin(), n.outputs.end(), [&](ir::ValueId o) {
+              return (*facts_)[size_t(o)].lay != Lay::None;
+            }))
+          continue;
+        auto outs = transfer(n);
+        if (outs.size() != n.outputs.size() || outs.empty()) continue;
+        ++steps_;
+        changed = true;
+        for (size_t o = 0; o < outs.size(); ++o) (*facts_)[size_t(n.outputs[o])] = outs[o];
       }
-      continue;
     }
-    ++steps_;
-    for (size_t o = 0; o < outs.size(); ++o) facts_[size_t(n.outputs[o])] = outs[o];
+    if (!changed) break;
+  }
+  for (size_t c = 0; c < classes_.size() && stuck.empty(); ++c) {
+    enter(c);
+    for (const auto& n : g_->nodes()) {
+      bool outsKnown = std::all_of(n.outputs.begin(), n.outputs.end(),
+                                   [&](ir::ValueId o) { return (*facts_)[size_t(o)].lay != Lay::None; });
+      bool inputsKnown = std::all_of(n.inputs.begin(), n.inputs.end(),
+                                     [&](ir::ValueId v) { return (*facts_)[size_t(v)].lay != Lay::None; });
+      if (outsKnown || !inputsKnown || n.op == OpKind::Send) continue;
+      stuck = std::string(ir::opName(n.op)) + " '" + n.name + "' (" + n.loc.str() + ") on";
+      for (ir::ValueId v : n.inputs) {
+        const Fact& f = (*facts_)[size_t(v)];
+        stuck += std::string(" ") + (f.lay == Lay::Rep ? "rep" : f.lay == Lay::Sum ? "sum" : "split") +
+                 (f.lay == Lay::Split ? "(" + std::to_string(f.dim) + ")" : "");
+      }
+      break;
+    }
   }
 
   // Each wanted S value, named exactly by a D value's layout.
@@ -714,36 +898,43 @@ FoldOutcome Folder::run() {
     auto sv = seq_.findValue(w);
     if (!sv) return res.why = "unknown value " + w, res;
     Val target = sval[size_t(*sv)];
-    std::vector<ir::ValueId> cands;
-    if (isSeqOutput(*sv)) cands = g_->outputs();
-    else for (size_t v = 0; v < g_->values().size(); ++v) cands.push_back(ir::ValueId(v));
     auto exp = in_.expected.find(w);
     std::optional<OutputResult> found;
-    for (ir::ValueId c : cands) {
-      const Fact& f = facts_[size_t(c)];
-      if (f.lay == Lay::None || !(f.v == target)) continue;
-      const std::string& name = g_->value(c).name;
-      RelPtr concrete, shown;
-      if (f.lay == Lay::Rep) {
-        concrete = Rel::dist(IntExpr::constant(members_[0]), name);
-        shown = concrete;
-        if (exp != in_.expected.end() && exp->second->op == RelOp::Dist && exp->second->name == name &&
-            exp->second->rank.kind == IntExpr::Kind::Const &&
-            std::find(members_.begin(), members_.end(), exp->second->rank.value) != members_.end())
-          concrete = exp->second;
-      } else {
-        std::vector<RelPtr> parts;
-        for (int64_t r : members_) parts.push_back(Rel::dist(IntExpr::constant(r), name));
-        auto each = Rel::forEach("r", domain, Rel::dist(IntExpr::var("r"), name));
-        concrete = f.lay == Lay::Split ? Rel::concat(f.dim, parts) : Rel::sum(parts);
-        shown = f.lay == Lay::Split ? Rel::concat(f.dim, {each}) : Rel::sum({each});
+    for (size_t cl = 0; cl < classes_.size() && !found; ++cl) {
+      enter(cl);
+      std::vector<ir::ValueId> cands;
+      if (isSeqOutput(*sv)) cands = g_->outputs();
+      else for (size_t v = 0; v < g_->values().size(); ++v) cands.push_back(ir::ValueId(v));
+      for (ir::ValueId c : cands) {
+        const Fact& f = (*facts_)[size_t(c)];
+        if (f.lay == Lay::None || f.blocks != 1 || !(f.v == target)) continue;
+        const std::string& name = g_->value(c).name;
+        RelPtr concrete, shown;
+        if (f.lay == Lay::Rep) {
+          concrete = Rel::dist(IntExpr::constant(members_[0]), name);
+          shown = concrete;
+          if (exp != in_.expected.end() && exp->second->op == RelOp::Dist && exp->second->name == name &&
+              exp->second->rank.kind == IntExpr::Kind::Const &&
+              std::find(members_.begin(), members_.end(), exp->second->rank.value) != members_.end())
+            concrete = exp->second;
+        } else {
+          std::vector<RelPtr> parts;
+          for (int64_t r : members_) parts.push_back(Rel::dist(IntExpr::constant(r), name));
+          concrete = f.lay == Lay::Split ? Rel::concat(f.dim, parts) : Rel::sum(parts);
+          shown = concrete;
+          const RankDomain& dom = domains[cl];
+          if (!dom.isRange || dom.lo <= dom.hi) {
+            auto each = Rel::forEach("r", dom, Rel::dist(IntExpr::var("r"), name));
+            shown = f.lay == Lay::Split ? Rel::concat(f.dim, {each}) : Rel::sum({each});
+          }
+        }
+        if (exp != in_.expected.end()) {
+          if (!equal(*concrete, *exp->second)) continue;
+          shown = exp->second;
+        }
+        found = OutputResult{w, str(*shown), shown};
+        break;
       }
-      if (exp != in_.expected.end()) {
-        if (!equal(*concrete, *exp->second)) continue;
-        shown = exp->second;
-      }
-      found = OutputResult{w, str(*shown), shown};
-      break;
     }
     if (!found)
       return res.why = "no D value's layout names S's '" + w + "'" +

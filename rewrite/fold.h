@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "rewrite/engine_verify.h"
 #include "rewrite/lower.h"
 #include "rewrite/relation_text.h"
 #include "rewrite/verify.h"
@@ -36,6 +37,8 @@ struct FoldInput {
   const ir::Graph* seq = nullptr;
   const ir::Program* dist = nullptr;
   const RelationFile* relations = nullptr;
+  // The input relations as checked (rewrite/engine_verify.h).
+  const std::vector<CheckedInput>* inputs = nullptr;
   const DistModel* model = nullptr;          // lowered D: the collectives' matching
   std::vector<std::string> wanted;           // S values to rebuild
   std::map<std::string, RelPtr> expected;    // concretized expect lines

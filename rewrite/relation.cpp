@@ -18,6 +18,14 @@ Result<std::vector<int64_t>> RankSpace::members(const std::string& name, int64_t
   return ir::groupMembers(mesh, groups, name, rank);
 }
 
+Result<int64_t> RankSpace::indexOf(const std::string& name, int64_t rank) const {
+  int64_t world = worldSize();
+  if (rank < 0 || rank >= world)
+    return makeError("rank-out-of-range", "rank " + std::to_string(rank) + " is outside the world of " +
+                                              std::to_string(world) + " ranks");
+  return ir::groupIndex(mesh, groups, name, rank);
+}
+
 IntExpr IntExpr::constant(int64_t v) {
   IntExpr e;
   e.kind = Kind::Const;
@@ -113,8 +121,7 @@ Result<int64_t> IntExpr::eval(const IntVars& vars, const RankSpace* ranks) const
     case Kind::Index: {
       SP_ASSIGN(int64_t r, args[0].eval(vars, ranks));
       if (!ranks) return makeError("no-rank-space", "idx(" + args[0].str() + ", " + name + ") needs a mesh");
-      SP_ASSIGN(auto m, ranks->members(name, r));
-      return int64_t(std::find(m.begin(), m.end(), r) - m.begin());
+      return ranks->indexOf(name, r);
     }
   }
   return int64_t(0);

@@ -31,6 +31,8 @@ struct RankSpace {
   int64_t worldSize() const { return mesh.worldSize(); }
   // Members, in group order, of the group `name` containing `rank`.
   Result<std::vector<int64_t>> members(const std::string& name, int64_t rank) const;
+  // Position of `rank` in that group (idx(r, GROUP)).
+  Result<int64_t> indexOf(const std::string& name, int64_t rank) const;
 };
 
 using IntVars = std::map<std::string, int64_t>;

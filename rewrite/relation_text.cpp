@@ -369,8 +369,7 @@ Result<std::vector<BoundInput>> expandInputs(const RelationFile& f, const RankSp
         for (int64_t v = in.loopDomain.lo; v <= in.loopDomain.hi; ++v) values.push_back(v);
       else
         for (int64_t r = 0; r < ranks.worldSize(); ++r) {
-          SP_ASSIGN(auto m, ranks.members(in.loopDomain.group, r));
-          (void)m;
+          SP_TRY(ranks.indexOf(in.loopDomain.group, r));
           values.push_back(r);
         }
       for (int64_t v : values) {

@@ -499,13 +499,10 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     rep.assumptions.push_back(std::to_string(lib->cache.hits) + " of " + std::to_string(lib->status.size()) +
                               " lemma proofs read from the proof cache " + lib->cache.file);
   std::vector<Rule> rules = compileRules(lib->lib, lib->status);
-  SP_ASSIGN(InputInversion inv, invertInputs(seq, dist, relations, model));
+  // The input relations are checked (types, every D input covered) before
+  // any verdict, folded or not.
+  SP_ASSIGN(std::vector<CheckedInput> checkedInputs, checkInputRelations(seq, dist, relations));
   RankSpace ranks = RankSpace::of(dist);
-  // Each D input's relation to S, as text, for explanations.
-  std::map<std::pair<int64_t, std::string>, std::string> distInputs;
-  if (auto bound = expandInputs(relations, ranks); bound.ok())
-    for (const auto& b : *bound)
-      if (auto c = concretize(*b.expr, b.scope); c.ok()) distInputs[{b.rank, b.name}] = str(**c);
   rep.stats.seqOps = int64_t(seq.nodes().size());
   rep.stats.distOps = model.numNodes;
 
@@ -537,10 +534,12 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   if (opts.fold) {
     std::map<std::string, bool> provenByName;
     for (const auto& s : lib->status) provenByName[s.name] = s.proven;
-    FoldInput fin{&seq, &dist, &relations, &model, wanted, expected,
+    FoldInput fin{&seq, &dist, &relations, &checkedInputs, &model, wanted, expected,
                   [&](const std::string& n) { auto it = provenByName.find(n); return it != provenByName.end() && it->second; }};
+    double foldStart = elapsed();
     FoldOutcome fold = verifyFolded(fin);
-    if (!fold.verified) spdlog::debug("rank folding did not decide: {}", fold.why);
+    spdlog::debug("rank folding: {} in {:.3f} s (run so far {:.3f} s)", fold.verified ? "verified" : fold.why,
+                  elapsed() - foldStart, elapsed());
     if (fold.verified) {
       rep.verdict = Verdict::Verified;
       rep.outputs = fold.outputs;
@@ -557,6 +556,12 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       return rep;
     }
   }
+  SP_ASSIGN(InputInversion inv, invertInputs(seq, dist, relations, model));
+  // Each D input's relation to S, as text, for explanations.
+  std::map<std::pair<int64_t, std::string>, std::string> distInputs;
+  if (auto bound = expandInputs(relations, ranks); bound.ok())
+    for (const auto& b : *bound)
+      if (auto c = concretize(*b.expr, b.scope); c.ok()) distInputs[{b.rank, b.name}] = str(**c);
   Interner interner;
   EngineStats es;
   std::unordered_map<std::string, MemoEntry> memo;

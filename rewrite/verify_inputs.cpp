@@ -131,8 +131,8 @@ void addFact(DistModel& m, const RelPtr& a, const RelPtr& b) {
 
 }  // namespace
 
-Result<InputInversion> invertInputs(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
-                                    DistModel& model) {
+Result<std::vector<CheckedInput>> checkInputRelations(const ir::Graph& seq, const ir::Program& dist,
+                                                     const RelationFile& rel) {
   RankSpace ranks = RankSpace::of(dist);
   SP_ASSIGN(auto bound, expandInputs(rel, ranks));
   TypeLookup types;
@@ -167,7 +167,8 @@ Result<InputInversion> invertInputs(const ir::Graph& seq, const ir::Program& dis
                                                        (g.value(v).kind == ir::ValueKind::Param ? "parameter" : "input") +
                                                        " '" + g.value(v).name + "'");
   }
-  std::vector<Piece> pieces;
+  std::vector<CheckedInput> out;
+  out.reserve(bound.size());
   for (const auto& b : bound) {
     auto v = dist.rank(b.rank).findValue(b.name);
     if (!v) return makeError("unknown-tensor", "rank " + std::to_string(b.rank) + " has no input '" + b.name + "'", b.location);
@@ -185,8 +186,24 @@ Result<InputInversion> invertInputs(const ir::Graph& seq, const ir::Program& dis
     if (!same)
       return makeError("relation-shape-mismatch", what + " is " + want.str() + " but " + str(*e) + " is " + t->str(),
                        b.location);
+    out.push_back({b.rank, b.name, e, b.location});
+  }
+  return out;
+}
+
+Result<InputInversion> invertInputs(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
+                                    DistModel& model) {
+  SP_ASSIGN(auto checked, checkInputRelations(seq, dist, rel));
+  TypeLookup types;
+  types.seq = [&](const std::string& n) -> Result<ir::TensorType> {
+    auto v = seq.findValue(n);
+    if (!v) return makeError("unknown-tensor", "S has no tensor '" + n + "'");
+    return seq.value(*v).type;
+  };
+  std::vector<Piece> pieces;
+  for (const auto& c : checked) {
     bool inexact = false;
-    SP_TRY(decompose(*e, Rel::dist(IntExpr::constant(b.rank), b.name), types, pieces, inexact));
+    SP_TRY(decompose(*c.expr, Rel::dist(IntExpr::constant(c.rank), c.name), types, pieces, inexact));
   }
   InputInversion inv;
   std::map<std::string, std::vector<Piece>> bySeq;
