@@ -38,6 +38,15 @@ rewrite::VerifyReport verifyTexts(const ParallelProgram& p, bool fold = true) {
 
 std::string why(const rewrite::VerifyReport& r) { return r.reason + (r.failure ? " | " + r.failure->message : ""); }
 
+// The verdict was reached with ranks folded (rewrite/fold.h).
+bool folded(const rewrite::VerifyReport& r) {
+  return std::any_of(r.assumptions.begin(), r.assumptions.end(),
+                     [](const std::string& a) {
+                       return a.find("ranks folded") != std::string::npos &&
+                              a.find("layouts carried by") != std::string::npos;
+                     });
+}
+
 // Each config and layout: MHA with an uneven head split (gpt2's 12 heads
 // over 8 ranks), GQA with KV heads split (8 over 8) and with each KV head's
 // query heads over 2 ranks (tp 16, also on 2 pipeline stages), with and
@@ -81,9 +90,7 @@ TEST(Parallelize, WholeLlama405BVerifies) {
   auto rep = verifyTexts(*p);
   EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
   EXPECT_EQ(rep.stats.seqOps, 126 * 51);  // 50 ops a layer and the causal mask add
-  EXPECT_TRUE(std::any_of(rep.assumptions.begin(), rep.assumptions.end(),
-                          [](const std::string& a) { return a.find("ranks folded") != std::string::npos; }))
-      << "an SPMD program over one group is folded";
+  EXPECT_TRUE(folded(rep)) << "an SPMD program over one group is folded";
   auto perRank = verifyTexts(*p, false);
   EXPECT_EQ(perRank.verdict, rewrite::Verdict::Verified) << why(perRank);
   EXPECT_GT(perRank.stats.memoHits, 125 * 45) << "layers after the first should be reused";
@@ -148,6 +155,7 @@ TEST(Parallelize, PipelineStagesVerifyAndCrossedTransfersAreRefuted) {
   EXPECT_NE(p->dist.find("mesh [pp = 2, tp = 2]"), std::string::npos);
   auto rep = verifyTexts(*p);
   EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+  EXPECT_TRUE(folded(rep)) << "each stage's tp group folded, the stages joined by their transfers";
   std::string d = p->dist;
   for (auto [from, to] : {std::pair<std::string, std::string>{"send(%l1_y) {peer = 2,", "send(%l1_y) {peer = 3,"},
                           {"send(%l1_y) {peer = 3,", "send(%l1_y) {peer = 2,"},
@@ -160,6 +168,29 @@ TEST(Parallelize, PipelineStagesVerifyAndCrossedTransfersAreRefuted) {
   p->dist = d;
   auto bad = verifyTexts(*p);
   EXPECT_EQ(bad.verdict, rewrite::Verdict::Refuted) << why(bad);
+  EXPECT_FALSE(folded(bad));
+}
+
+// GPT-2's fused QKV, Megatron's [q_r | k_r | v_r] column shard, folds as a
+// blocked split that the split into q, k and v turns into plain ones. The
+// same program under a contiguous shard of the fused weight (the layout
+// --infer-relations guesses) computes something else: never verified.
+TEST(Parallelize, FusedQkvShardFolds) {
+  auto p = parallelize(spec("gpt2", 2, true));
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  auto rep = verifyTexts(*p);
+  EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+  EXPECT_TRUE(folded(rep));
+  std::string rel = p->relations;
+  size_t at = rel.find("for r in tp: dist[r].l0_wqkv = ");
+  ASSERT_NE(at, std::string::npos) << rel;
+  size_t eol = rel.find('\n', at);
+  rel.replace(at, eol - at,
+              "for r in tp: dist[r].l0_wqkv = slice(seq.l0_wqkv, dim=1, start=idx(r,tp)*1152, end=(idx(r,tp)+1)*1152)");
+  p->relations = rel;
+  auto bad = verifyTexts(*p);
+  EXPECT_NE(bad.verdict, rewrite::Verdict::Verified) << why(bad);
+  EXPECT_FALSE(folded(bad));
 }
 
 TEST(Parallelize, WhatIsNotGeneratedSaysSo) {

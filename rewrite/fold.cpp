@@ -59,6 +59,12 @@ std::optional<double> exactOver(double f, double g) {
   return q;
 }
 
+std::string factorText(double k) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.6g", k);
+  return buf;
+}
+
 std::string hexFactor(double k) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%a", k);
@@ -846,6 +852,10 @@ FoldOutcome Folder::run() {
     byRank[size_t(c.rank)] = c.expr;
   }
   std::string stuck;  // the first D op with known operands and no schema
+  // The first such op reading partial sums where it is not linear in them
+  // (a bias added to them, a nonlinearity): the likely bug.
+  std::string sumMisuse;
+  std::vector<std::string> sumMisuseAt;
   for (size_t c = 0; c < classes_.size(); ++c) {
     enter(c);
     for (const auto* list : {&g_->inputs(), &g_->params()})
@@ -885,6 +895,14 @@ FoldOutcome Folder::run() {
         const Fact& f = (*facts_)[size_t(v)];
         stuck += std::string(" ") + (f.lay == Lay::Rep ? "rep" : f.lay == Lay::Sum ? "sum" : "split") +
                  (f.lay == Lay::Split ? "(" + std::to_string(f.dim) + ")" : "");
+        if (f.lay == Lay::Sum && sumMisuse.empty()) {
+          const std::string& name = g_->value(v).name;
+          sumMisuse = "D's '" + name + "' holds partial sums over group " + res.group + " (the sum of dist[r]." +
+                      relName(name) + " for r in " + domains[c].str() + "), which " + std::string(ir::opName(n.op)) +
+                      " '" + n.name + "' (" + n.loc.str() + ") uses as if whole: missing sum over group " + res.group;
+          for (size_t i = 0; i < members_.size() && i < 8; ++i)
+            sumMisuseAt.push_back("r" + std::to_string(members_[i]) + ":" + name);
+        }
       }
       break;
     }
@@ -894,12 +912,22 @@ FoldOutcome Folder::run() {
   auto isSeqOutput = [&](ir::ValueId v) {
     return std::find(seq_.outputs().begin(), seq_.outputs().end(), v) != seq_.outputs().end();
   };
+  auto layoutText = [&](const Fact& f, const std::string& name, size_t cl) {
+    std::string each = "dist[r]." + relName(name) + " for r in " + domains[cl].str();
+    if (f.lay == Lay::Rep) return "replicated (every rank's " + relName(name) + ")";
+    if (f.lay == Lay::Sum) return "the sum of " + each + " (partial sums over group " + res.group + ")";
+    if (f.blocks != 1) return "split along dim " + std::to_string(f.dim) + " in " + std::to_string(f.blocks) + " blocks";
+    return "the concat of " + each + " along dim " + std::to_string(f.dim);
+  };
   for (const auto& w : in_.wanted) {
     auto sv = seq_.findValue(w);
     if (!sv) return res.why = "unknown value " + w, res;
     Val target = sval[size_t(*sv)];
     auto exp = in_.expected.find(w);
     std::optional<OutputResult> found;
+    // A D output holding S's value in another layout than required (or
+    // only partly), for the diagnosis.
+    std::optional<std::pair<size_t, ir::ValueId>> other;
     for (size_t cl = 0; cl < classes_.size() && !found; ++cl) {
       enter(cl);
       std::vector<ir::ValueId> cands;
@@ -907,7 +935,9 @@ FoldOutcome Folder::run() {
       else for (size_t v = 0; v < g_->values().size(); ++v) cands.push_back(ir::ValueId(v));
       for (ir::ValueId c : cands) {
         const Fact& f = (*facts_)[size_t(c)];
-        if (f.lay == Lay::None || f.blocks != 1 || !(f.v == target)) continue;
+        if (f.lay == Lay::None || f.v.node != target.node) continue;
+        if (!other) other = std::make_pair(cl, c);
+        if (f.blocks != 1 || !(f.v == target)) continue;
         const std::string& name = g_->value(c).name;
         RelPtr concrete, shown;
         if (f.lay == Lay::Rep) {
@@ -936,11 +966,42 @@ FoldOutcome Folder::run() {
         break;
       }
     }
-    if (!found)
-      return res.why = "no D value's layout names S's '" + w + "'" +
-                       (exp != in_.expected.end() ? " as the expected relation" : "") +
-                       (stuck.empty() ? "" : "; first op with no layout: " + stuck), res;
-    res.outputs.push_back(*found);
+    if (found) {
+      res.outputs.push_back(*found);
+      continue;
+    }
+    res.outputs.push_back(OutputResult{w, "", nullptr});
+    res.unmatched.push_back(w);
+    if (res.unmatched.size() > 1) continue;
+    std::string want = exp != in_.expected.end() ? " as expected, " + str(*exp->second) : "";
+    if (other) {
+      enter(other->first);
+      const Fact& f = (*facts_)[size_t(other->second)];
+      const std::string& name = g_->value(other->second).name;
+      res.layoutMismatch = true;
+      res.diagnosis = "S's '" + w + "' is not what D holds" + want + ": D's '" + name + "' is " +
+                      (f.v.k != target.k ? "a multiple (by " + factorText(f.v.k / target.k) + ") of it, " : "it as ") +
+                      layoutText(f, name, other->first);
+      if (f.lay == Lay::Sum) {
+        res.diagnosis += ", which D never adds up: missing sum over group " + res.group;
+        res.missingSumGroups.push_back(res.group);
+      }
+      for (size_t i = 0; i < members_.size() && i < 8; ++i)
+        res.closest.push_back("r" + std::to_string(members_[i]) + ":" + name);
+    } else if (!sumMisuse.empty()) {
+      res.layoutMismatch = true;
+      res.diagnosis = "no D " + std::string(isSeqOutput(*sv) ? "output" : "value") + " holds S's '" + w + "'" + want +
+                      ": " + sumMisuse;
+      res.closest = sumMisuseAt;
+      res.missingSumGroups.push_back(res.group);
+    } else {
+      res.diagnosis = "no D " + std::string(isSeqOutput(*sv) ? "output" : "value") + " holds S's '" + w + "'" + want +
+                      (stuck.empty() ? "" : "; the first D op with no layout over the group is " + stuck);
+    }
+  }
+  if (!res.unmatched.empty()) {
+    res.why = res.diagnosis;
+    return res;
   }
   res.verified = true;
   res.steps = steps_;

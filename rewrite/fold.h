@@ -55,6 +55,18 @@ struct FoldOutcome {
   int64_t groupSize = 0;
   int64_t steps = 0;                 // layout rule applications
   std::vector<std::string> schemas;  // the schemas used, with the lemmas each lifts
+  // Not verified, after the whole program was folded: the wanted values no
+  // D value's layout names as required, and for the first of them what D
+  // holds instead, said in the user's terms, with the D values it concerns
+  // ("r0:y") and the groups over which D leaves partial sums. A refutation
+  // still needs the witness (rewrite/witness_verdict.cpp).
+  std::vector<std::string> unmatched;
+  std::string diagnosis;
+  std::vector<std::string> closest;
+  std::vector<std::string> missingSumGroups;
+  // The first unmatched value is held by a D value, in another layout or by
+  // another factor than required (a likely bug rather than a missing schema).
+  bool layoutMismatch = false;
 };
 
 FoldOutcome verifyFolded(const FoldInput& in);

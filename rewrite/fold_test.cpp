@@ -81,7 +81,10 @@ VerifyReport check(const Case& c, bool fold = true) {
 
 bool folded(const VerifyReport& r) {
   return std::any_of(r.assumptions.begin(), r.assumptions.end(),
-                     [](const std::string& a) { return a.find("ranks folded") != std::string::npos; });
+                     [](const std::string& a) {
+                       return a.find("ranks folded") != std::string::npos &&
+                              a.find("layouts carried by") != std::string::npos;
+                     });
 }
 
 std::string why(const VerifyReport& r) {
@@ -136,6 +139,35 @@ TEST(Fold, WrongProgramsAreNotVerified) {
     EXPECT_EQ(rep.verdict, Verdict::Refuted) << t.what << ": " << why(rep);
     EXPECT_FALSE(folded(rep)) << t.what;
   }
+}
+
+// Refutation at scale: partial sums that D never adds up are found while
+// folding, and the witness runs at once on the output (no per-rank search),
+// at TP 8 as at TP 1024; the report says where.
+TEST(Fold, MissingSumIsRefutedAtAnyGroupSize) {
+  struct Twin {
+    const char* what;
+    std::string tail;
+  };
+  std::vector<Twin> twins = {
+      {"all_reduce dropped", "%y: f32[8, 16] = add(%o, %b2)\n"},
+      {"bias added on every rank before the sum",
+       "%ob: f32[8, 16] = add(%o, %b2)\n    %y: f32[8, 16] = all_reduce(%ob) {group = \"tp\"}\n"},
+  };
+  for (int64_t n : {8, 1024})
+    for (const auto& t : twins) {
+      SCOPED_TRACE(std::string(t.what) + ", tp " + std::to_string(n));
+      auto rep = check(mlp(n, t.tail));
+      EXPECT_EQ(rep.verdict, Verdict::Refuted) << why(rep);
+      ASSERT_TRUE(rep.failure.has_value());
+      EXPECT_NE(rep.failure->message.find("missing sum over group tp"), std::string::npos) << rep.failure->message;
+      EXPECT_NE(rep.failure->message.find("'o'"), std::string::npos) << rep.failure->message;
+      ASSERT_TRUE(rep.failure->witness.has_value());
+      bool fast = std::any_of(rep.assumptions.begin(), rep.assumptions.end(), [](const std::string& a) {
+        return a.find("localized the failure") != std::string::npos;
+      });
+      EXPECT_TRUE(fast) << "the fold localized it, not the per-rank engine";
+    }
 }
 
 // Ranks that run different graphs are not folded: rank 1 uses relu.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -268,10 +269,66 @@ std::string relName(const std::string& name) {
   return q + "\"";
 }
 
+namespace {
+
+// `r` printed with every dist leaf's rank as the variable `var`, when all of
+// its dist leaves name one constant rank (returned in *rank); nullopt when
+// they name several, none, or a non-constant one, or `r` has a comprehension.
+std::optional<std::string> strOverRank(const Rel& r, const std::string& var, std::optional<int64_t>* rank) {
+  if (r.op == RelOp::For) return std::nullopt;
+  if (r.op == RelOp::Dist) {
+    if (r.rank.kind != IntExpr::Kind::Const || (*rank && **rank != r.rank.value)) return std::nullopt;
+    *rank = r.rank.value;
+    return "dist[" + var + "]." + relName(r.name);
+  }
+  Rel copy = r;
+  std::vector<std::string> parts;
+  for (const auto& a : r.args) {
+    auto p = strOverRank(*a, var, rank);
+    if (!p) return std::nullopt;
+    parts.push_back(*p);
+  }
+  // Print the node with placeholder leaves standing for its operands.
+  for (size_t i = 0; i < copy.args.size(); ++i) copy.args[i] = Rel::seq("sp_operand_" + std::to_string(i) + "_");
+  std::string text = str(copy);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    std::string key = "seq.sp_operand_" + std::to_string(i) + "_";
+    auto at = text.find(key);
+    if (at == std::string::npos) return std::nullopt;
+    text.replace(at, key.size(), parts[i]);
+  }
+  return text;
+}
+
+}  // namespace
+
 std::string str(const Rel& r) {
+  // Parts of a concat or sum over 4 or more consecutive ranks that differ
+  // only in the rank print as one comprehension ("for r in 0..255:
+  // dist[r].y"), which parses back to the same parts: a relation over a
+  // large group stays readable.
   auto joinArgs = [&]() {
     std::string s;
-    for (const auto& a : r.args) s += (s.empty() ? "" : ", ") + str(*a);
+    auto add = [&](const std::string& t) { s += (s.empty() ? "" : ", ") + t; };
+    size_t i = 0;
+    while (i < r.args.size()) {
+      std::optional<int64_t> rank0;
+      auto t0 = strOverRank(*r.args[i], "r", &rank0);
+      size_t j = i + 1;
+      while (t0 && rank0 && j < r.args.size()) {
+        std::optional<int64_t> rank;
+        auto t = strOverRank(*r.args[j], "r", &rank);
+        if (!t || *t != *t0 || !rank || *rank != *rank0 + int64_t(j - i)) break;
+        ++j;
+      }
+      if (t0 && rank0 && j - i >= 4) {
+        add("for r in " + std::to_string(*rank0) + ".." + std::to_string(*rank0 + int64_t(j - i) - 1) + ": " + *t0);
+        i = j;
+      } else {
+        add(str(*r.args[i]));
+        ++i;
+      }
+    }
     return s;
   };
   switch (r.op) {

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "rewrite/engine_verify.h"
 #include "rewrite/relation_text.h"
 
 namespace sp::rewrite {
@@ -192,6 +193,40 @@ TEST(Relation, DuplicateDefinitionIsAnError) {
   auto b = expandInputs(*f, tp(2));
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.error().str(), "d.rel:2: dist[1].x is already defined at d.rel:1");
+}
+
+}  // namespace
+}  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
+// Parts over 4 or more consecutive ranks that differ only in the rank print
+// as one comprehension, which parses and expands back to the same parts;
+// shorter runs and parts naming several ranks print as they are.
+TEST(RelationText, RunsOfRanksPrintAsComprehensions) {
+  std::vector<RelPtr> parts, slices;
+  for (int64_t r = 0; r < 6; ++r) {
+    parts.push_back(Rel::dist(IntExpr::constant(r), "y"));
+    slices.push_back(Rel::slice(Rel::dist(IntExpr::constant(r + 2), "x"), 0, IntExpr::constant(0), IntExpr::constant(4)));
+  }
+  RelPtr big = Rel::sum({Rel::concat(0, parts), Rel::concat(1, slices)});
+  std::string text = str(*big);
+  EXPECT_EQ(text, "sum(concat(dim=0, for r in 0..5: dist[r].y), concat(dim=1, for r in 2..7: slice(dist[r].x, dim=0, "
+                  "start=0, end=4)))");
+  auto back = parseRelExpr(text);
+  ASSERT_TRUE(back.ok()) << back.error().str();
+  auto again = concretize(**back, RelScope{});
+  ASSERT_TRUE(again.ok()) << again.error().str();
+  EXPECT_TRUE(equal(**again, *big)) << str(**again);
+
+  RelPtr small = Rel::concat(0, {parts[0], parts[1], parts[2]});
+  EXPECT_EQ(str(*small), "concat(dim=0, dist[0].y, dist[1].y, dist[2].y)");
+  RelPtr mixed = Rel::concat(0, {parts[0], parts[1], parts[2], Rel::dist(IntExpr::constant(4), "y"), parts[5]});
+  EXPECT_EQ(str(*mixed), "concat(dim=0, dist[0].y, dist[1].y, dist[2].y, dist[4].y, dist[5].y)");
+  RelPtr twoRanks = Rel::concat(0, {Rel::sum({parts[0], parts[1]}), Rel::sum({parts[1], parts[2]}),
+                                    Rel::sum({parts[2], parts[3]}), Rel::sum({parts[3], parts[4]})});
+  EXPECT_EQ(str(*twoRanks).find("for r"), std::string::npos) << str(*twoRanks);
 }
 
 }  // namespace

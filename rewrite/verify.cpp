@@ -555,6 +555,28 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       rep.stats.seconds = elapsed();
       return rep;
     }
+    // Folded, but an S value is not held as required: the witness runs
+    // right away on the outputs concerned. A numeric difference there
+    // refutes (what any refutation rests on); anything else goes on to the
+    // per-rank engine, which may still prove or localize it.
+    if (fold.layoutMismatch && opts.witnessWorkLimit > 0) {
+      auto v = seq.findValue(fold.unmatched[0]);
+      const ir::Value& val = seq.value(*v);
+      std::string what = val.kind == ir::ValueKind::NodeOutput
+                             ? std::string(ir::opName(seq.node(val.producer).op)) + " '" + seq.node(val.producer).name + "'"
+                             : "input '" + val.name + "'";
+      ir::SourceLoc loc = val.kind == ir::ValueKind::NodeOutput ? seq.node(val.producer).loc : val.loc;
+      VerifyReport fast = rep;
+      fast.failure = Failure{what, val.name, loc, fold.diagnosis, fold.closest, std::nullopt, {}, fold.missingSumGroups};
+      fast.outputs = fold.outputs;
+      SP_TRY(decideWithWitness(seq, dist, relations, opts, fold.unmatched, expected, deadline, fast));
+      if (fast.verdict == Verdict::Refuted) {
+        fast.assumptions.push_back("ranks folded: one symbolic rank of group " + fold.group + " (" +
+                                   std::to_string(fold.groupSize) + " ranks) localized the failure");
+        fast.stats.seconds = elapsed();
+        return fast;
+      }
+    }
   }
   SP_ASSIGN(InputInversion inv, invertInputs(seq, dist, relations, model));
   // Each D input's relation to S, as text, for explanations.

@@ -66,8 +66,12 @@ TEST_P(Torch2Capture, ForwardVerified) {
 TEST_P(Torch2Capture, ForwardTwinRefutedAtTheMissingSum) {
   auto j = verifyJson(forward(dirOf(GetParam(), "_twin")), 1);
   ASSERT_EQ(j["verdict"], "refuted") << j.dump(1);
-  // S's output is the ranks' partial results summed, which no D output is.
-  EXPECT_NE(j["failure"]["message"].get<std::string>().find("S output 'add' is sum("), std::string::npos) << j.dump(1);
+  // S's output is the ranks' partial results summed, which no D output is
+  // (said by the per-rank engine, or found while folding the ranks).
+  const std::string msg = j["failure"]["message"].get<std::string>();
+  EXPECT_TRUE(msg.find("S output 'add' is sum(") != std::string::npos ||
+              msg.find("holds partial sums over group tp") != std::string::npos)
+      << j.dump(1);
 }
 
 // Every gradient of S is rebuilt from D's: column-parallel weights and
@@ -83,9 +87,16 @@ TEST_P(Torch2Capture, TrainingStepVerifiedWithEveryGradient) {
   const size_t params = c.block == "mlp" ? 5 : 9;
   for (size_t i = 1; i <= params; ++i) EXPECT_TRUE(rel.count("grad_primals_" + std::to_string(i))) << j.dump(1);
   EXPECT_EQ(rel["grad_primals_1"], "dist[0].grad_primals_1");
-  EXPECT_EQ(rel["grad_primals_2"].rfind("concat(dim=0, dist[0].grad_primals_2", 0), 0u) << rel["grad_primals_2"];
+  // The ranks' shards in order: listed, or over 4+ ranks one comprehension.
+  auto shards = [&](int dim, const std::string& name) {
+    std::string listed = "concat(dim=" + std::to_string(dim) + ", dist[0]." + name;
+    std::string each = "concat(dim=" + std::to_string(dim) + ", for r in 0..";
+    return rel[name].rfind(listed, 0) == 0 ||
+           (rel[name].rfind(each, 0) == 0 && rel[name].find(": dist[r]." + name + ")") != std::string::npos);
+  };
+  EXPECT_TRUE(shards(0, "grad_primals_2")) << rel["grad_primals_2"];
   const std::string rowParallel = "grad_primals_" + std::to_string(params - 1);
-  EXPECT_EQ(rel[rowParallel].rfind("concat(dim=1, dist[0]." + rowParallel, 0), 0u) << rel[rowParallel];
+  EXPECT_TRUE(shards(1, rowParallel)) << rel[rowParallel];
 }
 
 // The twin's input gradient is a rank-local partial sum. Refinement alone

@@ -316,8 +316,6 @@ TEST(CorpusMegatron, EmbeddingWithoutAllReduceIsNotVerified) {
 // the bias-dropout-add that reads it, or the projection). The witness is
 // skipped (limit 1 multiply-add): "not verified" is the claim here; the
 // TP 2 tests above cover the refutation itself.
-fs::path corpusTp4() { return corpus().parent_path() / "megatron_gpt_tp4_l1"; }
-
 fs::path retargeted(int tp) {
   fs::path out = fs::temp_directory_path() / ("sp-corpus-tp" + std::to_string(tp) + "-" + std::to_string(::getpid()));
   fs::remove_all(out);
