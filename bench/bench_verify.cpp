@@ -34,6 +34,9 @@
 //   --no-memo:     layer memoization off (every S op saturated), for comparison
 //   --no-fold:     rank folding off (rewrite/fold.h): every rank's graph in
 //                  the e-graph, for comparison
+//   --twin:        each cell's twin instead: its last all_reduce replaced by
+//                  identity (or its last reduce_scatter by the rank's own
+//                  slice), which must come out refuted
 //   --profile N:   print each cell's N slowest S ops (wall time from one S op's
 //                  start to the next's) on stderr
 //
@@ -106,6 +109,7 @@ struct Cell {
   int64_t batch, seq;
   bool flat = false;  // tokens [seq, hidden] (batch 1 folded away) instead of [seq, batch, hidden]
   Rope rope = Rope::Megatron;
+  bool twin = false;  // --twin: the last sum over ranks made rank-local (twinOf)
 };
 
 struct Texts {
@@ -271,12 +275,37 @@ Texts generateCp(int n) {
   return t;
 }
 
+// The cell's twin (--twin): its last all_reduce replaced by identity, or,
+// when its last sum over ranks is a reduce_scatter, by the rank's own slice
+// of its partial sums; a wrong program that type-checks, to be refuted.
+// Empty when the cell has neither.
+std::string twinOf(const std::string& dist) {
+  size_t ar = dist.rfind("= all_reduce(%"), rs = dist.rfind("= reduce_scatter(%");
+  size_t at = ar != std::string::npos && (rs == std::string::npos || ar > rs) ? ar : rs;
+  if (at == std::string::npos) return "";
+  size_t lineStart = dist.rfind('\n', at) + 1, lineEnd = dist.find('\n', at);
+  std::string line = dist.substr(lineStart, lineEnd - lineStart);
+  size_t open = line.find("(%"), close = line.find(')', open);
+  std::string operand = line.substr(open + 1, close - open - 1);
+  std::string head = line.substr(0, line.find("= ") + 2);
+  std::string repl;
+  if (at == ar) {
+    repl = head + "identity(" + operand + ")";
+  } else {
+    size_t lb = line.find('['), comma = line.find_first_of(",]", lb);
+    repl = head + "slice(" + operand + ") {starts = [0], ends = [" + line.substr(lb + 1, comma - lb - 1) +
+           "], axes = [0]}";
+  }
+  return dist.substr(0, lineStart) + repl + dist.substr(lineEnd);
+}
+
 // The cell must be buildable (generate); its note leads the reason.
 int runCell(const Cell& c, double timeLimit, bool memo, bool fold, const std::string& dump, int fd, int profile = 0) {
   std::string note;
   auto t = c.m.name == "dp"   ? generateDp(c.tp)
            : c.m.name == "cp" ? generateCp(c.tp)
                               : std::get<Texts>(generate(c, &note));
+  if (c.twin) t.dist = twinOf(t.dist);
   if (!dump.empty()) {
     std::string dir = dump + "/" + c.m.name + (c.full ? "-full" : "-mlp") + "-tp" + S(c.tp) + "-l" + S(c.layers);
     mkdir(dump.c_str(), 0755);
@@ -423,7 +452,7 @@ int usage() {
                "usage: bench_verify [--models gpt,llama,heads,dp,cp] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
                "                    [--blocks mlp|full] [--time-limit SECONDS] [--batch N] [--seq N]\n"
                "                    [--layout sbh|sh] [--rope megatron|halves] [--dump DIR]\n"
-               "                    [--no-memo] [--no-fold] [--profile N]\n");
+               "                    [--no-memo] [--no-fold] [--twin] [--profile N]\n");
   return 2;
 }
 
@@ -439,6 +468,7 @@ int main(int argc, char** argv) {
   bool flat = false;
   bool memo = true;
   bool fold = true;
+  bool twin = false;
   int profile = 0;
   Rope rope = Rope::Megatron;
   auto ints = [](const std::string& s) {
@@ -448,6 +478,10 @@ int main(int argc, char** argv) {
   };
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--twin") {
+      twin = true;
+      continue;
+    }
     if (a == "--no-fold") {
       fold = false;
       continue;
@@ -503,6 +537,7 @@ int main(int argc, char** argv) {
     for (int tp : tps) {
       for (int nl : layers) {
         Cell c{name == "gpt" ? gptShape() : name == "heads" ? headsShape(tp) : llamaShape(), tp, nl, full, batch, seq, flat, rope};
+        c.twin = twin;
         if (name == "cp") {
           c.m = cpShape();
           if (nl != layers.front()) continue;  // one attention per CP degree
@@ -513,11 +548,17 @@ int main(int argc, char** argv) {
             std::printf("dp,%d,1,skipped,,,,,,,,%s\n", tp, csvQuote("dp degree must be a power of two").c_str());
             continue;
           }
-        } else if (auto gen = generate(c, nullptr); auto* why = std::get_if<std::string>(&gen)) {
-          std::printf("%s,%d,%d,skipped,,,,,,,,%s\n", name.c_str(), tp, nl, csvQuote(*why).c_str());
-          std::fflush(stdout);
+        }
+        if (name == "cp" && twin) {
+          std::printf("cp,%d,1,skipped,,,,,,,,%s\n", tp, csvQuote("--twin: no sum over ranks to drop").c_str());
           continue;
         }
+        if (name != "cp" && name != "dp")
+          if (auto gen = generate(c, nullptr); auto* why = std::get_if<std::string>(&gen)) {
+            std::printf("%s,%d,%d,skipped,,,,,,,,%s\n", name.c_str(), tp, nl, csvQuote(*why).c_str());
+            std::fflush(stdout);
+            continue;
+          }
         auto r = inChild([&](int fd) { return runCell(c, timeLimit, memo, fold, dump, fd, profile); }, timeLimit + 120);
         if (!r.trouble.empty() || r.out.empty()) {
           std::printf("%s,%d,%d,error,,,%.1f,,,,,%s\n", name.c_str(), tp, nl, r.rssMb,

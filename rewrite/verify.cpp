@@ -455,6 +455,10 @@ Status prepareLemmaLibrary(const VerifyOptions& opts) {
 
 namespace {
 
+// Group size from which a failure found while folding goes to the witness
+// before the per-rank engine (verifyCone).
+constexpr int64_t kFoldedRefutationRanks = 16;
+
 // One walk over the cone of opts.outputs, up to the first failure.
 // *outputOnly: the failure is at a wanted output whose value has a relation
 // over D (not the expected one, or not over D outputs); what it computes
@@ -555,11 +559,13 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       rep.stats.seconds = elapsed();
       return rep;
     }
-    // Folded, but an S value is not held as required: the witness runs
-    // right away on the outputs concerned. A numeric difference there
-    // refutes (what any refutation rests on); anything else goes on to the
-    // per-rank engine, which may still prove or localize it.
-    if (fold.layoutMismatch && opts.witnessWorkLimit > 0) {
+    // Folded over a large group, but an S value is not held as required:
+    // the witness runs right away on the outputs concerned. A numeric
+    // difference there refutes (what any refutation rests on); anything
+    // else goes on to the per-rank engine, which may still prove it. Small
+    // groups go to the engine first: it localizes at the S op and is cheap
+    // there, while at 16 ranks and more its search grows with the group.
+    if (fold.layoutMismatch && fold.groupSize >= kFoldedRefutationRanks && opts.witnessWorkLimit > 0) {
       auto v = seq.findValue(fold.unmatched[0]);
       const ir::Value& val = seq.value(*v);
       std::string what = val.kind == ir::ValueKind::NodeOutput
