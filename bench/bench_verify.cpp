@@ -407,6 +407,8 @@ ChildResult inChild(Fn fn, double hardLimit) {
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
+    // As the CLI: running out of memory is an inconclusive cell, not a kill.
+    sp::rewrite::limitSearchMemory();
     _exit(fn(fds[1]));
   }
   close(fds[1]);

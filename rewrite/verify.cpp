@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -1141,6 +1142,22 @@ Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist, const
     for (ir::ValueId o : seq.outputs()) rep.outputs.push_back({seq.value(o).name, "", nullptr});
     return rep;
   }
+}
+
+void limitSearchMemory() {
+  uint64_t limit = 0;
+  if (const char* e = std::getenv("SHARDPROOF_MEMORY_LIMIT_MB"); e && *e) {
+    limit = std::strtoull(e, nullptr, 10) << 20;
+  } else {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) limit = uint64_t(double(pages) * double(page) * 0.85);
+  }
+  if (limit == 0) return;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) != 0) return;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur <= limit) return;
+  rl.rlim_cur = limit;
+  setrlimit(RLIMIT_AS, &rl);
 }
 
 Result<VerifyReport> verifyTexts(const std::string& seq, const std::string& dist, const std::string& relations,

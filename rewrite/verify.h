@@ -124,6 +124,14 @@ Result<VerifyReport> verifyTexts(const std::string& seq, const std::string& dist
 // process: later verify() calls spend their time limit on verification.
 Status prepareLemmaLibrary(const VerifyOptions& opts);
 
+// The proof search's memory: an address-space limit of 85% of physical
+// memory (SHARDPROOF_MEMORY_LIMIT_MB overrides; 0: none) on this process, so
+// a search or witness that outgrows the machine fails an allocation, which
+// verify reports as inconclusive, instead of being killed by the kernel.
+// For processes that verify (the CLI, benchmark children); not for CUDA
+// execution (its runtime reserves address space far beyond what it uses).
+void limitSearchMemory();
+
 // Proposes input relations from names and shapes: a D input named like an S
 // input is replicated when shapes match, or a concat over the mesh axis whose
 // size divides exactly one dim; a dropout stream without a namesake, the

@@ -1,8 +1,5 @@
 // The shardproof command line. This is the only translation unit that
 // includes CLI11; the commands themselves live in commands.cpp.
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -14,29 +11,9 @@
 #include <new>
 #include <string>
 
+#include "rewrite/verify.h"
 #include "tools/commands.h"
 #include "tools/plan_cmd.h"
-
-// The proof search's memory: an address-space limit of 85% of physical
-// memory (SHARDPROOF_MEMORY_LIMIT_MB overrides; 0: none), so a search that
-// outgrows the machine fails an allocation, which verify reports as
-// inconclusive, instead of being killed by the kernel. Not for exec (the
-// CUDA runtime reserves address space far beyond what it uses).
-static void limitSearchMemory() {
-  uint64_t limit = 0;
-  if (const char* e = std::getenv("SHARDPROOF_MEMORY_LIMIT_MB"); e && *e) {
-    limit = std::strtoull(e, nullptr, 10) << 20;
-  } else {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0) limit = uint64_t(double(pages) * double(page) * 0.85);
-  }
-  if (limit == 0) return;
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_AS, &rl) != 0) return;
-  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur <= limit) return;
-  rl.rlim_cur = limit;
-  setrlimit(RLIMIT_AS, &rl);
-}
 
 // AOTAutograd's backward graphs, joined to the forward ones (ir/training_step.h).
 static void addTrainingStepFlags(CLI::App* app, sp::tools::VerifyArgs& v) {
@@ -226,18 +203,18 @@ int main(int argc, char** argv) {
   };
   if (*ins) return guarded("inspect " + inspect.model, [&] { return cmdInspect(inspect); });
   if (*rn) return guarded("run " + run.model, [&] { return cmdRun(run); });
-  if (*vf || *cgc || *lm || *cl) limitSearchMemory();
+  if (*vf || *cgc || *lm || *cl) sp::rewrite::limitSearchMemory();
   if (*vf) return guarded("verify --seq " + verify.seq + " --dist " + verify.dist, [&] { return cmdVerify(verify); });
   if (*lm) return guarded("lemmas", [&] { return cmdLemmas(lemmas); });
   if (*cgc) return guarded("codegen --seq " + cg.verify.seq + " --dist " + cg.verify.dist, [&] { return cmdCodegen(cg); });
   if (*exc) return guarded("exec " + ex.planDir, [&] { return cmdExec(ex); });
   if (*pl) {
-    if (!plan.emit.empty()) limitSearchMemory();
+    if (!plan.emit.empty()) sp::rewrite::limitSearchMemory();
     return guarded("plan --model " + plan.model, [&] { return cmdPlan(plan); });
   }
   if (*cl) return guarded("check-launch --model " + launch.model, [&] { return cmdCheckLaunch(launch); });
   if (*pz) {
-    if (par.verify) limitSearchMemory();
+    if (par.verify) sp::rewrite::limitSearchMemory();
     return guarded("parallelize --model " + par.model, [&] { return cmdParallelize(par); });
   }
   return kExitBadInput;
