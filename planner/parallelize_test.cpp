@@ -193,6 +193,27 @@ TEST(Parallelize, FusedQkvShardFolds) {
   EXPECT_FALSE(folded(bad));
 }
 
+// More ranks than KV heads (Llama 3 8B at TP 16: each KV head held by the
+// two ranks of its query heads) folds as a two-level split: replicated
+// within runs of 2 ranks, turned into pieces of the query-group dim by the
+// expand, merged into a plain head split by the reshape. Cutting KV head
+// r % 8 instead (BUGS.md 8) is never verified.
+TEST(Parallelize, KvHeadsSharedByRanksFold) {
+  auto p = parallelize(spec("llama3-8b", 16, false));
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  auto rep = verifyTexts(*p);
+  EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+  EXPECT_TRUE(folded(rep));
+  std::string rel = p->relations;
+  for (std::string from = "(idx(r,tp)/2)*128"; rel.find(from) != std::string::npos;)
+    rel.replace(rel.find(from), from.size(), "(idx(r,tp)%8)*128");
+  ASSERT_NE(rel, p->relations);
+  p->relations = rel;
+  auto bad = verifyTexts(*p);
+  EXPECT_NE(bad.verdict, rewrite::Verdict::Verified) << why(bad);
+  EXPECT_FALSE(folded(bad));
+}
+
 TEST(Parallelize, WhatIsNotGeneratedSaysSo) {
   Layout l;
   l.tp = 2;

@@ -44,6 +44,14 @@ struct Fact {
   // so such ops carry it like a plain split; reshapes, collectives and
   // outputs take only plain ones, and a split op into the blocks ends it.
   int64_t blocks = 1;
+  // Two levels (GQA with more ranks than KV heads): the group's N ranks form
+  // N / inner runs of `inner` consecutive ranks; rank position i holds piece
+  // i / inner of `dim` (N / inner pieces) and, within its run, either that
+  // whole piece (innerDim < 0: held by all `inner` ranks of the run) or
+  // piece i % inner of innerDim. inner == 1: a plain split.
+  int64_t inner = 1;
+  int64_t innerDim = -1;
+  bool plain() const { return blocks == 1 && inner == 1; }
 };
 
 // f * g and f / g stored exactly (the factor kept is the real product).
@@ -305,8 +313,36 @@ std::optional<TensorType> Folder::inferGlobal(OpKind op, const ir::AttrMap& attr
 
 TensorType Folder::globalOf(const TensorType& local, const Fact& f) const {
   TensorType t = local;
-  if (f.lay == Lay::Split) t.shape[size_t(f.dim)] = Dim(n_) * t.shape[size_t(f.dim)];
+  if (f.lay != Lay::Split) return t;
+  t.shape[size_t(f.dim)] = Dim(n_ / f.inner) * t.shape[size_t(f.dim)];
+  if (f.innerDim >= 0) t.shape[size_t(f.innerDim)] = Dim(f.inner) * t.shape[size_t(f.innerDim)];
   return t;
+}
+
+// The output dim a reshape maps the input dims {a, a + 1} to, when they are
+// exactly one factor group of it and that group is one output dim.
+std::optional<int64_t> mergedDim(const Shape& in, const Shape& out, int64_t a) {
+  if (!ir::isConcrete(in) || !ir::isConcrete(out)) return std::nullopt;
+  auto li = ir::concreteDims(in), lo = ir::concreteDims(out);
+  size_t i = 0, j = 0;
+  while (i < li.size() && j < lo.size()) {
+    size_t i0 = i, j0 = j;
+    int64_t pi = li[i++], po = lo[j++];
+    while (pi != po) {
+      if (pi < po) {
+        if (i >= li.size()) return std::nullopt;
+        pi *= li[i++];
+      } else {
+        if (j >= lo.size()) return std::nullopt;
+        po *= lo[j++];
+      }
+    }
+    if (i0 == size_t(a)) {
+      if (i != size_t(a) + 2 || j != j0 + 1) return std::nullopt;
+      return int64_t(j0);
+    }
+  }
+  return std::nullopt;
 }
 
 // Reshape of a tensor split on dim d: the factor groups of the reshape (runs
@@ -458,14 +494,43 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
   }
   if (od) candidates = {*od};
   // Blocked splits: every split operand blocked alike; a split op on the
-  // blocked dim into its blocks yields plain splits of S's blocks.
-  int64_t blocks = 0;
+  // blocked dim into its blocks yields plain splits of S's blocks. Two-level
+  // splits: every split operand alike too, replicated within runs through
+  // the ops above; an expand turns the runs' copies into pieces of the dim
+  // it broadcasts, and a reshape merging the two split dims (the outer one
+  // of size 1 on each rank) makes a plain split of the merged dim.
+  int64_t blocks = 0, inner = 0;
   for (const auto& f : in)
     if (f.lay == Lay::Split) {
-      if (blocks && f.blocks != blocks) return {};
+      if ((blocks && f.blocks != blocks) || (inner && f.inner != inner) || f.innerDim >= 0) {
+        if (!(reshapeLike(n.op) && f.innerDim >= 0)) return {};
+      }
       blocks = f.blocks;
+      inner = f.inner;
     }
   if (blocks > 1 && (reshapeLike(n.op) || n.op == OpKind::Expand)) return {};
+  if (inner > 1 && blocks > 1) return {};
+  std::vector<int64_t> innerDims(candidates.size(), -1);
+  if (reshapeLike(n.op) && in[0].innerDim >= 0) {
+    auto o = in[0].innerDim == in[0].dim + 1 && local(0).shape[size_t(in[0].dim)] == Dim(1)
+                 ? mergedDim(local(0).shape, out0.shape, in[0].dim)
+                 : std::nullopt;
+    if (!o || !use("reshape-of-split")) return {};
+    candidates = {*o};
+    innerDims = {-1};
+  } else if (n.op == OpKind::Expand && inner > 1 && !candidates.empty()) {
+    // The one broadcast dim takes the runs' pieces; else runs keep copies.
+    const Shape& si = local(0).shape;
+    std::vector<int64_t> bcast;
+    for (int64_t o = 0; o < R; ++o) {
+      int64_t at = o - (R - int64_t(si.size()));
+      if ((at < 0 || si[size_t(at)] == Dim(1)) && out0.shape[size_t(o)] != Dim(1)) bcast.push_back(o);
+    }
+    if (bcast.size() == 1 && bcast[0] != candidates[0]) {
+      candidates = {candidates[0], candidates[0]};
+      innerDims = {bcast[0], -1};
+    }
+  }
   if (n.op == OpKind::Split && in[0].lay == Lay::Split && ir::attrInt(norm, "axis") == in[0].dim) {
     const auto& sizes = ir::attrInts(n.attrs, "sizes");
     const Dim& whole = local(0).shape[size_t(in[0].dim)];
@@ -485,19 +550,20 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
   }
   int64_t inRank = int64_t(local(0).shape.size());
   std::vector<Fact> first;
-  for (int64_t d : candidates) {
-    if (reshapeLike(n.op)) {
-      Shape g = out0.shape;
-      g[size_t(d)] = Dim(n_) * g[size_t(d)];
+  bool merged = reshapeLike(n.op) && in[0].innerDim >= 0;
+  for (size_t ci = 0; ci < candidates.size(); ++ci) {
+    int64_t d = candidates[ci];
+    Fact want{Lay::Split, d, {}, blocks, merged ? 1 : inner, ci < innerDims.size() ? innerDims[ci] : -1};
+    if (reshapeLike(n.op) || n.op == OpKind::Expand) {
+      Shape g = globalOf(out0, want).shape;
       attrs = n.attrs;
-      if (n.op == OpKind::Reshape) attrs["shape"] = g;
-      else if (n.op == OpKind::Unsqueeze || n.op == OpKind::Squeeze) attrs = ir::AttrMap{{"shape", g}};
+      if (n.op == OpKind::Reshape || n.op == OpKind::Expand) attrs["shape"] = g;
+      else attrs = ir::AttrMap{{"shape", g}};
     }
     OpKind op = n.op == OpKind::Squeeze || n.op == OpKind::Unsqueeze ? OpKind::Reshape : n.op;
     size_t before = ex_.size();
     std::vector<Fact> outs;
     for (size_t o = 0; o < n.outputs.size(); ++o) {
-      Fact want{Lay::Split, d, {}, blocks};
       TensorType expect = globalOf(vals[size_t(n.outputs[o])].type, want);
       auto got = inferGlobal(op, attrs, gin, int(o));
       if (!got || !(*got == expect)) break;
@@ -532,6 +598,7 @@ std::vector<Fact> Folder::sumRule(const ir::Node& n, const std::vector<Fact>& in
     return {Fact{Lay::Sum, 0, v}};
   };
   int64_t sums = count(Lay::Sum), splits = count(Lay::Split);
+  if (std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::Split && f.inner != 1; })) return {};
   if (sums > 0 && splits == 0 && use("linear-over-sum")) {
     bool linear = false;
     switch (n.op) {
@@ -586,7 +653,7 @@ std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>&
     return *d;
   };
   const Fact& x = in[0];
-  if (x.lay == Lay::Split && x.blocks != 1) return {};
+  if (x.lay == Lay::Split && !x.plain()) return {};
   auto over = [&](Val v, bool avg) -> std::optional<Val> {
     if (!avg) return v;
     auto k = exactOver(v.k, double(n_));
@@ -704,14 +771,26 @@ std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType&
   auto d = ir::normAxis(r0.dim, int64_t(whole.shape.size()), "slice");
   if (!d.ok() || local.shape.size() != whole.shape.size() || !local.shape[size_t(*d)].isConcrete()) return std::nullopt;
   int64_t k = local.shape[size_t(*d)].value();
+  // Runs of `inner` consecutive members holding the same piece (KV heads
+  // shared by the ranks of their query heads): the first member whose piece
+  // differs from member 0's ends the first run.
+  int64_t inner = int64_t(rels.size());
+  for (size_t i = 1; i < rels.size(); ++i)
+    if (rels[i]->op == RelOp::Slice && rels[i]->start.kind == IntExpr::Kind::Const && rels[i]->start.value != r0.start.value) {
+      inner = int64_t(i);
+      break;
+    }
+  if (inner == int64_t(rels.size()) || n_ % inner) return std::nullopt;
   Fact f{Lay::Split, *d, {ex_.intern("seq " + r0.args[0]->name, whole), 1.0}};
+  f.inner = inner;
   if (!(globalOf(local, f) == whole)) return std::nullopt;
   for (size_t i = 0; i < rels.size(); ++i) {
     const Rel& r = *rels[i];
     if (r.op != RelOp::Slice || r.args[0]->op != RelOp::Seq || r.args[0]->name != r0.args[0]->name) return std::nullopt;
     auto di = ir::normAxis(r.dim, int64_t(whole.shape.size()), "slice");
+    int64_t piece = int64_t(i) / inner;
     if (!di.ok() || *di != *d || r.start.kind != IntExpr::Kind::Const || r.end.kind != IntExpr::Kind::Const ||
-        r.start.value != int64_t(i) * k || r.end.value != int64_t(i + 1) * k)
+        r.start.value != piece * k || r.end.value != (piece + 1) * k)
       return std::nullopt;
   }
   return f;
@@ -917,6 +996,7 @@ FoldOutcome Folder::run() {
     if (f.lay == Lay::Rep) return "replicated (every rank's " + relName(name) + ")";
     if (f.lay == Lay::Sum) return "the sum of " + each + " (partial sums over group " + res.group + ")";
     if (f.blocks != 1) return "split along dim " + std::to_string(f.dim) + " in " + std::to_string(f.blocks) + " blocks";
+    if (f.inner != 1) return "split along dim " + std::to_string(f.dim) + " over runs of " + std::to_string(f.inner) + " ranks";
     return "the concat of " + each + " along dim " + std::to_string(f.dim);
   };
   for (const auto& w : in_.wanted) {
@@ -937,7 +1017,7 @@ FoldOutcome Folder::run() {
         const Fact& f = (*facts_)[size_t(c)];
         if (f.lay == Lay::None || f.v.node != target.node) continue;
         if (!other) other = std::make_pair(cl, c);
-        if (f.blocks != 1 || !(f.v == target)) continue;
+        if (!f.plain() || !(f.v == target)) continue;
         const std::string& name = g_->value(c).name;
         RelPtr concrete, shown;
         if (f.lay == Lay::Rep) {
