@@ -512,24 +512,36 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
   if (inner > 1 && blocks > 1) return {};
   std::vector<int64_t> innerDims(candidates.size(), -1);
   if (reshapeLike(n.op) && in[0].innerDim >= 0) {
-    auto o = in[0].innerDim == in[0].dim + 1 && local(0).shape[size_t(in[0].dim)] == Dim(1)
-                 ? mergedDim(local(0).shape, out0.shape, in[0].dim)
-                 : std::nullopt;
-    if (!o || !use("reshape-of-split")) return {};
-    candidates = {*o};
+    // Grouped on S's shapes, where the two dims are not 1 and so not
+    // ambiguous: the output dim their group becomes, N times larger in S.
+    if (in[0].innerDim != in[0].dim + 1 || local(0).shape[size_t(in[0].dim)] != Dim(1) || !use("reshape-of-split"))
+      return {};
+    Shape gi = globalOf(local(0), in[0]).shape;
+    candidates.clear();
+    for (int64_t o = 0; o < R; ++o) {
+      Shape go = out0.shape;
+      go[size_t(o)] = Dim(n_) * go[size_t(o)];
+      if (mergedDim(gi, go, in[0].dim) == o) candidates.push_back(o);
+    }
+    if (candidates.size() != 1) return {};
     innerDims = {-1};
   } else if (n.op == OpKind::Expand && inner > 1 && !candidates.empty()) {
-    // The one broadcast dim takes the runs' pieces; else runs keep copies.
+    // A dim the expand may broadcast (size 1 in, even if 1 out) takes the
+    // runs' pieces, N / inner times larger in S; or the runs keep copies.
+    // Every candidate is a true layout; the one S computes is kept.
     const Shape& si = local(0).shape;
-    std::vector<int64_t> bcast;
+    int64_t d = candidates[0];
+    candidates.clear();
+    innerDims.clear();
     for (int64_t o = 0; o < R; ++o) {
       int64_t at = o - (R - int64_t(si.size()));
-      if ((at < 0 || si[size_t(at)] == Dim(1)) && out0.shape[size_t(o)] != Dim(1)) bcast.push_back(o);
+      if (o != d && (at < 0 || si[size_t(at)] == Dim(1))) {
+        candidates.push_back(d);
+        innerDims.push_back(o);
+      }
     }
-    if (bcast.size() == 1 && bcast[0] != candidates[0]) {
-      candidates = {candidates[0], candidates[0]};
-      innerDims = {bcast[0], -1};
-    }
+    candidates.push_back(d);
+    innerDims.push_back(-1);
   }
   if (n.op == OpKind::Split && in[0].lay == Lay::Split && ir::attrInt(norm, "axis") == in[0].dim) {
     const auto& sizes = ir::attrInts(n.attrs, "sizes");
