@@ -31,8 +31,6 @@ struct InputInversion {
   std::map<std::string, SeqRel> seq;            // S input name -> relation
   std::map<std::string, std::string> missing;   // S input name -> why not
 };
-Result<InputInversion> invertInputs(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
-                                    DistModel& model);
 // The input relations, one per (rank, D input), concretized, after the checks
 // every verdict needs: each D input and parameter covered (or declared
 // unrelated), each relation well-typed and of its D input's shape.
@@ -44,6 +42,7 @@ struct CheckedInput {
 };
 Result<std::vector<CheckedInput>> checkInputRelations(const ir::Graph& seq, const ir::Program& dist,
                                                      const RelationFile& rel);
+Result<InputInversion> invertInputs(const ir::Graph& seq, const std::vector<CheckedInput>& checked, DistModel& model);
 
 // Witness: runs S and D on related random inputs.
 struct WitnessRun {

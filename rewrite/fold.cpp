@@ -467,12 +467,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     candidates = reshapeSplitDims(local(0).shape, out0.shape, in[0].dim);
   } else if (n.op == OpKind::Expand && use("expand-of-split")) {
     int64_t o = in[0].dim + R - int64_t(local(0).shape.size());
-    if (sizeAt(local(0), in[0].dim) == sizeAt(out0, o)) {
-      od = o;
-      Shape g = out0.shape;
-      g[size_t(o)] = Dim(n_) * g[size_t(o)];
-      attrs["shape"] = g;
-    }
+    if (sizeAt(local(0), in[0].dim) == sizeAt(out0, o)) od = o;
   } else if ((n.op == OpKind::Slice || n.op == OpKind::Split) && use("slice-of-split")) {
     // Slice axes are not normalized by the interner: empty means the
     // first len(starts) dims, negative ones count from the end.
@@ -502,14 +497,24 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
   int64_t blocks = 0, inner = 0;
   for (const auto& f : in)
     if (f.lay == Lay::Split) {
-      if ((blocks && f.blocks != blocks) || (inner && f.inner != inner) || f.innerDim >= 0) {
-        if (!(reshapeLike(n.op) && f.innerDim >= 0)) return {};
-      }
+      if (f.innerDim >= 0 && !reshapeLike(n.op)) return {};
+      if ((blocks && f.blocks != blocks) || (inner && f.inner != inner)) return {};
       blocks = f.blocks;
       inner = f.inner;
     }
   if (blocks > 1 && (reshapeLike(n.op) || n.op == OpKind::Expand)) return {};
   if (inner > 1 && blocks > 1) return {};
+  if (n.op == OpKind::Split && in[0].lay == Lay::Split && ir::attrInt(norm, "axis") == in[0].dim) {
+    const auto& sizes = ir::attrInts(n.attrs, "sizes");
+    const Dim& whole = local(0).shape[size_t(in[0].dim)];
+    if (int64_t(sizes.size()) != blocks || !whole.isConcrete() || whole.value() % blocks ||
+        std::any_of(sizes.begin(), sizes.end(), [&](int64_t z) { return z != whole.value() / blocks; }) ||
+        !use("slice-of-split"))
+      return {};
+    attrs["sizes"] = std::vector<int64_t>(size_t(blocks), n_ * (whole.value() / blocks));
+    candidates = {in[0].dim};
+    blocks = 1;
+  }
   std::vector<int64_t> innerDims(candidates.size(), -1);
   if (reshapeLike(n.op) && in[0].innerDim >= 0) {
     // Grouped on S's shapes, where the two dims are not 1 and so not
@@ -527,7 +532,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     innerDims = {-1};
   } else if (n.op == OpKind::Expand && inner > 1 && !candidates.empty()) {
     // A dim the expand may broadcast (size 1 in, even if 1 out) takes the
-    // runs' pieces, N / inner times larger in S; or the runs keep copies.
+    // runs' pieces, `inner` times larger in S; or the runs keep copies.
     // Every candidate is a true layout; the one S computes is kept.
     const Shape& si = local(0).shape;
     int64_t d = candidates[0];
@@ -543,17 +548,6 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     candidates.push_back(d);
     innerDims.push_back(-1);
   }
-  if (n.op == OpKind::Split && in[0].lay == Lay::Split && ir::attrInt(norm, "axis") == in[0].dim) {
-    const auto& sizes = ir::attrInts(n.attrs, "sizes");
-    const Dim& whole = local(0).shape[size_t(in[0].dim)];
-    if (int64_t(sizes.size()) != blocks || !whole.isConcrete() || whole.value() % blocks ||
-        std::any_of(sizes.begin(), sizes.end(), [&](int64_t z) { return z != whole.value() / blocks; }) ||
-        !use("slice-of-split"))
-      return {};
-    attrs["sizes"] = std::vector<int64_t>(size_t(blocks), n_ * (whole.value() / blocks));
-    candidates = {in[0].dim};
-    blocks = 1;
-  }
   std::vector<TensorType> gin;
   std::vector<Val> vin;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -565,7 +559,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
   bool merged = reshapeLike(n.op) && in[0].innerDim >= 0;
   for (size_t ci = 0; ci < candidates.size(); ++ci) {
     int64_t d = candidates[ci];
-    Fact want{Lay::Split, d, {}, blocks, merged ? 1 : inner, ci < innerDims.size() ? innerDims[ci] : -1};
+    Fact want{Lay::Split, d, {}, blocks, merged ? 1 : inner, innerDims[ci]};
     if (reshapeLike(n.op) || n.op == OpKind::Expand) {
       Shape g = globalOf(out0, want).shape;
       attrs = n.attrs;

@@ -288,7 +288,7 @@ std::optional<std::string> strOverRank(const Rel& r, const std::string& var, std
     if (!p) return std::nullopt;
     parts.push_back(*p);
   }
-  // Print the node with placeholder leaves standing for its operands.
+  // Print the node with stand-in leaves for its operands, then put them in.
   for (size_t i = 0; i < copy.args.size(); ++i) copy.args[i] = Rel::seq("sp_operand_" + std::to_string(i) + "_");
   std::string text = str(copy);
   for (size_t i = 0; i < parts.size(); ++i) {

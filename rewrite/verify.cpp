@@ -460,6 +460,56 @@ namespace {
 // before the per-rank engine (verifyCone).
 constexpr int64_t kFoldedRefutationRanks = 16;
 
+// Rank folding's verdict (rewrite/fold.h), when it decides: verified, or,
+// folded over a large group with an S value not held as required, refuted
+// by the witness run right away on the outputs concerned (a numeric
+// difference there is what any refutation rests on). Small groups go to
+// the per-rank engine first: it localizes at the S op and is cheap there,
+// while from kFoldedRefutationRanks on its search grows with the group.
+// `base`: the report so far (assumptions, statistics).
+Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibrary& lib, const VerifyOptions& opts,
+                                                 std::chrono::steady_clock::time_point deadline,
+                                                 const VerifyReport& base) {
+  std::map<std::string, bool> provenByName;
+  for (const auto& s : lib.status) provenByName[s.name] = s.proven;
+  in.proven = [&](const std::string& n) {
+    auto it = provenByName.find(n);
+    return it != provenByName.end() && it->second;
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  FoldOutcome fold = verifyFolded(in);
+  spdlog::debug("rank folding: {} in {:.3f} s", fold.verified ? "verified" : fold.why,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  std::string folded = "ranks folded: one symbolic rank of group " + fold.group + " (" +
+                       std::to_string(fold.groupSize) + " ranks)";
+  if (fold.verified) {
+    VerifyReport rep = base;
+    rep.verdict = Verdict::Verified;
+    rep.outputs = fold.outputs;
+    rep.stats.lemmasApplied = fold.steps;
+    std::string schemas;
+    for (const auto& s : fold.schemas) schemas += (schemas.empty() ? "" : "; ") + s;
+    rep.assumptions.push_back(folded + "; layouts carried by the n-ary forms of proven lemmas (rewrite/fold.cpp): " +
+                              schemas);
+    return std::optional<VerifyReport>(std::move(rep));
+  }
+  if (!fold.layoutMismatch || fold.groupSize < kFoldedRefutationRanks || opts.witnessWorkLimit <= 0)
+    return std::optional<VerifyReport>();
+  const ir::Graph& seq = *in.seq;
+  const ir::Value& val = seq.value(*seq.findValue(fold.unmatched[0]));
+  bool computed = val.kind == ir::ValueKind::NodeOutput;
+  std::string what = computed ? std::string(ir::opName(seq.node(val.producer).op)) + " '" + seq.node(val.producer).name + "'"
+                              : "input '" + val.name + "'";
+  VerifyReport rep = base;
+  rep.failure = Failure{what,          val.name, computed ? seq.node(val.producer).loc : val.loc,
+                        fold.diagnosis, fold.closest, std::nullopt, {}, fold.missingSumGroups};
+  rep.outputs = fold.outputs;
+  SP_TRY(decideWithWitness(seq, *in.dist, *in.relations, opts, fold.unmatched, in.expected, deadline, rep));
+  if (rep.verdict != Verdict::Refuted) return std::optional<VerifyReport>();
+  rep.assumptions.push_back(folded + " localized the failure");
+  return std::optional<VerifyReport>(std::move(rep));
+}
+
 // One walk over the cone of opts.outputs, up to the first failure.
 // *outputOnly: the failure is at a wanted output whose value has a relation
 // over D (not the expected one, or not over D outputs); what it computes
@@ -537,55 +587,14 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   // (rewrite/fold.h); what folding does not decide goes to the per-rank
   // engine below, which also refutes.
   if (opts.fold) {
-    std::map<std::string, bool> provenByName;
-    for (const auto& s : lib->status) provenByName[s.name] = s.proven;
-    FoldInput fin{&seq, &dist, &relations, &checkedInputs, &model, wanted, expected,
-                  [&](const std::string& n) { auto it = provenByName.find(n); return it != provenByName.end() && it->second; }};
-    double foldStart = elapsed();
-    FoldOutcome fold = verifyFolded(fin);
-    spdlog::debug("rank folding: {} in {:.3f} s (run so far {:.3f} s)", fold.verified ? "verified" : fold.why,
-                  elapsed() - foldStart, elapsed());
-    if (fold.verified) {
-      rep.verdict = Verdict::Verified;
-      rep.outputs = fold.outputs;
-      rep.stats.lemmasApplied = fold.steps;
-      rep.assumptions.push_back("ranks folded: one symbolic rank of group " + fold.group + " (" +
-                                std::to_string(fold.groupSize) +
-                                " ranks); layouts carried by the n-ary forms of proven lemmas (rewrite/fold.cpp): " +
-                                [&] {
-                                  std::string s;
-                                  for (size_t i = 0; i < fold.schemas.size(); ++i) s += (i ? "; " : "") + fold.schemas[i];
-                                  return s;
-                                }());
-      rep.stats.seconds = elapsed();
-      return rep;
-    }
-    // Folded over a large group, but an S value is not held as required:
-    // the witness runs right away on the outputs concerned. A numeric
-    // difference there refutes (what any refutation rests on); anything
-    // else goes on to the per-rank engine, which may still prove it. Small
-    // groups go to the engine first: it localizes at the S op and is cheap
-    // there, while at 16 ranks and more its search grows with the group.
-    if (fold.layoutMismatch && fold.groupSize >= kFoldedRefutationRanks && opts.witnessWorkLimit > 0) {
-      auto v = seq.findValue(fold.unmatched[0]);
-      const ir::Value& val = seq.value(*v);
-      std::string what = val.kind == ir::ValueKind::NodeOutput
-                             ? std::string(ir::opName(seq.node(val.producer).op)) + " '" + seq.node(val.producer).name + "'"
-                             : "input '" + val.name + "'";
-      ir::SourceLoc loc = val.kind == ir::ValueKind::NodeOutput ? seq.node(val.producer).loc : val.loc;
-      VerifyReport fast = rep;
-      fast.failure = Failure{what, val.name, loc, fold.diagnosis, fold.closest, std::nullopt, {}, fold.missingSumGroups};
-      fast.outputs = fold.outputs;
-      SP_TRY(decideWithWitness(seq, dist, relations, opts, fold.unmatched, expected, deadline, fast));
-      if (fast.verdict == Verdict::Refuted) {
-        fast.assumptions.push_back("ranks folded: one symbolic rank of group " + fold.group + " (" +
-                                   std::to_string(fold.groupSize) + " ranks) localized the failure");
-        fast.stats.seconds = elapsed();
-        return fast;
-      }
+    FoldInput fin{&seq, &dist, &relations, &checkedInputs, &model, wanted, expected, nullptr};
+    SP_ASSIGN(std::optional<VerifyReport> decided, decideFolded(fin, *lib, opts, deadline, rep));
+    if (decided) {
+      decided->stats.seconds = elapsed();
+      return std::move(*decided);
     }
   }
-  SP_ASSIGN(InputInversion inv, invertInputs(seq, dist, relations, model));
+  SP_ASSIGN(InputInversion inv, invertInputs(seq, checkedInputs, model));
   // Each D input's relation to S, as text, for explanations.
   std::map<std::pair<int64_t, std::string>, std::string> distInputs;
   if (auto bound = expandInputs(relations, ranks); bound.ok())

@@ -191,9 +191,7 @@ Result<std::vector<CheckedInput>> checkInputRelations(const ir::Graph& seq, cons
   return out;
 }
 
-Result<InputInversion> invertInputs(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
-                                    DistModel& model) {
-  SP_ASSIGN(auto checked, checkInputRelations(seq, dist, rel));
+Result<InputInversion> invertInputs(const ir::Graph& seq, const std::vector<CheckedInput>& checked, DistModel& model) {
   TypeLookup types;
   types.seq = [&](const std::string& n) -> Result<ir::TensorType> {
     auto v = seq.findValue(n);
