@@ -229,6 +229,7 @@ class Folder {
     members_ = classes_[c];
   }
   std::vector<Fact> received(const ir::Node& n);
+  std::optional<std::pair<std::string, std::vector<std::string>>> lastScaledValue(const std::vector<Val>& sval);
   std::map<std::string, bool> schemaOk_;
   std::set<std::string> used_;
   int64_t steps_ = 0;
@@ -841,6 +842,30 @@ std::optional<Fact> Folder::blockedInputFact(const std::vector<RelPtr>& rels, co
   return Fact{Lay::Split, *d, {ex_.intern("seq " + name, whole), 1.0}, blocks};
 }
 
+// The last D value (classes and values in reverse order) whose layout
+// names an S value's expression by another factor than S's: said in the
+// user's terms, with the D values ("r0:x") it concerns.
+std::optional<std::pair<std::string, std::vector<std::string>>> Folder::lastScaledValue(const std::vector<Val>& sval) {
+  std::unordered_map<int, ir::ValueId> seqOf;
+  for (size_t v = sval.size(); v-- > 0;)
+    if (sval[v].node >= 0) seqOf[sval[v].node] = ir::ValueId(v);
+  for (size_t c = classes_.size(); c-- > 0;) {
+    enter(c);
+    for (size_t v = g_->values().size(); v-- > 0;) {
+      const Fact& f = (*facts_)[v];
+      auto it = f.lay == Lay::None ? seqOf.end() : seqOf.find(f.v.node);
+      if (it == seqOf.end() || f.v.k == sval[size_t(it->second)].k) continue;
+      const std::string& name = g_->value(ir::ValueId(v)).name;
+      std::string text = "D's '" + name + "' holds S's '" + seq_.value(it->second).name + "' times " +
+                         factorText(f.v.k / sval[size_t(it->second)].k) + " (" + g_->value(ir::ValueId(v)).loc.str() + ")";
+      std::vector<std::string> at;
+      for (size_t i = 0; i < members_.size() && i < 8; ++i) at.push_back("r" + std::to_string(members_[i]) + ":" + name);
+      return std::make_pair(text, at);
+    }
+  }
+  return std::nullopt;
+}
+
 FoldOutcome Folder::run() {
   FoldOutcome res;
   int64_t world = dist_.worldSize();
@@ -1080,6 +1105,14 @@ FoldOutcome Folder::run() {
                       ": " + sumMisuse;
       res.closest = sumMisuseAt;
       res.missingSumGroups.push_back(res.group);
+    } else if (auto scaled = lastScaledValue(sval)) {
+      // The D value nearest the outputs that holds an S value times another
+      // factor (an average where S sums): from there on D computes another
+      // expression.
+      res.layoutMismatch = true;
+      res.diagnosis = "no D " + std::string(isSeqOutput(*sv) ? "output" : "value") + " holds S's '" + w + "'" + want +
+                      ": " + scaled->first;
+      res.closest = scaled->second;
     } else {
       res.diagnosis = "no D " + std::string(isSeqOutput(*sv) ? "output" : "value") + " holds S's '" + w + "'" + want +
                       (stuck.empty() ? "" : "; the first D op with no layout over the group is " + stuck);

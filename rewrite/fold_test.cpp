@@ -171,6 +171,26 @@ TEST(Fold, MissingSumIsRefutedAtAnyGroupSize) {
     }
 }
 
+// Averaged where S sums, then the bias: D computes another expression from
+// the all_reduce on; the fold names that value and its factor, and the
+// witness refutes, at TP 16 as at TP 1024.
+TEST(Fold, AverageForSumIsRefutedAtAnyGroupSize) {
+  for (int64_t n : {16, 1024}) {
+    SCOPED_TRACE("tp " + std::to_string(n));
+    auto rep = check(mlp(n, "%r: f32[8, 16] = all_reduce(%o) {group = \"tp\", reduce = \"avg\"}\n"
+                            "    %y: f32[8, 16] = add(%r, %b2)\n"));
+    EXPECT_EQ(rep.verdict, Verdict::Refuted) << why(rep);
+    ASSERT_TRUE(rep.failure.has_value());
+    std::string factor = n == 16 ? "0.0625" : "0.000976562";
+    EXPECT_NE(rep.failure->message.find("D's 'r' holds S's 'o' times " + factor), std::string::npos)
+        << rep.failure->message;
+    bool fast = std::any_of(rep.assumptions.begin(), rep.assumptions.end(), [](const std::string& a) {
+      return a.find("localized the failure") != std::string::npos;
+    });
+    EXPECT_TRUE(fast);
+  }
+}
+
 // Ranks that run different graphs are not folded: rank 1 uses relu.
 TEST(Fold, DifferentRankGraphsGoPerRank) {
   Case c = mlp(2);
