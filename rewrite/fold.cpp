@@ -966,6 +966,7 @@ FoldOutcome Folder::run() {
   // (a bias added to them, a nonlinearity): the likely bug.
   std::string sumMisuse;
   std::vector<std::string> sumMisuseAt;
+  std::string sumMisuseSeq;  // the S value that op computes from whole values, if S has it
   for (size_t c = 0; c < classes_.size(); ++c) {
     enter(c);
     for (const auto* list : {&g_->inputs(), &g_->params()})
@@ -1013,6 +1014,24 @@ FoldOutcome Folder::run() {
           for (size_t i = 0; i < members_.size() && i < 8; ++i)
             sumMisuseAt.push_back("r" + std::to_string(members_[i]) + ":" + name);
         }
+      }
+      // Where the failure shows in S: the value the op computes from the
+      // whole values its operands stand for (sums summed, copies as they
+      // are), when S computes it too.
+      bool whole = std::all_of(n.inputs.begin(), n.inputs.end(), [&](ir::ValueId v) {
+        return (*facts_)[size_t(v)].lay == Lay::Rep || (*facts_)[size_t(v)].lay == Lay::Sum;
+      });
+      if (!sumMisuse.empty() && whole && n.outputs.size() == 1) {
+        std::vector<Val> vin;
+        for (ir::ValueId v : n.inputs) vin.push_back((*facts_)[size_t(v)].v);
+        int64_t inRank = n.inputs.empty() ? 0 : int64_t(g_->value(n.inputs[0]).type.shape.size());
+        size_t before = ex_.size();
+        Val at = canon(n.op, n.attrs, vin, 0, g_->value(n.outputs[0]).type, inRank);
+        for (size_t v = 0; ex_.size() == before && v < sval.size(); ++v)
+          if (sval[v] == at) {
+            sumMisuseSeq = seq_.value(ir::ValueId(v)).name;
+            break;
+          }
       }
       break;
     }
@@ -1101,6 +1120,7 @@ FoldOutcome Folder::run() {
         res.closest.push_back("r" + std::to_string(members_[i]) + ":" + name);
     } else if (!sumMisuse.empty()) {
       res.layoutMismatch = true;
+      res.failedAt = sumMisuseSeq;
       res.diagnosis = "no D " + std::string(isSeqOutput(*sv) ? "output" : "value") + " holds S's '" + w + "'" + want +
                       ": " + sumMisuse;
       res.closest = sumMisuseAt;

@@ -67,6 +67,10 @@ struct FoldOutcome {
   // The first unmatched value is held by a D value, in another layout or by
   // another factor than required (a likely bug rather than a missing schema).
   bool layoutMismatch = false;
+  // The S value where the failure first shows, when found (else the first
+  // unmatched one): the value of the D op that uses partial sums as if
+  // whole, computed from whole values.
+  std::string failedAt;
 };
 
 FoldOutcome verifyFolded(const FoldInput& in);

@@ -496,7 +496,7 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
   if (!fold.layoutMismatch || fold.groupSize < kFoldedRefutationRanks || opts.witnessWorkLimit <= 0)
     return std::optional<VerifyReport>();
   const ir::Graph& seq = *in.seq;
-  const ir::Value& val = seq.value(*seq.findValue(fold.unmatched[0]));
+  const ir::Value& val = seq.value(*seq.findValue(fold.failedAt.empty() ? fold.unmatched[0] : fold.failedAt));
   bool computed = val.kind == ir::ValueKind::NodeOutput;
   std::string what = computed ? std::string(ir::opName(seq.node(val.producer).op)) + " '" + seq.node(val.producer).name + "'"
                               : "input '" + val.name + "'";
