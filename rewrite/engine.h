@@ -75,6 +75,10 @@ struct Rule {
   int dropoutOut = 0;
 };
 
+// f * g is representable exactly (a scale factor stored is the real
+// product): the engine's scale composition and rank folding's factors.
+bool exactProduct(double f, double g);
+
 // Compiles the proven lemmas of `lib` (statuses from proveLemmas, by name).
 std::vector<Rule> compileRules(const LemmaLibrary& lib, const std::vector<LemmaStatus>& status);
 

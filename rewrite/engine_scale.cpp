@@ -13,15 +13,10 @@
 
 namespace sp::rewrite {
 
-namespace {
-
-// f * g is representable exactly (the factor stored is the real product).
 bool exactProduct(double f, double g) {
   double p = f * g;
   return std::isfinite(p) && std::fma(f, g, -p) == 0.0;
 }
-
-}  // namespace
 
 int Engine::composeScales() {
   struct Chain {

@@ -56,9 +56,8 @@ struct Fact {
 
 // f * g and f / g stored exactly (the factor kept is the real product).
 std::optional<double> exactTimes(double f, double g) {
-  double p = f * g;
-  if (!std::isfinite(p) || std::fma(f, g, -p) != 0.0) return std::nullopt;
-  return p;
+  if (!exactProduct(f, g)) return std::nullopt;
+  return f * g;
 }
 std::optional<double> exactOver(double f, double g) {
   if (g == 0) return std::nullopt;
@@ -661,19 +660,19 @@ std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>&
   };
   const Fact& x = in[0];
   if (x.lay == Lay::Split && !x.plain()) return {};
-  auto over = [&](Val v, bool avg) -> std::optional<Val> {
-    if (!avg) return v;
-    auto k = exactOver(v.k, double(n_));
+  // What a sum or an average over the group of partial sums is.
+  auto reduced = [&]() -> std::optional<Val> {
+    const std::string& red = ir::attrStr(n.attrs, "reduce");
+    if (x.lay != Lay::Sum || (red != "sum" && red != "avg")) return std::nullopt;
+    if (red == "sum") return x.v;
+    auto k = exactOver(x.v.k, double(n_));
     if (!k) return std::nullopt;
-    return Val{v.node, *k};
+    return Val{x.v.node, *k};
   };
   switch (n.op) {
-    case OpKind::AllReduce: {
-      const std::string& red = ir::attrStr(n.attrs, "reduce");
-      if (x.lay != Lay::Sum || (red != "sum" && red != "avg")) return {};
-      if (auto v = over(x.v, red == "avg")) return {Fact{Lay::Rep, 0, *v}};
+    case OpKind::AllReduce:
+      if (auto v = reduced()) return {Fact{Lay::Rep, 0, *v}};
       return {};
-    }
     case OpKind::AllGather: {
       auto d = dimAttr("dim");
       if (d && x.lay == Lay::Split && x.dim == *d && outT == globalOf(inT, x)) return {Fact{Lay::Rep, 0, x.v}};
@@ -681,12 +680,11 @@ std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>&
     }
     case OpKind::ReduceScatter: {
       auto d = dimAttr("dim");
-      const std::string& red = ir::attrStr(n.attrs, "reduce");
-      if (!d || x.lay != Lay::Sum || (red != "sum" && red != "avg")) return {};
-      Fact out{Lay::Split, *d, {}};
+      auto v = reduced();
+      if (!d || !v) return {};
+      Fact out{Lay::Split, *d, *v};
       if (!(globalOf(outT, out) == inT)) return {};
-      if (auto v = over(x.v, red == "avg")) return {Fact{Lay::Split, *d, *v}};
-      return {};
+      return {out};
     }
     case OpKind::AllToAll: {
       auto s = dimAttr("split_dim"), c = dimAttr("concat_dim");
