@@ -64,6 +64,8 @@ struct Candidate {
   enum class Kind { Tensor, Sum, Concat } kind = Kind::Tensor;
   std::string group, name;
   int64_t dim = 0;
+  int64_t rank = -1;      // the D rank whose tensor it is (Sum, Concat: a member)
+  int64_t chunkDim = -1;  // Tensor: a chunk along this dim, -1: the whole tensor
 };
 Result<std::optional<Candidate>> bestCandidate(
     const ir::Tensor& want, const WitnessRun& run, const ir::Program& dist,

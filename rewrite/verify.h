@@ -43,6 +43,11 @@ struct VerifyOptions {
   // own. Reaching either limit leaves the verdict inconclusive, saying how
   // far the interpreter got. 0 stops it before its first op (tests).
   double witnessTimeLimitSeconds = -1;
+  // Witness: first try one with S's row dims (batch, and what it is
+  // flattened into) shrunk to one row, where every op of S and D provably
+  // treats rows alike (rewrite/witness_shrink.h); it only refutes. false:
+  // full size only (--no-shrink-witness).
+  bool shrinkWitness = true;
   // Progress of the witness run: (estimated work done, work total, "seq mm_4" / "rank 1 mm_4").
   std::function<void(double, double, const std::string&)> witnessProgress;
   std::string lemmaDir;              // empty: defaultLemmaDir()
@@ -75,6 +80,9 @@ struct Witness {
   std::string atLocalizedRebuild;             // that candidate ("sum over tp of h"), empty if none
   std::vector<std::pair<std::string, ErrorStat>> outputs;  // per S output
   ErrorStat worstOutput;
+  // Nonempty: the run had S's row dims shrunk, and why that refutes the
+  // program at its own size (rewrite/witness_shrink.h).
+  std::string shrunk;
 };
 
 struct Failure {

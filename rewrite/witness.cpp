@@ -222,15 +222,17 @@ Result<std::optional<Candidate>> bestCandidate(const ir::Tensor& want, const Wit
                                                const std::vector<std::pair<int64_t, std::string>>& names,
                                                std::chrono::steady_clock::time_point deadline) {
   std::optional<Candidate> best;
-  auto consider = [&](const std::string& what, const ir::Tensor& t, Candidate::Kind kind = Candidate::Kind::Tensor,
-                      const std::string& group = {}, const std::string& name = {}, int64_t dim = 0) {
+  auto consider = [&](const std::string& what, const ir::Tensor& t, Candidate::Kind kind, const std::string& group,
+                      const std::string& name, int64_t dim, int64_t rank, int64_t chunkDim = -1) {
     ErrorStat e = compareTensors(t, want);
     if (std::isinf(e.maxAbsErr)) return;
     // Candidates within float noise of each other are one value (a tensor
     // and its clone, its view): the first in `names` order stands, so the
     // choice follows the caller's order, not the rounding of a sum.
-    if (!best || e.maxRelErr + kCandidateTie < best->err.maxRelErr) best = Candidate{what, e, kind, group, name, dim};
+    if (!best || e.maxRelErr + kCandidateTie < best->err.maxRelErr)
+      best = Candidate{what, e, kind, group, name, dim, rank, chunkDim};
   };
+  using K = Candidate::Kind;
   auto late = [&] { return std::chrono::steady_clock::now() > deadline; };
   auto stopped = [&](const std::string& at) {
     return makeError("time-limit", "S and D done; comparing D tensors with S, at " + at);
@@ -250,7 +252,7 @@ Result<std::optional<Candidate>> bestCandidate(const ir::Tensor& want, const Wit
     if (late()) return stopped(leaf);
     const ir::Tensor& t = found->second;
     const std::vector<int64_t>* td = &t.dims();
-    if (*td == wd) consider(leaf, t);
+    if (*td == wd) consider(leaf, t, K::Tensor, {}, name, 0, r);
     // Chunks of a tensor that is g times larger along one dim (g at most the
     // world size: a gathered tensor).
     if (t.rank() == want.rank())
@@ -264,7 +266,8 @@ Result<std::optional<Candidate>> bestCandidate(const ir::Tensor& want, const Wit
         auto chunks = ir::splitTensor(t, d, parts);
         if (!chunks.ok()) continue;
         for (int64_t c = 0; c < parts; ++c)
-          consider("chunk " + std::to_string(c) + " of " + leaf + " along dim " + std::to_string(d), (*chunks)[size_t(c)]);
+          consider("chunk " + std::to_string(c) + " of " + leaf + " along dim " + std::to_string(d), (*chunks)[size_t(c)],
+                   K::Tensor, {}, name, 0, r, d);
         if (late()) return stopped("chunks of " + leaf);
       }
     // Sum and concat over each group containing r, in the tensors' dtype.
@@ -280,7 +283,7 @@ Result<std::optional<Candidate>> bestCandidate(const ir::Tensor& want, const Wit
       bool sameAsWant = std::all_of(parts.begin(), parts.end(), [&](const ir::Tensor& p) { return p.dims() == wd; });
       if (sameAsWant)
         if (auto v = ir::reduceTensors(parts, ir::ReduceOp::Sum); v.ok())
-          consider("sum over " + gname + " of " + name, *v, Candidate::Kind::Sum, gname, name);
+          consider("sum over " + gname + " of " + name, *v, K::Sum, gname, name, 0, r);
       for (int64_t d = 0; d < want.rank(); ++d) {
         int64_t along = 0;
         bool fits = true;
@@ -293,7 +296,7 @@ Result<std::optional<Candidate>> bestCandidate(const ir::Tensor& want, const Wit
         if (late()) return stopped("concat over " + gname + " of " + name);
         if (auto v = ir::concatTensors(parts, d); v.ok())
           consider("concat over " + gname + " of " + name + " along dim " + std::to_string(d), *v,
-                   Candidate::Kind::Concat, gname, name, d);
+                   K::Concat, gname, name, d, r);
       }
     }
   }

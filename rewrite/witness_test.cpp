@@ -263,14 +263,17 @@ TEST(Witness, CheapWitnessTriesFurtherSeeds) {
                             "expect seq.hi = dist[0].hi\n",
                             "m.rel");
   ASSERT_TRUE(seq.ok() && dist.ok() && rel.ok());
-  auto rep = verify(*seq, *dist, *rel, {});
+  // The full-size witness's draws (a shrunk witness, one row, draws others).
+  VerifyOptions full;
+  full.shrinkWitness = false;
+  auto rep = verify(*seq, *dist, *rel, full);
   ASSERT_TRUE(rep.ok()) << rep.error().str();
   ASSERT_EQ(rep->verdict, Verdict::Refuted) << rep->reason;
   ASSERT_TRUE(rep->failure && rep->failure->witness);
   EXPECT_EQ(rep->failure->witness->seed, 1u);
   EXPECT_GT(rep->failure->witness->worstOutput.maxRelErr, 0.1);
   // Starting from seed 1, the first try refutes.
-  VerifyOptions from1;
+  VerifyOptions from1 = full;
   from1.seed = 1;
   auto again = verify(*seq, *dist, *rel, from1);
   ASSERT_TRUE(again.ok() && again->failure && again->failure->witness);

@@ -2,6 +2,7 @@
 // was proven.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <new>
 #include <optional>
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "rewrite/witness.h"
+#include "rewrite/witness_shrink.h"
 
 namespace sp::rewrite {
 
@@ -197,6 +199,142 @@ constexpr double kRetryWork = 1e10;
 
 namespace {
 
+// What one run of the witness shows.
+struct RunOutcome {
+  Witness w;
+  std::optional<Candidate> local;  // the localized value's closest rebuild
+  bool localDiverges = false;
+  bool outDiverges = false, outMatches = false;
+  std::vector<std::string> noCandidate, guessed;
+};
+
+// Compares a run: at the localized value, the closest D tensors; at the
+// outputs without a proven relation, the expected relation, else the best
+// natural rebuild from D outputs. `counts` says whether a difference at an
+// output (its S name, and the expect line or the rebuild compared) stands
+// for the program as written (the shrunk witness: rewrite/witness_shrink.h).
+using CountsFn = std::function<bool(const std::string&, const Rel*, const Candidate*)>;
+Result<RunOutcome> compareRun(const ir::Graph& seq, const ir::Program& dist, const WitnessRun& run, const Failure& f,
+                              const VerifyOptions& opts, const std::vector<std::string>& unproven,
+                              const std::map<std::string, RelPtr>& expected, const CountsFn& counts,
+                              std::chrono::steady_clock::time_point deadline) {
+  RunOutcome o;
+  RankSpace ranks = RankSpace::of(dist);
+  if (auto v = seq.findValue(f.seqValue)) {
+    std::vector<std::pair<int64_t, std::string>> names;
+    for (const auto& c : f.closestDist)
+      if (auto d = parseDistName(dist, c)) names.push_back(*d);
+    SP_ASSIGN(auto best, bestCandidate(run.seq[size_t(*v)], run, dist, names, deadline));
+    if (best) {
+      o.local = *best;
+      o.w.atLocalized = best->err;
+      o.w.atLocalizedRebuild = best->what;
+      o.localDiverges = best->err.maxRelErr > opts.tolerance;
+    } else {
+      o.localDiverges = !names.empty();
+      o.w.atLocalized.maxAbsErr = o.w.atLocalized.maxRelErr = names.empty() ? 0 : INFINITY;
+    }
+  }
+  std::vector<std::pair<int64_t, std::string>> outNames;
+  for (int64_t r = 0; r < dist.worldSize(); ++r)
+    for (ir::ValueId out : dist.rank(r).outputs()) outNames.emplace_back(r, dist.rank(r).value(out).name);
+  // A refutation rests on a real numeric difference at an S output: its
+  // `expect` relation evaluated on D, or, without one, the closest natural
+  // rebuild from D's outputs (said among the assumptions). The localized
+  // value's closest rebuild is only a guess at a relation and never
+  // refutes; an output with nothing of a fitting shape to compare leaves
+  // the verdict inconclusive, saying so.
+  for (const auto& name : unproven) {
+    const ir::Tensor& s = run.seq[size_t(*seq.findValue(name))];
+    std::optional<ErrorStat> err;
+    std::string guess;
+    bool standsFull = true;
+    if (auto it = expected.find(name); it != expected.end()) {
+      RelScope sc;
+      sc.ranks = &ranks;
+      auto t = evaluate(*it->second, TensorSource{nullptr, &run.dist}, sc);
+      if (t.ok()) err = compareTensors(*t, s);
+      standsFull = !counts || counts(name, it->second.get(), nullptr);
+    } else {
+      SP_ASSIGN(auto best, bestCandidate(s, run, dist, outNames, deadline));
+      if (best) {
+        err = best->err;
+        guess = best->what;
+        standsFull = !counts || counts(name, nullptr, &*best);
+      }
+    }
+    if (!err) { o.noCandidate.push_back(name); continue; }
+    if (double floor = roundingScale(seq, run, *seq.findValue(name)); err->maxAbsErr > 0 && floor > 0)
+      err->maxRelErr = std::min(err->maxRelErr, err->maxAbsErr / floor);
+    o.w.outputs.emplace_back(name, *err);
+    if (err->maxRelErr > o.w.worstOutput.maxRelErr || std::isinf(err->maxRelErr)) o.w.worstOutput = *err;
+    if (err->maxRelErr > opts.tolerance) {
+      if (!standsFull) continue;  // neither a refutation nor a match
+      o.outDiverges = true;
+      if (!guess.empty())
+        o.guessed.push_back("S output '" + name + "' has no expect line: the witness compared it with its closest "
+                            "rebuild from D's outputs, " + guess);
+    } else {
+      o.outMatches = true;
+    }
+  }
+  return o;
+}
+
+// Refuted: the report takes the run's witness, and the localized value's
+// rebuild names the collective D likely misses.
+void refute(const ir::Program& dist, RunOutcome& o, const VerifyOptions& opts, VerifyReport& rep) {
+  Failure& f = *rep.failure;
+  rep.verdict = Verdict::Refuted;
+  rep.reason.clear();
+  for (auto& g : o.guessed) rep.assumptions.push_back(std::move(g));
+  if (o.local && o.local->err.maxRelErr <= opts.tolerance) {
+    f.message += collectiveHint(*o.local, dist, f.missingSumGroups);
+    if (o.local->kind == Candidate::Kind::Sum &&
+        std::find(f.missingSumGroups.begin(), f.missingSumGroups.end(), o.local->group) == f.missingSumGroups.end())
+      f.missingSumGroups.push_back(o.local->group);
+  }
+  f.witness = o.w;
+}
+
+// The witness with S's row dims shrunk (rewrite/witness_shrink.h), tried
+// before the full-size one: it only refutes. True when it did.
+Result<bool> refuteShrunk(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
+                          const VerifyOptions& opts, const std::vector<std::string>& unproven,
+                          const std::map<std::string, RelPtr>& expected, double fullWork,
+                          std::chrono::steady_clock::time_point deadline, VerifyReport& rep) {
+  auto shrunk = ShrunkWitness::make(seq, dist, rel);
+  if (!shrunk) return false;
+  const Failure& f = *rep.failure;
+  WitnessPlan plan = planWitness(shrunk->seq(), shrunk->dist(), f, unproven, expected);
+  double work = estimateWork(shrunk->seq(), shrunk->dist(), plan).total();
+  // Not worth a second run, or beyond the limit itself.
+  if (work * 2 > fullWork || work > opts.witnessWorkLimit) return false;
+  RankSpace ranks = RankSpace::of(dist);
+  CountsFn counts = [&](const std::string& name, const Rel* expect, const Candidate* c) {
+    if (c) return shrunk->transfers(name, *c);
+    RelScope sc;
+    sc.ranks = &ranks;
+    auto concrete = concretize(*expect, sc);
+    return concrete.ok() && shrunk->transfers(name, **concrete);
+  };
+  for (uint64_t k = 0; k < kWitnessSeeds; ++k) {
+    auto run = runWitness(shrunk->seq(), shrunk->dist(), rel, plan, opts.seed + k, opts.witnessProgress, deadline);
+    if (!run.ok()) return false;  // the full-size witness says why
+    SP_ASSIGN(RunOutcome o, compareRun(shrunk->seq(), shrunk->dist(), *run, f, opts, unproven, expected, counts,
+                                       deadline));
+    if (o.outDiverges) {
+      o.w.seed = opts.seed + k;
+      o.w.shrunk = shrunk->note();
+      refute(dist, o, opts, rep);
+      rep.assumptions.push_back(shrunk->note());
+      return true;
+    }
+    if (double(k + 2) * work > kRetryWork) break;
+  }
+  return false;
+}
+
 Status decideWithWitnessRun(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
                             const VerifyOptions& opts, const std::vector<std::string>& unproven,
                             const std::map<std::string, RelPtr>& expected,
@@ -216,12 +354,6 @@ Status decideWithWitnessRun(const ir::Graph& seq, const ir::Program& dist, const
   }
   WitnessPlan plan = planWitness(seq, dist, f, unproven, expected);
   double work = estimateWork(seq, dist, plan).total();
-  if (work > opts.witnessWorkLimit) {
-    rep.verdict = Verdict::Inconclusive;
-    rep.reason = base + "; witness skipped: about " + fmt(work) + " multiply-adds exceed the witness limit of " +
-                 fmt(opts.witnessWorkLimit) + " (--witness-limit)";
-    return okStatus();
-  }
   // The run's deadline, or the witness's own when that comes first.
   std::string limit = "time limit of " + secondsStr(opts.timeLimitSeconds) + " s";
   if (opts.witnessTimeLimitSeconds >= 0) {
@@ -238,7 +370,18 @@ Status decideWithWitnessRun(const ir::Graph& seq, const ir::Program& dist, const
     rep.reason = base + "; " + limit + " reached while computing the witness (" + e.message + ")";
     return okStatus();
   };
-  RankSpace ranks = RankSpace::of(dist);
+  // A witness with fewer rows first, where S and D treat rows alike.
+  if (opts.witnessWorkLimit > 0 && opts.shrinkWitness) {
+    auto shrunk = refuteShrunk(seq, dist, rel, opts, unproven, expected, work, deadline, rep);
+    if (!shrunk.ok() && shrunk.error().id == "time-limit") return timedOut(shrunk.error());
+    if (shrunk.ok() && *shrunk) return okStatus();
+  }
+  if (work > opts.witnessWorkLimit) {
+    rep.verdict = Verdict::Inconclusive;
+    rep.reason = base + "; witness skipped: about " + fmt(work) + " multiply-adds exceed the witness limit of " +
+                 fmt(opts.witnessWorkLimit) + " (--witness-limit)";
+    return okStatus();
+  }
   for (uint64_t k = 0;; ++k) {
     const uint64_t seed = opts.seed + k;
     auto run = runWitness(seq, dist, rel, plan, seed, opts.witnessProgress, deadline);
@@ -248,105 +391,35 @@ Status decideWithWitnessRun(const ir::Graph& seq, const ir::Program& dist, const
       rep.reason = base + "; witness could not run: " + run.error().str();
       return okStatus();
     }
-    Witness w;
-    w.seed = seed;
-    // At the localized value: the closest D tensors.
-    bool localDiverges = false;
-    std::optional<Candidate> local;
-    if (auto v = seq.findValue(f.seqValue)) {
-      std::vector<std::pair<int64_t, std::string>> names;
-      for (const auto& c : f.closestDist)
-        if (auto d = parseDistName(dist, c)) names.push_back(*d);
-      auto best = bestCandidate(run->seq[size_t(*v)], *run, dist, names, deadline);
-      if (!best.ok()) return timedOut(best.error());
-      if (*best) {
-        local = *best;
-        w.atLocalized = (*best)->err;
-        w.atLocalizedRebuild = (*best)->what;
-        localDiverges = (*best)->err.maxRelErr > opts.tolerance;
-      } else {
-        localDiverges = !names.empty();
-        w.atLocalized.maxAbsErr = w.atLocalized.maxRelErr = names.empty() ? 0 : INFINITY;
-      }
-    }
-    // At the outputs without a proven relation: the expected relation, else
-    // the best natural rebuild from D outputs.
-    std::vector<std::pair<int64_t, std::string>> outNames;
-    for (int64_t r = 0; r < dist.worldSize(); ++r)
-      for (ir::ValueId o : dist.rank(r).outputs()) outNames.emplace_back(r, dist.rank(r).value(o).name);
-    // A refutation rests on a real numeric difference at an S output: its
-    // `expect` relation evaluated on D, or, without one, the closest natural
-    // rebuild from D's outputs (said among the assumptions). The localized
-    // value's closest rebuild is only a guess at a relation and never
-    // refutes; an output with nothing of a fitting shape to compare leaves
-    // the verdict inconclusive, saying so.
-    bool outDiverges = false, outMatches = false;
-    std::vector<std::string> noCandidate, guessed;
-    for (const auto& name : unproven) {
-      const ir::Tensor& s = run->seq[size_t(*seq.findValue(name))];
-      std::optional<ErrorStat> err;
-      std::string guess;
-      if (auto it = expected.find(name); it != expected.end()) {
-        RelScope sc;
-        sc.ranks = &ranks;
-        auto t = evaluate(*it->second, TensorSource{nullptr, &run->dist}, sc);
-        if (t.ok()) err = compareTensors(*t, s);
-      } else {
-        auto best = bestCandidate(s, *run, dist, outNames, deadline);
-        if (!best.ok()) return timedOut(best.error());
-        if (*best) {
-          err = (*best)->err;
-          guess = (*best)->what;
-        }
-      }
-      if (!err) { noCandidate.push_back(name); continue; }
-      if (double floor = roundingScale(seq, *run, *seq.findValue(name)); err->maxAbsErr > 0 && floor > 0)
-        err->maxRelErr = std::min(err->maxRelErr, err->maxAbsErr / floor);
-      w.outputs.emplace_back(name, *err);
-      if (err->maxRelErr > w.worstOutput.maxRelErr || std::isinf(err->maxRelErr)) w.worstOutput = *err;
-      if (err->maxRelErr > opts.tolerance) {
-        outDiverges = true;
-        if (!guess.empty())
-          guessed.push_back("S output '" + name + "' has no expect line: the witness compared it with its closest "
-                            "rebuild from D's outputs, " + guess);
-      } else {
-        outMatches = true;
-      }
-    }
-    if (outDiverges) {
-      rep.verdict = Verdict::Refuted;
-      rep.reason.clear();
-      for (auto& g : guessed) rep.assumptions.push_back(std::move(g));
-      if (local && local->err.maxRelErr <= opts.tolerance) {
-        f.message += collectiveHint(*local, dist, f.missingSumGroups);
-        if (local->kind == Candidate::Kind::Sum &&
-            std::find(f.missingSumGroups.begin(), f.missingSumGroups.end(), local->group) == f.missingSumGroups.end())
-          f.missingSumGroups.push_back(local->group);
-      }
-      f.witness = w;
+    auto compared = compareRun(seq, dist, *run, f, opts, unproven, expected, nullptr, deadline);
+    if (!compared.ok()) return timedOut(compared.error());
+    RunOutcome& o = *compared;
+    o.w.seed = seed;
+    if (o.outDiverges) {
+      refute(dist, o, opts, rep);
       return okStatus();
     }
-    if (!noCandidate.empty() && !outMatches) {
+    if (!o.noCandidate.empty() && !o.outMatches) {
       std::string names;
-      for (const auto& n : noCandidate) names += (names.empty() ? "'" : ", '") + n + "'";
+      for (const auto& n : o.noCandidate) names += (names.empty() ? "'" : ", '") + n + "'";
       rep.verdict = Verdict::Inconclusive;
-      f.witness = w;
+      f.witness = o.w;
       rep.reason = base + "; the witness has no value of D to compare with S output " + names +
                    " (no D output of a fitting shape, and no expect line saying how D holds it)" +
-                   (localDiverges ? "; the closest rebuild at " + f.seqValue +
-                                        " differs, but that is a guess at a relation, not a refutation"
-                                  : "");
+                   (o.localDiverges ? "; the closest rebuild at " + f.seqValue +
+                                          " differs, but that is a guess at a relation, not a refutation"
+                                    : "");
       return okStatus();
     }
     // No divergence on this seed. A cheap witness tries the next seeds: a
     // bug can hide on one draw (a shard's max that happens to be the row's).
     if (k + 1 < kWitnessSeeds && double(k + 2) * work <= kRetryWork) continue;
     rep.verdict = Verdict::Inconclusive;
-    f.witness = w;  // informative: no divergence was found
+    f.witness = o.w;  // informative: no divergence was found
     std::string seeds = k == 0 ? "seed " + std::to_string(opts.seed)
                                : "seeds " + std::to_string(opts.seed) + ".." + std::to_string(seed);
     rep.reason = base + "; the witness (" + seeds + ") shows no divergence" +
-                 (outMatches ? " at the outputs (max relative error " + fmt(w.worstOutput.maxRelErr) + ")" : "") +
+                 (o.outMatches ? " at the outputs (max relative error " + fmt(o.w.worstOutput.maxRelErr) + ")" : "") +
                  ": a lemma or op rule may be missing";
     return okStatus();
   }
