@@ -4,6 +4,12 @@
 // Prints CSV; the verdict is whatever verify() returns today.
 //
 //   bench_corpus [--runs N] [--corpus DIR] [--time-limit SECONDS]
+//                [--witness-limit MACS] [--twin]
+//
+// --twin: a copy of the corpus whose first all_reduce in every rank's
+// capture is replaced by a clone of its operand (the vocab-parallel
+// embedding's, in Megatron captures): the refutation and its witness are
+// what is timed (the witness limit defaults to verify's then).
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +19,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
 #include <string>
 
 #include "frontend/load.h"
@@ -24,6 +33,27 @@ using namespace sp;
 using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The twin: a copy of `corpus` under a temporary directory with the first
+// all_reduce of each dist capture replaced by a clone of its operand.
+std::string makeTwin(const std::string& corpus) {
+  namespace fs = std::filesystem;
+  fs::path out = fs::temp_directory_path() / ("sp-bench-corpus-twin-" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  fs::copy(corpus, out, fs::copy_options::recursive);
+  std::regex ar(R"(torch\.ops\._c10d_functional\.all_reduce\.default\((\w+), 'sum', '\w+'\))");
+  for (const auto& e : fs::directory_iterator(out / "dist")) {
+    std::ifstream in(e.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    std::smatch m;
+    if (!std::regex_search(text, m, ar)) continue;
+    text = m.prefix().str() + "torch.ops.aten.clone.default(" + m[1].str() + ")" + m.suffix().str();
+    std::ofstream(e.path(), std::ios::trunc) << text;
+  }
+  return out.string();
+}
 
 // One run: import, infer relations, verify. Writes one CSV tail to fd.
 int runOnce(const std::string& corpus, double timeLimit, double witnessLimit, int fd) {
@@ -68,7 +98,7 @@ int runOnce(const std::string& corpus, double timeLimit, double witnessLimit, in
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: bench_corpus [--runs N] [--corpus DIR] [--time-limit SECONDS] [--witness-limit MACS (default 0: no witness)]\n");
+  std::fprintf(stderr, "usage: bench_corpus [--runs N] [--corpus DIR] [--time-limit SECONDS] [--witness-limit MACS (default 0: no witness; --twin: verify's)] [--twin]\n");
   return 2;
 }
 
@@ -77,22 +107,32 @@ int usage() {
 int main(int argc, char** argv) {
   int runs = 1;
   double timeLimit = 300;
-  double witnessLimit = 0;  // multiply-adds; 0: no witness
+  double witnessLimit = -1;  // multiply-adds; 0: no witness
+  bool twin = false;
   std::string corpus = SP_SOURCE_DIR "/../shared/corpus/megatron_gpt_tp2_l1";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--twin") {
+      twin = true;
+      continue;
+    }
     if (i + 1 >= argc) return usage();
     if (a == "--runs") runs = std::atoi(argv[++i]);
     else if (a == "--corpus") corpus = argv[++i];
     else if (a == "--time-limit") timeLimit = std::atof(argv[++i]);
-    else if (a == "--witness-limit") witnessLimit = std::atof(argv[++i]);
+    else if (a == "--witness-limit") {
+      witnessLimit = std::atof(argv[++i]);
+      if (witnessLimit < 0) return usage();
+    }
     else return usage();
   }
-  if (runs < 1 || timeLimit <= 0 || witnessLimit < 0) return usage();
+  if (witnessLimit < 0) witnessLimit = twin ? rewrite::kDefaultWitnessWorkLimit : 0;
+  if (runs < 1 || timeLimit <= 0) return usage();
   if (!std::filesystem::exists(corpus + "/seq") || !std::filesystem::exists(corpus + "/dist")) {
     std::fprintf(stderr, "bench_corpus: corpus absent (%s): skipped\n", corpus.c_str());
     return 0;
   }
+  if (twin) corpus = makeTwin(corpus);
   std::printf("run,import_seconds,verify_seconds,verdict,seq_ops,dist_ops_rank0,peak_rss_mb,reason\n");
   for (int r = 0; r < runs; ++r) {
     int fds[2];
@@ -121,5 +161,6 @@ int main(int argc, char** argv) {
     std::printf("%d,%s,%.1f,%s\n", r, head.c_str(), double(ru.ru_maxrss) / 1024.0, tail.c_str());
     std::fflush(stdout);
   }
+  if (twin) std::filesystem::remove_all(corpus);
   return 0;
 }

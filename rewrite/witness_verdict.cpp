@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "rewrite/witness.h"
 #include "rewrite/witness_shrink.h"
 
@@ -303,7 +305,9 @@ Result<bool> refuteShrunk(const ir::Graph& seq, const ir::Program& dist, const R
                           const VerifyOptions& opts, const std::vector<std::string>& unproven,
                           const std::map<std::string, RelPtr>& expected, double fullWork,
                           std::chrono::steady_clock::time_point deadline, VerifyReport& rep) {
-  auto shrunk = ShrunkWitness::make(seq, dist, rel);
+  std::string why;
+  auto shrunk = ShrunkWitness::make(seq, dist, rel, &why);
+  spdlog::debug("witness: {}", shrunk ? shrunk->note() : "not shrunk: " + why);
   if (!shrunk) return false;
   const Failure& f = *rep.failure;
   WitnessPlan plan = planWitness(shrunk->seq(), shrunk->dist(), f, unproven, expected);

@@ -1,8 +1,10 @@
 // End-to-end tests of the shardproof binary: help, exit codes, messages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -196,6 +198,38 @@ TEST(CliVerify, MissingAllReduceIsRefutedWithWitnessJson) {
   EXPECT_NE(repair.find("mlp_tp2_missing_allreduce.sp:15:5)"), std::string::npos) << repair;
   for (const char* k : {"seconds", "seq_ops", "dist_ops", "lemmas_applied", "z3_queries", "peak_rss_mb"})
     EXPECT_TRUE(j["stats"].contains(k)) << k;
+}
+
+// With a concrete batch the witness runs at one row (README, "Smaller
+// witnesses") and says so in the text and JSON reports; --no-shrink-witness
+// runs it at full size.
+TEST(CliVerify, ShrunkWitnessIsReportedAndCanBeTurnedOff) {
+  auto dir = tempDir("shrunk");
+  auto concreteCopy = [&](const std::string& name) {
+    std::ifstream in(sourcePath("examples/" + name));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string t = ss.str();
+    for (size_t p; (p = t.find("batch")) != std::string::npos;) t.replace(p, 5, "16");
+    std::ofstream(dir / name) << t;
+    return (dir / name).string();
+  };
+  std::vector<std::string> args{"verify", "--seq", concreteCopy("mlp.sp"), "--dist",
+                                concreteCopy("mlp_tp2_missing_allreduce.sp"), "--relation",
+                                sourcePath("examples/mlp_tp2.rel"), "--format", "json"};
+  auto r = runCli(args);
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  std::string shrunk = j["failure"]["witness"]["shrunk"].get<std::string>();
+  EXPECT_NE(shrunk.find("row dims of extent 16 (x dim 0)"), std::string::npos) << shrunk;
+  EXPECT_NE(std::find(j["assumptions"].begin(), j["assumptions"].end(), shrunk), j["assumptions"].end());
+  args.push_back("--no-shrink-witness");
+  auto full = runCli(args);
+  ASSERT_EQ(full.code, 1) << full.out << full.err;
+  EXPECT_TRUE(nlohmann::json::parse(full.out)["failure"]["witness"]["shrunk"].is_null()) << full.out;
+  args.resize(args.size() - 3);  // text report
+  auto text = runCli(args);
+  EXPECT_NE(text.out.find("witness (seed 0, rows shrunk: see assumes)"), std::string::npos) << text.out;
 }
 
 TEST(CliVerify, JUnitAndDot) {

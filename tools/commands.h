@@ -79,6 +79,7 @@ struct VerifyArgs {
   uint64_t seed = 0;
   double witnessLimit = kVerifyWitnessLimit;  // --witness-limit MACS
   double repairLimit = 10;                     // --repair-limit SECONDS (0: no repair search)
+  bool noShrinkWitness = false;               // --no-shrink-witness (rewrite/witness_shrink.h)
   bool noFold = false;                         // --no-fold: every rank in the e-graph (rewrite/fold.h)
   frontend::FxFlags fx;         // applies to --seq and --dist captures
 };

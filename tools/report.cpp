@@ -83,7 +83,8 @@ std::string reportText(const rewrite::VerifyReport& r) {
     }
     if (f.witness) {
       const auto& w = *f.witness;
-      t += "  witness (seed " + std::to_string(w.seed) + "): at " + f.seqValue + ": " +
+      t += "  witness (seed " + std::to_string(w.seed) + (w.shrunk.empty() ? "" : ", rows shrunk: see assumes") +
+           "): at " + f.seqValue + ": " +
            (w.atLocalizedRebuild.empty() ? std::string("no closest D tensor to compare")
                                          : errStr(w.atLocalized) + " (closest rebuild: " + w.atLocalizedRebuild + ")") +
            "\n";
@@ -115,6 +116,7 @@ std::string reportJson(const rewrite::VerifyReport& r, const std::string& inputR
     if (f.witness) {
       ordered_json wj = errJson(f.witness->atLocalized);
       wj["seed"] = f.witness->seed;
+      wj["shrunk"] = f.witness->shrunk.empty() ? ordered_json(nullptr) : ordered_json(f.witness->shrunk);
       wj["closest_rebuild"] = f.witness->atLocalizedRebuild.empty() ? ordered_json(nullptr)
                                                                      : ordered_json(f.witness->atLocalizedRebuild);
       wj["outputs"] = ordered_json::object();

@@ -93,6 +93,9 @@ int main(int argc, char** argv) {
   vf->add_option("--repair-limit", verify.repairLimit,
                  "refuted: seconds spent looking for one collective edit (reduce mode, dim, group) under which "
                  "D verifies; 0: none (default 10)");
+  vf->add_flag("--no-shrink-witness", verify.noShrinkWitness,
+               "run the witness at full size only (by default a witness with S's row dims shrunk to one row, "
+               "where every op provably treats rows alike, is tried first; it only refutes)");
   vf->add_flag("--no-fold", verify.noFold,
                "check every rank's graph, never one symbolic rank for an SPMD program over one group");
   addFxFlags(vf, verify.fx);

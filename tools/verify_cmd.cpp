@@ -113,6 +113,7 @@ Result<VerifySetup> setupVerify(const VerifyArgs& a) {
   opts.witnessWorkLimit = a.witnessLimit;
   opts.repairSeconds = a.repairLimit;
   opts.fold = !a.noFold;
+  opts.shrinkWitness = !a.noShrinkWitness;
   // Progress lines on stderr: none in the first 2 seconds, then at most one a second.
   auto start = std::chrono::steady_clock::now();
   auto last = std::make_shared<std::chrono::steady_clock::time_point>(start);
