@@ -532,6 +532,83 @@ TEST(Repair, WrongGatherDimNamesTheVerifyingEdit) {
   EXPECT_TRUE(rep->failure->repair.empty()) << rep->failure->repair;
 }
 
+// A merged projection (vLLM's QKV, GPT-2's c_attn): S splits the matmul's
+// output features into blocks, and each rank holds its shard of every
+// block. The cut points of the weight's output dim in S and in D give the
+// blocks; at TP 4 the second and third blocks (k and v, 4 units each, 2
+// per rank) have fewer shards than ranks and are held by consecutive
+// ranks, as KV heads are when TP exceeds them. Cut points that fit neither
+// layout ask for a relation file.
+std::string mergedSeq() {
+  return "graph s {\n  input %x: f32[3, 8]\n  param %w: f32[8, 16]\n"
+         "  %h: f32[3, 16] = matmul(%x, %w)\n"
+         "  %q, %k, %v = split(%h) {axis = 1, sizes = [8, 4, 4]}\n"
+         "  %a: f32[3, 4] = add(%k, %v)\n"
+         "  %t: f32[3, 4] = tanh(%a)\n"
+         "  output %q\n  output %t\n}\n";
+}
+
+std::string mergedDist(int tp, int q, int kv, const std::string& splitSizes) {
+  std::string n = std::to_string(tp), w = std::to_string(q + 2 * kv);
+  return "program d {\n  world " + n + "\n  mesh [tp = " + n + "]\n  rank 0.." + std::to_string(tp - 1) +
+         " {\n    input %x: f32[3, 8]\n    param %w: f32[8, " + w + "]\n    %h: f32[3, " + w +
+         "] = matmul(%x, %w)\n    %q, %k, %v = split(%h) {axis = 1, sizes = " + splitSizes + "}\n"
+         "    %a: f32[3, " + std::to_string(kv) + "] = add(%k, %v)\n"
+         "    %t: f32[3, " + std::to_string(kv) + "] = tanh(%a)\n"
+         "    output %q\n    output %t\n  }\n}\n";
+}
+
+TEST(InferRelations, MergedProjectionsAreShardedPerBlock) {
+  auto seq = ir::parseGraph(mergedSeq(), "s.sp");
+  ASSERT_TRUE(seq.ok()) << seq.error().str();
+  auto two = ir::parseProgram(mergedDist(2, 4, 2, "[4, 2, 2]"), "d.sp");
+  ASSERT_TRUE(two.ok()) << two.error().str();
+  auto f = inferRelations(*seq, *two);
+  ASSERT_TRUE(f.ok()) << f.error().str();
+  EXPECT_NE(printRelations(*f).find(
+                "for r in tp: dist[r].w = concat(dim=1, slice(seq.w, dim=1, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4), "
+                "slice(seq.w, dim=1, start=idx(r,tp)*2+8, end=(idx(r,tp)+1)*2+8), "
+                "slice(seq.w, dim=1, start=idx(r,tp)*2+12, end=(idx(r,tp)+1)*2+12))\n"),
+            std::string::npos)
+      << printRelations(*f);
+  // TP 4: q split four ways; k and v (4 units) two ways, each shard held by
+  // two consecutive ranks.
+  auto four = ir::parseProgram(mergedDist(4, 2, 2, "[2, 2, 2]"), "d.sp");
+  ASSERT_TRUE(four.ok()) << four.error().str();
+  auto g = inferRelations(*seq, *four);
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  EXPECT_NE(printRelations(*g).find("slice(seq.w, dim=1, start=idx(r,tp)/2*2+8, end=(idx(r,tp)/2+1)*2+8)"),
+            std::string::npos)
+      << printRelations(*g);
+  // The blocked proposals are verified, since the program is written that
+  // way (outputs expected as S's layout of the blocks).
+  for (auto* p : {&*two, &*four}) {
+    RelationFile rel = p == &*two ? *f : *g;
+    int tp = int(p->worldSize());
+    std::string qs = "concat(dim=1";
+    for (int r = 0; r < tp; ++r) qs += ", dist[" + std::to_string(r) + "].q";
+    auto q = parseRelExpr(qs + ")");
+    ASSERT_TRUE(q.ok());
+    rel.outputs.push_back({"q", *q, ""});
+    auto rep = verify(*seq, *p, rel, {});
+    ASSERT_TRUE(rep.ok()) << rep.error().str();
+    EXPECT_EQ(rep->verdict, Verdict::Verified) << test::describe(*rep);
+  }
+  // Cut at 3 on each rank: neither [4, 2, 2] blocks nor S's cuts inside one
+  // contiguous shard (4 at [0, 8)): a relation file is needed.
+  std::string oddText = mergedDist(2, 4, 2, "[3, 3, 2]");
+  oddText.replace(oddText.find("%a: f32[3, 2] = add(%k, %v)"), 27, "%a: f32[3, 3] = add(%q, %k)");
+  oddText.replace(oddText.find("%t: f32[3, 2]"), 13, "%t: f32[3, 3]");
+  auto odd = ir::parseProgram(oddText, "d.sp");
+  ASSERT_TRUE(odd.ok()) << odd.error().str();
+  auto h = inferRelations(*seq, *odd);
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.error().message.find("D input 'w' needs a relation: S cuts its dim 1 at [8, 12], each rank's shard at "
+                                   "[3, 6]"),
+            std::string::npos)
+      << h.error().message;
+}
+
 TEST(InferRelations, UnmatchedInputIsAnError) {
   Case c = load("col_seq.sp", "col_tp2_wrong_dim.sp", "col_tp2.rel");
   auto s = ir::parseGraph("graph g {\n  input %z: f32[8, 16]\n  output %z\n}\n", "g.sp");

@@ -88,9 +88,47 @@ TEST_P(CaptureFixture, TwinWithoutTheAllReduceIsRefuted) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CaptureFixture,
-                         ::testing::Values(Case{"mlp", 2, 34}, Case{"mlp", 4, 34}, Case{"attention", 2, 51},
-                                           Case{"attention", 4, 51}),
+                         ::testing::Values(Case{"mlp", 2, 42}, Case{"mlp", 4, 42}, Case{"attention", 2, 59},
+                                           Case{"attention", 4, 59}),
                          caseName);
+
+// vLLM's merged projections (llama_block.py --merged): one QKV weight whose
+// output is split into q, k and v, one gate_up weight whose output is
+// chunked in two; each rank holds its shard of every block. The inferred
+// relations say so (at TP 8 each of the 4 KV heads is held by two ranks),
+// and verify; the twin without the attention's all_reduce is refuted.
+std::string inputRelations(const CliResult& r) {
+  return nlohmann::json::parse(r.out)["input_relations"].get<std::string>();
+}
+
+TEST(CaptureMerged, ShardsOfEachBlockAreInferredAndVerified) {
+  struct Want {
+    int world;
+    std::string qkv, gateUp;
+  };
+  for (const Want& w : std::vector<Want>{
+           {2,
+            "for r in tp: dist[r].wqkv = concat(dim=0, slice(seq.wqkv, dim=0, start=idx(r,tp)*16, "
+            "end=(idx(r,tp)+1)*16), slice(seq.wqkv, dim=0, start=idx(r,tp)*8+32, end=(idx(r,tp)+1)*8+32), "
+            "slice(seq.wqkv, dim=0, start=idx(r,tp)*8+48, end=(idx(r,tp)+1)*8+48))",
+            "for r in tp: dist[r].wgu = concat(dim=0, slice(seq.wgu, dim=0, start=idx(r,tp)*32, "
+            "end=(idx(r,tp)+1)*32), slice(seq.wgu, dim=0, start=idx(r,tp)*32+64, end=(idx(r,tp)+1)*32+64))"},
+           {4, "slice(seq.wqkv, dim=0, start=idx(r,tp)*4+32, end=(idx(r,tp)+1)*4+32)",
+            "slice(seq.wgu, dim=0, start=idx(r,tp)*16+64, end=(idx(r,tp)+1)*16+64)"},
+           {8, "slice(seq.wqkv, dim=0, start=idx(r,tp)/2*4+48, end=(idx(r,tp)/2+1)*4+48)",
+            "slice(seq.wgu, dim=0, start=idx(r,tp)*8+64, end=(idx(r,tp)+1)*8+64)"}}) {
+    std::string dir = fixture("llama_merged_tp" + std::to_string(w.world));
+    auto r = verifyCapture(dir, dir + "/dist");
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    std::string rel = inputRelations(r);
+    EXPECT_NE(rel.find(w.qkv), std::string::npos) << rel;
+    EXPECT_NE(rel.find(w.gateUp), std::string::npos) << rel;
+  }
+  std::string twin = fixture("llama_merged_tp4_twin");
+  auto t = verifyCapture(twin, twin + "/dist");
+  EXPECT_EQ(t.code, 1) << t.out << t.err;
+  EXPECT_EQ(nlohmann::json::parse(t.out)["verdict"], "refuted") << t.out;
+}
 
 // The helper run for real: /usr/bin/python3 with torch (Debian's python3-torch)
 // captures the blocks on gloo, and the result equals the committed fixture and

@@ -264,7 +264,12 @@ def graph_text(gm, header=""):
                 continue
             args = [_arg(a) for a in n.args] + ["%s = %s" % (k, _arg(v)) for k, v in n.kwargs.items()]
             m = _meta(n)
-            if isinstance(m, (list, tuple)) and not hasattr(m, "dtype"):  # tuple result
+            # A tuple result (split_with_sizes): make_fx on torch 1.13 leaves
+            # no metadata on it, only on the getitems that read it.
+            tuple_result = isinstance(m, (list, tuple)) and not hasattr(m, "dtype")
+            if m is None and n.users and all(_target(u) is None for u in n.users):
+                tuple_result = True
+            if tuple_result:
                 body.append("%s = %s(%s)" % (n.name, target, ", ".join(args)))
             else:
                 body.append("%s: %s = %s(%s)" % (n.name, _type(m, "node '%s'" % n.name), target,

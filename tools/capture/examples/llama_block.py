@@ -10,8 +10,12 @@ over the ranks; KV heads are split too while the world size divides them,
 and replicated (rank r holds KV head r // (world / kv_heads)) when it
 exceeds them. `--drop-collective` leaves out the attention's all_reduce (a
 broken twin); `--drop-backward-collective` (with --joint) the all_reduce of
-the input gradient of the MLP's region.
+the input gradient of the MLP's region. `--merged` uses vLLM's layout: one
+QKV projection (QKVParallelLinear: rank r holds [q_r | k_r | v_r]) whose
+output is split into q, k and v, and one gate_up projection
+(MergedColumnParallelLinear: [gate_r | up_r]) whose output is chunked in two.
 """
+import functools
 
 import argparse
 import math
@@ -39,16 +43,21 @@ def rotate_half(t):
     return torch.cat((-b, a), dim=-1)
 
 
-def block(x, ln1, wq, wk, wv, wo, ln2, wg, wu, wd, cos, sin, copy_to=None, reduce_from=None, reduce_mlp=None):
+def block(x, ln1, wo, ln2, wd, cos, sin, wq=None, wk=None, wv=None, wg=None, wu=None, wqkv=None, wgu=None,
+          qkv_sizes=None, copy_to=None, reduce_from=None, reduce_mlp=None):
     ident = (lambda t: t)  # `is None`, not `or`: Dynamo cannot take the truth of a Function's apply
     copy_to = ident if copy_to is None else copy_to
     reduce_from = ident if reduce_from is None else reduce_from
     reduce_mlp = reduce_from if reduce_mlp is None else reduce_mlp
     b, s, _ = x.shape
     h = copy_to(rms_norm(x, ln1))
-    q = torch.nn.functional.linear(h, wq).view(b, s, -1, HEAD_DIM).transpose(1, 2)
-    k = torch.nn.functional.linear(h, wk).view(b, s, -1, HEAD_DIM).transpose(1, 2)
-    v = torch.nn.functional.linear(h, wv).view(b, s, -1, HEAD_DIM).transpose(1, 2)
+    if wqkv is not None:  # vLLM: one projection, its output split
+        q, k, v = torch.nn.functional.linear(h, wqkv).split(qkv_sizes, dim=-1)
+    else:
+        q, k, v = (torch.nn.functional.linear(h, w) for w in (wq, wk, wv))
+    q = q.view(b, s, -1, HEAD_DIM).transpose(1, 2)
+    k = k.view(b, s, -1, HEAD_DIM).transpose(1, 2)
+    v = v.view(b, s, -1, HEAD_DIM).transpose(1, 2)
     q = q * cos + rotate_half(q) * sin
     k = k * cos + rotate_half(k) * sin
     rep = q.shape[1] // k.shape[1]  # query heads per KV head on this rank
@@ -59,7 +68,11 @@ def block(x, ln1, wq, wk, wv, wo, ln2, wg, wu, wd, cos, sin, copy_to=None, reduc
     o = (p @ v).transpose(1, 2).reshape(b, s, -1)
     x = x + reduce_from(torch.nn.functional.linear(o, wo))
     h2 = copy_to(rms_norm(x, ln2))
-    m = torch.nn.functional.silu(torch.nn.functional.linear(h2, wg)) * torch.nn.functional.linear(h2, wu)
+    if wgu is not None:
+        gate, up = torch.nn.functional.linear(h2, wgu).chunk(2, dim=-1)
+    else:
+        gate, up = torch.nn.functional.linear(h2, wg), torch.nn.functional.linear(h2, wu)
+    m = torch.nn.functional.silu(gate) * up
     return x + reduce_mlp(torch.nn.functional.linear(m, wd))
 
 
@@ -93,33 +106,50 @@ def shard(params, rank, world):
     return out
 
 
-def rank_main(rank, world, out, drop, joint, drop_bwd):
+def merged(params):
+    """vLLM's merged projections: [q | k | v] and [gate | up] (of a rank's
+    shards, on a rank), and the split sizes of the QKV output."""
+    out = {k: v for k, v in params.items() if k not in ("wq", "wk", "wv", "wg", "wu")}
+    out["wqkv"] = torch.cat((params["wq"], params["wk"], params["wv"]), 0).contiguous()
+    out["wgu"] = torch.cat((params["wg"], params["wu"]), 0).contiguous()
+    sizes = [params["wq"].shape[0], params["wk"].shape[0], params["wv"].shape[0]]
+    return out, sizes
+
+
+def rank_main(rank, world, out, drop, joint, drop_bwd, merge=False):
     full = full_params()
     tp = dist.new_group(list(range(world)))
     local = shard(full, rank, world)
+    seq_fn = block
+    dist_block = block
+    if merge:
+        full, full_sizes = merged(full)
+        local, local_sizes = merged(local)
+        seq_fn = functools.partial(block, qkv_sizes=full_sizes)
+        dist_block = functools.partial(block, qkv_sizes=local_sizes)
     copy_to, reduce_from = regions(tp, False, drop_bwd)
     _, reduce_attn = regions(tp, drop, False)
     # The twin drops the attention's forward all_reduce or the backward
     # all_reduce of every copy_to region.
 
     def dist_fn(**kw):
-        return block(copy_to=copy_to, reduce_from=reduce_attn, reduce_mlp=reduce_from, **kw)
+        return dist_block(copy_to=copy_to, reduce_from=reduce_attn, reduce_mlp=reduce_from, **kw)
 
     if not drop and not drop_bwd:
         with torch.no_grad():
-            got, want = dist_fn(**local), block(**full)
+            got, want = dist_fn(**local), seq_fn(**full)
         if not torch.allclose(got, want, atol=1e-4):
             raise SystemExit("rank %d: distributed block differs from sequential by %g" % (rank, (got - want).abs().max()))
     grad = [k for k in full if k not in ("cos", "sin")] if joint else None
     what = ", ".join(w for w, on in (("training step", joint), ("attention all_reduce dropped", drop),
                                      ("backward all_reduce dropped", drop_bwd)) if on)
     if rank == 0:
-        spc.capture_seq(block, full, os.path.join(out, "seq.py"), grad=grad,
-                        header="llama block, sequential%s (tools/capture/examples/llama_block.py)"
-                        % (", training step" if joint else ""))
+        spc.capture_seq(seq_fn, full, os.path.join(out, "seq.py"), grad=grad,
+                        header="llama block, sequential%s%s (tools/capture/examples/llama_block.py)"
+                        % (", training step" if joint else "", ", vLLM merged projections" if merge else ""))
     groups = spc.capture_rank(dist_fn, local, os.path.join(out, "dist"), "llama", grad=grad,
-                              header="llama block, TP %d, rank %d%s (tools/capture/examples/llama_block.py)"
-                              % (world, rank, ", " + what if what else ""))
+                              header="llama block, TP %d, rank %d%s%s (tools/capture/examples/llama_block.py)"
+                              % (world, rank, ", " + what if what else "", ", vLLM merged projections" if merge else ""))
     spc.write_mesh(os.path.join(out, "mesh.txt"), groups, axes=[("tp", world)])
     if rank == 0:
         print("captured llama block tp=%d%s -> %s" % (world, " (" + what + ")" if what else "", out))
@@ -132,6 +162,7 @@ def main():
     ap.add_argument("--drop-collective", action="store_true")
     ap.add_argument("--joint", action="store_true", help="capture a training step (torch 2.x)")
     ap.add_argument("--drop-backward-collective", action="store_true")
+    ap.add_argument("--merged", action="store_true", help="vLLM's merged QKV and gate_up projections")
     a = ap.parse_args()
     w = a.world_size
     if w < 1 or HEADS % w or FFN % w or (w > KV_HEADS and w % KV_HEADS) or (w <= KV_HEADS and KV_HEADS % w):
@@ -139,7 +170,7 @@ def main():
                  % (HEADS, FFN, KV_HEADS))
     if a.drop_backward_collective and not a.joint:
         ap.error("--drop-backward-collective needs --joint")
-    spc.launch(w, rank_main, a.out, a.drop_collective, a.joint, a.drop_backward_collective)
+    spc.launch(w, rank_main, a.out, a.drop_collective, a.joint, a.drop_backward_collective, a.merged)
 
 
 if __name__ == "__main__":
