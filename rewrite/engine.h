@@ -75,6 +75,13 @@ struct Rule {
   int dropoutOut = 0;
 };
 
+// Is an IR op's result all zeros when these of its operands are (a layout
+// op, negation or cast of zeros, a concat or sum of zeros, a product with
+// zeros, in real arithmetic)? Constants are judged by their values.
+bool zeroResult(ir::OpKind op, const std::vector<bool>& operandZero);
+// Every element of a constant tensor is 0.
+bool allZeros(const ir::Tensor& t);
+
 // f * g is representable exactly (a scale factor stored is the real
 // product): the engine's scale composition and rank folding's factors.
 bool exactProduct(double f, double g);
@@ -123,6 +130,9 @@ class Engine {
   Result<ClassId> addRel(const Rel& r);
   // Merge when types agree; false (and nothing merged) otherwise.
   bool mergeChecked(ClassId a, ClassId b);
+  // D values known to hold only zeros, per rank (DistModel::zeros): their
+  // leaves are zero terms (dropZeroTerms).
+  void setZeroLeaves(const std::vector<std::set<ir::ValueId>>* z) { zeroLeaves_ = z; }
 
   // Applies the rules until saturation, a budget, or `done()` holds.
   StopReason saturate(const Budget& b, const std::function<bool()>& done);
@@ -144,6 +154,7 @@ class Engine {
   std::optional<double> scalarConstant(ClassId c) const;  // value of a one-element float constant
   int applyRules(const std::chrono::steady_clock::time_point& deadline, const Budget& b);
   int tileSlices();
+  int dropZeroTerms();  // engine_rules.cpp
   int composeReshapes();  // engine_reshape.cpp
   int composeScales();    // engine_scale.cpp
   int flattenLinear();    // engine_scale.cpp
@@ -160,6 +171,7 @@ class Engine {
   const ir::Program& dist_;
   EGraph g_;
   std::unique_ptr<smt::Context> smt_;
+  const std::vector<std::set<ir::ValueId>>* zeroLeaves_ = nullptr;
 };
 
 // Rank-relative dims: d < 0 counts from the end.

@@ -611,6 +611,7 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
     if (n > 0) stats_.perLemma[std::string("engine:") + name] += n;
   };
   step("slice-tiling", tileSlices());
+  step("zero-terms", dropZeroTerms());
   step("reshape-composition", composeReshapes());
   step("scale-composition", composeScales());
   step("scale-through-sum", flattenLinear());
@@ -618,6 +619,95 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
   step("reshape-scale-through-concat", reshapesThroughConcats());
   step("concat-through-concat", concatsThroughConcats());
   step("associativity-views", flattenAssoc());
+  return changed;
+}
+
+// Zero terms (relation semantics, x + 0 = x in the reals): classes that hold
+// only zeros (a constant of zeros; layout ops, concats, negations, casts,
+// sums of such; a product with one) are found first, then a sum or add one
+// of whose terms is such a class of the result's own type drops it: the
+// rest (one term: that class; more: their sum). This is how a backward's
+// zero-padded pieces (slice_backward writing rotary's halves into zeros,
+// added back together) meet the rank-local ones.
+bool allZeros(const ir::Tensor& t) {
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (t.getAsDouble(i) != 0) return false;
+  return true;
+}
+
+bool zeroResult(ir::OpKind op, const std::vector<bool>& z) {
+  using K = ir::OpKind;
+  bool all = !z.empty() && std::all_of(z.begin(), z.end(), [](bool b) { return b; });
+  switch (op) {
+    case K::Reshape: case K::Squeeze: case K::Unsqueeze: case K::Transpose: case K::Expand: case K::Slice:
+    case K::Split: case K::Neg: case K::Identity: case K::Abs: case K::Relu: case K::Cast:
+      return !z.empty() && z[0];
+    case K::Concat: case K::Add:
+      return all;
+    case K::Mul:
+      return std::any_of(z.begin(), z.end(), [](bool b) { return b; });
+    default:
+      return false;
+  }
+}
+
+int Engine::dropZeroTerms() {
+  using K = ir::OpKind;
+  const std::vector<ClassId> classes = g_.canonicalClasses();
+  std::set<ClassId> zero;
+  auto isZero = [&](ClassId k) { return zero.count(g_.find(k)) > 0; };
+  auto zeroNode = [&](const ENode& n) {
+    auto allZero = [&] { return !n.kids.empty() && std::all_of(n.kids.begin(), n.kids.end(), isZero); };
+    switch (n.op) {
+      case kOpSlice: case kOpPermute: case kOpReshape: case kOpScale: return isZero(n.kids[0]);
+      case kOpConcat: case kOpSum: return allZero();
+      case kOpDist:
+        return zeroLeaves_ && n.data[0] >= 0 && size_t(n.data[0]) < zeroLeaves_->size() &&
+               (*zeroLeaves_)[size_t(n.data[0])].count(ir::ValueId(n.data[1])) > 0;
+      default: break;
+    }
+    if (isRelOp(n.op)) return false;
+    if (K(n.op) == K::Constant) return allZeros(ir::attrTensor(in_.attrMap(n.data[0]), "value"));
+    std::vector<bool> kz;
+    for (ClassId k : n.kids) kz.push_back(isZero(k));
+    return zeroResult(K(n.op), kz);
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (ClassId c : classes) {
+      if (isZero(c)) continue;
+      for (const ENode& n : g_.nodes(c))
+        if (zeroNode(n)) {
+          zero.insert(g_.find(c));
+          grew = true;
+          break;
+        }
+    }
+  }
+  if (zero.empty()) return 0;
+  int changed = 0;
+  for (ClassId c : classes) {
+    if (isZero(c)) continue;
+    const ir::TensorType& t = g_.type(c);
+    std::vector<ClassId> keep;
+    bool dropped = false;
+    for (const ENode& n : g_.nodes(c)) {
+      if (n.op != kOpSum && n.op != int32_t(K::Add)) continue;
+      keep.clear();
+      dropped = false;
+      for (ClassId k : n.kids) {
+        if (isZero(k) && g_.type(k) == t) dropped = true;
+        else keep.push_back(k);
+      }
+      if (dropped && !keep.empty()) break;
+      dropped = false;
+    }
+    if (!dropped) continue;
+    std::optional<ClassId> rest = keep.size() == 1 ? std::optional<ClassId>(keep[0]) : sum(keep);
+    if (!rest || g_.type(*rest) != t) continue;
+    if (g_.find(*rest) != g_.find(c) && mergeChecked(c, *rest)) ++changed;
+  }
+  if (changed) g_.rebuild();
   return changed;
 }
 

@@ -34,13 +34,24 @@ Result<DistModel> lowerProgram(const ir::Program& p) {
   m.sendTo.resize(world);
   m.outputs.resize(world);
   SP_ASSIGN(ir::CollectiveOrder order, ir::orderCollectives(p));
+  m.zeros.resize(world);
   for (int64_t r = 0; r < p.worldSize(); ++r) {
     const ir::Graph& g = p.rank(r);
+    auto& zeros = m.zeros[size_t(r)];
     for (ir::ValueId o : g.outputs()) m.outputs[size_t(r)].insert(o);
     for (ir::NodeId n = 0; n < ir::NodeId(g.nodes().size()); ++n) {
       const ir::Node& node = g.node(n);
       ++m.numNodes;
       if (node.op == ir::OpKind::Constant || node.op == ir::OpKind::Range) m.sources.emplace_back(r, n);
+      bool zero = false;
+      if (node.op == ir::OpKind::Constant) {
+        zero = allZeros(ir::attrTensor(node.attrs, "value"));
+      } else {
+        std::vector<bool> z;
+        for (ir::ValueId in : node.inputs) z.push_back(zeros.count(in) > 0);
+        zero = zeroResult(node.op, z);
+      }
+      if (zero) zeros.insert(node.outputs.begin(), node.outputs.end());
     }
   }
   for (const ir::CollectiveStep& step : order.colls) {

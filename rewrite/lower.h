@@ -40,6 +40,9 @@ struct DistModel {
   // related to identical D constants.
   std::vector<std::pair<int64_t, ir::NodeId>> sources;
   std::vector<std::set<ir::ValueId>> outputs;  // per rank: graph outputs
+  // Per rank: values that hold only zeros (constants of zeros and what
+  // zeroResult keeps zero: slice_backward's padding, say).
+  std::vector<std::set<ir::ValueId>> zeros;
   int64_t numNodes = 0;
 };
 

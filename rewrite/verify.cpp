@@ -694,6 +694,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     // relation, a fresh one explores from every seed, as before.
     std::optional<Engine> holder;
     holder.emplace(interner, rules, es, dist);
+    holder->setZeroLeaves(&model.zeros);
     Engine& eng = *holder;
     std::vector<ClassId> kids;
     std::vector<DistLeaf> seeds;
@@ -784,6 +785,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     for (int phase = 0; phase < 2; ++phase) {
       if (phase > 0) {
         holder.emplace(interner, rules, es, dist);
+        holder->setZeroLeaves(&model.zeros);
         kids.clear();
         seeds.clear();
         built.clear();

@@ -19,6 +19,8 @@
 namespace sp::test {
 namespace {
 
+namespace fs = std::filesystem;
+
 std::string fixture(const std::string& rel) { return sourcePath("tests/fixtures/capture_torch2/" + rel); }
 
 struct Case {
@@ -149,14 +151,39 @@ TEST(Torch2Llama, TwinWithoutTheAttentionAllReduceIsRefutedAtTheNextNorm) {
   }
 }
 
-// The whole training step at TP 4: the gradient of the KV expand sums a
-// rank-5 [b, kv, rep, s, d] tensor over rep with the KV heads split
+// The whole training step at TP 2 and 4: the gradient of the KV expand sums
+// a rank-5 [b, kv, rep, s, d] tensor over rep with the KV heads split
 // (reduce-sum-keep-over-other-concat, proven to rank 5), rotary's backward
-// writes the halves into zeros (slice_backward). At TP 2 it is
-// inconclusive today (the rotary halves' zero blocks are not simplified).
+// writes the halves into zeros (slice_backward) and adds them back: the
+// engine's zero-terms step drops the zero padding (at TP 2 each rank holds
+// two KV heads, and without it the sum of padded halves met no D value).
 TEST(Torch2Llama, TrainingStepVerified) {
-  auto j = verifyJson(trainingStep(fixture("llama_tp4_joint")), 0);
-  EXPECT_EQ(j["verdict"], "verified") << j.dump(1);
+  for (const char* dir : {"llama_tp2_joint", "llama_tp4_joint"}) {
+    auto j = verifyJson(trainingStep(fixture(dir)), 0);
+    EXPECT_EQ(j["verdict"], "verified") << dir << "\n" << j.dump(1);
+    bool zeroTerms = false;
+    for (const auto& a : j["assumptions"]) zeroTerms = zeroTerms || a.get<std::string>().find("zero-terms x") != std::string::npos;
+    EXPECT_TRUE(zeroTerms) << dir << ": the zero-terms step is listed among the assumptions";
+  }
+}
+
+// The TP 2 training step with each rank's first backward all_reduce (the
+// input gradient of the MLP's copy_to region) replaced by a clone: not
+// verified, and refuted where the partial gradient is used as if whole.
+TEST(Torch2Llama, TrainingStepTp2WithoutABackwardAllReduceIsRefuted) {
+  auto dir = tempDir("torch2-llama-tp2-twin");
+  fs::copy(fixture("llama_tp2_joint"), dir, fs::copy_options::recursive);
+  for (const auto& f : fs::directory_iterator(dir / "dist" / "bw")) {
+    std::string text = slurp(f.path().string());
+    std::string from = "torch.ops._c10d_functional.all_reduce.default(add_7, 'sum', '1')";
+    auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << f.path();
+    text.replace(at, from.size(), "torch.ops.aten.clone.default(add_7)");
+    std::ofstream(f.path(), std::ios::trunc) << text;
+  }
+  auto j = verifyJson(trainingStep(dir.string()), 1);
+  EXPECT_EQ(j["verdict"], "refuted") << j.dump(1);
+  fs::remove_all(dir);
 }
 
 // The training step's twin (no backward all_reduce in the copy_to regions)
@@ -171,12 +198,49 @@ TEST(Torch2Llama, TrainingStepTwinIsRefuted) {
       << j.dump(1);
 }
 
+// A backward graph alone, checked against S's backward with relations for
+// the saved tensors and the tangent (docs/fx-import.md, "Training steps"):
+// the TP 2 MLP's backward is verified; with the ranks' saved activations
+// swapped (rank r holding rank 1-r's slice) it is not.
+TEST(Torch2Backward, OnlyTheBackwardWithSavedTensorRelations) {
+  auto dir = tempDir("torch2-bw-only");
+  auto relations = [&](const std::string& slot) {
+    std::string shard = [&](const std::string& d, const std::string& s, int dim) {
+      return "for r in tp: dist[r]." + d + " = slice(seq." + s + ", dim=" + std::to_string(dim) + ", start=" +
+             slot + "*24, end=(" + slot + "+1)*24)\n";
+    }("view_2", "view_1", 2);
+    std::string text = "dist[*].view_1 = seq.view\n"
+                       "for r in tp: dist[r].t = slice(seq.t, dim=1, start=idx(r,tp)*24, end=(idx(r,tp)+1)*24)\n" +
+                       shard +
+                       "for r in tp: dist[r].t_1 = slice(seq.t_1, dim=0, start=idx(r,tp)*24, end=(idx(r,tp)+1)*24)\n"
+                       "for r in tp: dist[r].view_3 = slice(seq.view_2, dim=1, start=" + slot + "*24, end=(" + slot +
+                       "+1)*24)\n"
+                       "dist[*].tangents_1 = seq.tangents_1\n";
+    auto path = dir / ("bw-" + std::to_string(text.size()) + ".rel");
+    std::ofstream(path) << text;
+    return path.string();
+  };
+  std::string m = fixture("mlp_tp2_joint");
+  std::vector<std::string> args{"verify", "--seq", m + "/seq.bw.py", "--dist", m + "/dist/bw", "--mesh",
+                                m + "/mesh.txt", "--relation"};
+  auto ok = args;
+  ok.push_back(relations("idx(r,tp)"));
+  auto r = runCli(ok);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict: verified"), std::string::npos) << r.out;
+  auto swapped = args;
+  swapped.push_back(relations("(1-idx(r,tp))"));
+  auto bad = runCli(swapped);
+  EXPECT_TRUE(bad.code == 1 || bad.code == 2) << bad.out << bad.err;
+  EXPECT_EQ(bad.out.find("verdict: verified"), std::string::npos) << bad.out;
+  fs::remove_all(dir);
+}
+
 // A search that outgrows memory is inconclusive, not a crash: with the
 // library plus a lemma that makes sums and concats trade places on every
 // dim (it grew this twin's e-graph past 24 GB before the node budget saw
 // it), under a 1.5 GB address-space limit.
 TEST(TrainingStep, SearchOutOfMemoryIsInconclusive) {
-  namespace fs = std::filesystem;
   auto lemmas = tempDir("torch2-blowup-lemmas");
   for (const auto& f : fs::directory_iterator(sourcePath("rewrite/lemmas")))
     if (f.path().extension() == ".rules") fs::copy_file(f.path(), lemmas / f.path().filename());
