@@ -51,6 +51,12 @@ struct Fact {
   // piece i % inner of innerDim. inner == 1: a plain split.
   int64_t inner = 1;
   int64_t innerDim = -1;
+  // A second group (2-D folding: DP x TP, CP x TP): the layout over it, of
+  // the value the first group's layout is about (rep, a plain split along
+  // dim2, or partial sums). E = sum or concat over the second group of what
+  // the first group's layout combines.
+  Lay lay2 = Lay::Rep;
+  int64_t dim2 = 0;
   bool plain() const { return blocks == 1 && inner == 1; }
 };
 
@@ -196,13 +202,25 @@ class Folder {
             int64_t inRank);
   std::optional<TensorType> inferGlobal(OpKind op, const ir::AttrMap& attrs, const std::vector<TensorType>& ins,
                                         int out);
-  TensorType globalOf(const TensorType& local, const Fact& f) const;
+  // S's type of a D value: the local type scaled by each split (the second
+  // group's too unless primaryOnly).
+  TensorType globalOf(const TensorType& local, const Fact& f, bool primaryOnly = false) const;
   std::vector<Fact> transfer(const ir::Node& n);
-  std::vector<Fact> collective(const ir::Node& n, const std::vector<Fact>& in);
+  std::vector<Fact> rules(const ir::Node& n, const std::vector<Fact>& in);
+  // 2-D folding: each group's layout decided on its own, then one check of
+  // S's types and one expression for the outputs.
+  std::vector<Fact> transfer2(const ir::Node& n, const std::vector<Fact>& in);
+  std::vector<Fact> collective2(const ir::Node& n, const std::vector<Fact>& in);
+  std::vector<Fact> finalize(const ir::Node& n, const std::vector<Fact>& in, std::vector<Fact> outs, double factor);
+  bool instancesAreGroups(const ir::Node& n, int axis);
+  std::string setup2D(const std::vector<std::string>& groups);
+  RelPtr rebuild2(const Fact& f, const std::string& name) const;
+  std::vector<Fact> collective(const ir::Node& n, const std::vector<Fact>& in, bool checkMembers = true);
   std::vector<Fact> splitRule(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> sumRule(const ir::Node& n, const std::vector<Fact>& in);
   // Each D input's checked relation, by name, then rank.
   using Bound = std::unordered_map<std::string, std::vector<RelPtr>>;
+  std::optional<Fact> inputFact2(const std::string& name, const TensorType& local, const Bound& bound);
   std::optional<Fact> inputFact(const std::string& name, const TensorType& local, const Bound& bound);
   std::optional<Fact> blockedInputFact(const std::vector<RelPtr>& rels, const TensorType& local);
 
@@ -232,6 +250,17 @@ class Folder {
   std::map<std::string, bool> schemaOk_;
   std::set<std::string> used_;
   int64_t steps_ = 0;
+  // 2-D folding: groups A (the first, n_ ranks) and B (n2_ ranks); grid_[j]
+  // is the A group holding B position j, in A order.
+  bool twoD_ = false;
+  std::string groupA_, groupB_;
+  int64_t n2_ = 1;
+  std::vector<std::vector<int64_t>> grid_;
+  std::map<std::pair<ir::NodeId, int>, bool> groupChecked_;
+  // The rules only decide layouts (no S types, no expressions); a mean over
+  // a split group multiplies decidedFactor_ by the group size.
+  bool decideOnly_ = false;
+  double decidedFactor_ = 1.0;
 };
 
 bool Folder::use(const std::string& schema) {
@@ -311,8 +340,10 @@ std::optional<TensorType> Folder::inferGlobal(OpKind op, const ir::AttrMap& attr
   return (*r)[size_t(out)];
 }
 
-TensorType Folder::globalOf(const TensorType& local, const Fact& f) const {
+TensorType Folder::globalOf(const TensorType& local, const Fact& f, bool primaryOnly) const {
   TensorType t = local;
+  if (!primaryOnly && f.lay2 == Lay::Split && size_t(f.dim2) < t.shape.size())
+    t.shape[size_t(f.dim2)] = Dim(n2_) * t.shape[size_t(f.dim2)];
   if (f.lay != Lay::Split) return t;
   t.shape[size_t(f.dim)] = Dim(n_ / f.inner) * t.shape[size_t(f.dim)];
   if (f.innerDim >= 0) t.shape[size_t(f.innerDim)] = Dim(f.inner) * t.shape[size_t(f.innerDim)];
@@ -557,6 +588,11 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
   int64_t inRank = int64_t(local(0).shape.size());
   std::vector<Fact> first;
   bool merged = reshapeLike(n.op) && in[0].innerDim >= 0;
+  if (decideOnly_) {
+    if (candidates.empty()) return {};
+    Fact want{Lay::Split, candidates[0], {}, blocks, merged ? 1 : inner, innerDims[0]};
+    return std::vector<Fact>(n.outputs.size(), want);
+  }
   for (size_t ci = 0; ci < candidates.size(); ++ci) {
     int64_t d = candidates[ci];
     Fact want{Lay::Split, d, {}, blocks, merged ? 1 : inner, innerDims[ci]};
@@ -599,6 +635,7 @@ std::vector<Fact> Folder::sumRule(const ir::Node& n, const std::vector<Fact>& in
     vin.push_back(in[i].v);
   }
   auto single = [&](Val v) -> std::vector<Fact> {
+    if (decideOnly_) return n.outputs.size() == 1 ? std::vector<Fact>{Fact{Lay::Sum, 0, {}}} : std::vector<Fact>{};
     auto got = inferGlobal(n.op, n.attrs, gin, 0);
     if (!got || !(*got == out0) || n.outputs.size() != 1) return {};
     return {Fact{Lay::Sum, 0, v}};
@@ -619,18 +656,27 @@ std::vector<Fact> Folder::sumRule(const ir::Node& n, const std::vector<Fact>& in
       default: break;
     }
     if (!linear) return {};
+    if (decideOnly_) return single({});
     return single(canon(n.op, n.attrs, vin, 0, out0, inRank));
   }
   if (sums > 0) return {};
   if (n.op == OpKind::MatMul && splits == 2 && use("matmul-contract-split")) {
     int64_t ra = int64_t(local(0).shape.size()), rb = int64_t(local(1).shape.size());
     if (ra >= 2 && rb >= 2 && in[0].dim == ra - 1 && in[1].dim == rb - 2 && in[0].blocks == in[1].blocks)
-      return single(canon(n.op, n.attrs, vin, 0, out0, inRank));
+      return decideOnly_ ? single({}) : single(canon(n.op, n.attrs, vin, 0, out0, inRank));
   }
   if ((n.op == OpKind::ReduceSum || n.op == OpKind::ReduceMean) && splits == 1) {
     const auto& norm = interner_.attrMap(interner_.attrs(n.op, n.attrs, inRank));
     const auto& axes = std::get<std::vector<int64_t>>(norm.at("axes"));
     if (std::find(axes.begin(), axes.end(), in[0].dim) == axes.end()) return {};
+    if (decideOnly_) {
+      if (n.op == OpKind::ReduceSum && use("reduce-sum-over-split")) return single({});
+      if (n.op == OpKind::ReduceMean && use("reduce-mean-over-split")) {
+        decidedFactor_ *= double(n_);
+        return single({});
+      }
+      return {};
+    }
     Val v = canon(n.op, n.attrs, vin, 0, out0, inRank);
     if (n.op == OpKind::ReduceSum && use("reduce-sum-over-split")) return single(v);
     // The mean of N equal shards' means is the whole mean: sum_r = N * mean.
@@ -641,15 +687,18 @@ std::vector<Fact> Folder::sumRule(const ir::Node& n, const std::vector<Fact>& in
 }
 
 // Collectives over the folded group, matched by the collective-order module.
-std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>& in) {
+std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>& in, bool checkMembers) {
   const DistModel& m = *in_.model;
   ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
-  const auto& of = m.collOf[size_t(members_[0])];
-  auto it = of.find(id);
-  if (it == of.end()) return {};
-  const CollInstance& inst = m.colls[size_t(it->second)];
-  if (inst.members != members_ || std::any_of(inst.nodes.begin(), inst.nodes.end(), [&](ir::NodeId x) { return x != id; }))
-    return {};
+  if (checkMembers) {
+    const auto& of = m.collOf[size_t(members_[0])];
+    auto it = of.find(id);
+    if (it == of.end()) return {};
+    const CollInstance& inst = m.colls[size_t(it->second)];
+    if (inst.members != members_ ||
+        std::any_of(inst.nodes.begin(), inst.nodes.end(), [&](ir::NodeId x) { return x != id; }))
+      return {};
+  }
   const TensorType& inT = g_->value(n.inputs[0]).type;
   const TensorType& outT = g_->value(n.outputs[0]).type;
   int64_t rank = int64_t(inT.shape.size());
@@ -675,7 +724,7 @@ std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>&
       return {};
     case OpKind::AllGather: {
       auto d = dimAttr("dim");
-      if (d && x.lay == Lay::Split && x.dim == *d && outT == globalOf(inT, x)) return {Fact{Lay::Rep, 0, x.v}};
+      if (d && x.lay == Lay::Split && x.dim == *d && outT == globalOf(inT, x, true)) return {Fact{Lay::Rep, 0, x.v}};
       return {};
     }
     case OpKind::ReduceScatter: {
@@ -683,14 +732,14 @@ std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>&
       auto v = reduced();
       if (!d || !v) return {};
       Fact out{Lay::Split, *d, *v};
-      if (!(globalOf(outT, out) == inT)) return {};
+      if (!(globalOf(outT, out, true) == inT)) return {};
       return {out};
     }
     case OpKind::AllToAll: {
       auto s = dimAttr("split_dim"), c = dimAttr("concat_dim");
       if (!s || !c || *s == *c || x.lay != Lay::Split || x.dim != *c) return {};
       Fact out{Lay::Split, *s, x.v};
-      if (!(globalOf(outT, out) == globalOf(inT, x))) return {};
+      if (!(globalOf(outT, out, true) == globalOf(inT, x, true))) return {};
       return {out};
     }
     case OpKind::Broadcast:
@@ -724,14 +773,19 @@ std::vector<Fact> Folder::received(const ir::Node& n) {
 }
 
 std::vector<Fact> Folder::transfer(const ir::Node& n) {
-  if (n.op == OpKind::Recv) return received(n);
+  if (n.op == OpKind::Recv) return twoD_ ? std::vector<Fact>{} : received(n);
   if (n.op == OpKind::Send) return {};
   std::vector<Fact> in;
   for (ir::ValueId v : n.inputs) in.push_back((*facts_)[size_t(v)]);
   if (std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::None; })) return {};
   auto cat = ir::opInfo(n.op).category;
-  if (cat == OpCategory::Collective) return collective(n, in);
   if (cat == OpCategory::Random) return {};
+  if (twoD_) return cat == OpCategory::Collective ? collective2(n, in) : transfer2(n, in);
+  if (cat == OpCategory::Collective) return collective(n, in);
+  return rules(n, in);
+}
+
+std::vector<Fact> Folder::rules(const ir::Node& n, const std::vector<Fact>& in) {
   bool allRep = std::all_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::Rep; });
   if (allRep) {
     // Every rank computes the same op on the same values.
@@ -740,7 +794,8 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
     int64_t inRank = n.inputs.empty() ? 0 : int64_t(g_->value(n.inputs[0]).type.shape.size());
     std::vector<Fact> outs;
     for (size_t o = 0; o < n.outputs.size(); ++o)
-      outs.push_back(Fact{Lay::Rep, 0, canon(n.op, n.attrs, vin, int(o), g_->value(n.outputs[o]).type, inRank)});
+      outs.push_back(Fact{Lay::Rep, 0,
+                          decideOnly_ ? Val{} : canon(n.op, n.attrs, vin, int(o), g_->value(n.outputs[o]).type, inRank)});
     return outs;
   }
   bool anySum = std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::Sum; });
@@ -864,6 +919,267 @@ std::optional<std::pair<std::string, std::vector<std::string>>> Folder::lastScal
   return std::nullopt;
 }
 
+// 2-D folding. Each group's layout is decided by the same schemas, the
+// other group's held fixed (a value split over A and over B along other dims
+// is, over A, the concat of B-splits, and the schema is the same lemma);
+// then S's types and the expression are checked and built once with both.
+std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& in) {
+  std::vector<Fact> pin = in, sin;
+  for (auto& f : pin) f.lay2 = Lay::Rep, f.dim2 = 0;
+  for (const auto& f : in) {
+    Fact t;
+    t.lay = f.lay2;
+    t.dim = f.dim2;
+    t.v = f.v;
+    sin.push_back(t);
+  }
+  decideOnly_ = true;
+  decidedFactor_ = 1.0;
+  std::vector<Fact> pri = rules(n, pin);
+  double f1 = decidedFactor_;
+  std::swap(n_, n2_);
+  decidedFactor_ = 1.0;
+  std::vector<Fact> sec = rules(n, sin);
+  double f2 = decidedFactor_;
+  std::swap(n_, n2_);
+  decideOnly_ = false;
+  if (pri.size() != n.outputs.size() || sec.size() != n.outputs.size() || pri.empty()) return {};
+  std::vector<Fact> outs = pri;
+  for (size_t o = 0; o < outs.size(); ++o) {
+    if (!sec[o].plain() || !outs[o].plain()) return {};
+    outs[o].lay2 = sec[o].lay;
+    outs[o].dim2 = sec[o].dim;
+    // Both groups splitting one dim would nest the pieces: not a layout here.
+    if (outs[o].lay == Lay::Split && outs[o].lay2 == Lay::Split && outs[o].dim == outs[o].dim2) return {};
+  }
+  auto factor = exactTimes(f1, f2);
+  if (!factor) return {};
+  return finalize(n, in, std::move(outs), *factor);
+}
+
+// S's types of the operands and results must agree with the op's shape
+// function (reshape and expand at S's sizes), and each result is the op on
+// the operands' expressions, times `factor` (means over split groups).
+std::vector<Fact> Folder::finalize(const ir::Node& n, const std::vector<Fact>& in, std::vector<Fact> outs,
+                                   double factor) {
+  const auto& vals = g_->values();
+  std::vector<TensorType> gin;
+  std::vector<Val> vin;
+  for (size_t i = 0; i < in.size(); ++i) {
+    gin.push_back(globalOf(vals[size_t(n.inputs[i])].type, in[i]));
+    vin.push_back(in[i].v);
+  }
+  ir::AttrMap attrs = n.attrs;
+  OpKind op = n.op == OpKind::Squeeze || n.op == OpKind::Unsqueeze ? OpKind::Reshape : n.op;
+  if (reshapeLike(n.op) || n.op == OpKind::Expand) {
+    Shape g = globalOf(vals[size_t(n.outputs[0])].type, outs[0]).shape;
+    if (n.op == OpKind::Reshape || n.op == OpKind::Expand) attrs["shape"] = g;
+    else attrs = ir::AttrMap{{"shape", g}};
+  }
+  int64_t inRank = n.inputs.empty() ? 0 : int64_t(vals[size_t(n.inputs[0])].type.shape.size());
+  for (size_t o = 0; o < outs.size(); ++o) {
+    TensorType expect = globalOf(vals[size_t(n.outputs[o])].type, outs[o]);
+    auto got = inferGlobal(op, attrs, gin, int(o));
+    if (!got || !(*got == expect)) return {};
+    Val v = canon(op, attrs, vin, int(o), expect, inRank);
+    if (factor != 1.0) {
+      auto k = exactTimes(v.k, factor);
+      if (!k) return {};
+      v.k = *k;
+    }
+    outs[o].v = v;
+  }
+  return outs;
+}
+
+// Every instance of collective node n is one group of the axis (A: 0, B: 1),
+// the same node on each member.
+bool Folder::instancesAreGroups(const ir::Node& n, int axis) {
+  ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
+  auto key = std::make_pair(id, axis);
+  if (auto it = groupChecked_.find(key); it != groupChecked_.end()) return it->second;
+  const DistModel& m = *in_.model;
+  auto part = dist_.partition(axis == 0 ? groupA_ : groupB_);
+  bool ok = part.ok();
+  std::set<std::vector<int64_t>> parts;
+  if (ok) parts.insert(part->begin(), part->end());
+  for (int64_t r = 0; ok && r < dist_.worldSize(); ++r) {
+    auto it = m.collOf[size_t(r)].find(id);
+    if (it == m.collOf[size_t(r)].end()) {
+      ok = false;
+      break;
+    }
+    const CollInstance& inst = m.colls[size_t(it->second)];
+    ok = parts.count(inst.members) > 0 &&
+         std::all_of(inst.nodes.begin(), inst.nodes.end(), [&](ir::NodeId x) { return x == id; });
+  }
+  groupChecked_[key] = ok;
+  return ok;
+}
+
+// A collective over group A or B acts on that group's layout; the other's
+// carries through, unless the collective cuts or joins the dim it splits.
+std::vector<Fact> Folder::collective2(const ir::Node& n, const std::vector<Fact>& in) {
+  const std::string& group = ir::attrStr(n.attrs, "group");
+  int axis = group == groupA_ ? 0 : group == groupB_ ? 1 : -1;
+  if (axis < 0 || !instancesAreGroups(n, axis)) return {};
+  const Fact& x = in[0];
+  int64_t rank = int64_t(g_->value(n.inputs[0]).type.shape.size());
+  std::vector<int64_t> touched;
+  for (const char* a : {"dim", "split_dim", "concat_dim"})
+    if (n.attrs.count(a))
+      if (auto d = ir::normAxis(ir::attrInt(n.attrs, a), rank, a); d.ok()) touched.push_back(*d);
+  auto touches = [&](Lay l, int64_t d) {
+    return l == Lay::Split && std::find(touched.begin(), touched.end(), d) != touched.end();
+  };
+  if (axis == 0) {
+    if (touches(x.lay2, x.dim2)) return {};
+    Fact p = x;
+    p.lay2 = Lay::Rep;
+    auto r = collective(n, {p}, false);
+    if (r.size() != 1) return {};
+    r[0].lay2 = x.lay2;
+    r[0].dim2 = x.dim2;
+    return r;
+  }
+  if (touches(x.lay, x.dim)) return {};
+  Fact t;
+  t.lay = x.lay2;
+  t.dim = x.dim2;
+  t.v = x.v;
+  std::swap(n_, n2_);
+  auto r = collective(n, {t}, false);
+  std::swap(n_, n2_);
+  if (r.size() != 1 || !r[0].plain()) return {};
+  Fact out = x;
+  out.lay2 = r[0].lay;
+  out.dim2 = r[0].dim;
+  out.v = r[0].v;
+  return {out};
+}
+
+// A D input's layout over both groups: split over at most one of them,
+// each rank's relation the one its position there gives.
+std::optional<Fact> Folder::inputFact2(const std::string& name, const TensorType& local, const Bound& bound) {
+  auto it = bound.find(name);
+  if (it == bound.end()) return std::nullopt;
+  for (int64_t r = 0; r < dist_.worldSize(); ++r)
+    if (!it->second[size_t(r)]) return std::nullopt;
+  std::vector<int64_t> lineB;
+  for (const auto& row : grid_) lineB.push_back(row[0]);
+  // Along each group's line through rank 0: the same relation everywhere
+  // (replicated over that group, whatever it holds), or a layout.
+  auto same = [&](const std::vector<int64_t>& line) {
+    return std::all_of(line.begin(), line.end(),
+                       [&](int64_t r) { return equal(*it->second[size_t(r)], *it->second[size_t(line[0])]); });
+  };
+  bool sameA = same(grid_[0]), sameB = same(lineB);
+  auto saved = members_;
+  std::optional<Fact> fa, fb;
+  if (sameA && sameB) {
+    members_ = grid_[0];
+    fa = inputFact(name, local, bound);  // the whole S tensor, or nothing
+    if (fa && fa->lay != Lay::Rep) fa.reset();
+    fb = fa;
+  } else if (!sameA && sameB) {
+    members_ = grid_[0];
+    fa = inputFact(name, local, bound);
+    fb = Fact{Lay::Rep, 0, {}};
+  } else if (sameA && !sameB) {
+    members_ = lineB;
+    std::swap(n_, n2_);
+    fb = inputFact(name, local, bound);
+    std::swap(n_, n2_);
+    fa = Fact{Lay::Rep, 0, {}};
+  }
+  members_ = saved;
+  if (!fa || !fb || !fa->plain() || !fb->plain()) return std::nullopt;
+  if (fa->lay == Lay::Split && fb->lay == Lay::Split) return std::nullopt;
+  // Every rank's relation is that of its A position (B-replicated) or of
+  // its B position (A-replicated).
+  for (size_t j = 0; j < grid_.size(); ++j)
+    for (size_t i = 0; i < grid_[j].size(); ++i) {
+      int64_t like = fb->lay == Lay::Split ? grid_[j][0] : grid_[0][i];
+      if (!equal(*it->second[size_t(grid_[j][i])], *it->second[size_t(like)])) return std::nullopt;
+    }
+  if (fb->lay != Lay::Split) return fa;
+  Fact f;
+  f.lay = Lay::Rep;
+  f.lay2 = Lay::Split;
+  f.dim2 = fb->dim;
+  f.v = fb->v;
+  return f;
+}
+
+// Two groups, each a partition of the world, forming a product: A's groups
+// (n_ ranks) crossed with B's (n2_), grid_[j][i] the rank at A position i
+// and B position j. A is the group of consecutive ranks when one is.
+std::string Folder::setup2D(const std::vector<std::string>& groups) {
+  int64_t world = dist_.worldSize();
+  auto pa = dist_.partition(groups[0]), pb = dist_.partition(groups[1]);
+  if (!pa.ok() || !pb.ok() || pa->empty() || pb->empty())
+    return "groups " + groups[0] + " and " + groups[1] + " not found";
+  auto containing = [](const ir::GroupPartition& p, int64_t r) -> const std::vector<int64_t>* {
+    for (const auto& g : p)
+      if (std::find(g.begin(), g.end(), r) != g.end()) return &g;
+    return nullptr;
+  };
+  const auto* a0 = containing(*pa, 0);
+  const auto* b0 = containing(*pb, 0);
+  if (!a0 || !b0) return "rank 0 outside a group";
+  bool aContiguous = a0->back() - a0->front() + 1 == int64_t(a0->size());
+  bool bContiguous = b0->back() - b0->front() + 1 == int64_t(b0->size());
+  bool swap = bContiguous && !aContiguous;
+  groupA_ = swap ? groups[1] : groups[0];
+  groupB_ = swap ? groups[0] : groups[1];
+  const ir::GroupPartition& A = swap ? *pb : *pa;
+  const ir::GroupPartition& B = swap ? *pa : *pb;
+  const auto* lineB = containing(B, 0);
+  n_ = int64_t(containing(A, 0)->size());
+  n2_ = int64_t(lineB->size());
+  if (n_ < 2 || n2_ < 2 || n_ * n2_ != world)
+    return "groups " + groupA_ + " and " + groupB_ + " do not cross the world";
+  for (const auto& g : A)
+    if (int64_t(g.size()) != n_) return "groups of different sizes";
+  for (const auto& g : B)
+    if (int64_t(g.size()) != n2_) return "groups of different sizes";
+  grid_.clear();
+  for (int64_t r : *lineB) {
+    const auto* row = containing(A, r);
+    if (!row || row->front() != r) return "group " + groupA_ + " does not start at group " + groupB_ + "'s ranks";
+    grid_.push_back(*row);
+  }
+  // B's group of A position i holds the grid's column i, in order.
+  for (int64_t i = 0; i < n_; ++i) {
+    const auto* col = containing(B, grid_[0][size_t(i)]);
+    if (!col || int64_t(col->size()) != n2_) return "groups do not cross";
+    for (int64_t j = 0; j < n2_; ++j)
+      if ((*col)[size_t(j)] != grid_[size_t(j)][size_t(i)])
+        return "groups " + groupA_ + " and " + groupB_ + " do not cross";
+  }
+  std::vector<int64_t> all;
+  for (const auto& row : grid_) all.insert(all.end(), row.begin(), row.end());
+  std::set<int64_t> distinct(all.begin(), all.end());
+  if (int64_t(distinct.size()) != world) return "groups do not cover the world";
+  classes_ = {all};
+  twoD_ = true;
+  return "";
+}
+
+// The relation an S value has over D when D's value holds it in layout f.
+RelPtr Folder::rebuild2(const Fact& f, const std::string& name) const {
+  auto overA = [&](const std::vector<int64_t>& row) -> RelPtr {
+    if (f.lay == Lay::Rep) return Rel::dist(IntExpr::constant(row[0]), name);
+    std::vector<RelPtr> parts;
+    for (int64_t r : row) parts.push_back(Rel::dist(IntExpr::constant(r), name));
+    return f.lay == Lay::Split ? Rel::concat(f.dim, parts) : Rel::sum(parts);
+  };
+  if (f.lay2 == Lay::Rep) return overA(grid_[0]);
+  std::vector<RelPtr> parts;
+  for (const auto& row : grid_) parts.push_back(overA(row));
+  return f.lay2 == Lay::Split ? Rel::concat(f.dim2, parts) : Rel::sum(parts);
+}
+
 FoldOutcome Folder::run() {
   FoldOutcome res;
   int64_t world = dist_.worldSize();
@@ -877,9 +1193,17 @@ FoldOutcome Folder::run() {
       if (ir::opInfo(n.op).category == OpCategory::Collective && !(n.op == OpKind::Send || n.op == OpKind::Recv))
         groups.insert(ir::attrStr(n.attrs, "group"));
     }
-  if (groups.size() > 1) return res.why = "collectives over several groups", res;
+  if (groups.size() > 2 || (groups.size() == 2 && p2p)) return res.why = "collectives over several groups", res;
   std::vector<RankDomain> domains;
-  if (groups.empty()) {
+  if (groups.size() == 2) {
+    std::string bad = setup2D(std::vector<std::string>(groups.begin(), groups.end()));
+    if (!bad.empty()) return res.why = bad, res;
+    RankDomain d;
+    d.group = groupA_;
+    domains.push_back(d);
+    res.group = groupA_;
+    res.foldedOver = "groups " + groupB_ + " x " + groupA_ + " (" + std::to_string(n2_) + " x " + std::to_string(n_) + " ranks)";
+  } else if (groups.empty()) {
     if (p2p) return res.why = "point-to-point transfers and no group collective", res;
     std::vector<int64_t> all;
     for (int64_t r = 0; r < world; ++r) all.push_back(r);
@@ -909,10 +1233,10 @@ FoldOutcome Folder::run() {
       domains.push_back(d);
     }
   }
-  n_ = int64_t(classes_[0].size());
+  if (!twoD_) n_ = int64_t(classes_[0].size());
   for (const auto& c : classes_)
-    if (int64_t(c.size()) != n_) return res.why = "groups of different sizes", res;
-  res.groupSize = n_;
+    if (!twoD_ && int64_t(c.size()) != n_) return res.why = "groups of different sizes", res;
+  res.groupSize = twoD_ ? n_ * n2_ : n_;
   where_.assign(size_t(world), {-1, -1});
   for (size_t c = 0; c < classes_.size(); ++c)
     for (size_t i = 0; i < classes_[c].size(); ++i) where_[size_t(classes_[c][i])] = {int64_t(c), int64_t(i)};
@@ -960,6 +1284,7 @@ FoldOutcome Folder::run() {
     byRank[size_t(c.rank)] = c.expr;
   }
   std::string stuck;  // the first D op with known operands and no schema
+  bool stuckCollective = false;
   // The first such op reading partial sums where it is not linear in them
   // (a bias added to them, a nonlinearity): the likely bug.
   std::string sumMisuse;
@@ -969,7 +1294,9 @@ FoldOutcome Folder::run() {
     enter(c);
     for (const auto* list : {&g_->inputs(), &g_->params()})
       for (ir::ValueId v : *list)
-        if (auto f = inputFact(g_->value(v).name, g_->value(v).type, bound)) (*facts_)[size_t(v)] = *f;
+        if (auto f = twoD_ ? inputFact2(g_->value(v).name, g_->value(v).type, bound)
+                           : inputFact(g_->value(v).name, g_->value(v).type, bound))
+          (*facts_)[size_t(v)] = *f;
   }
   // Classes in turn until nothing changes: a stage's recv learns its layout
   // once the sending stage has run (each round settles at least one more).
@@ -1000,6 +1327,7 @@ FoldOutcome Folder::run() {
                                      [&](ir::ValueId v) { return (*facts_)[size_t(v)].lay != Lay::None; });
       if (outsKnown || !inputsKnown || n.op == OpKind::Send) continue;
       stuck = std::string(ir::opName(n.op)) + " '" + n.name + "' (" + n.loc.str() + ") on";
+      stuckCollective = ir::opInfo(n.op).category == OpCategory::Collective;
       for (ir::ValueId v : n.inputs) {
         const Fact& f = (*facts_)[size_t(v)];
         stuck += std::string(" ") + (f.lay == Lay::Rep ? "rep" : f.lay == Lay::Sum ? "sum" : "split") +
@@ -1068,7 +1396,13 @@ FoldOutcome Folder::run() {
         if (!f.plain() || !(f.v == target)) continue;
         const std::string& name = g_->value(c).name;
         RelPtr concrete, shown;
-        if (f.lay == Lay::Rep) {
+        if (twoD_) {
+          concrete = shown = rebuild2(f, name);
+          if (exp != in_.expected.end() && f.lay == Lay::Rep && f.lay2 == Lay::Rep && exp->second->op == RelOp::Dist &&
+              exp->second->name == name && exp->second->rank.kind == IntExpr::Kind::Const &&
+              exp->second->rank.value >= 0 && exp->second->rank.value < dist_.worldSize())
+            concrete = exp->second;
+        } else if (f.lay == Lay::Rep) {
           concrete = Rel::dist(IntExpr::constant(members_[0]), name);
           shown = concrete;
           if (exp != in_.expected.end() && exp->second->op == RelOp::Dist && exp->second->name == name &&
@@ -1134,6 +1468,10 @@ FoldOutcome Folder::run() {
     } else {
       res.diagnosis = "no D " + std::string(isSeqOutput(*sv) ? "output" : "value") + " holds S's '" + w + "'" + want +
                       (stuck.empty() ? "" : "; the first D op with no layout over the group is " + stuck);
+      // A collective whose operand's layout it cannot take (a gather of a
+      // replicated value, a sum of whole ones, the other group's) is a
+      // likely bug rather than a missing schema: the witness goes first.
+      res.layoutMismatch = stuckCollective;
     }
   }
   if (!res.unmatched.empty()) {

@@ -18,6 +18,11 @@
 // exactly its expression. Nothing here depends on N: the cost of a layer is
 // the same at TP 2 and TP 1024.
 //
+// Two groups whose groups cross (DP x TP on a [dp, tp] mesh) fold the same
+// way with a layout over each (Fact::lay2): each group's layout is decided
+// by the schemas with the other's held fixed, and S's types and the
+// expression are checked once with both.
+//
 // Folding only ever says "verified" or "not decided": a program it cannot
 // fold, an op with no schema or an S op computed differently in D leaves the
 // verdict to the per-rank engine (rewrite/verify.cpp), which also refutes.
@@ -51,8 +56,9 @@ struct FoldOutcome {
   bool verified = false;
   std::string why;                   // not verified: why folding did not decide
   std::vector<OutputResult> outputs; // verified: one per wanted value, in order
-  std::string group;                 // the folded group ("tp")
-  int64_t groupSize = 0;
+  std::string group;                 // the folded group ("tp"; with two, the first)
+  int64_t groupSize = 0;             // ranks folded into one
+  std::string foldedOver;            // two groups: "groups dp x tp (8 x 8 ranks)"
   int64_t steps = 0;                 // layout rule applications
   std::vector<std::string> schemas;  // the schemas used, with the lemmas each lifts
   // Not verified, after the whole program was folded: the wanted values no

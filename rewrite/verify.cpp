@@ -480,8 +480,10 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
   FoldOutcome fold = verifyFolded(in);
   spdlog::debug("rank folding: {} in {:.3f} s", fold.verified ? "verified" : fold.why,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  std::string folded = "ranks folded: one symbolic rank of group " + fold.group + " (" +
-                       std::to_string(fold.groupSize) + " ranks)";
+  std::string folded = fold.foldedOver.empty()
+                           ? "ranks folded: one symbolic rank of group " + fold.group + " (" +
+                                 std::to_string(fold.groupSize) + " ranks)"
+                           : "ranks folded: one symbolic rank of " + fold.foldedOver;
   if (fold.verified) {
     VerifyReport rep = base;
     rep.verdict = Verdict::Verified;
