@@ -15,6 +15,7 @@
 //  rank, hidden 64 and ffn 256 per rank, so any TP degree builds: with
 //  --blocks mlp an MLP stack;
 //  dp: the data-parallel family, --tp giving the DP degrees; see generateDp;
+//  dptp: an MLP stack on a [dp, tp = 8] mesh, --tp giving the world size; see generateDpTp;
 //  cp: context-parallel attention, --tp giving the CP degrees; see generateCp)
 //                     [--blocks mlp|full] [--time-limit SECONDS]
 //                     [--batch N] [--seq N] [--dump DIR] [--no-memo] [--no-fold]
@@ -98,6 +99,9 @@ ModelShape dpShape() { return {"dp", kDpHidden, 1, 1, kDpFfn, false}; }
 constexpr int64_t kCpTokens = 8, kCpHeads = 4, kCpHeadDim = 16;
 constexpr int64_t kCpHidden() { return kCpHeads * kCpHeadDim; }
 ModelShape cpShape() { return {"cp", kCpHeads * kCpHeadDim, kCpHeads, kCpHeads, 0, false}; }
+// The DP x TP family's sizes (generateDpTp): TP degree, tokens per DP rank, hidden, ffn per TP rank.
+constexpr int64_t kDpTpTp = 8, kDpTpTokens = 8, kDpTpHidden = 64, kDpTpFfn = 32;
+ModelShape dpTpShape() { return {"dptp", kDpTpHidden, 1, 1, kDpTpFfn * kDpTpTp, false}; }
 
 using Rope = sp::planner::RopeForm;
 
@@ -225,6 +229,41 @@ Texts generateDp(int n) {
   return t;
 }
 
+// The DP x TP family (`--models dptp`, the cell's tp field is the world
+// size N, a multiple of 8): an MLP stack of `layers` GELU layers on a
+// [dp = N/8, tp = 8] mesh, the batch split over dp (8 tokens a rank), each
+// layer's hidden columns over tp with its row-parallel sum an all_reduce
+// over tp, and the output gathered over dp (two groups: rank folding over
+// both, rewrite/fold.h).
+Texts generateDpTp(int n, int layers) {
+  const int64_t tp = kDpTpTp, dp = n / tp, b = kDpTpTokens, B = b * dp, H = kDpTpHidden, f = kDpTpFfn, F = f * tp;
+  auto t2 = [](int64_t a, int64_t c) { return "f32[" + S(a) + ", " + S(c) + "]"; };
+  Texts t;
+  t.seq = "graph mlp_stack {\n  input %x0: " + t2(B, H) + "\n";
+  t.dist = "program mlp_stack_dp" + S(dp) + "_tp" + S(tp) + " {\n  world " + S(n) + "\n  mesh [dp = " + S(dp) +
+           ", tp = " + S(tp) + "]\n  rank 0.." + S(n - 1) + " {\n    input %x0: " + t2(b, H) + "\n";
+  const std::string all = "for r in 0.." + S(n - 1) + ": ";
+  t.rel = all + "dist[r].x0 = slice(seq.x0, dim=0, start=idx(r,dp)*" + S(b) + ", end=(idx(r,dp)+1)*" + S(b) + ")\n";
+  for (int l = 0; l < layers; ++l) {
+    const std::string L = S(l), N = S(l + 1);
+    t.seq += "  param %w1_" + L + ": " + t2(H, F) + "\n  param %w2_" + L + ": " + t2(F, H) + "\n  %h" + L + ": " + t2(B, F) +
+             " = matmul(%x" + L + ", %w1_" + L + ")\n  %g" + L + ": " + t2(B, F) + " = gelu(%h" + L + ")\n  %x" + N +
+             ": " + t2(B, H) + " = matmul(%g" + L + ", %w2_" + L + ")\n";
+    t.dist += "    param %w1_" + L + ": " + t2(H, f) + "\n    param %w2_" + L + ": " + t2(f, H) + "\n    %h" + L + ": " +
+              t2(b, f) + " = matmul(%x" + L + ", %w1_" + L + ")\n    %g" + L + ": " + t2(b, f) + " = gelu(%h" + L +
+              ")\n    %p" + L + ": " + t2(b, H) + " = matmul(%g" + L + ", %w2_" + L + ")\n    %x" + N + ": " + t2(b, H) +
+              " = all_reduce(%p" + L + ") {group = \"tp\"}\n";
+    t.rel += all + "dist[r].w1_" + L + " = slice(seq.w1_" + L + ", dim=1, start=idx(r,tp)*" + S(f) +
+             ", end=(idx(r,tp)+1)*" + S(f) + ")\n" + all + "dist[r].w2_" + L + " = slice(seq.w2_" + L +
+             ", dim=0, start=idx(r,tp)*" + S(f) + ", end=(idx(r,tp)+1)*" + S(f) + ")\n";
+  }
+  const std::string last = "x" + S(layers);
+  t.seq += "  output %" + last + "\n}\n";
+  t.dist += "    %y: " + t2(B, H) + " = all_gather(%" + last + ") {group = \"dp\", dim = 0}\n    output %y\n  }\n}\n";
+  t.rel += "expect seq." + last + " = dist[0].y\n";
+  return t;
+}
+
 // The context-parallel family (`--models cp`, the cell's tp field is the CP
 // degree N): causal multi-head attention over N*8 tokens (hidden 64, 4
 // heads of 16); rank r holds tokens [8r, 8r + 8) and their rows of the
@@ -302,8 +341,9 @@ std::string twinOf(const std::string& dist) {
 // The cell must be buildable (generate); its note leads the reason.
 int runCell(const Cell& c, double timeLimit, bool memo, bool fold, const std::string& dump, int fd, int profile = 0) {
   std::string note;
-  auto t = c.m.name == "dp"   ? generateDp(c.tp)
-           : c.m.name == "cp" ? generateCp(c.tp)
+  auto t = c.m.name == "dp"     ? generateDp(c.tp)
+           : c.m.name == "cp"   ? generateCp(c.tp)
+           : c.m.name == "dptp" ? generateDpTp(c.tp, c.layers)
                               : std::get<Texts>(generate(c, &note));
   if (c.twin) t.dist = twinOf(t.dist);
   if (!dump.empty()) {
@@ -451,7 +491,7 @@ std::vector<std::string> splitList(const std::string& s) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: bench_verify [--models gpt,llama,heads,dp,cp] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
+               "usage: bench_verify [--models gpt,llama,heads,dp,cp,dptp] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
                "                    [--blocks mlp|full] [--time-limit SECONDS] [--batch N] [--seq N]\n"
                "                    [--layout sbh|sh] [--rope megatron|halves] [--dump DIR]\n"
                "                    [--no-memo] [--no-fold] [--twin] [--profile N]\n");
@@ -515,7 +555,7 @@ int main(int argc, char** argv) {
     else return usage();
   }
   for (auto& m : models)
-    if (m != "gpt" && m != "llama" && m != "heads" && m != "dp" && m != "cp") return usage();
+    if (m != "gpt" && m != "llama" && m != "heads" && m != "dp" && m != "cp" && m != "dptp") return usage();
   for (int t : tps)
     if (t < 1) return usage();
   for (int l : layers)
@@ -543,6 +583,13 @@ int main(int argc, char** argv) {
         if (name == "cp") {
           c.m = cpShape();
           if (nl != layers.front()) continue;  // one attention per CP degree
+        } else if (name == "dptp") {
+          c.m = dpTpShape();
+          if (tp % kDpTpTp != 0 || tp < 2 * kDpTpTp) {
+            std::printf("dptp,%d,%d,skipped,,,,,,,,%s\n", tp, nl,
+                        csvQuote("world size must be a multiple of 8, at least 16 (dp = N/8, tp = 8)").c_str());
+            continue;
+          }
         } else if (name == "dp") {
           c.m = dpShape();
           if (nl != layers.front()) continue;  // one regression step per DP degree
@@ -555,7 +602,7 @@ int main(int argc, char** argv) {
           std::printf("cp,%d,1,skipped,,,,,,,,%s\n", tp, csvQuote("--twin: no sum over ranks to drop").c_str());
           continue;
         }
-        if (name != "cp" && name != "dp")
+        if (name != "cp" && name != "dp" && name != "dptp")
           if (auto gen = generate(c, nullptr); auto* why = std::get_if<std::string>(&gen)) {
             std::printf("%s,%d,%d,skipped,,,,,,,,%s\n", name.c_str(), tp, nl, csvQuote(*why).c_str());
             std::fflush(stdout);
