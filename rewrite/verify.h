@@ -48,6 +48,10 @@ struct VerifyOptions {
   // treats rows alike (rewrite/witness_shrink.h); it only refutes. false:
   // full size only (--no-shrink-witness).
   bool shrinkWitness = true;
+  // ... from this many estimated multiply-adds of the full-size witness on
+  // (below, the full witness takes about a second and the analysis of every
+  // op of every rank is not worth it).
+  double shrinkWitnessFrom = 2e9;
   // Progress of the witness run: (estimated work done, work total, "seq mm_4" / "rank 1 mm_4").
   std::function<void(double, double, const std::string&)> witnessProgress;
   std::string lemmaDir;              // empty: defaultLemmaDir()

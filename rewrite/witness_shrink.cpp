@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <set>
 
 #include "ir/collective_order.h"
@@ -160,6 +162,31 @@ std::vector<int64_t> reduceAxes(const Ctx& c, const ir::TensorType& t) {
     for (size_t d = 0; d < t.shape.size(); ++d) axes.push_back(int64_t(d));
   for (auto& a : axes) a = normAxis(c, a, t.shape.size());
   return axes;
+}
+
+// A cut [b, e) of a row dim of extent outer·n·inner: whole blocks of n·inner
+// rows (the data-parallel rank's batch), or the whole dim. The cut's label
+// and its bounds in the shrunk dim (outer·inner).
+struct BlockCut {
+  RowLabel label;
+  int64_t start, end;
+};
+BlockCut blockCut(const Ctx& c, const RowLabel& x, int64_t b, int64_t e) {
+  int64_t block = c.n * x.inner;
+  if (b % block != 0 || e % block != 0 || e <= b) stop(c, "a cut of a row dim inside its repeated rows");
+  return {RowLabel{(e - b) / block, x.inner}, b / c.n, e / c.n};
+}
+// Parts joined along a dim: all plain, or all row dims repeating alike
+// (whole blocks of n·inner rows each), their blocks in order.
+RowLabel joinBlocks(const Ctx& c, const std::vector<RowLabel>& parts) {
+  bool any = std::any_of(parts.begin(), parts.end(), [](const RowLabel& p) { return p.on(); });
+  if (!any) return RowLabel{};
+  int64_t outer = 0;
+  for (const auto& p : parts) {
+    if (!p.on() || p.inner != parts[0].inner) stop(c, "a join of parts that repeat their rows differently");
+    outer += p.outer;
+  }
+  return RowLabel{outer, parts[0].inner};
 }
 
 // The transfer rule of one op: output labels, and c.attrs rewritten for the
@@ -350,34 +377,56 @@ std::vector<RowLabels> transfer(Ctx& c) {
       std::vector<int64_t> steps = ir::attrInts(nd.attrs, "steps");
       if (axes.empty())
         for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+      RowLabels l = *ins[0];
       for (size_t i = 0; i < axes.size(); ++i) {
         size_t a = size_t(normAxis(c, axes[i], t.shape.size()));
         if (!ins[0]->dims[a].on()) continue;
         int64_t e = extentOf(t, a);
-        bool whole = (starts[i] == 0 || starts[i] <= -e) && ends[i] >= e && (steps.empty() || steps[i] == 1);
-        if (!whole) stop(c, "a slice of a row dim");
-        ends[i] = std::numeric_limits<int64_t>::max();
+        if (!steps.empty() && steps[i] != 1) stop(c, "a strided slice of a row dim");
+        int64_t b = std::clamp<int64_t>(starts[i] < 0 ? starts[i] + e : starts[i], 0, e);
+        int64_t en = std::clamp<int64_t>(ends[i] < 0 ? ends[i] + e : ends[i], 0, e);
+        auto cut = blockCut(c, ins[0]->dims[a], b, en);
+        l.dims[a] = cut.label;
+        starts[i] = cut.start;
+        ends[i] = cut.end;
       }
+      c.attrs["starts"] = starts;
       c.attrs["ends"] = ends;
       c.rewrote = true;
-      return {*ins[0]};
+      return {l};
     }
     case OpKind::Concat: {
       std::vector<size_t> all;
       for (size_t i = 0; i < ins.size(); ++i) all.push_back(i);
       size_t a = size_t(normAxis(c, ir::attrInt(nd.attrs, "axis"), out0.shape.size()));
       requireSameK(c, all);
+      RowLabels l = *ins[0];
+      std::vector<RowLabel> parts;
       for (size_t i = 0; i < ins.size(); ++i) {
-        if (ins[i]->dims[a].on()) stop(c, "a concat along a row dim");
+        parts.push_back(ins[i]->dims[a]);
         for (size_t d = 0; d < ins[i]->dims.size(); ++d)
           if (d != a && !(ins[i]->dims[d] == ins[0]->dims[d])) stop(c, "parts repeat their rows differently");
       }
-      return {*ins[0]};
+      l.dims[a] = joinBlocks(c, parts);
+      return {l};
     }
     case OpKind::Split: {
       size_t a = size_t(normAxis(c, ir::attrInt(nd.attrs, "axis"), c.inTypes[0]->shape.size()));
-      if (ins[0]->dims[a].on()) stop(c, "a split along a row dim");
-      return std::vector<RowLabels>(nd.outputs.size(), *ins[0]);
+      if (!ins[0]->dims[a].on()) return std::vector<RowLabels>(nd.outputs.size(), *ins[0]);
+      std::vector<int64_t> sizes = ir::attrInts(nd.attrs, "sizes");
+      std::vector<RowLabels> outs;
+      int64_t at = 0;
+      for (int64_t& z : sizes) {
+        auto cut = blockCut(c, ins[0]->dims[a], at, at + z);
+        at += z;
+        RowLabels l = *ins[0];
+        l.dims[a] = cut.label;
+        outs.push_back(l);
+        z = cut.end - cut.start;
+      }
+      c.attrs["sizes"] = sizes;
+      c.rewrote = true;
+      return outs;
     }
     case OpKind::Expand: {
       // Rows of the input stay rows; a dim broadcast from 1 to the row
@@ -483,8 +532,17 @@ std::vector<RowLabels> transfer(Ctx& c) {
     case OpKind::AllGather:
     case OpKind::ReduceScatter: {
       size_t a = size_t(normAxis(c, ir::attrInt(nd.attrs, "dim"), c.inTypes[0]->shape.size()));
-      if (ins[0]->dims[a].on()) stop(c, "a collective along a row dim");
-      return {*ins[0]};
+      RowLabels l = *ins[0];
+      const RowLabel& x = ins[0]->dims[a];
+      if (x.on()) {
+        // The group's pieces along a dim of whole blocks: a gather joins
+        // them (each member's blocks in group order), a scatter cuts them.
+        int64_t in = extentOf(*c.inTypes[0], a), out = extentOf(out0, a);
+        if (nd.op == OpKind::AllGather) l.dims[a] = RowLabel{x.outer * (out / in), x.inner};
+        else if (x.outer % (in / out) == 0) l.dims[a] = RowLabel{x.outer / (in / out), x.inner};
+        else stop(c, "a scatter cutting repeated rows");
+      }
+      return {l};
     }
     case OpKind::AllToAll: {
       size_t r = c.inTypes[0]->shape.size();
@@ -502,8 +560,8 @@ std::vector<RowLabels> transfer(Ctx& c) {
 class Shrinker {
  public:
   Shrinker(const ir::Graph& seq, const ir::Program& dist, const ir::CollectiveOrder& order,
-           const std::vector<CheckedInput>& inputs, int64_t n, bool paramsToo)
-      : seq_(seq), dist_(dist), order_(order), inputs_(inputs), n_(n), paramsToo_(paramsToo) {}
+           const std::vector<CheckedInput>& inputs, int64_t n, bool paramsToo, bool multiples)
+      : seq_(seq), dist_(dist), order_(order), inputs_(inputs), n_(n), paramsToo_(paramsToo), multiples_(multiples) {}
 
   // Labels every value; throws Stop.
   void analyze();
@@ -526,18 +584,35 @@ class Shrinker {
                                  std::optional<ir::AttrMap>& attrs) const;
   ir::GraphSpec shrunkSpec(const ir::Graph& g, const std::vector<RowLabels>& labs,
                            const std::map<ir::NodeId, ir::AttrMap>& attrs) const;
-  std::optional<RowLabels> relLabels(const Rel& r, int64_t rank) const;
-
   const ir::Graph& seq_;
   const ir::Program& dist_;
   const ir::CollectiveOrder& order_;
   const std::vector<CheckedInput>& inputs_;
   int64_t n_;
   bool paramsToo_;
+  bool multiples_;  // dims of a multiple k·n of the extent: k blocks of n repeated rows
+  // Does some D input's relation cut S leaf `name` along dim d in slices of
+  // n (a data-parallel rank's batch)? Those dims get blocks in multiples_.
+  bool cutInBlocks(const std::string& name, int64_t d) const {
+    std::function<bool(const Rel&)> cuts = [&](const Rel& r) {
+      if (r.op == RelOp::Slice && r.args[0]->op == RelOp::Seq && r.args[0]->name == name) {
+        auto b = r.start.eval({}, nullptr), e = r.end.eval({}, nullptr);
+        int64_t dim = r.dim < 0 ? r.dim + int64_t(seq_.value(*seq_.findValue(name)).type.shape.size()) : r.dim;
+        if (dim == d && b.ok() && e.ok() && *e - *b == n_) return true;
+      }
+      return std::any_of(r.args.begin(), r.args.end(), [&](const RelPtr& a) { return cuts(*a); });
+    };
+    return std::any_of(inputs_.begin(), inputs_.end(), [&](const CheckedInput& c) { return cuts(*c.expr); });
+  }
   std::vector<RowLabels> seqLab_;
   std::vector<std::vector<RowLabels>> distLab_;
   std::map<ir::NodeId, ir::AttrMap> seqAttrs_;
   std::vector<std::map<ir::NodeId, ir::AttrMap>> distAttrs_;
+  std::vector<CheckedInput> shrunkInputs_;  // each D input's relation at the shrunk sizes
+
+ public:
+  const std::vector<CheckedInput>& shrunkInputs() const { return shrunkInputs_; }
+  int64_t n() const { return n_; }
 };
 
 std::vector<RowLabels> Shrinker::runNode(const ir::Graph& g, const std::vector<RowLabels>& labs, const ir::Node& nd,
@@ -554,61 +629,95 @@ std::vector<RowLabels> Shrinker::runNode(const ir::Graph& g, const std::vector<R
   return out;
 }
 
-// Labels of a relation term over S values (D input relations) or D values
-// (expect lines); concretized, so no comprehension is left.
-std::optional<RowLabels> relLabelsOf(const Rel& r, const std::function<const RowLabels*(const Rel&)>& leaf,
-                                     std::string* why) {
-  auto no = [&](const std::string& w) -> std::optional<RowLabels> {
+// A relation term over S values (D input relations) or D values (expect
+// lines), concretized (no comprehension left): its labels, and the term
+// that computes the shrunk value from shrunk leaves (slices of row dims at
+// whole blocks of repeated rows cut at the shrunk bounds).
+struct ShrunkRel {
+  RelPtr rel;
+  RowLabels labels;
+};
+std::optional<ShrunkRel> shrinkRel(const Rel& r, int64_t n, const std::function<const RowLabels*(const Rel&)>& leaf,
+                                   std::string* why) {
+  auto no = [&](const std::string& w) -> std::optional<ShrunkRel> {
     if (why && why->empty()) *why = w;
     return std::nullopt;
+  };
+  auto constant = [](const IntExpr& e) -> std::optional<int64_t> {
+    auto v = e.eval({}, nullptr);
+    if (!v.ok()) return std::nullopt;
+    return *v;
   };
   switch (r.op) {
     case RelOp::Seq:
     case RelOp::Dist: {
       const RowLabels* l = leaf(r);
       if (!l) return no("no labels for " + str(r));
-      return *l;
+      return ShrunkRel{std::make_shared<const Rel>(r), *l};
     }
     case RelOp::Scale:
     case RelOp::Permute:
     case RelOp::Slice:
     case RelOp::Reshape: {
-      auto x = relLabelsOf(*r.args[0], leaf, why);
+      auto x = shrinkRel(*r.args[0], n, leaf, why);
       if (!x) return x;
-      int64_t rank = int64_t(x->dims.size());
-      if (r.op == RelOp::Scale) return x;
+      int64_t rank = int64_t(x->labels.dims.size());
+      RowLabels l = x->labels;
+      if (r.op == RelOp::Scale) return ShrunkRel{Rel::scale(x->rel, r.factor), l};
       if (r.op == RelOp::Permute) {
-        RowLabels l = *x;
-        for (size_t d = 0; d < r.perm.size() && d < l.dims.size(); ++d) l.dims[d] = x->dims[size_t(r.perm[d])];
-        return l;
+        for (size_t d = 0; d < r.perm.size() && d < l.dims.size(); ++d) l.dims[d] = x->labels.dims[size_t(r.perm[d])];
+        return ShrunkRel{Rel::permute(x->rel, r.perm), l};
       }
       if (r.op == RelOp::Slice) {
         int64_t d = r.dim < 0 ? r.dim + rank : r.dim;
-        if (d < 0 || d >= rank || x->dims[size_t(d)].on()) return no("relation slices a row dim: " + str(r));
-        return x;
+        if (d < 0 || d >= rank) return no("relation slice out of range: " + str(r));
+        const RowLabel& lab = x->labels.dims[size_t(d)];
+        if (!lab.on()) return ShrunkRel{Rel::slice(x->rel, r.dim, r.start, r.end), l};
+        // Whole blocks of n * inner repeated rows (a data-parallel rank's
+        // batch): the shrunk slice takes their shrunk rows.
+        auto b = constant(r.start), e = constant(r.end);
+        int64_t block = n * lab.inner;
+        if (!b || !e || *b < 0 || *e <= *b || *b % block || *e % block)
+          return no("relation slices a row dim inside its repeated rows: " + str(r));
+        l.dims[size_t(d)] = RowLabel{(*e - *b) / block, lab.inner};
+        return ShrunkRel{Rel::slice(x->rel, r.dim, IntExpr::constant(*b / n), IntExpr::constant(*e / n)), l};
       }
-      if (x->any()) return no("relation reshapes a value with row dims: " + str(r));
-      RowLabels l;
+      if (x->labels.any()) return no("relation reshapes a value with row dims: " + str(r));
       l.dims.assign(r.shape.size(), RowLabel{});
-      l.k = x->k;
-      return l;
+      return ShrunkRel{Rel::reshape(x->rel, r.shape), l};
     }
     case RelOp::Concat:
     case RelOp::Sum: {
-      std::optional<RowLabels> first;
-      for (const auto& a : r.args) {
-        auto x = relLabelsOf(*a, leaf, why);
+      std::vector<ShrunkRel> xs;
+      std::vector<RelPtr> parts;
+      for (const auto& arg : r.args) {
+        auto x = shrinkRel(*arg, n, leaf, why);
         if (!x) return x;
-        if (r.op == RelOp::Concat) {
-          int64_t rank = int64_t(x->dims.size());
-          int64_t d = r.dim < 0 ? r.dim + rank : r.dim;
-          if (d < 0 || d >= rank || x->dims[size_t(d)].on()) return no("relation concatenates along a row dim: " + str(r));
-        }
-        if (first && !(*first == *x)) return no("relation parts repeat their rows differently: " + str(r));
-        first = x;
+        parts.push_back(x->rel);
+        xs.push_back(std::move(*x));
       }
-      if (!first) return no("empty relation term");
-      return first;
+      if (xs.empty()) return no("empty relation term");
+      RowLabels out = xs[0].labels;
+      int64_t rank = int64_t(out.dims.size());
+      int64_t d = r.op == RelOp::Concat ? (r.dim < 0 ? r.dim + rank : r.dim) : -1;
+      if (r.op == RelOp::Concat && (d < 0 || d >= rank)) return no("relation concat out of range: " + str(r));
+      // Parts agree on every other dim; along a concat's dim, all plain or
+      // all whole blocks of rows repeating alike (their blocks in order).
+      int64_t outer = 0;
+      for (const auto& x : xs) {
+        RowLabels a = x.labels, b0 = xs[0].labels;
+        if (d >= 0 && size_t(d) < a.dims.size()) {
+          const RowLabel& ad = a.dims[size_t(d)];
+          const RowLabel& bd = b0.dims[size_t(d)];
+          if (ad.on() != bd.on() || (ad.on() && ad.inner != bd.inner))
+            return no("relation parts repeat their rows differently: " + str(r));
+          outer += ad.outer;
+          a.dims[size_t(d)] = b0.dims[size_t(d)] = RowLabel{};
+        }
+        if (!(a == b0)) return no("relation parts repeat their rows differently: " + str(r));
+      }
+      if (d >= 0 && out.dims[size_t(d)].on()) out.dims[size_t(d)] = RowLabel{outer, out.dims[size_t(d)].inner};
+      return ShrunkRel{r.op == RelOp::Concat ? Rel::concat(r.dim, parts) : Rel::sum(parts), out};
     }
     case RelOp::For:
       return no("relation not concretized");
@@ -630,8 +739,11 @@ void Shrinker::analyze() {
     RowLabels l = unlabeled(val.type);
     bool fixed = val.kind == ir::ValueKind::Param && (seq_.paramData(v) || !paramsToo_);
     if (!fixed)
-      for (size_t d = 0; d < val.type.shape.size(); ++d)
-        if (val.type.shape[d].value() == n_) l.dims[d] = RowLabel{1, 1};
+      for (size_t d = 0; d < val.type.shape.size(); ++d) {
+        int64_t e = val.type.shape[d].value();
+        if (e == n_) l.dims[d] = RowLabel{1, 1};
+        else if (multiples_ && e > n_ && e % n_ == 0 && cutInBlocks(val.name, int64_t(d))) l.dims[d] = RowLabel{e / n_, 1};
+      }
     seqLab_[size_t(v)] = l;
   }
   for (size_t i = 0; i < seq_.nodes().size(); ++i) {
@@ -658,11 +770,12 @@ void Shrinker::analyze() {
     auto v = g.findValue(in.name);
     if (!v) throw Stop{"D input '" + in.name + "' not found"};
     std::string why;
-    auto l = relLabelsOf(*in.expr, seqLeaf, &why);
-    if (!l) throw Stop{"rank " + istr(in.rank) + " input '" + in.name + "': " + why};
-    if (l->dims.size() != g.value(*v).type.shape.size()) throw Stop{"input '" + in.name + "': rank differs"};
-    distLab_[size_t(in.rank)][size_t(*v)] = *l;
+    auto sr = shrinkRel(*in.expr, n_, seqLeaf, &why);
+    if (!sr) throw Stop{"rank " + istr(in.rank) + " input '" + in.name + "': " + why};
+    if (sr->labels.dims.size() != g.value(*v).type.shape.size()) throw Stop{"input '" + in.name + "': rank differs"};
+    distLab_[size_t(in.rank)][size_t(*v)] = sr->labels;
     known[size_t(in.rank)][size_t(*v)] = true;
+    shrunkInputs_.push_back({in.rank, in.name, sr->rel, in.location});
   }
   for (int64_t r = 0; r < dist_.worldSize(); ++r)
     for (ir::ValueId v : leaves(dist_.rank(r)))
@@ -813,7 +926,8 @@ bool concrete(const ir::Graph& g) {
 }
 
 
-// One shrink of (seq, dist): the best extent that goes through.
+// One shrink of (seq, dist): the best extent that goes through, with the
+// input relations and expect lines at the shrunk sizes.
 struct OneShrink {
   ir::Graph seq;
   ir::Program dist;
@@ -821,10 +935,13 @@ struct OneShrink {
   std::map<std::string, RowLabels> seqLabels;
   std::vector<std::map<std::string, RowLabels>> distLabels;
   std::string inputs;
+  RelationFile rel;
+  std::map<std::string, RelPtr> expected;
+  std::map<std::string, bool> expectOk;  // S value and expect line carry the same rows and k
 };
 
 std::optional<OneShrink> shrinkOnce(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
-                                    std::string* why) {
+                                    const std::map<std::string, RelPtr>& expected, std::string* why) {
   auto fail = [&](const std::string& w) -> std::optional<OneShrink> {
     if (why) *why = w;
     return std::nullopt;
@@ -837,36 +954,43 @@ std::optional<OneShrink> shrinkOnce(const ir::Graph& seq, const ir::Program& dis
   if (!inputs.ok()) return fail(inputs.error().message);
   auto order = ir::orderCollectives(dist);
   if (!order.ok()) return fail(order.error().message);
-  // Candidate extents: those of S's leaf dims, largest saving first.
+  // Candidate extents: those of S's and D's leaf dims (a data-parallel
+  // rank's batch divides S's), largest saving first.
   std::set<int64_t> extents;
-  std::vector<ir::ValueId> leaves = seq.inputs();
-  leaves.insert(leaves.end(), seq.params().begin(), seq.params().end());
-  for (ir::ValueId v : leaves)
-    for (const auto& d : seq.value(v).type.shape)
-      if (d.value() >= 2) extents.insert(d.value());
+  auto addLeaves = [&](const ir::Graph& g) {
+    std::vector<ir::ValueId> leaves = g.inputs();
+    leaves.insert(leaves.end(), g.params().begin(), g.params().end());
+    for (ir::ValueId v : leaves)
+      for (const auto& d : g.value(v).type.shape)
+        if (d.value() >= 2) extents.insert(d.value());
+  };
+  addLeaves(seq);
+  for (int64_t r = 0; r < dist.worldSize(); ++r) addLeaves(dist.rank(r));
   struct Pick {
     double saved;
     int64_t n;
-    bool paramsToo;
+    bool paramsToo, multiples;
   };
   std::vector<Pick> picks;
   std::string firstWhy;
   for (int64_t n : extents)
-    for (bool paramsToo : {false, true}) {
-      Shrinker s(seq, dist, *order, *inputs, n, paramsToo);
-      try {
-        s.analyze();
-      } catch (const Stop& st) {
-        if (firstWhy.empty()) firstWhy = "extent " + istr(n) + ": " + st.why;
-        continue;
+    for (bool multiples : {false, true})
+      for (bool paramsToo : {false, true}) {
+        Shrinker s(seq, dist, *order, *inputs, n, paramsToo, multiples);
+        try {
+          s.analyze();
+        } catch (const Stop& st) {
+          if (firstWhy.empty()) firstWhy = "extent " + istr(n) + ": " + st.why;
+          continue;
+        }
+        if (double saved = s.saved(); saved > 0) picks.push_back({saved, n, paramsToo, multiples});
       }
-      if (double saved = s.saved(); saved > 0) picks.push_back({saved, n, paramsToo});
-    }
   std::sort(picks.begin(), picks.end(), [](const Pick& a, const Pick& b) {
     return a.saved != b.saved ? a.saved > b.saved : a.n < b.n;
   });
+  RankSpace ranks = RankSpace::of(dist);
   for (const Pick& p : picks) {
-    Shrinker s(seq, dist, *order, *inputs, p.n, p.paramsToo);
+    Shrinker s(seq, dist, *order, *inputs, p.n, p.paramsToo, p.multiples);
     s.analyze();
     auto g = s.rebuildSeq();
     if (!g.ok()) continue;
@@ -877,9 +1001,38 @@ std::optional<OneShrink> shrinkOnce(const ir::Graph& seq, const ir::Program& dis
     for (int64_t r = 0; ok && r < dist.worldSize(); ++r)
       ok = s.checkShapes(dist.rank(r), s.distLab()[size_t(r)], d->rank(r)).ok();
     if (!ok) continue;
-    std::string ins;
-    for (const auto& i : s.labeledInputs()) ins += (ins.empty() ? "" : ", ") + i;
-    return OneShrink{std::move(*g), std::move(*d), p.n, s.seqLabels(), s.distLabels(), ins};
+    OneShrink out{std::move(*g), std::move(*d), p.n, s.seqLabels(), s.distLabels(), "", {}, {}, {}};
+    for (const auto& i : s.labeledInputs()) out.inputs += (out.inputs.empty() ? "" : ", ") + i;
+    for (const auto& c : s.shrunkInputs()) {
+      InputRelation ir;
+      ir.rank = IntExpr::constant(c.rank);
+      ir.name = c.name;
+      ir.expr = c.expr;
+      ir.location = c.location;
+      out.rel.inputs.push_back(std::move(ir));
+    }
+    // Expect lines: each rewritten for the shrunk sizes (else this extent
+    // cannot compare that output as the user asked: the next one is tried).
+    auto distLeaf = [&](const Rel& leaf) -> const RowLabels* {
+      if (leaf.op != RelOp::Dist) return nullptr;
+      auto rank = leaf.rank.eval({}, &ranks);
+      if (!rank.ok() || *rank < 0 || *rank >= int64_t(out.distLabels.size())) return nullptr;
+      auto it = out.distLabels[size_t(*rank)].find(leaf.name);
+      return it == out.distLabels[size_t(*rank)].end() ? nullptr : &it->second;
+    };
+    for (const auto& [name, e] : expected) {
+      auto sr = shrinkRel(*e, p.n, distLeaf, nullptr);
+      if (!sr) {
+        ok = false;
+        break;
+      }
+      auto sl = out.seqLabels.find(name);
+      out.expected[name] = sr->rel;
+      out.expectOk[name] = sl != out.seqLabels.end() && sl->second == sr->labels;
+      out.rel.outputs.push_back({name, sr->rel, ""});
+    }
+    if (!ok) continue;
+    return out;
   }
   return fail(picks.empty() ? (firstWhy.empty() ? "no dim of S's inputs to shrink" : firstWhy)
                             : "no shrunk program rebuilt");
@@ -894,17 +1047,20 @@ std::vector<int64_t> ShrunkWitness::extents() const {
 }
 
 std::optional<ShrunkWitness> ShrunkWitness::make(const ir::Graph& seq, const ir::Program& dist,
-                                                 const RelationFile& rel, std::string* why) {
-  auto first = shrinkOnce(seq, dist, rel, why);
+                                                 const RelationFile& rel,
+                                                 const std::map<std::string, RelPtr>& expected, std::string* why) {
+  auto first = shrinkOnce(seq, dist, rel, expected, why);
   if (!first) return std::nullopt;
   ShrunkWitness w;
   std::string dims;
   for (std::optional<OneShrink> s = std::move(first); s && w.levels_.size() < 3;) {
-    w.levels_.push_back(Level{s->n, std::move(s->seqLabels), std::move(s->distLabels)});
+    w.levels_.push_back(Level{s->n, std::move(s->seqLabels), std::move(s->distLabels), std::move(s->expectOk)});
     dims += (dims.empty() ? "" : "; then ") + std::string("extent ") + istr(s->n) + " (" + s->inputs + ")";
     w.seq_ = std::move(s->seq);
     w.dist_ = std::move(s->dist);
-    s = shrinkOnce(w.seq_, w.dist_, rel, nullptr);
+    w.rel_ = std::move(s->rel);
+    w.expected_ = std::move(s->expected);
+    s = shrinkOnce(w.seq_, w.dist_, w.rel_, w.expected_, nullptr);
   }
   w.ranks_ = RankSpace::of(w.dist_);
   w.note_ = "the witness ran with S's row dims of " + dims +
@@ -914,24 +1070,10 @@ std::optional<ShrunkWitness> ShrunkWitness::make(const ir::Graph& seq, const ir:
   return w;
 }
 
-std::optional<RowLabels> ShrunkWitness::relLabels(const Level& l, const RankSpace& ranks, const Rel& r) {
-  return relLabelsOf(
-      r,
-      [&](const Rel& leaf) -> const RowLabels* {
-        if (leaf.op != RelOp::Dist) return nullptr;
-        auto rank = leaf.rank.eval({}, &ranks);
-        if (!rank.ok() || *rank < 0 || *rank >= int64_t(l.dist.size())) return nullptr;
-        auto it = l.dist[size_t(*rank)].find(leaf.name);
-        return it == l.dist[size_t(*rank)].end() ? nullptr : &it->second;
-      },
-      nullptr);
-}
-
-bool ShrunkWitness::transfers(const std::string& seqName, const Rel& concreteRebuild) const {
+bool ShrunkWitness::transfersExpected(const std::string& seqName) const {
   for (const Level& l : levels_) {
-    auto s = l.seq.find(seqName);
-    auto d = relLabels(l, ranks_, concreteRebuild);
-    if (s == l.seq.end() || !d || !(*d == s->second)) return false;
+    auto it = l.expectOk.find(seqName);
+    if (it == l.expectOk.end() || !it->second) return false;
   }
   return true;
 }

@@ -58,16 +58,22 @@ class ShrunkWitness {
   // "S's dims of extent 8 (primals_18 dim 0, ...) run at 1": for reports.
   const std::string& note() const { return note_; }
 
-  // Does a difference between S value `seqName` and this rebuild of it hold
-  // at full size? Yes when, at every shrink, the rebuild's labels and k
-  // equal the S value's.
-  bool transfers(const std::string& seqName, const Rel& concreteRebuild) const;
+  // The input relations, one per rank, and the expect lines, at the shrunk
+  // sizes (slices of whole blocks of repeated rows cut at the shrunk bounds).
+  const RelationFile& rel() const { return rel_; }
+  const std::map<std::string, RelPtr>& expected() const { return expected_; }
+
+  // Does a difference between S value `seqName` and a rebuild of it hold at
+  // full size? Yes when, at every shrink, the rebuild's labels and k equal
+  // the S value's: its expect line, or a natural rebuild from D outputs.
+  bool transfersExpected(const std::string& seqName) const;
   bool transfers(const std::string& seqName, const Candidate& c) const;
 
   // The analysis; nullopt (with `why`) when no extent shrinks both programs.
-  // Shrinks again on the result while another extent does (at most 3).
+  // `expected`: the concretized expect lines. Shrinks again on the result
+  // while another extent does (at most 3).
   static std::optional<ShrunkWitness> make(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
-                                           std::string* why = nullptr);
+                                           const std::map<std::string, RelPtr>& expected, std::string* why = nullptr);
 
  private:
   // One shrink: its extent and every value's labels.
@@ -75,10 +81,12 @@ class ShrunkWitness {
     int64_t n = 0;
     std::map<std::string, RowLabels> seq;               // by S value name
     std::vector<std::map<std::string, RowLabels>> dist;  // per rank, by D value name
+    std::map<std::string, bool> expectOk;               // by S value name
   };
-  static std::optional<RowLabels> relLabels(const Level& l, const RankSpace& ranks, const Rel& r);
   ir::Graph seq_;
   ir::Program dist_;
+  RelationFile rel_;
+  std::map<std::string, RelPtr> expected_;
   RankSpace ranks_;
   std::string note_;
   std::vector<Level> levels_;

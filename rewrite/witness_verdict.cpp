@@ -305,28 +305,25 @@ Result<bool> refuteShrunk(const ir::Graph& seq, const ir::Program& dist, const R
                           const VerifyOptions& opts, const std::vector<std::string>& unproven,
                           const std::map<std::string, RelPtr>& expected, double fullWork,
                           std::chrono::steady_clock::time_point deadline, VerifyReport& rep) {
+  if (fullWork < opts.shrinkWitnessFrom) return false;  // cheap at full size
   std::string why;
-  auto shrunk = ShrunkWitness::make(seq, dist, rel, &why);
+  auto shrunk = ShrunkWitness::make(seq, dist, rel, expected, &why);
   spdlog::debug("witness: {}", shrunk ? shrunk->note() : "not shrunk: " + why);
   if (!shrunk) return false;
   const Failure& f = *rep.failure;
-  WitnessPlan plan = planWitness(shrunk->seq(), shrunk->dist(), f, unproven, expected);
+  WitnessPlan plan = planWitness(shrunk->seq(), shrunk->dist(), f, unproven, shrunk->expected());
   double work = estimateWork(shrunk->seq(), shrunk->dist(), plan).total();
   // Not worth a second run, or beyond the limit itself.
   if (work * 2 > fullWork || work > opts.witnessWorkLimit) return false;
-  RankSpace ranks = RankSpace::of(dist);
   CountsFn counts = [&](const std::string& name, const Rel* expect, const Candidate* c) {
-    if (c) return shrunk->transfers(name, *c);
-    RelScope sc;
-    sc.ranks = &ranks;
-    auto concrete = concretize(*expect, sc);
-    return concrete.ok() && shrunk->transfers(name, **concrete);
+    return c ? shrunk->transfers(name, *c) : expect && shrunk->transfersExpected(name);
   };
   for (uint64_t k = 0; k < kWitnessSeeds; ++k) {
-    auto run = runWitness(shrunk->seq(), shrunk->dist(), rel, plan, opts.seed + k, opts.witnessProgress, deadline);
+    auto run = runWitness(shrunk->seq(), shrunk->dist(), shrunk->rel(), plan, opts.seed + k, opts.witnessProgress,
+                          deadline);
     if (!run.ok()) return false;  // the full-size witness says why
-    SP_ASSIGN(RunOutcome o, compareRun(shrunk->seq(), shrunk->dist(), *run, f, opts, unproven, expected, counts,
-                                       deadline));
+    SP_ASSIGN(RunOutcome o, compareRun(shrunk->seq(), shrunk->dist(), *run, f, opts, unproven, shrunk->expected(),
+                                       counts, deadline));
     if (o.outDiverges) {
       o.w.seed = opts.seed + k;
       o.w.shrunk = shrunk->note();
