@@ -919,6 +919,16 @@ std::optional<std::pair<std::string, std::vector<std::string>>> Folder::lastScal
   return std::nullopt;
 }
 
+// The second group's layout of f as a one-group fact (the rules and the
+// collectives read a fact's first layout).
+Fact secondaryView(const Fact& f) {
+  Fact t;
+  t.lay = f.lay2;
+  t.dim = f.dim2;
+  t.v = f.v;
+  return t;
+}
+
 // 2-D folding. Each group's layout is decided by the same schemas, the
 // other group's held fixed (a value split over A and over B along other dims
 // is, over A, the concat of B-splits, and the schema is the same lemma);
@@ -926,13 +936,7 @@ std::optional<std::pair<std::string, std::vector<std::string>>> Folder::lastScal
 std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& in) {
   std::vector<Fact> pin = in, sin;
   for (auto& f : pin) f.lay2 = Lay::Rep, f.dim2 = 0;
-  for (const auto& f : in) {
-    Fact t;
-    t.lay = f.lay2;
-    t.dim = f.dim2;
-    t.v = f.v;
-    sin.push_back(t);
-  }
+  for (const auto& f : in) sin.push_back(secondaryView(f));
   decideOnly_ = true;
   decidedFactor_ = 1.0;
   std::vector<Fact> pri = rules(n, pin);
@@ -1043,12 +1047,8 @@ std::vector<Fact> Folder::collective2(const ir::Node& n, const std::vector<Fact>
     return r;
   }
   if (touches(x.lay, x.dim)) return {};
-  Fact t;
-  t.lay = x.lay2;
-  t.dim = x.dim2;
-  t.v = x.v;
   std::swap(n_, n2_);
-  auto r = collective(n, {t}, false);
+  auto r = collective(n, {secondaryView(x)}, false);
   std::swap(n_, n2_);
   if (r.size() != 1 || !r[0].plain()) return {};
   Fact out = x;
