@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <type_traits>
 #include <unordered_map>
 #include <variant>
@@ -244,6 +245,8 @@ class Folder {
     g_ = graphs_[c];
     facts_ = &allFacts_[c];
     members_ = classes_[c];
+    cls_ = c;
+    if (twoD_) grid_ = grids_[c];
   }
   std::vector<Fact> received(const ir::Node& n);
   std::optional<std::pair<std::string, std::vector<std::string>>> lastScaledValue(const std::vector<Val>& sval);
@@ -256,7 +259,9 @@ class Folder {
   std::string groupA_, groupB_;
   int64_t n2_ = 1;
   std::vector<std::vector<int64_t>> grid_;
-  std::map<std::pair<ir::NodeId, int>, bool> groupChecked_;
+  std::vector<std::vector<std::vector<int64_t>>> grids_;  // per class (pipeline stage)
+  std::map<std::tuple<size_t, ir::NodeId, int>, bool> groupChecked_;
+  size_t cls_ = 0;  // the class entered
   // The rules only decide layouts (no S types, no expressions); a mean over
   // a split group multiplies decidedFactor_ by the group size.
   bool decideOnly_ = false;
@@ -773,7 +778,7 @@ std::vector<Fact> Folder::received(const ir::Node& n) {
 }
 
 std::vector<Fact> Folder::transfer(const ir::Node& n) {
-  if (n.op == OpKind::Recv) return twoD_ ? std::vector<Fact>{} : received(n);
+  if (n.op == OpKind::Recv) return received(n);
   if (n.op == OpKind::Send) return {};
   std::vector<Fact> in;
   for (ir::ValueId v : n.inputs) in.push_back((*facts_)[size_t(v)]);
@@ -996,18 +1001,19 @@ std::vector<Fact> Folder::finalize(const ir::Node& n, const std::vector<Fact>& i
   return outs;
 }
 
-// Every instance of collective node n is one group of the axis (A: 0, B: 1),
-// the same node on each member.
+// Every instance of collective node n on the class's ranks is one group of
+// the axis (A: 0, B: 1), the same node on each member.
 bool Folder::instancesAreGroups(const ir::Node& n, int axis) {
   ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
-  auto key = std::make_pair(id, axis);
+  auto key = std::make_tuple(cls_, id, axis);
   if (auto it = groupChecked_.find(key); it != groupChecked_.end()) return it->second;
   const DistModel& m = *in_.model;
   auto part = dist_.partition(axis == 0 ? groupA_ : groupB_);
   bool ok = part.ok();
   std::set<std::vector<int64_t>> parts;
   if (ok) parts.insert(part->begin(), part->end());
-  for (int64_t r = 0; ok && r < dist_.worldSize(); ++r) {
+  for (int64_t r : members_) {
+    if (!ok) break;
     auto it = m.collOf[size_t(r)].find(id);
     if (it == m.collOf[size_t(r)].end()) {
       ok = false;
@@ -1063,8 +1069,9 @@ std::vector<Fact> Folder::collective2(const ir::Node& n, const std::vector<Fact>
 std::optional<Fact> Folder::inputFact2(const std::string& name, const TensorType& local, const Bound& bound) {
   auto it = bound.find(name);
   if (it == bound.end()) return std::nullopt;
-  for (int64_t r = 0; r < dist_.worldSize(); ++r)
-    if (!it->second[size_t(r)]) return std::nullopt;
+  for (const auto& row : grid_)
+    for (int64_t r : row)
+      if (!it->second[size_t(r)]) return std::nullopt;
   std::vector<int64_t> lineB;
   for (const auto& row : grid_) lineB.push_back(row[0]);
   // Along each group's line through rank 0: the same relation everywhere
@@ -1111,9 +1118,11 @@ std::optional<Fact> Folder::inputFact2(const std::string& name, const TensorType
   return f;
 }
 
-// Two groups, each a partition of the world, forming a product: A's groups
-// (n_ ranks) crossed with B's (n2_), grid_[j][i] the rank at A position i
-// and B position j. A is the group of consecutive ranks when one is.
+// Two groups, each a partition of the world, whose groups cross: the ranks
+// joined by them fall into classes (pipeline stages of a [pp, dp, tp] mesh;
+// the whole world without send/recv), each a product of A's groups (n_
+// ranks) and B's (n2_): grids_[c][j][i] is the rank at A position i and B
+// position j of class c. A is the group of consecutive ranks when one is.
 std::string Folder::setup2D(const std::vector<std::string>& groups) {
   int64_t world = dist_.worldSize();
   auto pa = dist_.partition(groups[0]), pb = dist_.partition(groups[1]);
@@ -1134,34 +1143,46 @@ std::string Folder::setup2D(const std::vector<std::string>& groups) {
   groupB_ = swap ? groups[0] : groups[1];
   const ir::GroupPartition& A = swap ? *pb : *pa;
   const ir::GroupPartition& B = swap ? *pa : *pb;
-  const auto* lineB = containing(B, 0);
   n_ = int64_t(containing(A, 0)->size());
-  n2_ = int64_t(lineB->size());
-  if (n_ < 2 || n2_ < 2 || n_ * n2_ != world)
+  n2_ = int64_t(containing(B, 0)->size());
+  if (n_ < 2 || n2_ < 2 || world % (n_ * n2_) != 0)
     return "groups " + groupA_ + " and " + groupB_ + " do not cross the world";
   for (const auto& g : A)
     if (int64_t(g.size()) != n_) return "groups of different sizes";
   for (const auto& g : B)
     if (int64_t(g.size()) != n2_) return "groups of different sizes";
-  grid_.clear();
-  for (int64_t r : *lineB) {
-    const auto* row = containing(A, r);
-    if (!row || row->front() != r) return "group " + groupA_ + " does not start at group " + groupB_ + "'s ranks";
-    grid_.push_back(*row);
+  std::vector<bool> placed(size_t(world), false);
+  classes_.clear();
+  grids_.clear();
+  for (int64_t start = 0; start < world; ++start) {
+    if (placed[size_t(start)]) continue;
+    const auto* lineB = containing(B, start);
+    if (!lineB || lineB->front() != start) return "group " + groupB_ + " does not start at rank " + std::to_string(start);
+    std::vector<std::vector<int64_t>> grid;
+    for (int64_t r : *lineB) {
+      const auto* row = containing(A, r);
+      if (!row || row->front() != r) return "group " + groupA_ + " does not start at group " + groupB_ + "'s ranks";
+      grid.push_back(*row);
+    }
+    // B's group of A position i holds the grid's column i, in order.
+    for (int64_t i = 0; i < n_; ++i) {
+      const auto* col = containing(B, grid[0][size_t(i)]);
+      if (!col || int64_t(col->size()) != n2_) return "groups do not cross";
+      for (int64_t j = 0; j < n2_; ++j)
+        if ((*col)[size_t(j)] != grid[size_t(j)][size_t(i)])
+          return "groups " + groupA_ + " and " + groupB_ + " do not cross";
+    }
+    std::vector<int64_t> all;
+    for (const auto& row : grid)
+      for (int64_t r : row) {
+        if (r < 0 || r >= world || placed[size_t(r)]) return "groups do not cross";
+        placed[size_t(r)] = true;
+        all.push_back(r);
+      }
+    classes_.push_back(std::move(all));
+    grids_.push_back(std::move(grid));
   }
-  // B's group of A position i holds the grid's column i, in order.
-  for (int64_t i = 0; i < n_; ++i) {
-    const auto* col = containing(B, grid_[0][size_t(i)]);
-    if (!col || int64_t(col->size()) != n2_) return "groups do not cross";
-    for (int64_t j = 0; j < n2_; ++j)
-      if ((*col)[size_t(j)] != grid_[size_t(j)][size_t(i)])
-        return "groups " + groupA_ + " and " + groupB_ + " do not cross";
-  }
-  std::vector<int64_t> all;
-  for (const auto& row : grid_) all.insert(all.end(), row.begin(), row.end());
-  std::set<int64_t> distinct(all.begin(), all.end());
-  if (int64_t(distinct.size()) != world) return "groups do not cover the world";
-  classes_ = {all};
+  grid_ = grids_[0];
   twoD_ = true;
   return "";
 }
@@ -1193,16 +1214,18 @@ FoldOutcome Folder::run() {
       if (ir::opInfo(n.op).category == OpCategory::Collective && !(n.op == OpKind::Send || n.op == OpKind::Recv))
         groups.insert(ir::attrStr(n.attrs, "group"));
     }
-  if (groups.size() > 2 || (groups.size() == 2 && p2p)) return res.why = "collectives over several groups", res;
+  if (groups.size() > 2) return res.why = "collectives over more than two groups", res;
   std::vector<RankDomain> domains;
   if (groups.size() == 2) {
     std::string bad = setup2D(std::vector<std::string>(groups.begin(), groups.end()));
     if (!bad.empty()) return res.why = bad, res;
     RankDomain d;
     d.group = groupA_;
-    domains.push_back(d);
+    domains.assign(classes_.size(), d);
     res.group = groupA_;
-    res.foldedOver = "groups " + groupB_ + " x " + groupA_ + " (" + std::to_string(n2_) + " x " + std::to_string(n_) + " ranks)";
+    res.foldedOver = "groups " + groupB_ + " x " + groupA_ + " (" + std::to_string(n2_) + " x " + std::to_string(n_) +
+                     " ranks" + (classes_.size() > 1 ? ", in " + std::to_string(classes_.size()) + " pipeline stages" : "") +
+                     ")";
   } else if (groups.empty()) {
     if (p2p) return res.why = "point-to-point transfers and no group collective", res;
     std::vector<int64_t> all;

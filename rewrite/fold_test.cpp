@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <string>
+#include <tuple>
 
 #include "rewrite/verify.h"
 
@@ -349,6 +351,87 @@ TEST(Fold2D, WrongProgramsAreNotVerified) {
     EXPECT_NE(rep->verdict, Verdict::Verified) << e.what;
     EXPECT_FALSE(folded(*rep)) << e.what;
   }
+}
+
+}  // namespace
+}  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
+// Pipeline stages of two groups ([pp, dp, tp]): stage s runs MLP layer s on
+// its dp x tp ranks and sends its output to the same position of stage
+// s + 1; the last stage gathers over dp. `peerOf(r)`: the rank that rank r
+// of stage 0..P-2 sends to.
+Case ppDpTp(int64_t pp, int64_t dp, int64_t tp, const std::function<int64_t(int64_t)>& peerOf = {}) {
+  const int64_t B = 4 * dp, H = 16, F = 4 * tp, b = 4, f = 4, stage = dp * tp, world = pp * stage;
+  auto S = [](int64_t v) { return std::to_string(v); };
+  auto next = [&](int64_t r) { return peerOf ? peerOf(r) : r + stage; };
+  std::vector<int64_t> from(size_t(world), -1);
+  for (int64_t r = 0; r + stage < world; ++r) from[size_t(next(r))] = r;
+  Case c;
+  c.seq = "graph s {\n  input %x0: f32[" + S(B) + ", " + S(H) + "]\n";
+  c.dist = "program d {\n  world " + S(world) + "\n  mesh [pp = " + S(pp) + ", dp = " + S(dp) + ", tp = " + S(tp) + "]\n";
+  c.rel = "for r in 0.." + S(stage - 1) + ": dist[r].x0 = slice(seq.x0, dim=0, start=idx(r,dp)*" + S(b) +
+          ", end=(idx(r,dp)+1)*" + S(b) + ")\n";
+  for (int64_t s = 0; s < pp; ++s) {
+    std::string L = S(s), N = S(s + 1), lo = S(s * stage), hi = S((s + 1) * stage - 1);
+    c.seq += "  param %w1_" + L + ": f32[" + S(H) + ", " + S(F) + "]\n  param %w2_" + L + ": f32[" + S(F) + ", " + S(H) +
+             "]\n  %h" + L + ": f32[" + S(B) + ", " + S(F) + "] = matmul(%x" + L + ", %w1_" + L + ")\n  %g" + L +
+             ": f32[" + S(B) + ", " + S(F) + "] = gelu(%h" + L + ")\n  %x" + N + ": f32[" + S(B) + ", " + S(H) +
+             "] = matmul(%g" + L + ", %w2_" + L + ")\n";
+    for (auto [w, dim] : {std::pair<std::string, int>{"w1_", 1}, {"w2_", 0}})
+      c.rel += "for r in " + lo + ".." + hi + ": dist[r]." + w + L + " = slice(seq." + w + L + ", dim=" + S(dim) +
+               ", start=idx(r,tp)*" + S(f) + ", end=(idx(r,tp)+1)*" + S(f) + ")\n";
+    for (int64_t r = s * stage; r < (s + 1) * stage; ++r) {
+      c.dist += "  rank " + S(r) + " {\n";
+      c.dist += s == 0 ? "    input %x0: f32[" + S(b) + ", " + S(H) + "]\n"
+                       : "    %x" + L + ": f32[" + S(b) + ", " + S(H) + "] = recv() {peer = " + S(from[size_t(r)]) +
+                             ", dtype = f32, shape = [" + S(b) + ", " + S(H) + "]}\n";
+      c.dist += "    param %w1_" + L + ": f32[" + S(H) + ", " + S(f) + "]\n    param %w2_" + L + ": f32[" + S(f) + ", " +
+                S(H) + "]\n    %h" + L + ": f32[" + S(b) + ", " + S(f) + "] = matmul(%x" + L + ", %w1_" + L +
+                ")\n    %g" + L + ": f32[" + S(b) + ", " + S(f) + "] = gelu(%h" + L + ")\n    %p" + L + ": f32[" +
+                S(b) + ", " + S(H) + "] = matmul(%g" + L + ", %w2_" + L + ")\n    %x" + N + ": f32[" + S(b) + ", " +
+                S(H) + "] = all_reduce(%p" + L + ") {group = \"tp\"}\n";
+      c.dist += s + 1 < pp ? "    send(%x" + N + ") {peer = " + S(next(r)) + "}\n"
+                           : "    %y: f32[" + S(B) + ", " + S(H) + "] = all_gather(%x" + N +
+                                 ") {group = \"dp\", dim = 0}\n    output %y\n";
+      c.dist += "  }\n";
+    }
+  }
+  c.seq += "  output %x" + S(pp) + "\n}\n";
+  c.dist += "}\n";
+  c.rel += "expect seq.x" + S(pp) + " = dist[" + S((pp - 1) * stage) + "].y\n";
+  return c;
+}
+
+// Pipeline stages of DP x TP fold over both groups, stage by stage (the
+// recv takes what the same position of the previous stage sent); transfers
+// crossed between tp positions carry the same (all-reduced) value and still
+// verify; crossed between dp positions (another batch slice) or with a
+// stage's row-parallel sum dropped, never.
+TEST(Fold2D, PipelineStagesOfTwoGroups) {
+  for (auto [pp, dp, tp] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{2, 2, 2}, {4, 2, 4}}) {
+    auto rep = check(ppDpTp(pp, dp, tp));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << pp << "x" << dp << "x" << tp << " " << why(rep);
+    EXPECT_TRUE(folded(rep));
+    bool stages = std::any_of(rep.assumptions.begin(), rep.assumptions.end(), [&](const std::string& a) {
+      return a.find("in " + std::to_string(pp) + " pipeline stages") != std::string::npos;
+    });
+    EXPECT_TRUE(stages) << pp;
+  }
+  // Stage 0 of a 2 x 2 x 2 mesh: ranks 0..3 (dp row = r / 2, tp = r % 2).
+  auto tpCrossed = check(ppDpTp(2, 2, 2, [](int64_t r) { return 4 + (r ^ 1); }));
+  EXPECT_EQ(tpCrossed.verdict, Verdict::Verified) << why(tpCrossed);
+  auto dpCrossed = check(ppDpTp(2, 2, 2, [](int64_t r) { return 4 + (r ^ 2); }));
+  EXPECT_NE(dpCrossed.verdict, Verdict::Verified);
+  Case dropped = ppDpTp(2, 2, 2);
+  dropped.dist = replaceAll(dropped.dist, "%x2: f32[4, 16] = all_reduce(%p1) {group = \"tp\"}",
+                            "%x2: f32[4, 16] = identity(%p1)");
+  ASSERT_EQ(dropped.dist.find("all_reduce(%p1)"), std::string::npos);
+  auto d = check(dropped);
+  EXPECT_NE(d.verdict, Verdict::Verified);
+  EXPECT_FALSE(folded(d));
 }
 
 }  // namespace
