@@ -21,7 +21,8 @@
 // Two groups whose groups cross (DP x TP on a [dp, tp] mesh) fold the same
 // way with a layout over each (Fact::lay2): each group's layout is decided
 // by the schemas with the other's held fixed, and S's types and the
-// expression are checked once with both.
+// expression are checked once with both. With send/recv ([pp, dp, tp]),
+// each pipeline stage is a product of the two groups, folded on its own.
 //
 // Folding only ever says "verified" or "not decided": a program it cannot
 // fold, an op with no schema or an S op computed differently in D leaves the
