@@ -192,7 +192,10 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
 
 class Folder {
  public:
-  explicit Folder(const FoldInput& in) : in_(in), seq_(*in.seq), dist_(*in.dist) {}
+  // `second`: a mesh axis folded as the second group although no collective
+  // names it (a forward data-parallel program: each dp replica its batch).
+  explicit Folder(const FoldInput& in, std::string second = "")
+      : in_(in), seq_(*in.seq), dist_(*in.dist), second_(std::move(second)) {}
 
   FoldOutcome run();
 
@@ -228,6 +231,7 @@ class Folder {
   const FoldInput& in_;
   const ir::Graph& seq_;
   const ir::Program& dist_;
+  std::string second_;
   const ir::Graph* g_ = nullptr;  // the folded rank graph (the group's first member's)
   std::vector<int64_t> members_;
   int64_t n_ = 1;
@@ -1214,6 +1218,10 @@ FoldOutcome Folder::run() {
       if (ir::opInfo(n.op).category == OpCategory::Collective && !(n.op == OpKind::Send || n.op == OpKind::Recv))
         groups.insert(ir::attrStr(n.attrs, "group"));
     }
+  if (!second_.empty()) {
+    if (groups.size() != 1 || groups.count(second_)) return res.why = "no second group to add", res;
+    groups.insert(second_);
+  }
   if (groups.size() > 2) return res.why = "collectives over more than two groups", res;
   std::vector<RankDomain> domains;
   if (groups.size() == 2) {
@@ -1514,6 +1522,21 @@ FoldOutcome Folder::run() {
 
 }  // namespace
 
-FoldOutcome verifyFolded(const FoldInput& in) { return Folder(in).run(); }
+FoldOutcome verifyFolded(const FoldInput& in) {
+  FoldOutcome one = Folder(in).run();
+  if (one.verified || one.group.empty()) return one;
+  // Collectives over one group, and another mesh axis the program is laid
+  // out over without a collective (forward data parallel: each dp replica
+  // holds its batch): fold over both. Trying is sound: folding says
+  // verified only when every output is matched.
+  std::optional<FoldOutcome> mismatch;
+  for (const auto& a : in.dist->mesh().axes) {
+    if (a.size < 2 || a.name == one.group) continue;
+    FoldOutcome two = Folder(in, a.name).run();
+    if (two.verified) return two;
+    if (two.layoutMismatch && !one.layoutMismatch && !mismatch) mismatch = std::move(two);
+  }
+  return mismatch ? std::move(*mismatch) : one;
+}
 
 }  // namespace sp::rewrite

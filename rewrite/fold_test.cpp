@@ -271,7 +271,7 @@ namespace {
 // Two groups (DP x TP): an MLP stack over a [dp, tp] mesh, the batch split
 // over dp and the hidden columns over tp, each layer's row-parallel sum an
 // all_reduce over tp, the output gathered over dp.
-Case dpTp(int64_t dp, int64_t tp, int layers = 2) {
+Case dpTp(int64_t dp, int64_t tp, int layers = 2, bool gather = true) {
   int64_t B = 4 * dp, H = 16, F = 4 * tp, b = B / dp, f = F / tp;
   auto S = [](int64_t v) { return std::to_string(v); };
   Case c;
@@ -297,9 +297,18 @@ Case dpTp(int64_t dp, int64_t tp, int layers = 2) {
   }
   std::string last = "x" + S(layers);
   c.seq += "  output %" + last + "\n}\n";
-  c.dist += "    %y: f32[" + S(B) + ", " + S(H) + "] = all_gather(%" + last +
-            ") {group = \"dp\", dim = 0}\n    output %y\n  }\n}\n";
-  c.rel += "expect seq." + last + " = dist[0].y\n";
+  if (gather) {
+    c.dist += "    %y: f32[" + S(B) + ", " + S(H) + "] = all_gather(%" + last +
+              ") {group = \"dp\", dim = 0}\n    output %y\n  }\n}\n";
+    c.rel += "expect seq." + last + " = dist[0].y\n";
+    return c;
+  }
+  // Forward data parallel: no dp collective, each replica's rows are its
+  // output's.
+  c.dist += "    output %" + last + "\n  }\n}\n";
+  c.rel += "expect seq." + last + " = concat(dim=0";
+  for (int64_t j = 0; j < dp; ++j) c.rel += ", dist[" + S(j * tp) + "]." + last;
+  c.rel += ")\n";
   return c;
 }
 
@@ -316,6 +325,21 @@ TEST(Fold2D, DpTpMlpVerifiesOverBothGroups) {
                             [&](const std::string& a) { return a.find(groups) != std::string::npos; });
     EXPECT_TRUE(says) << groups;
   }
+}
+
+// Forward data parallel (no collective over dp; each replica's output is
+// its rows): folded over tp and the dp mesh axis, at 8 x 8; a replica
+// holding another's rows is never verified.
+TEST(Fold2D, ForwardDataParallelFoldsOverTheMeshAxis) {
+  for (auto [dp, tp] : {std::pair<int64_t, int64_t>{2, 2}, {8, 8}}) {
+    auto rep = check(dpTp(dp, tp, 2, false));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << dp << "x" << tp << " " << why(rep);
+    EXPECT_TRUE(folded(rep)) << dp << "x" << tp;
+  }
+  Case c = dpTp(2, 2, 1, false);
+  c.rel = replaceAll(c.rel, "dist[0].x1, dist[2].x1", "dist[2].x1, dist[0].x1");
+  auto rep = check(c);
+  EXPECT_NE(rep.verdict, Verdict::Verified);
 }
 
 // Wrong DP x TP programs are never verified (by folding or otherwise): a
