@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
-#include <limits>
 #include <memory>
 #include <set>
 

@@ -19,9 +19,14 @@
 // along, normalized over or mixed with an unlabeled dim of the same extent,
 // or a nonlinear op applied to a scaled value ends the analysis for that n.
 //
+// Dims that the input relations cut in slices of n (a data-parallel rank's
+// batch) are labeled as blocks (outer = the number of slices): cuts,
+// concats and gathers of whole blocks keep their labels, and the relations
+// are rewritten to the shrunk bounds.
+//
 // Where it goes through, S and D are rebuilt with every labeled dim at
-// outer·inner (reshape, expand, slice and recv attributes rewritten, shapes
-// re-inferred and checked against the labels), so a difference the shrunk
+// outer·inner (reshape, expand, slice, split and recv attributes rewritten,
+// shapes re-inferred and checked against the labels), so a difference the shrunk
 // witness finds between an S output and D's rebuild of it, both with the
 // same labels and the same k, is a difference of the full-size program on
 // the repeated inputs: a refutation at the program's own size.
