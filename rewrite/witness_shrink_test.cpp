@@ -4,9 +4,16 @@
 // through it name what was shrunk.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
 #include "ir/text.h"
 #include "rewrite/verify.h"
 #include "rewrite/verify_test_util.h"
+#include "rewrite/witness.h"
 #include "rewrite/witness_shrink.h"
 
 namespace sp::rewrite {
@@ -221,6 +228,88 @@ TEST(ShrunkWitness, PipelineSendsCarryRows) {
   EXPECT_EQ(w->extents(), (std::vector<int64_t>{8, 6}));
   EXPECT_EQ(shapeOf(w->dist().rank(1), "a"), "f32[1, 1]");
   EXPECT_TRUE(w->transfersExpected("b"));
+}
+
+}  // namespace
+}  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
+std::string slurpFile(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void distLeavesOf(const Rel& r, std::set<std::pair<int64_t, std::string>>& out) {
+  if (r.op == RelOp::Dist) {
+    auto rank = r.rank.eval({}, nullptr);
+    if (rank.ok()) out.insert({*rank, r.name});
+  }
+  for (const auto& a : r.args) distLeavesOf(*a, out);
+}
+
+// Soundness over the regression corpus (tests/verify): every correct
+// program (dist.sp) that the analysis shrinks shows, on the shrunk witness,
+// no difference at any output whose expect line the shrink says stands at
+// full size. A wrong transfer rule would show up here as a correct program
+// with a difference, which the shrunk witness would call a refutation.
+TEST(ShrunkWitness, CorrectProgramsOfTheCorpusShowNoDifferenceWhenShrunk) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::path(SP_SOURCE_DIR) / "tests" / "verify";
+  int shrunk = 0, compared = 0;
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(root))
+    if (e.is_directory()) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  for (const auto& dir : dirs) {
+    std::string id = dir.filename().string();
+    auto seq = ir::parseGraph(slurpFile(dir / "seq.sp"), "seq.sp");
+    auto dist = ir::parseProgram(slurpFile(dir / "dist.sp"), "dist.sp");
+    auto rel = parseRelations(slurpFile(dir / "relations.rel"), "relations.rel");
+    ASSERT_TRUE(seq.ok() && dist.ok() && rel.ok()) << id;
+    RankSpace ranks = RankSpace::of(*dist);
+    std::map<std::string, RelPtr> expected;
+    for (const auto& o : rel->outputs) {
+      RelScope sc;
+      sc.ranks = &ranks;
+      auto c = concretize(*o.expr, sc);
+      ASSERT_TRUE(c.ok()) << id << ": " << c.error().str();
+      expected[o.name] = *c;
+    }
+    auto w = ShrunkWitness::make(*seq, *dist, *rel, expected);
+    if (!w) continue;
+    ++shrunk;
+    WitnessPlan plan;
+    plan.dist.resize(size_t(w->dist().worldSize()));
+    std::set<std::pair<int64_t, std::string>> leaves;
+    for (const auto& [name, e] : w->expected()) {
+      plan.seq.push_back(name);
+      distLeavesOf(*e, leaves);
+    }
+    for (const auto& [r, name] : leaves) plan.dist[size_t(r)].push_back(name);
+    auto run = runWitness(w->seq(), w->dist(), w->rel(), plan, 0);
+    ASSERT_TRUE(run.ok()) << id << ": " << run.error().str();
+    RankSpace shrunkRanks = RankSpace::of(w->dist());
+    for (const auto& [name, e] : w->expected()) {
+      if (!w->transfersExpected(name)) continue;
+      RelScope sc;
+      sc.ranks = &shrunkRanks;
+      auto t = evaluate(*e, TensorSource{nullptr, &run->dist}, sc);
+      ASSERT_TRUE(t.ok()) << id << " " << name << ": " << t.error().str();
+      const ir::Tensor& s = run->seq[size_t(*w->seq().findValue(name))];
+      ErrorStat err = compareTensors(*t, s);
+      EXPECT_LE(err.maxRelErr, 1e-3) << id << ": output " << name << " differs on the shrunk witness ("
+                                     << w->note() << ")";
+      ++compared;
+    }
+  }
+  // The corpus has batch and sequence dims to shrink in many cases.
+  EXPECT_GE(shrunk, 10);
+  EXPECT_GE(compared, 10);
+  std::printf("shrunk %d of %zu corpus programs, %d outputs compared\n", shrunk, dirs.size(), compared);
 }
 
 }  // namespace
