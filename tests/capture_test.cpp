@@ -130,6 +130,28 @@ TEST(CaptureMerged, ShardsOfEachBlockAreInferredAndVerified) {
   EXPECT_EQ(nlohmann::json::parse(t.out)["verdict"], "refuted") << t.out;
 }
 
+// Qwen2's q, k and v biases, merged with their weights as vLLM merges them
+// (llama_block.py --merged --qkv-bias): the bias is cut by the same split of
+// the projection's output, so it gets the same per-block relation.
+TEST(CaptureMerged, QwenQkvBiasesAreShardedPerBlock) {
+  for (int world : {2, 4}) {
+    std::string dir = fixture("qwen_merged_tp" + std::to_string(world));
+    auto r = verifyCapture(dir, dir + "/dist");
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    std::string rel = inputRelations(r);
+    int64_t q = 32 / world, kv = 16 / world;
+    EXPECT_NE(rel.find("for r in tp: dist[r].bqkv = concat(dim=0, slice(seq.bqkv, dim=0, start=idx(r,tp)*" +
+                       std::to_string(q) + ", end=(idx(r,tp)+1)*" + std::to_string(q) +
+                       "), slice(seq.bqkv, dim=0, start=idx(r,tp)*" + std::to_string(kv) + "+32"),
+              std::string::npos)
+        << rel;
+  }
+  std::string twin = fixture("qwen_merged_tp4_twin");
+  auto t = verifyCapture(twin, twin + "/dist");
+  EXPECT_EQ(t.code, 1) << t.out << t.err;
+  EXPECT_EQ(nlohmann::json::parse(t.out)["verdict"], "refuted") << t.out;
+}
+
 // The helper run for real: /usr/bin/python3 with torch (Debian's python3-torch)
 // captures the blocks on gloo, and the result equals the committed fixture and
 // verifies. Skipped when that python has no torch.

@@ -14,6 +14,8 @@ the input gradient of the MLP's region. `--merged` uses vLLM's layout: one
 QKV projection (QKVParallelLinear: rank r holds [q_r | k_r | v_r]) whose
 output is split into q, k and v, and one gate_up projection
 (MergedColumnParallelLinear: [gate_r | up_r]) whose output is chunked in two.
+`--qkv-bias` adds Qwen2's q, k and v biases (merged with --merged, sharded
+like their weights).
 """
 import functools
 
@@ -44,7 +46,7 @@ def rotate_half(t):
 
 
 def block(x, ln1, wo, ln2, wd, cos, sin, wq=None, wk=None, wv=None, wg=None, wu=None, wqkv=None, wgu=None,
-          qkv_sizes=None, copy_to=None, reduce_from=None, reduce_mlp=None):
+          bq=None, bk=None, bv=None, bqkv=None, qkv_sizes=None, copy_to=None, reduce_from=None, reduce_mlp=None):
     ident = (lambda t: t)  # `is None`, not `or`: Dynamo cannot take the truth of a Function's apply
     copy_to = ident if copy_to is None else copy_to
     reduce_from = ident if reduce_from is None else reduce_from
@@ -52,9 +54,9 @@ def block(x, ln1, wo, ln2, wd, cos, sin, wq=None, wk=None, wv=None, wg=None, wu=
     b, s, _ = x.shape
     h = copy_to(rms_norm(x, ln1))
     if wqkv is not None:  # vLLM: one projection, its output split
-        q, k, v = torch.nn.functional.linear(h, wqkv).split(qkv_sizes, dim=-1)
+        q, k, v = torch.nn.functional.linear(h, wqkv, bqkv).split(qkv_sizes, dim=-1)
     else:
-        q, k, v = (torch.nn.functional.linear(h, w) for w in (wq, wk, wv))
+        q, k, v = (torch.nn.functional.linear(h, w, b) for w, b in ((wq, bq), (wk, bk), (wv, bv)))
     q = q.view(b, s, -1, HEAD_DIM).transpose(1, 2)
     k = k.view(b, s, -1, HEAD_DIM).transpose(1, 2)
     v = v.view(b, s, -1, HEAD_DIM).transpose(1, 2)
@@ -76,7 +78,7 @@ def block(x, ln1, wo, ln2, wd, cos, sin, wq=None, wk=None, wv=None, wg=None, wu=
     return x + reduce_mlp(torch.nn.functional.linear(m, wd))
 
 
-def full_params():
+def full_params(bias=False):
     g = torch.Generator().manual_seed(4321)
 
     def r(*shape, scale=0.3):
@@ -85,11 +87,14 @@ def full_params():
     pos = torch.arange(SEQ, dtype=torch.float32)[:, None]
     inv = 1.0 / (10000 ** (torch.arange(0, HEAD_DIM, 2, dtype=torch.float32) / HEAD_DIM))
     ang = torch.cat((pos * inv, pos * inv), dim=-1)
-    return {"x": r(BATCH, SEQ, HIDDEN, scale=1.0), "ln1": 1 + r(HIDDEN, scale=0.1),
+    out = {"x": r(BATCH, SEQ, HIDDEN, scale=1.0), "ln1": 1 + r(HIDDEN, scale=0.1),
             "wq": r(HEADS * HEAD_DIM, HIDDEN), "wk": r(KV_HEADS * HEAD_DIM, HIDDEN),
             "wv": r(KV_HEADS * HEAD_DIM, HIDDEN), "wo": r(HIDDEN, HEADS * HEAD_DIM),
             "ln2": 1 + r(HIDDEN, scale=0.1), "wg": r(FFN, HIDDEN), "wu": r(FFN, HIDDEN), "wd": r(HIDDEN, FFN),
             "cos": torch.cos(ang), "sin": torch.sin(ang)}
+    if bias:
+        out.update({"bq": r(HEADS * HEAD_DIM), "bk": r(KV_HEADS * HEAD_DIM), "bv": r(KV_HEADS * HEAD_DIM)})
+    return out
 
 
 def shard(params, rank, world):
@@ -103,21 +108,26 @@ def shard(params, rank, world):
     else:  # each KV head held by world / KV_HEADS ranks
         kv = lambda w: w.chunk(KV_HEADS, 0)[rank // (world // KV_HEADS)].contiguous()  # noqa: E731
     out["wk"], out["wv"] = kv(params["wk"]), kv(params["wv"])
+    if "bq" in params:
+        out["bq"] = params["bq"].chunk(world, 0)[rank].contiguous()
+        out["bk"], out["bv"] = kv(params["bk"]), kv(params["bv"])
     return out
 
 
 def merged(params):
     """vLLM's merged projections: [q | k | v] and [gate | up] (of a rank's
     shards, on a rank), and the split sizes of the QKV output."""
-    out = {k: v for k, v in params.items() if k not in ("wq", "wk", "wv", "wg", "wu")}
+    out = {k: v for k, v in params.items() if k not in ("wq", "wk", "wv", "wg", "wu", "bq", "bk", "bv")}
     out["wqkv"] = torch.cat((params["wq"], params["wk"], params["wv"]), 0).contiguous()
+    if "bq" in params:
+        out["bqkv"] = torch.cat((params["bq"], params["bk"], params["bv"]), 0).contiguous()
     out["wgu"] = torch.cat((params["wg"], params["wu"]), 0).contiguous()
     sizes = [params["wq"].shape[0], params["wk"].shape[0], params["wv"].shape[0]]
     return out, sizes
 
 
-def rank_main(rank, world, out, drop, joint, drop_bwd, merge=False):
-    full = full_params()
+def rank_main(rank, world, out, drop, joint, drop_bwd, merge=False, bias=False):
+    full = full_params(bias)
     tp = dist.new_group(list(range(world)))
     local = shard(full, rank, world)
     seq_fn = block
@@ -163,6 +173,7 @@ def main():
     ap.add_argument("--joint", action="store_true", help="capture a training step (torch 2.x)")
     ap.add_argument("--drop-backward-collective", action="store_true")
     ap.add_argument("--merged", action="store_true", help="vLLM's merged QKV and gate_up projections")
+    ap.add_argument("--qkv-bias", action="store_true", help="Qwen2's q, k and v biases")
     a = ap.parse_args()
     w = a.world_size
     if w < 1 or HEADS % w or FFN % w or (w > KV_HEADS and w % KV_HEADS) or (w <= KV_HEADS and KV_HEADS % w):
@@ -170,7 +181,7 @@ def main():
                  % (HEADS, FFN, KV_HEADS))
     if a.drop_backward_collective and not a.joint:
         ap.error("--drop-backward-collective needs --joint")
-    spc.launch(w, rank_main, a.out, a.drop_collective, a.joint, a.drop_backward_collective, a.merged)
+    spc.launch(w, rank_main, a.out, a.drop_collective, a.joint, a.drop_backward_collective, a.merged, a.qkv_bias)
 
 
 if __name__ == "__main__":
