@@ -225,6 +225,7 @@ class Folder {
   // Each D input's checked relation, by name, then rank.
   using Bound = std::unordered_map<std::string, std::vector<RelPtr>>;
   std::optional<Fact> inputFact2(const std::string& name, const TensorType& local, const Bound& bound);
+  std::optional<Fact> splitOverBoth(const std::vector<RelPtr>& rels, const TensorType& local);
   std::optional<Fact> inputFact(const std::string& name, const TensorType& local, const Bound& bound);
   std::optional<Fact> blockedInputFact(const std::vector<RelPtr>& rels, const TensorType& local);
 
@@ -1085,6 +1086,7 @@ std::optional<Fact> Folder::inputFact2(const std::string& name, const TensorType
                        [&](int64_t r) { return equal(*it->second[size_t(r)], *it->second[size_t(line[0])]); });
   };
   bool sameA = same(grid_[0]), sameB = same(lineB);
+  if (!sameA && !sameB) return splitOverBoth(it->second, local);
   auto saved = members_;
   std::optional<Fact> fa, fb;
   if (sameA && sameB) {
@@ -1119,6 +1121,74 @@ std::optional<Fact> Folder::inputFact2(const std::string& name, const TensorType
   f.lay2 = Lay::Split;
   f.dim2 = fb->dim;
   f.v = fb->v;
+  return f;
+}
+
+// The box a relation cuts out of one S tensor: slices (nested, on any dims)
+// of a seq leaf; per dim [start, end). nullopt: another form.
+std::optional<std::pair<std::string, std::map<int64_t, std::pair<int64_t, int64_t>>>> sliceBox(const Rel& r,
+                                                                                               const ir::Graph& seq) {
+  if (r.op == RelOp::Seq) return std::make_pair(r.name, std::map<int64_t, std::pair<int64_t, int64_t>>{});
+  if (r.op != RelOp::Slice || r.start.kind != IntExpr::Kind::Const || r.end.kind != IntExpr::Kind::Const)
+    return std::nullopt;
+  auto inner = sliceBox(*r.args[0], seq);
+  if (!inner) return std::nullopt;
+  auto v = seq.findValue(inner->first);
+  if (!v) return std::nullopt;
+  const auto& shape = seq.value(*v).type.shape;
+  auto d = ir::normAxis(r.dim, int64_t(shape.size()), "slice");
+  if (!d.ok() || !shape[size_t(*d)].isConcrete()) return std::nullopt;
+  auto [lo, hi] = inner->second.count(*d) ? inner->second[*d] : std::make_pair(int64_t(0), shape[size_t(*d)].value());
+  int64_t s = lo + r.start.value, e = lo + r.end.value;
+  if (r.start.value < 0 || e < s || e > hi) return std::nullopt;
+  inner->second[*d] = {s, e};
+  return inner;
+}
+
+// A D input split over both groups on two dims: rank (A position i, B
+// position j) holds piece i of S's tensor along one dim and piece j along
+// the other, every other dim whole; the relations may nest the slices in
+// either order (compared as boxes).
+std::optional<Fact> Folder::splitOverBoth(const std::vector<RelPtr>& rels, const TensorType& local) {
+  auto b00 = sliceBox(*rels[size_t(grid_[0][0])], seq_);
+  auto b01 = sliceBox(*rels[size_t(grid_[0][1])], seq_);
+  auto b10 = sliceBox(*rels[size_t(grid_[1][0])], seq_);
+  if (!b00 || !b01 || !b10) return std::nullopt;
+  // The dim each group cuts: where rank 0's neighbour along it differs.
+  auto movedDim = [&](const auto& a, const auto& b) -> std::optional<int64_t> {
+    std::optional<int64_t> moved;
+    for (const auto& [d, range] : b.second)
+      if (!a.second.count(d) || a.second.at(d) != range) {
+        if (moved) return std::nullopt;
+        moved = d;
+      }
+    return moved;
+  };
+  auto dA = movedDim(*b00, *b01), dB = movedDim(*b00, *b10);
+  if (!dA || !dB || *dA == *dB) return std::nullopt;
+  auto v = seq_.findValue(b00->first);
+  if (!v) return std::nullopt;
+  const TensorType& whole = seq_.value(*v).type;
+  if (whole.shape.size() != local.shape.size() || whole.dtype != local.dtype || !ir::isConcrete(whole.shape) ||
+      !ir::isConcrete(local.shape))
+    return std::nullopt;
+  int64_t a = local.shape[size_t(*dA)].value(), b = local.shape[size_t(*dB)].value();
+  Fact f{Lay::Split, *dA, {ex_.intern("seq " + b00->first, whole), 1.0}};
+  f.lay2 = Lay::Split;
+  f.dim2 = *dB;
+  if (!(globalOf(local, f) == whole)) return std::nullopt;
+  // Every rank's box is exactly its pieces.
+  for (size_t j = 0; j < grid_.size(); ++j)
+    for (size_t i = 0; i < grid_[j].size(); ++i) {
+      auto box = sliceBox(*rels[size_t(grid_[j][i])], seq_);
+      if (!box || box->first != b00->first) return std::nullopt;
+      std::map<int64_t, std::pair<int64_t, int64_t>> want{{*dA, {int64_t(i) * a, int64_t(i + 1) * a}},
+                                                          {*dB, {int64_t(j) * b, int64_t(j + 1) * b}}};
+      for (const auto& [d, range] : box->second)
+        if (!want.count(d) && range != std::make_pair(int64_t(0), whole.shape[size_t(d)].value())) return std::nullopt;
+      for (const auto& [d, range] : want)
+        if (!box->second.count(d) || box->second.at(d) != range) return std::nullopt;
+    }
   return f;
 }
 

@@ -460,3 +460,39 @@ TEST(Fold2D, PipelineStagesOfTwoGroups) {
 
 }  // namespace
 }  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
+// An input split over both groups on two dims (the batch over dp, the
+// hidden over tp), its relation nesting the slices in either order:
+// folded. With the tp pieces in reverse order (rank at tp position i holds
+// columns of piece 3 - i), D's gathers put them back in the wrong order:
+// never verified.
+TEST(Fold2D, InputSplitOverBothGroups) {
+  auto program = [](bool tpFirst, const std::string& col) {
+    Case c;
+    c.seq = "graph s {\n  input %x: f32[8, 16]\n  %y: f32[8, 16] = relu(%x)\n  output %y\n}\n";
+    c.dist = "program d {\n  world 8\n  mesh [dp = 2, tp = 4]\n  rank 0..7 {\n    input %x: f32[4, 4]\n"
+             "    %h: f32[4, 4] = relu(%x)\n    %g: f32[4, 16] = all_gather(%h) {group = \"tp\", dim = 1}\n"
+             "    %y: f32[8, 16] = all_gather(%g) {group = \"dp\", dim = 0}\n    output %y\n  }\n}\n";
+    std::string byRows = "dim=0, start=idx(r,dp)*4, end=(idx(r,dp)+1)*4";
+    std::string byCols = "dim=1, start=" + col + "*4, end=(" + col + "+1)*4";
+    c.rel = "for r in 0..7: dist[r].x = " +
+            (tpFirst ? "slice(slice(seq.x, " + byCols + "), " + byRows + ")"
+                     : "slice(slice(seq.x, " + byRows + "), " + byCols + ")") +
+            "\nexpect seq.y = dist[0].y\n";
+    return c;
+  };
+  for (bool tpFirst : {false, true}) {
+    auto rep = check(program(tpFirst, "idx(r,tp)"));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << tpFirst << " " << why(rep);
+    EXPECT_TRUE(folded(rep)) << tpFirst;
+  }
+  auto reversed = check(program(false, "(3-idx(r,tp))"));
+  EXPECT_NE(reversed.verdict, Verdict::Verified) << why(reversed);
+  EXPECT_FALSE(folded(reversed));
+}
+
+}  // namespace
+}  // namespace sp::rewrite
