@@ -672,6 +672,18 @@ int Engine::dropZeroTerms() {
     for (ClassId k : n.kids) kz.push_back(isZero(k));
     return zeroResult(K(n.op), kz);
   };
+  // Zeros start at a constant of zeros or a D value the lowering found zero:
+  // without one (most engines), nothing to do.
+  bool seeded = false;
+  for (ClassId c : classes) {
+    for (const ENode& n : g_.nodes(c))
+      if ((n.op == kOpDist || (!isRelOp(n.op) && K(n.op) == K::Constant)) && zeroNode(n)) {
+        seeded = true;
+        break;
+      }
+    if (seeded) break;
+  }
+  if (!seeded) return 0;
   for (bool grew = true; grew;) {
     grew = false;
     for (ClassId c : classes) {
