@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "ir/collective_order.h"
@@ -170,10 +171,17 @@ struct BlockCut {
   RowLabel label;
   int64_t start, end;
 };
+// One rule for ops (slice, split) and relations (slice): nullopt when the
+// cut falls inside a block.
+std::optional<BlockCut> cutBlocks(int64_t n, const RowLabel& x, int64_t b, int64_t e) {
+  int64_t block = n * x.inner;
+  if (b < 0 || e <= b || b % block != 0 || e % block != 0) return std::nullopt;
+  return BlockCut{RowLabel{(e - b) / block, x.inner}, b / n, e / n};
+}
 BlockCut blockCut(const Ctx& c, const RowLabel& x, int64_t b, int64_t e) {
-  int64_t block = c.n * x.inner;
-  if (b % block != 0 || e % block != 0 || e <= b) stop(c, "a cut of a row dim inside its repeated rows");
-  return {RowLabel{(e - b) / block, x.inner}, b / c.n, e / c.n};
+  auto cut = cutBlocks(c.n, x, b, e);
+  if (!cut) stop(c, "a cut of a row dim inside its repeated rows");
+  return *cut;
 }
 // Parts joined along a dim: all plain, or all row dims repeating alike
 // (whole blocks of n·inner rows each), their blocks in order.
@@ -675,11 +683,10 @@ std::optional<ShrunkRel> shrinkRel(const Rel& r, int64_t n, const std::function<
         // Whole blocks of n * inner repeated rows (a data-parallel rank's
         // batch): the shrunk slice takes their shrunk rows.
         auto b = constant(r.start), e = constant(r.end);
-        int64_t block = n * lab.inner;
-        if (!b || !e || *b < 0 || *e <= *b || *b % block || *e % block)
-          return no("relation slices a row dim inside its repeated rows: " + str(r));
-        l.dims[size_t(d)] = RowLabel{(*e - *b) / block, lab.inner};
-        return ShrunkRel{Rel::slice(x->rel, r.dim, IntExpr::constant(*b / n), IntExpr::constant(*e / n)), l};
+        auto cut = b && e ? cutBlocks(n, lab, *b, *e) : std::nullopt;
+        if (!cut) return no("relation slices a row dim inside its repeated rows: " + str(r));
+        l.dims[size_t(d)] = cut->label;
+        return ShrunkRel{Rel::slice(x->rel, r.dim, IntExpr::constant(cut->start), IntExpr::constant(cut->end)), l};
       }
       if (x->labels.any()) return no("relation reshapes a value with row dims: " + str(r));
       l.dims.assign(r.shape.size(), RowLabel{});
