@@ -270,11 +270,17 @@ Result<std::vector<Block>> blocksOf(const ir::Graph& seq, const std::string& sna
                                               " than on rank " + std::to_string(ranks[0]));
   int64_t full = seq.value(*seq.findValue(sname)).type.shape[size_t(p.dim)].value();
   int64_t axisSize = dist.mesh().axis(p.axis)->size;
-  // One contiguous shard per rank: D's cuts are S's inside each shard.
-  std::set<int64_t> inShard;
-  for (int64_t c : sc)
-    if (c % p.extent != 0) inShard.insert(c % p.extent);
-  bool contiguous = p.holders == 1 && inShard == dc;
+  // One contiguous shard per rank: D's cuts are, on every rank, S's cuts
+  // inside that rank's shard (not the union over the ranks: with q, k and v
+  // of 64 rows each over 2 ranks of 96, the union {32, 64} equals D's cuts
+  // while each shard holds one cut).
+  bool contiguous = p.holders == 1;
+  for (int64_t i = 0; contiguous && i * p.extent < full; ++i) {
+    std::set<int64_t> inShard;
+    for (int64_t c : sc)
+      if (c > i * p.extent && c < (i + 1) * p.extent) inShard.insert(c - i * p.extent);
+    contiguous = inShard == dc;
+  }
   // Per block: S's cuts and D's cut the same number of blocks, and each
   // block's S extent is a multiple of its D extent that divides the axis.
   std::vector<int64_t> sb{0}, db{0};

@@ -609,6 +609,45 @@ TEST(InferRelations, MergedProjectionsAreShardedPerBlock) {
       << h.error().message;
 }
 
+// Equal blocks (multi-head attention's q, k and v of one size): the union
+// over the ranks of S's cuts inside each contiguous shard ({16 % 12, 8} at
+// TP 2, {16 % 6, 8 % 6} at TP 4) equals each rank's cuts, but no single
+// rank's shard holds them, so the layout is per block. It was proposed as
+// one contiguous shard per rank, and the correct program refuted.
+TEST(InferRelations, EqualBlocksAreNotOneContiguousShard) {
+  auto seq = ir::parseGraph(
+      "graph s {\n  input %x: f32[3, 8]\n  param %w: f32[8, 24]\n  %h: f32[3, 24] = matmul(%x, %w)\n"
+      "  %q, %k, %v = split(%h) {axis = 1, sizes = [8, 8, 8]}\n  %a: f32[3, 8] = mul(%q, %k)\n"
+      "  %t: f32[3, 8] = add(%a, %v)\n  output %t\n}\n",
+      "s.sp");
+  ASSERT_TRUE(seq.ok()) << seq.error().str();
+  for (int tp : {2, 4}) {
+    std::string n = std::to_string(tp), b = std::to_string(8 / tp), w = std::to_string(24 / tp);
+    auto dist = ir::parseProgram("program d {\n  world " + n + "\n  mesh [tp = " + n + "]\n  rank 0.." +
+                                     std::to_string(tp - 1) + " {\n    input %x: f32[3, 8]\n    param %w: f32[8, " + w +
+                                     "]\n    %h: f32[3, " + w + "] = matmul(%x, %w)\n    %q, %k, %v = split(%h) {axis = 1, "
+                                     "sizes = [" + b + ", " + b + ", " + b + "]}\n    %a: f32[3, " + b +
+                                     "] = mul(%q, %k)\n    %t: f32[3, " + b + "] = add(%a, %v)\n    output %t\n  }\n}\n",
+                                 "d.sp");
+    ASSERT_TRUE(dist.ok()) << dist.error().str();
+    auto f = inferRelations(*seq, *dist);
+    ASSERT_TRUE(f.ok()) << f.error().str();
+    std::string rel = printRelations(*f);
+    EXPECT_NE(rel.find("for r in tp: dist[r].w = concat(dim=1, slice(seq.w, dim=1, start=idx(r,tp)*" + b +
+                       ", end=(idx(r,tp)+1)*" + b + "), slice(seq.w, dim=1, start=idx(r,tp)*" + b + "+8, "),
+              std::string::npos)
+        << rel;
+    std::string ts = "concat(dim=1";
+    for (int r = 0; r < tp; ++r) ts += ", dist[" + std::to_string(r) + "].t";
+    auto t = parseRelExpr(ts + ")");
+    ASSERT_TRUE(t.ok());
+    f->outputs.push_back({"t", *t, ""});
+    auto rep = verify(*seq, *dist, *f, {});
+    ASSERT_TRUE(rep.ok()) << rep.error().str();
+    EXPECT_EQ(rep->verdict, Verdict::Verified) << test::describe(*rep);
+  }
+}
+
 TEST(InferRelations, UnmatchedInputIsAnError) {
   Case c = load("col_seq.sp", "col_tp2_wrong_dim.sp", "col_tp2.rel");
   auto s = ir::parseGraph("graph g {\n  input %z: f32[8, 16]\n  output %z\n}\n", "g.sp");
