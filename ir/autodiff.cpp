@@ -1,6 +1,7 @@
 // Reverse-mode differentiation of graphs and SPMD programs (autodiff.h).
 #include "ir/autodiff.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <tuple>
@@ -57,10 +58,18 @@ class Differ {
   Result<GraphSpec> run();
 
  private:
+  struct Piece {
+    int64_t lo, len;
+    std::string grad;
+  };
   struct Acc {
     std::vector<std::string> exact;
     std::map<Axes, std::vector<std::string>> partial;  // summed, then all-reduced over the axes
-    bool empty() const { return exact.empty() && partial.empty(); }
+    // Gradients of slices along one axis, (axis, partial axes) -> pieces:
+    // concatenated where they tile the axis (rotary halves, q/k/v of a
+    // fused projection), zeros only in the gaps.
+    std::map<std::pair<int64_t, Axes>, std::vector<Piece>> pieces;
+    bool empty() const { return exact.empty() && partial.empty() && pieces.empty(); }
   };
 
   const Graph& g_;
@@ -162,6 +171,43 @@ class Differ {
   Result<std::string> materialize(ValueId v) {
     Acc& a = acc_[size_t(v)];
     if (a.empty()) return std::string();
+    auto pieces = std::move(a.pieces);
+    a.pieces.clear();
+    for (auto& [key, list] : pieces) {
+      auto [axis, mask] = key;
+      std::stable_sort(list.begin(), list.end(), [](const Piece& x, const Piece& y) { return x.lo < y.lo; });
+      // layers of pieces that do not overlap, each one concat
+      std::vector<std::vector<Piece>> layers;
+      for (const Piece& pc : list) {
+        auto it = std::find_if(layers.begin(), layers.end(),
+                               [&](const std::vector<Piece>& l) { return l.back().lo + l.back().len <= pc.lo; });
+        if (it == layers.end()) layers.push_back({pc});
+        else it->push_back(pc);
+      }
+      const TensorType& vt = g_.value(v).type;
+      const int64_t extent = vt.shape[size_t(axis)].value();
+      for (const auto& layer : layers) {
+        std::vector<std::string> parts;
+        int64_t at = 0;
+        auto gap = [&](int64_t to) -> Status {
+          if (to <= at) return okStatus();
+          TensorType zt = vt;
+          zt.shape[size_t(axis)] = Dim(to - at);
+          SP_ASSIGN(auto z, zeros(zt));
+          parts.push_back(z);
+          return okStatus();
+        };
+        for (const Piece& pc : layer) {
+          SP_TRY(gap(pc.lo));
+          parts.push_back(pc.grad);
+          at = pc.lo + pc.len;
+        }
+        SP_TRY(gap(extent));
+        std::string t = parts[0];
+        if (parts.size() > 1) { SP_ASSIGN(t, emit(OpKind::Concat, parts, {{"axis", axis}}, "slices")); }
+        (mask ? a.partial[mask] : a.exact).push_back(t);
+      }
+    }
     std::vector<std::string> parts = a.exact;
     for (auto& [axes, list] : a.partial) {
       SP_ASSIGN(std::string s, sum(list));
@@ -578,6 +624,14 @@ Status Differ::vjp(const Node& n) {
       const auto& axesA = attrInts(n.attrs, "axes");
       const auto& steps = attrInts(n.attrs, "steps");
       std::string r = g;
+      if (starts.size() == 1 && (steps.empty() || steps[0] == 1)) {  // one axis: a piece (materialize)
+        SP_ASSIGN(int64_t a, normAxis(axesA.empty() ? 0 : axesA[0], rank, "slice"));
+        if (xs[size_t(a)].isConcrete()) {
+          auto [lo, len] = sliceRange(starts[0], ends[0], 1, xs[size_t(a)].value());
+          acc_[size_t(n.inputs[0])].pieces[{a, from & ~varies(n.inputs[0])}].push_back(Piece{lo, len, g});
+          return okStatus();
+        }
+      }
       for (size_t i = 0; i < starts.size(); ++i) {
         if (!steps.empty() && steps[i] != 1) return unsupported(n, "a slice with steps");
         SP_ASSIGN(int64_t a, normAxis(axesA.empty() ? int64_t(i) : axesA[i], rank, "slice"));
@@ -692,8 +746,10 @@ Status Differ::vjp(const Node& n) {
 }
 
 // numpy matmul, both operands of rank >= 2: dA = g B^T, dB = A^T g, each
-// summed to its operand's shape; a weight [k, n] read by rows [..., m, k]
-// takes A's rows flattened ([M, k]^T [M, n]), as ATen's mm does.
+// summed to its operand's shape (a weight [k, n] read by [s, b, k]: the
+// batched A^T g summed over s). Not ATen's flattened [s*b, k]^T [s*b, n]:
+// with the batch split over data-parallel ranks that reshape interleaves
+// the shards, while the batched form is a contraction over the split dim.
 Status Differ::vjpMatMul(const Node& n, const std::string& g, Axes from) {
   const std::string a = nameOf(n.inputs[0]), b = nameOf(n.inputs[1]);
   const TensorType &at = g_.value(n.inputs[0]).type, &bt = g_.value(n.inputs[1]).type;
@@ -713,18 +769,9 @@ Status Differ::vjpMatMul(const Node& n, const std::string& g, Axes from) {
   }
   if (needs_[size_t(n.inputs[1])]) {
     std::string r;
-    if (bt.shape.size() == 2 && at.shape.size() > 2) {
-      Dim rows(1);
-      for (size_t i = 0; i + 1 < at.shape.size(); ++i) rows = rows * at.shape[i];
-      SP_ASSIGN(auto a2, reshape(a, {rows, at.shape.back()}));
-      SP_ASSIGN(auto g2, reshape(g, {rows, type(g).shape.back()}));
-      SP_ASSIGN(auto aT, swapLast(a2));
-      SP_ASSIGN(r, emit(OpKind::MatMul, {aT, g2}, {}, "dB"));
-    } else {
-      SP_ASSIGN(auto aT, swapLast(a));
-      SP_ASSIGN(auto m, emit(OpKind::MatMul, {aT, g}, {}, "dB"));
-      SP_ASSIGN(r, sumTo(m, bt));
-    }
+    SP_ASSIGN(auto aT, swapLast(a));
+    SP_ASSIGN(auto m, emit(OpKind::MatMul, {aT, g}, {}, "dB"));
+    SP_ASSIGN(r, sumTo(m, bt));
     contribute(n.inputs[1], r, from);
   }
   return okStatus();

@@ -10,6 +10,9 @@
 #include <tuple>
 #include <variant>
 
+#include "ir/autodiff.h"
+#include "ir/text.h"
+
 namespace sp::planner {
 
 namespace {
@@ -94,14 +97,26 @@ std::vector<std::pair<int, int>> runs(int n, Key key) {
   return o;
 }
 
+// What the backward needs from the generator: each D leaf's mesh axes of
+// variation (autodiff.h), and the relations of the tangents and gradients.
+struct Generated {
+  ParallelProgram text;
+  std::map<std::string, std::vector<std::string>> varies;
+  std::string backwardRelations;  // tangent inputs and gradient expect lines
+};
+
 // Generates seq graph, dist program and relations for one cell.
 // Ranks whose sizes are equal share one `rank a..b` body; the relation file
 // gives each run of equal-sized blocks one comprehension line (`for r in tp`
 // when all are equal).
-ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
+Generated generate(const ProgramSpec& c, const Plan& pl) {
   const ProgramSpec& m = c;
   const int64_t H = m.hidden, F = m.ffn, nh = m.heads, nkv = m.kvHeads, hd = H / nh;
   const int64_t B = -1, T = pl.seq, tp = c.tp;  // B: the batch marker (see L)
+  const int dp = c.dp;
+  // Megatron's rank order: tp fastest, then dp, then pp.
+  auto rankOf = [&](int stage, int d, int64_t t) { return (int64_t(stage) * dp + d) * tp + t; };
+  Generated out;
   const bool sp = c.sequenceParallel;  // tokens sharded on dim 0
   const int64_t Tl = sp ? T / tp : T;
   // Per rank: set for each body below.
@@ -114,7 +129,7 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
     std::string o = "[";
     for (int64_t d : ds) {
       if (d == B && c.flat) continue;
-      o += (o.size() > 1 ? ", " : "") + S(d == B ? c.batch : d);
+      o += (o.size() > 1 ? ", " : "") + (d == B ? std::string("@B@") : S(d));  // S's or D's batch, set at the end
     }
     return o + "]";
   };
@@ -140,9 +155,9 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
   };
   // One "for r in DOMAIN: dist[r].n = " line head per run of equal blocks; fn(a) the rest.
   std::ostringstream rl;
-  int base = 0;  // the first rank of the pipeline stage being written
+  int64_t base = 0;  // the first rank of the pipeline stage being written
   // The stage's ranks as a comprehension domain: "tp", or "8..15".
-  auto stageRanks = [&] { return c.pp == 1 ? std::string("tp") : S(base) + ".." + S(base + tp - 1); };
+  auto stageRanks = [&] { return c.pp == 1 ? std::string("tp") : S(base) + ".." + S(base + dp * tp - 1); };
   // "dist[*].n" without pipeline stages, else over the stage's ranks.
   auto every = [&](const std::string& n) {
     return c.pp == 1 ? "dist[*]." + n : "for r in " + stageRanks() + ": dist[r]." + n;
@@ -150,14 +165,71 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
   auto perBlockRun = [&](const std::string& n, const Blocks& b, const std::function<std::string(int)>& fn) {
     auto rs = runs(c.tp, [&](int r) { return b.size[size_t(r)]; });
     for (auto [a, z] : rs) {
-      std::string dom = rs.size() == 1 && c.pp == 1 ? "tp" : S(base + a) + ".." + S(base + z);
-      rl << "for r in " << dom << ": dist[r]." << n << " = " << fn(a) << "\n";
+      if (rs.size() == 1) {
+        rl << "for r in " << stageRanks() << ": dist[r]." << n << " = " << fn(a) << "\n";
+        continue;
+      }
+      for (int d = 0; d < dp; ++d)  // the run in each data-parallel replica
+        rl << "for r in " << base + d * tp + a << ".." << base + d * tp + z << ": dist[r]." << n << " = " << fn(a) << "\n";
     }
   };
 
   std::ostringstream seqText, distText, relText;
-  distText << "program " << m.name << "_tp" << tp << (c.pp > 1 ? "_pp" + S(c.pp) : "") << " {\n  world " << tp * c.pp
-           << "\n  mesh [" << (c.pp > 1 ? "pp = " + S(c.pp) + ", " : "") << "tp = " << tp << "]\n";
+  distText << "program " << m.name << "_tp" << tp << (dp > 1 ? "_dp" + S(dp) : "") << (c.pp > 1 ? "_pp" + S(c.pp) : "")
+           << " {\n  world " << tp * dp * c.pp << "\n  mesh [" << (c.pp > 1 ? "pp = " + S(c.pp) + ", " : "")
+           << (dp > 1 ? "dp = " + S(dp) + ", " : "") << "tp = " << tp << "]\n";
+  // Backward relations: per differentiated leaf, its stage and layout.
+  struct LeafLayout {
+    int stage = 0;
+    int dim = -1;  // -1: replicated
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> blocks;  // per tp index: (S offset, extent), S order
+  };
+  std::map<std::string, LeafLayout> layouts;
+  int curStage = 0;
+  auto replicated = [&](const std::string& n) {
+    out.varies[n] = {};
+    layouts[n] = LeafLayout{curStage, -1, {}};
+  };
+  auto sharded = [&](const std::string& n, int dim, const Blocks& b, std::vector<int64_t> bases) {
+    out.varies[n] = {"tp"};
+    LeafLayout l{curStage, dim, {}};
+    for (int64_t t = 0; t < tp; ++t) {
+      l.blocks.emplace_back();
+      for (int64_t base0 : bases) l.blocks.back().push_back({base0 + b.off[size_t(t)], b.size[size_t(t)]});
+    }
+    layouts[n] = l;
+  };
+  // x0 and the output's tangent: the batch over dp, the tokens over tp
+  // under sequence parallelism. `seqName` in S, laid out on `stage`'s ranks.
+  const int64_t Bl = c.batch, Tl0 = sp ? T / tp : T;
+  auto tokensRelation = [&](const std::string& n, const std::string& seqName) {
+    std::string e = "seq." + seqName;
+    if (dp > 1)
+      e = "slice(" + e + ", dim=1, start=idx(r,dp)*" + S(Bl) + ", end=(idx(r,dp)+1)*" + S(Bl) + ")";
+    if (sp) e = "slice(" + e + ", dim=0, start=idx(r,tp)*" + S(Tl0) + ", end=(idx(r,tp)+1)*" + S(Tl0) + ")";
+    std::vector<std::string> ax;
+    if (dp > 1) ax.push_back("dp");
+    if (sp) ax.push_back("tp");
+    out.varies[n] = ax;
+    if (dp == 1 && !sp) return every(n) + " = " + e + "\n";
+    return "for r in " + stageRanks() + ": dist[r]." + n + " = " + e + "\n";
+  };
+  // The S tensor rebuilt from `stage`'s ranks' tensors `n` laid out like x0.
+  auto tokensRebuilt = [&](int stage, const std::string& n) {
+    std::string o;
+    for (int d = 0; d < dp; ++d) {
+      std::string part;
+      if (sp) {
+        part = "concat(dim=0";
+        for (int64_t t = 0; t < tp; ++t) part += ", dist[" + S(rankOf(stage, d, t)) + "]." + n;
+        part += ")";
+      } else {
+        part = "dist[" + S(rankOf(stage, d, 0)) + "]." + n;
+      }
+      o += (d ? ", " : "") + part;
+    }
+    return dp > 1 ? "concat(dim=1, " + o + ")" : o;
+  };
   auto classes = runs(c.tp, [&](int r) {  // (MLP blocks: heads unused)
     auto at = size_t(c.attention ? r : 0);
     return std::tuple{pl.heads.size[at], pl.kv.size[at], pl.ffn.size[size_t(r)]};
@@ -173,9 +245,14 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
     for (int r = 0; r < tp; ++r) classes.push_back({r, r});
   }
   const int per = c.layers / c.pp;
+  std::string lastOut;
   for (int stage = 0; stage < c.pp; ++stage) {
-  base = stage * int(tp);
+  base = rankOf(stage, 0, 0);
+  curStage = stage;
   const bool firstStage = stage == 0, lastStage = stage == c.pp - 1;
+  // Data-parallel replicas run the same body; with pipeline stages each
+  // rank has its own (its peers).
+  for (int rep = 0; rep < (c.pp > 1 ? dp : 1); ++rep)
   for (auto [first, last] : classes) {
     Hl = pl.heads.size[size_t(first)], Fl = pl.ffn.size[size_t(first)], nhl = Hl / hd;
     nkvl = kvRepl ? 1 : pl.kv.size[size_t(first)] / hd;
@@ -185,21 +262,25 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
     if (firstStage)
       sqIn << "# generated by shardproof parallelize: " << m.name << " " << (c.attention ? "attention + MLP" : "MLP")
            << ", " << c.layers << " layers\ngraph " << m.name << " {\n";
-    ds << "  rank " << base + first << (last > first ? ".." + S(base + last) : "") << " {\n";
+    std::vector<std::string> heads;  // the ranks running this body
+    if (c.pp > 1) {
+      heads.push_back("  rank " + S(rankOf(stage, rep, first)) + " {\n");
+    } else {
+      for (int d = 0; d < dp; ++d)
+        heads.push_back("  rank " + S(rankOf(stage, d, first)) +
+                        (last > first ? ".." + S(rankOf(stage, d, last)) : "") + " {\n");
+    }
     std::string sI = "  ", dI = "    ";
     // The stage's input: the tokens, or the previous stage's output.
     std::string x = firstStage ? "x0" : "l" + S(stage * per - 1) + "_y";
     if (firstStage) {
       sqIn << sI << "input %x0: " << t3(T, H) << "\n";
       ds << dI << "input %x0: " << t3(Tl, H) << "\n";
-      if (sp)
-        rl << "for r in " << stageRanks() << ": dist[r].x0 = slice(seq.x0, dim=0, start=idx(r,tp)*" << Tl
-           << ", end=(idx(r,tp)+1)*" << Tl << ")\n";
-      else
-        rl << every("x0") << " = seq.x0\n";
+      rl << tokensRelation("x0", "x0");
+      layouts["x0"] = LeafLayout{0, -2, {}};
     } else {
       std::string shape = L({Tl, B, H});
-      ds << dI << "%" << x << ": " << t3(Tl, H) << " = recv() {peer = " << base + first - tp
+      ds << dI << "%" << x << ": " << t3(Tl, H) << " = recv() {peer = " << rankOf(stage - 1, rep, first)
          << ", tag = 0, dtype = f32, shape = " << shape << "}\n";
     }
     if (c.attention && m.llama && c.rope == RopeForm::Halves) {
@@ -208,6 +289,7 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
       if (firstStage) sqIn << sI << "input %cos: " << ty << "\n" << sI << "input %sin: " << ty << "\n";
       ds << dI << "input %cos: " << ty << "\n" << dI << "input %sin: " << ty << "\n";
       rl << every("cos") << " = seq.cos\n" << every("sin") << " = seq.sin\n";
+      out.varies["cos"] = out.varies["sin"] = {};
     }
     if (c.attention && m.llama && c.rope == RopeForm::Megatron) {
       // Megatron's rotary_pos_emb: the angles of every position, emb = cat(freqs, freqs)
@@ -215,6 +297,7 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
       if (firstStage) sqIn << sI << "input %freqs: " << ty << "\n";
       ds << dI << "input %freqs: " << ty << "\n";
       rl << every("freqs") << " = seq.freqs\n";
+      out.varies["freqs"] = {};
     }
     if (c.attention && c.causal) {
       // The additive causal mask (0 on and below the diagonal, -inf above),
@@ -222,11 +305,16 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
       if (firstStage) sqIn << sI << "input %mask: f32[" << T << ", " << T << "]\n";
       ds << dI << "input %mask: f32[" << T << ", " << T << "]\n";
       rl << every("mask") << " = seq.mask\n";
+      out.varies["mask"] = {};
     }
     auto shard = [&](const std::string& n, int dim, const Blocks& b) {
       perBlockRun(n, b, [&](int a) { return blockSlice(n, dim, b, a, 0); });
+      sharded(n, dim, b, {0});
     };
-    auto repl = [&](const std::string& n) { rl << every(n) << " = seq." << n << "\n"; };
+    auto repl = [&](const std::string& n) {
+      rl << every(n) << " = seq." << n << "\n";
+      replicated(n);
+    };
     // Both sides: op line with the given (seq type, dist type).
     auto both = [&](const std::string& lhs, const std::string& sty, const std::string& dty,
                     const std::string& rhs, const std::string& drhs = "") {
@@ -296,6 +384,7 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
             for (int j = 0; j < 3; ++j) e += ", " + blockSlice(p + "wqkv", 1, pl.heads, a, j * H);
             return e + ")";
           });
+          sharded(p + "wqkv", 1, pl.heads, {0, H, 2 * H});
           const std::string mm = c.biases ? "qkvm" : "qkv";
           sq << sI << "%" << p << mm << ": " << t3(T, 3 * H) << " = matmul(%" << sin_ << ", %" << p << "wqkv)\n";
           ds << dI << "%" << p << mm << ": " << t3(T, 3 * Hl) << " = matmul(%" << din << ", %" << p << "wqkv)\n";
@@ -307,6 +396,7 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
               for (int j = 0; j < 3; ++j) e += ", " + blockSlice(p + "bqkv", 0, pl.heads, a, j * H);
               return e + ")";
             });
+            sharded(p + "bqkv", 0, pl.heads, {0, H, 2 * H});
             both(p + "qkv", t3(T, 3 * H), t3(T, 3 * Hl), "add(%" + p + "qkvm, %" + p + "bqkv)");
           }
           sq << sI << "%" << p << "q: " << t3(T, H) << ", %" << p << "k: " << t3(T, H) << ", %" << p
@@ -482,31 +572,90 @@ ParallelProgram generate(const ProgramSpec& c, const Plan& pl) {
     if (lastStage) {
       sq << sI << "output %" << x << "\n}\n";
       ds << dI << "output %" << x << "\n  }\n";
-      if (sp && c.pp == 1)
+      if (sp && c.pp == 1 && dp == 1)
         rl << "expect seq." << x << " = concat(dim=0, for r in tp: dist[r]." << x << ")\n";
-      else if (sp) {
-        rl << "expect seq." << x << " = concat(dim=0";
-        for (int r = 0; r < tp; ++r) rl << ", dist[" << base + r << "]." << x;
-        rl << ")\n";
-      } else {
-        rl << "expect seq." << x << " = dist[" << base << "]." << x << "\n";
+      else
+        rl << "expect seq." << x << " = " << tokensRebuilt(stage, x) << "\n";
+      if (first == 0 && rep == 0) {
+        lastOut = x;
+        // the tangent of the output, laid out like it
+        out.backwardRelations += tokensRelation("d_" + x, "d_" + x);
       }
     } else {
-      ds << dI << "send(%" << x << ") {peer = " << base + first + tp << ", tag = 0}\n  }\n";
+      ds << dI << "send(%" << x << ") {peer = " << rankOf(stage + 1, rep, first) << ", tag = 0}\n  }\n";
     }
-    if (first == 0) seqText << sqIn.str() << sq.str(), relText << rl.str();
-    distText << ds.str();
+    if (first == 0 && rep == 0) seqText << sqIn.str() << sq.str(), relText << rl.str();
+    for (const std::string& h : heads) distText << h << ds.str();
   }
   }
   distText << "}\n";
-  return {seqText.str(), distText.str(), relText.str()};
+  // The gradients: each leaf's rebuilt from its stage's ranks as the leaf is
+  // laid out (a sharded weight's blocks in S's order, each block's shards in
+  // rank order; a replicated one from the stage's first rank, every rank
+  // holding the same after the gradient all_reduces).
+  for (const auto& [n, l] : layouts) {
+    std::string e;
+    if (l.dim == -2) {
+      e = tokensRebuilt(0, "grad_" + n);
+    } else if (l.dim == -1) {
+      e = "dist[" + S(rankOf(l.stage, 0, 0)) + "].grad_" + n;
+    } else {
+      e = "concat(dim=" + S(l.dim);
+      for (size_t b = 0; b < l.blocks[0].size(); ++b) {
+        for (int64_t t = 0; t < tp; ++t) {
+          std::string part = "dist[" + S(rankOf(l.stage, 0, t)) + "].grad_" + n;
+          int64_t local = 0;
+          for (size_t k = 0; k < b; ++k) local += l.blocks[size_t(t)][k].second;
+          int64_t ext = l.blocks[size_t(t)][b].second;
+          if (l.blocks[0].size() > 1)
+            part = "slice(" + part + ", dim=" + S(l.dim) + ", start=" + S(local) + ", end=" + S(local + ext) + ")";
+          e += ", " + part;
+        }
+      }
+      e += ")";
+    }
+    out.backwardRelations += "expect seq.grad_" + n + " = " + e + "\n";
+  }
+  std::string st = seqText.str(), dt = distText.str();
+  auto batchIs = [](std::string& text, int64_t b) {
+    for (size_t at; (at = text.find("@B@")) != std::string::npos;) text.replace(at, 3, S(b));
+  };
+  batchIs(st, c.batch * dp);
+  batchIs(dt, c.batch);
+  out.text = {st, dt, relText.str()};
+  return out;
+}
+
+// The training step: S and every rank of D differentiated (ir/autodiff.h)
+// with respect to the parameters and the input tokens, the output's tangent
+// an input laid out like the output, each gradient expected as its leaf is
+// laid out.
+Result<ParallelProgram> withBackward(const Generated& gen) {
+  auto fail = [](const Error& e) {
+    return makeError(e.id, "parallelize --backward: " + e.message + " (a generator bug)");
+  };
+  auto seq = ir::parseGraph(gen.text.seq, "seq.sp");
+  if (!seq) return fail(seq.error());
+  auto dist = ir::parseProgram(gen.text.dist, "dist.sp");
+  if (!dist) return fail(dist.error());
+  ir::GradOptions o;
+  o.wrt.push_back("x0");
+  for (ir::ValueId p : seq->params()) o.wrt.push_back(seq->value(p).name);
+  o.varies = gen.varies;
+  auto sb = ir::differentiate(*seq, o);
+  if (!sb) return fail(sb.error());
+  auto db = ir::differentiate(*dist, o);
+  if (!db) return fail(db.error());
+  std::string head = gen.text.seq.substr(0, gen.text.seq.find('\n') + 1);  // the "# generated by" line
+  return ParallelProgram{head + ir::printGraph(*sb), ir::printProgram(*db),
+                         gen.text.relations + gen.backwardRelations};
 }
 
 }  // namespace
 
 std::string layoutPhrase(const ProgramSpec& spec) {
   return "tp " + S(spec.tp) + (spec.sequenceParallel ? " + sequence parallel" : "") +
-         (spec.pp > 1 ? ", pp " + S(spec.pp) : "");
+         (spec.dp > 1 ? ", dp " + S(spec.dp) : "") + (spec.pp > 1 ? ", pp " + S(spec.pp) : "");
 }
 
 Result<ParallelProgram> parallelize(const ProgramSpec& spec) {
@@ -518,9 +667,19 @@ Result<ParallelProgram> parallelize(const ProgramSpec& spec) {
     return makeError("parallelize-unsupported",
                      "parallelize: tp, layers, batch, seq, hidden, heads and ffn must be positive (and batch 1 "
                      "in the [seq, hidden] layout)");
+  if (spec.dp < 1 || (spec.dp > 1 && spec.flat))
+    return makeError("parallelize-unsupported",
+                     "parallelize: dp must be positive (and 1 in the [seq, hidden] layout, which has no batch dim)");
   auto plan = planCell(spec);
   if (auto* why = std::get_if<std::string>(&plan)) return makeError("parallelize-unsupported", "parallelize: " + *why);
-  return generate(spec, std::get<Plan>(plan));
+  if (spec.backward && std::get<Plan>(plan).kvRepl)
+    return makeError("parallelize-unsupported",
+                     "parallelize: the backward with tp " + S(spec.tp) + " above " + S(spec.kvHeads) +
+                         " KV heads (each KV head's weights held by several ranks, whose gradients Megatron never "
+                         "forms: it needs query groups divisible by tp)");
+  Generated gen = generate(spec, std::get<Plan>(plan));
+  if (!spec.backward) return gen.text;
+  return withBackward(gen);
 }
 
 Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout, int64_t seq, int64_t batch,

@@ -430,6 +430,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
   const TensorType& out0 = vals[size_t(n.outputs[0])].type;
   int64_t R = int64_t(out0.shape.size());
   std::optional<int64_t> od;
+  int64_t concatBlocks = 0;  // a concat of splits along their dim: a blocked split
   std::vector<int64_t> candidates;  // several result dims, for reshapes
   ir::AttrMap attrs = n.attrs;
   auto cat = ir::opInfo(n.op).category;
@@ -527,6 +528,17 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     int64_t axis = ir::attrInt(norm, "axis");
     bool all = std::all_of(in.begin(), in.end(), [&](const Fact& f) { return f.lay == Lay::Split && f.dim == in[0].dim; });
     if (all && in[0].dim != axis) od = in[0].dim;
+    // Along the split dim, plain splits of equal local size: rank r holds
+    // its piece of each operand, [a_r | b_r | c_r], a blocked split of S's
+    // concat (the backward of a fused QKV's split).
+    const Dim& k0 = local(0).shape[size_t(in[0].dim)];
+    bool blockable = all && in[0].dim == axis && in.size() > 1 && k0.isConcrete();
+    for (size_t i = 0; blockable && i < in.size(); ++i)
+      blockable = in[i].plain() && local(i).shape[size_t(axis)] == k0;
+    if (blockable) {
+      od = axis;
+      concatBlocks = int64_t(in.size());
+    }
   }
   if (od) candidates = {*od};
   // Blocked splits: every split operand blocked alike; a split op on the
@@ -543,8 +555,19 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
       blocks = f.blocks;
       inner = f.inner;
     }
-  if (blocks > 1 && (reshapeLike(n.op) || n.op == OpKind::Expand)) return {};
+  if (blocks > 1 && n.op == OpKind::Expand) return {};
+  if (blocks > 1 && reshapeLike(n.op)) {
+    // only unit dims added or dropped: the blocked dim carries over whole
+    auto squeezed = [](const Shape& sh) {
+      Shape o;
+      for (const Dim& d : sh)
+        if (d != Dim(1)) o.push_back(d);
+      return o;
+    };
+    if (squeezed(local(0).shape) != squeezed(out0.shape)) return {};
+  }
   if (inner > 1 && blocks > 1) return {};
+  if (concatBlocks) blocks = concatBlocks;
   if (n.op == OpKind::Split && in[0].lay == Lay::Split && ir::attrInt(norm, "axis") == in[0].dim) {
     const auto& sizes = ir::attrInts(n.attrs, "sizes");
     const Dim& whole = local(0).shape[size_t(in[0].dim)];
@@ -960,7 +983,8 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
   if (pri.size() != n.outputs.size() || sec.size() != n.outputs.size() || pri.empty()) return {};
   std::vector<Fact> outs = pri;
   for (size_t o = 0; o < outs.size(); ++o) {
-    if (!sec[o].plain() || !outs[o].plain()) return {};
+    // (a blocked split over the first group: Megatron's fused QKV)
+    if (!sec[o].plain() || (!outs[o].plain() && (outs[o].inner != 1 || outs[o].innerDim >= 0))) return {};
     outs[o].lay2 = sec[o].lay;
     outs[o].dim2 = sec[o].dim;
     // Both groups splitting one dim would nest the pieces: not a layout here.
@@ -991,6 +1015,19 @@ std::vector<Fact> Folder::finalize(const ir::Node& n, const std::vector<Fact>& i
     else attrs = ir::AttrMap{{"shape", g}};
   }
   int64_t inRank = n.inputs.empty() ? 0 : int64_t(vals[size_t(n.inputs[0])].type.shape.size());
+  if (n.op == OpKind::Split) {
+    // a split along a dim split over a group: each piece's S size (the
+    // rules allow it only into a blocked split's blocks)
+    auto ax = ir::normAxis(ir::attrInt(attrs, "axis"), inRank, "split");
+    int64_t mult = 1;
+    if (ax.ok() && in[0].lay == Lay::Split && in[0].dim == *ax) mult *= n_;
+    if (ax.ok() && in[0].lay2 == Lay::Split && in[0].dim2 == *ax) mult *= n2_;
+    if (mult > 1) {
+      std::vector<int64_t> sizes = ir::attrInts(attrs, "sizes");
+      for (auto& z : sizes) z *= mult;
+      attrs["sizes"] = sizes;
+    }
+  }
   for (size_t o = 0; o < outs.size(); ++o) {
     TensorType expect = globalOf(vals[size_t(n.outputs[o])].type, outs[o]);
     auto got = inferGlobal(op, attrs, gin, int(o));
@@ -1106,7 +1143,9 @@ std::optional<Fact> Folder::inputFact2(const std::string& name, const TensorType
     fa = Fact{Lay::Rep, 0, {}};
   }
   members_ = saved;
-  if (!fa || !fb || !fa->plain() || !fb->plain()) return std::nullopt;
+  // A blocked or two-level split (Megatron's fused QKV) over the first
+  // group only: the secondary group's facts are plain.
+  if (!fa || !fb || !fb->plain() || (!fa->plain() && fb->lay != Lay::Rep)) return std::nullopt;
   if (fa->lay == Lay::Split && fb->lay == Lay::Split) return std::nullopt;
   // Every rank's relation is that of its A position (B-replicated) or of
   // its B position (A-replicated).
@@ -1494,10 +1533,23 @@ FoldOutcome Folder::run() {
         const Fact& f = (*facts_)[size_t(c)];
         if (f.lay == Lay::None || f.v.node != target.node) continue;
         if (!other) other = std::make_pair(cl, c);
-        if (!f.plain() || !(f.v == target)) continue;
+        // a blocked split: rank r's piece of each block ([q_r | k_r | v_r])
+        const bool blocked = f.lay == Lay::Split && f.blocks > 1 && f.inner == 1 && f.innerDim < 0 &&
+                             (!twoD_ || f.lay2 == Lay::Rep);
+        if ((!f.plain() && !blocked) || !(f.v == target)) continue;
         const std::string& name = g_->value(c).name;
         RelPtr concrete, shown;
-        if (twoD_) {
+        if (blocked) {
+          const Dim& ext = g_->value(c).type.shape[size_t(f.dim)];
+          if (!ext.isConcrete() || ext.value() % f.blocks) continue;
+          int64_t k = ext.value() / f.blocks;
+          std::vector<RelPtr> parts;
+          for (int64_t b = 0; b < f.blocks; ++b)
+            for (int64_t r : twoD_ ? grid_[0] : members_)
+              parts.push_back(Rel::slice(Rel::dist(IntExpr::constant(r), name), f.dim, IntExpr::constant(b * k),
+                                         IntExpr::constant((b + 1) * k)));
+          concrete = shown = Rel::concat(f.dim, parts);
+        } else if (twoD_) {
           concrete = shown = rebuild2(f, name);
           if (exp != in_.expected.end() && f.lay == Lay::Rep && f.lay2 == Lay::Rep && exp->second->op == RelOp::Dist &&
               exp->second->name == name && exp->second->rank.kind == IntExpr::Kind::Const &&

@@ -1,6 +1,8 @@
 // Input relations, inverted: from "D input = f(S inputs)" to "S input =
 // clean expression over D inputs".
 #include <algorithm>
+#include <functional>
+#include <set>
 
 #include "rewrite/engine_verify.h"
 
@@ -65,11 +67,13 @@ Result<RelPtr> concretize(const Rel& r, const RelScope& scope) {
 
 namespace {
 
+// A box of an S input: per sliced dim, [start, end); dims not listed whole.
+using Box = std::map<int64_t, std::pair<int64_t, int64_t>>;
+
 struct Piece {
   std::string seq;
-  int64_t dim = -1;  // -1: the whole tensor
-  int64_t start = 0, end = 0;
-  RelPtr dist;       // D-side expression equal to the piece
+  Box box;     // empty: the whole tensor
+  RelPtr dist; // D-side expression equal to the piece
 };
 
 int64_t constOf(const IntExpr& e) { return e.eval({}, nullptr).value(); }
@@ -77,16 +81,24 @@ int64_t constOf(const IntExpr& e) { return e.eval({}, nullptr).value(); }
 // E (over seq tensors) == D (over dist tensors): split into pieces of S inputs.
 Status decompose(const Rel& e, RelPtr d, const TypeLookup& types, std::vector<Piece>& out, bool& inexact) {
   switch (e.op) {
-    case RelOp::Seq: out.push_back({e.name, -1, 0, 0, d}); return okStatus();
-    case RelOp::Slice:
-      if (e.args[0]->op == RelOp::Seq) {
-        SP_ASSIGN(ir::TensorType t, types.seq(e.args[0]->name));
-        int64_t dim = normDim(e.dim, int64_t(t.shape.size()));
-        out.push_back({e.args[0]->name, dim, constOf(e.start), constOf(e.end), d});
-        return okStatus();
+    case RelOp::Seq: out.push_back({e.name, {}, d}); return okStatus();
+    case RelOp::Slice: {
+      // slices of slices of one S input: a box (data parallel's batch rows
+      // of sequence parallel's token shard)
+      std::vector<const Rel*> chain{&e};
+      while (chain.back()->args[0]->op == RelOp::Slice) chain.push_back(chain.back()->args[0].get());
+      const Rel& base = *chain.back()->args[0];
+      if (base.op != RelOp::Seq) { inexact = true; return okStatus(); }
+      SP_ASSIGN(ir::TensorType t, types.seq(base.name));
+      Box box;
+      for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+        int64_t dim = normDim((*it)->dim, int64_t(t.shape.size()));
+        int64_t lo = box.count(dim) ? box[dim].first : 0;
+        box[dim] = {lo + constOf((*it)->start), lo + constOf((*it)->end)};
       }
-      inexact = true;
+      out.push_back({base.name, box, d});
       return okStatus();
+    }
     case RelOp::Concat: {
       int64_t off = 0;
       for (const auto& p : e.args) {
@@ -212,34 +224,66 @@ Result<InputInversion> invertInputs(const ir::Graph& seq, const std::vector<Chec
     const std::string& name = seq.value(sv).name;
     auto& ps = bySeq[name];
     SeqRel sr;
-    // Equal pieces (same S slice) become facts; whole pieces are alternatives.
-    std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<RelPtr>> byPiece;
-    for (const auto& p : ps) byPiece[{p.dim, p.start, p.end}].push_back(p.dist);
+    // Equal pieces (same S box) become facts; whole pieces are alternatives.
+    const auto& shape = seq.value(sv).type.shape;
+    auto extent = [&](int64_t d) { return shape[size_t(d)].isConcrete() ? shape[size_t(d)].value() : -1; };
+    auto norm = [&](Box b) {  // a range over a whole dim is the dim
+      for (auto it = b.begin(); it != b.end();)
+        it = it->second == std::pair<int64_t, int64_t>{0, extent(it->first)} ? b.erase(it) : std::next(it);
+      return b;
+    };
+    std::map<Box, std::vector<RelPtr>> byPiece;
+    for (const auto& p : ps) byPiece[norm(p.box)].push_back(p.dist);
     for (const auto& [key, ds] : byPiece)
       for (size_t i = 1; i < ds.size(); ++i) addFact(model, ds[0], ds[i]);
-    if (auto it = byPiece.find({-1, 0, 0}); it != byPiece.end()) {
+    if (auto it = byPiece.find(Box{}); it != byPiece.end()) {
       sr.best = it->second[0];
       sr.alts = it->second;
     }
-    const auto& shape = seq.value(sv).type.shape;
-    for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
-      if (!shape[size_t(d)].isConcrete()) continue;
-      int64_t n = shape[size_t(d)].value(), pos = 0;
-      std::vector<RelPtr> parts;
-      while (pos < n) {
-        int64_t bestEnd = -1;
-        RelPtr part;
-        for (const auto& [key, ds] : byPiece)
-          if (std::get<0>(key) == d && std::get<1>(key) == pos && std::get<2>(key) > bestEnd && std::get<2>(key) <= n) {
-            bestEnd = std::get<2>(key);
-            part = ds[0];
+    // The box `want` rebuilt from pieces: one piece equal to it, else a
+    // concat along a dim (`only`, or any) of boxes that tile it, each rebuilt
+    // the same way (depth: dims left to cut).
+    std::function<RelPtr(const Box&, int64_t, int)> tile = [&](const Box& want, int64_t only, int depth) -> RelPtr {
+      if (auto it = byPiece.find(norm(want)); it != byPiece.end()) return it->second[0];
+      if (depth == 0) return nullptr;
+      for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+        if ((only >= 0 && d != only) || extent(d) < 0) continue;
+        auto [lo, hi] = want.count(d) ? want.at(d) : std::pair<int64_t, int64_t>{0, extent(d)};
+        // the ranges along d of the pieces inside `want` on the other dims
+        std::set<std::pair<int64_t, int64_t>> ranges;
+        for (const auto& [box, ds] : byPiece) {
+          bool inside = true;
+          for (const auto& [k, r] : want)
+            if (k != d) {
+              auto b = box.count(k) ? box.at(k) : std::pair<int64_t, int64_t>{0, extent(k)};
+              inside = inside && b.first >= r.first && b.second <= r.second;
+            }
+          if (!inside) continue;
+          auto b = box.count(d) ? box.at(d) : std::pair<int64_t, int64_t>{0, extent(d)};
+          if (b.first >= lo && b.second <= hi && b != std::pair{lo, hi}) ranges.insert(b);
+        }
+        std::vector<RelPtr> parts;
+        int64_t pos = lo;
+        while (pos < hi) {
+          RelPtr part;
+          int64_t end = -1;
+          for (auto [a, z] : ranges) {  // the longest range from pos that rebuilds
+            if (a != pos || z <= end) continue;
+            Box sub = want;
+            sub[d] = {a, z};
+            if (RelPtr r = tile(sub, -1, depth - 1)) part = r, end = z;
           }
-        if (bestEnd <= pos) break;
-        parts.push_back(part);
-        pos = bestEnd;
+          if (!part) break;
+          parts.push_back(part);
+          pos = end;
+        }
+        if (pos == hi && parts.size() > 1) return Rel::concat(d, parts);
       }
-      if (pos != n || parts.empty()) continue;
-      RelPtr c = parts.size() == 1 ? parts[0] : Rel::concat(d, parts);
+      return nullptr;
+    };
+    for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+      RelPtr c = tile(Box{}, d, int(shape.size()));
+      if (!c) continue;
       if (!sr.best) sr.best = c;
       else addFact(model, sr.best, c);
       sr.alts.push_back(c);

@@ -172,10 +172,6 @@ int cmdParallelize(const ParallelizeArgs& a) {
   if (a.seq <= 0) return fail(makeError("parallelize-input", "--seq must be positive"));
   if (a.batch <= 0) return fail(makeError("parallelize-input", "--batch must be positive"));
   if (a.layers < 0) return fail(makeError("parallelize-input", "--layers must be positive (0: the config's)"));
-  if (fix->dp.value_or(1) != 1)
-    return fail(makeError("parallelize-unsupported",
-                          "parallelize: dp is not generated: the program is one tensor-parallel group (data-parallel "
-                          "replicas run the same forward program)"));
   planner::Layout layout;
   layout.tp = fix->tp.value_or(1);
   layout.pp = fix->pp.value_or(1);
@@ -187,12 +183,15 @@ int cmdParallelize(const ParallelizeArgs& a) {
   auto spec = planner::specFromConfig(*model, layout, a.seq, a.batch, a.layers);
   if (!spec) return fail(spec.error());
   spec->attention = a.blocks != "mlp";
+  spec->dp = int(fix->dp.value_or(1));
+  spec->backward = a.backward;
   auto prog = planner::parallelize(*spec);
   if (!prog) return fail(prog.error());
   if (auto w = writeProgram(a.outDir, *prog); !w.ok()) return fail(w.error());
-  std::fprintf(stderr, "parallelize: %s, %d layer%s (%s), %s, seq %lld, batch %lld: wrote %s/{seq.sp,dist.sp,relations.rel}\n",
+  std::fprintf(stderr, "parallelize: %s, %d layer%s (%s%s), %s, seq %lld, batch %lld: wrote %s/{seq.sp,dist.sp,relations.rel}\n",
                model->name.c_str(), spec->layers, spec->layers == 1 ? "" : "s",
-               spec->attention ? "attention + MLP" : "MLP", planner::layoutPhrase(*spec).c_str(), a.seq, a.batch,
+               spec->attention ? "attention + MLP" : "MLP", spec->backward ? ", forward + backward" : "",
+               planner::layoutPhrase(*spec).c_str(), a.seq, a.batch,
                a.outDir.c_str());
   if (!a.verify) return kExitOk;
   VerifyArgs v = programArgs(a.outDir);

@@ -34,6 +34,7 @@ struct ParallelizeArgs {
   std::string blocks = "full";            // full (attention + MLP) | mlp
   long long seq = 0, batch = 1, layers = 0;
   bool verify = false;
+  bool backward = false;        // the training step (forward + backward)
   std::string format = "text";  // of the verify report
 };
 // Writes OUT/seq.sp, OUT/dist.sp, OUT/relations.rel; with --verify, then
