@@ -746,10 +746,11 @@ Status Differ::vjp(const Node& n) {
 }
 
 // numpy matmul, both operands of rank >= 2: dA = g B^T, dB = A^T g, each
-// summed to its operand's shape (a weight [k, n] read by [s, b, k]: the
-// batched A^T g summed over s). Not ATen's flattened [s*b, k]^T [s*b, n]:
-// with the batch split over data-parallel ranks that reshape interleaves
-// the shards, while the batched form is a contraction over the split dim.
+// summed to its operand's shape (a weight [k, n] read by [s, b, k]: batched
+// over the shorter of s and b, summed over it). Not ATen's flattened
+// [s*b, k]^T [s*b, n]: with the batch split over data-parallel ranks that
+// reshape interleaves the shards, while the batched form is a contraction
+// or a sum over the split dim.
 Status Differ::vjpMatMul(const Node& n, const std::string& g, Axes from) {
   const std::string a = nameOf(n.inputs[0]), b = nameOf(n.inputs[1]);
   const TensorType &at = g_.value(n.inputs[0]).type, &bt = g_.value(n.inputs[1]).type;
@@ -769,9 +770,21 @@ Status Differ::vjpMatMul(const Node& n, const std::string& g, Axes from) {
   }
   if (needs_[size_t(n.inputs[1])]) {
     std::string r;
-    SP_ASSIGN(auto aT, swapLast(a));
-    SP_ASSIGN(auto m, emit(OpKind::MatMul, {aT, g}, {}, "dB"));
-    SP_ASSIGN(r, sumTo(m, bt));
+    const Shape& as = at.shape;
+    if (as.size() == 3 && bt.shape.size() == 2 && as[0].isConcrete() && as[1].isConcrete()) {
+      // [s, b, k] rows: batched over the shorter of s and b, contracted over
+      // the other, then summed over the batch (an [s, k, n] intermediate
+      // is 2^40 elements for Llama 3 405B at seq 8192)
+      int64_t bd = as[0].value() < as[1].value() ? 0 : 1, cd = 1 - bd;
+      SP_ASSIGN(auto aP, emit(OpKind::Transpose, {a}, {{"perm", std::vector<int64_t>{bd, 2, cd}}}, "t"));
+      SP_ASSIGN(auto gP, emit(OpKind::Transpose, {g}, {{"perm", std::vector<int64_t>{bd, cd, 2}}}, "t"));
+      SP_ASSIGN(auto m, emit(OpKind::MatMul, {aP, gP}, {}, "dB"));
+      SP_ASSIGN(r, reduceSum(m, {0}, false));
+    } else {
+      SP_ASSIGN(auto aT, swapLast(a));
+      SP_ASSIGN(auto m, emit(OpKind::MatMul, {aT, g}, {}, "dB"));
+      SP_ASSIGN(r, sumTo(m, bt));
+    }
     contribute(n.inputs[1], r, from);
   }
   return okStatus();

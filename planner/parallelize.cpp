@@ -97,6 +97,23 @@ std::vector<std::pair<int, int>> runs(int n, Key key) {
   return o;
 }
 
+// The first layer of each pipeline stage (and the layer count last): an
+// even split, else Megatron's lighter first and last stages (the embedding
+// and the loss each taking a layer slot: Llama 3 405B's 126 layers on 16
+// stages are 7, 8 x 14, 7), one layer fewer on the first, the last, the
+// second, ... stage until the count fits. Empty when no stage may be empty.
+std::vector<int> stageSplit(int layers, int pp) {
+  int base = (layers + pp - 1) / pp, deficit = base * pp - layers;
+  std::vector<int> count(size_t(pp), base);
+  for (int k = 0; deficit > 0 && k < pp; ++k, --deficit) count[size_t(k % 2 ? pp - 1 - k / 2 : k / 2)] -= 1;
+  std::vector<int> first{0};
+  for (int n : count) {
+    if (n < 1) return {};
+    first.push_back(first.back() + n);
+  }
+  return first;
+}
+
 // What the backward needs from the generator: each D leaf's mesh axes of
 // variation (autodiff.h), and the relations of the tangents and gradients.
 struct Generated {
@@ -244,7 +261,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     classes.clear();
     for (int r = 0; r < tp; ++r) classes.push_back({r, r});
   }
-  const int per = c.layers / c.pp;
+  const std::vector<int> firstLayer = stageSplit(c.layers, c.pp);
   std::string lastOut;
   for (int stage = 0; stage < c.pp; ++stage) {
   base = rankOf(stage, 0, 0);
@@ -272,7 +289,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     }
     std::string sI = "  ", dI = "    ";
     // The stage's input: the tokens, or the previous stage's output.
-    std::string x = firstStage ? "x0" : "l" + S(stage * per - 1) + "_y";
+    std::string x = firstStage ? "x0" : "l" + S(firstLayer[size_t(stage)] - 1) + "_y";
     if (firstStage) {
       sqIn << sI << "input %x0: " << t3(T, H) << "\n";
       ds << dI << "input %x0: " << t3(Tl, H) << "\n";
@@ -366,7 +383,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
       ds << dI << "param %" << n << ": f32[" << dr << ", " << dc << "]\n";
     };
 
-    for (int l = stage * per; l < (stage + 1) * per; ++l) {
+    for (int l = firstLayer[size_t(stage)]; l < firstLayer[size_t(stage) + 1]; ++l) {
       std::string p = "l";  // (not "l" + S(l): GCC 12 -Wrestrict false positive)
       p += S(l) + "_";
       std::string y = x;
@@ -617,8 +634,14 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     out.backwardRelations += "expect seq.grad_" + n + " = " + e + "\n";
   }
   std::string st = seqText.str(), dt = distText.str();
-  auto batchIs = [](std::string& text, int64_t b) {
-    for (size_t at; (at = text.find("@B@")) != std::string::npos;) text.replace(at, 3, S(b));
+  auto batchIs = [](std::string& text, int64_t b) {  // one pass: the texts run to tens of MB
+    std::string out, bs = S(b);
+    out.reserve(text.size());
+    size_t from = 0;
+    for (size_t at; (at = text.find("@B@", from)) != std::string::npos; from = at + 3)
+      out.append(text, from, at - from).append(bs);
+    out.append(text, from, std::string::npos);
+    text = std::move(out);
   };
   batchIs(st, c.batch * dp);
   batchIs(dt, c.batch);
@@ -659,9 +682,9 @@ std::string layoutPhrase(const ProgramSpec& spec) {
 }
 
 Result<ParallelProgram> parallelize(const ProgramSpec& spec) {
-  if (spec.pp > 1 && spec.layers % spec.pp)
-    return makeError("parallelize-unsupported", "parallelize: " + S(spec.layers) + " layers do not split into " +
-                                                    S(spec.pp) + " pipeline stages evenly");
+  if (spec.pp > 1 && stageSplit(spec.layers, spec.pp).empty())
+    return makeError("parallelize-unsupported", "parallelize: " + S(spec.layers) + " layers do not fill " +
+                                                    S(spec.pp) + " pipeline stages");
   if (spec.tp < 1 || spec.pp < 1 || spec.layers < 1 || spec.batch < 1 || spec.seq < 1 || spec.hidden < 1 || spec.heads < 1 ||
       spec.ffn < 1 || (spec.flat && spec.batch != 1))
     return makeError("parallelize-unsupported",
