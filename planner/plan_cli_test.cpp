@@ -144,6 +144,15 @@ TEST(ParallelizeCli, WritesAndVerifies) {
   auto odd = runCli({"parallelize", "--model", cfg("gpt2"), "--plan", "tp=4", "--seq", "30", "--out", out});
   EXPECT_EQ(odd.code, 3);
   EXPECT_NE(odd.err.find("seq 30 not divisible by tp 4"), std::string::npos) << odd.err;
+  // The training step over tp x dp: gradients expected, verified.
+  std::string t = out + "-train";
+  auto train = runCli({"parallelize", "--model", cfg("gpt2"), "--plan", "tp=2,dp=2", "--seq", "16", "--layers", "1",
+                       "--out", t, "--backward", "--verify", "--format", "json"});
+  ASSERT_EQ(train.code, 0) << train.out << train.err;
+  EXPECT_EQ(nlohmann::json::parse(train.out)["verdict"], "verified");
+  EXPECT_NE(train.err.find("1 layer (attention + MLP, forward + backward), tp 2 + sequence parallel, dp 2"),
+            std::string::npos)
+      << train.err;
 }
 
 }  // namespace
