@@ -25,7 +25,7 @@
 #include <string>
 
 #include "frontend/load.h"
-#include "rewrite/verify.h"
+#include "rewrite/verify/verify.h"
 
 namespace {
 

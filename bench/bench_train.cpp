@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "planner/parallelize.h"
-#include "rewrite/verify.h"
+#include "rewrite/verify/verify.h"
 
 namespace {
 

@@ -33,7 +33,7 @@
 //                  layers; x1*cos - x2*sin, x2*cos + x1*sin, concatenated
 //   --dump DIR:    also write each cell's seq.sp, dist.sp, relations.rel
 //   --no-memo:     layer memoization off (every S op saturated), for comparison
-//   --no-fold:     rank folding off (rewrite/fold.h): every rank's graph in
+//   --no-fold:     rank folding off (rewrite/engine/fold.h): every rank's graph in
 //                  the e-graph, for comparison
 //   --twin:        each cell's twin instead: its last all_reduce replaced by
 //                  identity (or its last reduce_scatter by the rank's own
@@ -77,8 +77,8 @@
 
 #include "ir/text.h"
 #include "planner/parallelize.h"
-#include "rewrite/relation_text.h"
-#include "rewrite/verify.h"
+#include "rewrite/relation/relation_text.h"
+#include "rewrite/verify/verify.h"
 
 namespace {
 
@@ -234,7 +234,7 @@ Texts generateDp(int n) {
 // [dp = N/8, tp = 8] mesh, the batch split over dp (8 tokens a rank), each
 // layer's hidden columns over tp with its row-parallel sum an all_reduce
 // over tp, and the output gathered over dp (two groups: rank folding over
-// both, rewrite/fold.h).
+// both, rewrite/engine/fold.h).
 Texts generateDpTp(int n, int layers) {
   const int64_t tp = kDpTpTp, dp = n / tp, b = kDpTpTokens, B = b * dp, H = kDpTpHidden, f = kDpTpFfn, F = f * tp;
   auto t2 = [](int64_t a, int64_t c) { return "f32[" + S(a) + ", " + S(c) + "]"; };

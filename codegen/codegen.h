@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "codegen/plan.h"
-#include "rewrite/verify.h"
+#include "rewrite/verify/verify.h"
 
 namespace sp::codegen {
 

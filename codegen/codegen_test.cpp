@@ -15,7 +15,7 @@
 
 #include "codegen/codegen.h"
 #include "frontend/load.h"
-#include "rewrite/relation_text.h"
+#include "rewrite/relation/relation_text.h"
 
 namespace sp::codegen {
 namespace {

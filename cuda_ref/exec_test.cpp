@@ -17,7 +17,7 @@
 #include "cuda_ref/executor.h"
 #include "ir/golden_test_util.h"
 #include "ir/text.h"
-#include "rewrite/relation_text.h"
+#include "rewrite/relation/relation_text.h"
 
 namespace sp::cuda_ref {
 namespace {

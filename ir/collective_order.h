@@ -2,7 +2,7 @@
 // The one global order of a distributed program's blocking communication:
 // which nodes of which ranks form one collective, which send a recv gets,
 // and whether the program can finish at all. The interpreter's scheduler
-// (ir/scheduler.cpp) and the lowering of D to equations (rewrite/lower.cpp)
+// (ir/scheduler.cpp) and the lowering of D to equations (rewrite/verify/lower.cpp)
 // both take their matching from here, so a program that verify() reasons
 // about is the program `run` executes.
 //

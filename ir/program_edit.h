@@ -1,6 +1,6 @@
 #pragma once
 // An editable copy of a distributed program: plain structs that mutators
-// (tests/mutate) and repair search (rewrite/repair.cpp) change freely, rebuilt through GraphBuilder/ProgramBuilder (which validate
+// (tests/mutate) and repair search (rewrite/search/repair.cpp) change freely, rebuilt through GraphBuilder/ProgramBuilder (which validate
 // names, arity, attributes, acyclicity, shapes and groups) into a Program.
 #include <optional>
 #include <string>

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "planner/parallelize.h"
-#include "rewrite/verify.h"
+#include "rewrite/verify/verify.h"
 
 namespace sp::planner {
 namespace {
@@ -39,7 +39,7 @@ rewrite::VerifyReport verifyTexts(const ParallelProgram& p, bool fold = true) {
 
 std::string why(const rewrite::VerifyReport& r) { return r.reason + (r.failure ? " | " + r.failure->message : ""); }
 
-// The verdict was reached with ranks folded (rewrite/fold.h).
+// The verdict was reached with ranks folded (rewrite/engine/fold.h).
 bool folded(const rewrite::VerifyReport& r) {
   return std::any_of(r.assumptions.begin(), r.assumptions.end(),
                      [](const std::string& a) {

@@ -21,8 +21,8 @@
 
 #include "frontend/load.h"
 #include "ir/text.h"
-#include "rewrite/relation_text.h"
-#include "rewrite/verify.h"
+#include "rewrite/relation/relation_text.h"
+#include "rewrite/verify/verify.h"
 
 namespace sp {
 namespace {

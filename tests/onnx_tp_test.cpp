@@ -10,8 +10,8 @@
 
 #include "frontend/load.h"
 #include "ir/text.h"
-#include "rewrite/flatten.h"
-#include "rewrite/verify.h"
+#include "rewrite/engine/flatten.h"
+#include "rewrite/verify/verify.h"
 
 namespace sp {
 namespace {

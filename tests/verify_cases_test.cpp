@@ -24,9 +24,9 @@
 #include "ir/compare.h"
 #include "ir/interpreter.h"
 #include "ir/text.h"
-#include "rewrite/flatten.h"
-#include "rewrite/relation_text.h"
-#include "rewrite/verify.h"
+#include "rewrite/engine/flatten.h"
+#include "rewrite/relation/relation_text.h"
+#include "rewrite/verify/verify.h"
 
 namespace sp {
 namespace {
@@ -428,7 +428,7 @@ Result<rewrite::VerifyReport> selfRefinement(const Case& c) {
 }
 
 // D refines D: D flattened into one sequential graph (collectives replaced by
-// their meaning, rewrite/flatten.h) against D itself, identity input relations.
+// their meaning, rewrite/engine/flatten.h) against D itself, identity input relations.
 Result<rewrite::VerifyReport> distSelfRefinement(const ir::Program& d) {
   SP_ASSIGN(ir::Graph flat, rewrite::flattenProgram(d));
   SP_ASSIGN(rewrite::RelationFile f, rewrite::identityRelations(d));

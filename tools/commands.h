@@ -79,8 +79,8 @@ struct VerifyArgs {
   uint64_t seed = 0;
   double witnessLimit = kVerifyWitnessLimit;  // --witness-limit MACS
   double repairLimit = 10;                     // --repair-limit SECONDS (0: no repair search)
-  bool noShrinkWitness = false;               // --no-shrink-witness (rewrite/witness_shrink.h)
-  bool noFold = false;                         // --no-fold: every rank in the e-graph (rewrite/fold.h)
+  bool noShrinkWitness = false;               // --no-shrink-witness (rewrite/witness/witness_shrink.h)
+  bool noFold = false;                         // --no-fold: every rank in the e-graph (rewrite/engine/fold.h)
   frontend::FxFlags fx;         // applies to --seq and --dist captures
 };
 int cmdVerify(const VerifyArgs& a);

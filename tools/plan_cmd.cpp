@@ -12,7 +12,7 @@
 #include "planner/parallelize.h"
 #include "planner/plan_report.h"
 #include "planner/search.h"
-#include "rewrite/verify.h"
+#include "rewrite/verify/verify.h"
 #include "tools/commands.h"
 
 namespace sp::tools {

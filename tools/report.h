@@ -5,7 +5,7 @@
 #include <string>
 
 #include "ir/graph.h"
-#include "rewrite/verify.h"
+#include "rewrite/verify/verify.h"
 
 namespace sp::tools {
 

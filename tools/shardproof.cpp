@@ -11,7 +11,7 @@
 #include <new>
 #include <string>
 
-#include "rewrite/verify.h"
+#include "rewrite/verify/verify.h"
 #include "tools/commands.h"
 #include "tools/plan_cmd.h"
 

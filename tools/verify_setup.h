@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "frontend/fx_import.h"
-#include "rewrite/relation_text.h"
-#include "rewrite/verify.h"
+#include "rewrite/relation/relation_text.h"
+#include "rewrite/verify/verify.h"
 #include "tools/commands.h"
 
 namespace sp::tools {

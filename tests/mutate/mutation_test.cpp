@@ -21,8 +21,8 @@
 #include "ir/compare.h"
 #include "ir/interpreter.h"
 #include "ir/text.h"
-#include "rewrite/relation_text.h"
-#include "rewrite/verify.h"
+#include "rewrite/relation/relation_text.h"
+#include "rewrite/verify/verify.h"
 #include "tests/mutate/mutator.h"
 #include "ir/program_edit.h"
 

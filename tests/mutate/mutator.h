@@ -13,7 +13,7 @@
 
 #include "ir/graph.h"
 #include "ir/program.h"
-#include "rewrite/relation_text.h"
+#include "rewrite/relation/relation_text.h"
 
 namespace sp::mutate {
 

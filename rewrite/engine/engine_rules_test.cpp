@@ -1,0 +1,144 @@
+// Lemma matching in the engine: binary ops whose operands broadcast match
+// (the prover assumes the IR's numpy typing), and a lemma never applies to
+// tensors of a rank its proof does not cover.
+#include <gtest/gtest.h>
+
+#include "ir/text.h"
+#include "rewrite/engine/engine.h"
+
+namespace sp::rewrite {
+namespace {
+
+const char* kProgram = R"(program p {
+  world 1
+  rank 0 {
+    input %a: f32[3, 2]
+    input %b: f32[3, 4]
+    input %c: f32[2]
+    input %d: f32[4]
+    input %p: f32[1, 1, 2, 2]
+    input %q: f32[1, 1, 2, 3]
+    input %u: f32[1, 1, 1, 2, 2]
+    input %v: f32[1, 1, 1, 2, 3]
+    output %a
+  }
+}
+)";
+
+struct Fixture {
+  ir::Program prog;
+  LemmaLibrary lib;
+  std::vector<Rule> rules;
+  Interner in;
+  EngineStats stats;
+  Fixture(const std::string& rules_text) {
+    auto p = ir::parseProgram(kProgram, "p.sp");
+    SP_ASSERT(p.ok(), p.ok() ? "" : p.error().str());
+    prog = std::move(*p);
+    auto ls = parseLemmas(rules_text, "t.rules");
+    SP_ASSERT(ls.ok(), ls.ok() ? "" : ls.error().str());
+    lib.lemmas = *ls;
+    auto st = proveLemmas(lib, {});
+    for (const auto& s : st) SP_ASSERT(s.proven, s.name + ": " + s.reason);
+    rules = compileRules(lib, st);
+  }
+  ClassId leaf(Engine& e, const std::string& n) { return e.dist(0, *prog.rank(0).findValue(n)); }
+};
+
+TEST(EngineRules, BroadcastBiasOverConcatMatches) {
+  Fixture f("add-bias-over-concat-last: add(concat(?a, ?b, dim=-1), concat(?c, ?d, dim=0)) => concat(add(?a, ?c), add(?b, ?d), dim=-1) if rank(?c) == 1 && rank(?d) == 1 && size(?a, -1) == size(?c, 0) && size(?b, -1) == size(?d, 0)\n");
+  Engine e(f.in, f.rules, f.stats, f.prog);
+  ClassId x = *e.concat(-1, {f.leaf(e, "a"), f.leaf(e, "b")});
+  ClassId bias = *e.concat(0, {f.leaf(e, "c"), f.leaf(e, "d")});
+  ClassId y = *e.irNodeInfer(ir::OpKind::Add, {}, {x, bias});
+  EXPECT_EQ(e.graph().type(y).shape, ir::shapeOf({3, 6}));
+  e.saturate(Budget{}, nullptr);
+  EXPECT_EQ(f.stats.perLemma["add-bias-over-concat-last"], 1);
+  ClassId ya = *e.irNodeInfer(ir::OpKind::Add, {}, {f.leaf(e, "a"), f.leaf(e, "c")});
+  ClassId yb = *e.irNodeInfer(ir::OpKind::Add, {}, {f.leaf(e, "b"), f.leaf(e, "d")});
+  e.graph().rebuild();
+  EXPECT_EQ(e.graph().find(y), e.graph().find(*e.concat(-1, {ya, yb})));
+}
+
+TEST(EngineRules, UncoveredRankIsNotMatched) {
+  Fixture f("exp-over-concat-last: exp(concat(?a, ?b, dim=-1)) => concat(exp(?a), exp(?b), dim=-1)\n");
+  ASSERT_EQ(f.rules.size(), 1u);
+  EXPECT_EQ(f.rules[0].ranks, (std::vector<int>{1, 2, 3, 4}));
+  Engine e(f.in, f.rules, f.stats, f.prog);
+  ClassId five = *e.concat(-1, {f.leaf(e, "u"), f.leaf(e, "v")});  // rank 5: not covered
+  e.irNodeInfer(ir::OpKind::Exp, {}, {five});
+  e.saturate(Budget{}, nullptr);
+  EXPECT_EQ(f.stats.perLemma["exp-over-concat-last"], 0);
+  ClassId two = *e.concat(-1, {f.leaf(e, "a"), f.leaf(e, "b")});
+  e.irNodeInfer(ir::OpKind::Exp, {}, {two});
+  e.saturate(Budget{}, nullptr);
+  EXPECT_EQ(f.stats.perLemma["exp-over-concat-last"], 1);
+}
+
+// An op variable matches only ops of its trait (cast and not are not
+// unary for it) and builds the matched op with the matched attributes; a
+// dim variable binds the node's dim. Rank 5 stays uncovered.
+TEST(EngineRules, UnarySchemaMatchesOnlyItsTrait) {
+  Fixture f("unary-over-concat: ?f:unary(concat(?a, ?b, dim=?d)) => concat(?f(?a), ?f(?b), dim=?d)\n");
+  ASSERT_EQ(f.rules.size(), 1u);
+  EXPECT_EQ(f.rules[0].ranks, (std::vector<int>{1, 2, 3, 4}));
+  Engine e(f.in, f.rules, f.stats, f.prog);
+  ClassId a = f.leaf(e, "a");
+  ClassId rows = *e.concat(0, {a, a});  // [6, 2]
+  e.irNodeInfer(ir::OpKind::Cast, {{"to", ir::DType::F16}}, {rows});
+  e.saturate(Budget{}, nullptr);
+  EXPECT_EQ(f.stats.perLemma["unary-over-concat"], 0);
+  ClassId g = *e.irNodeInfer(ir::OpKind::Gelu, {{"approximate", std::string("tanh")}}, {rows});
+  ClassId five = *e.concat(-1, {f.leaf(e, "u"), f.leaf(e, "v")});  // rank 5: not covered
+  e.irNodeInfer(ir::OpKind::Sin, {}, {five});
+  e.saturate(Budget{}, nullptr);
+  EXPECT_EQ(f.stats.perLemma["unary-over-concat"], 1);
+  ClassId ga = *e.irNodeInfer(ir::OpKind::Gelu, {{"approximate", std::string("tanh")}}, {a});
+  e.graph().rebuild();
+  EXPECT_EQ(e.graph().find(g), e.graph().find(*e.concat(0, {ga, ga})));
+  ClassId plain = *e.irNodeInfer(ir::OpKind::Gelu, {}, {a});  // other attributes: another op
+  e.graph().rebuild();
+  EXPECT_NE(e.graph().find(g), e.graph().find(*e.concat(0, {plain, plain})));
+}
+
+// A proven lemma whose status lists no ranks (a corrupt or forged status)
+// is general by its variables, so it matches nothing.
+TEST(EngineRules, GeneralLemmaWithoutProvenRanksNeverMatches) {
+  Fixture f("exp-over-concat-last: exp(concat(?a, ?b, dim=-1)) => concat(exp(?a), exp(?b), dim=-1)\n");
+  LemmaStatus s;
+  s.name = "exp-over-concat-last";
+  s.proven = true;
+  auto rules = compileRules(f.lib, {s});
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_TRUE(rules[0].general);
+  Engine e(f.in, rules, f.stats, f.prog);
+  e.irNodeInfer(ir::OpKind::Exp, {}, {*e.concat(-1, {f.leaf(e, "a"), f.leaf(e, "b")})});
+  e.saturate(Budget{}, nullptr);
+  EXPECT_EQ(f.stats.perLemma["exp-over-concat-last"], 0);
+}
+
+// permute(concat(a, b, dim=d), p) is the concat of the permutes along the
+// dim p moves d to, for any rank and permutation (engine_permute.cpp), and
+// nested concats are pushed through one level per round.
+TEST(EngineRules, PermuteMovesThroughConcat) {
+  Fixture f("");
+  Engine e(f.in, f.rules, f.stats, f.prog);
+  ClassId p = f.leaf(e, "p"), q = f.leaf(e, "q");  // [1, 1, 2, 2], [1, 1, 2, 3]
+  ClassId pq = *e.concat(-1, {p, q});              // [1, 1, 2, 5]
+  ClassId pqp = *e.concat(-1, {pq, p});            // [1, 1, 2, 7]
+  const std::vector<int64_t> perm{3, 0, 2, 1};     // dim 3 lands at 0
+  ClassId y = *e.permute(pqp, perm);
+  EXPECT_EQ(e.graph().type(y).shape, ir::shapeOf({7, 1, 2, 1}));
+  e.saturate(Budget{}, nullptr);
+  ClassId pp = *e.permute(p, perm), qp = *e.permute(q, perm);
+  e.graph().rebuild();
+  EXPECT_EQ(e.graph().find(y), e.graph().find(*e.concat(0, {*e.concat(0, {pp, qp}), pp})));
+  // The order of the parts is kept: q before p is another tensor.
+  auto swapped = e.concat(0, {*e.concat(0, {qp, pp}), pp});
+  ASSERT_TRUE(swapped.has_value());
+  e.graph().rebuild();
+  EXPECT_NE(e.graph().find(y), e.graph().find(*swapped));
+}
+
+}  // namespace
+}  // namespace sp::rewrite

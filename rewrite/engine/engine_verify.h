@@ -1,0 +1,75 @@
+#pragma once
+// Internals of verify() shared by its source files: input-relation
+// inversion, concrete relation terms, the witness.
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/interpreter.h"
+#include "rewrite/verify/lower.h"
+#include "rewrite/verify/verify.h"
+
+namespace sp::rewrite {
+
+// What is known about one S value: clean terms over D, all equal to it.
+struct SeqRel {
+  RelPtr best;                // cheapest clean term
+  std::vector<RelPtr> alts;   // other clean terms (dist leaves of its class)
+};
+
+// Expands comprehensions and evaluates integer expressions: a relation with
+// constant ranks and bounds only.
+Result<RelPtr> concretize(const Rel& r, const RelScope& scope);
+
+// Inverts the input relations: every S input that D inputs cover (whole, or
+// slices along one dim that tile it, through concat/scale/permute/reshape)
+// gets a clean relation; D inputs holding the same S piece become facts.
+// Also checks that every D input (parameters included) is covered.
+struct InputInversion {
+  std::map<std::string, SeqRel> seq;            // S input name -> relation
+  std::map<std::string, std::string> missing;   // S input name -> why not
+};
+// The input relations, one per (rank, D input), concretized, after the checks
+// every verdict needs: each D input and parameter covered (or declared
+// unrelated), each relation well-typed and of its D input's shape.
+struct CheckedInput {
+  int64_t rank;
+  std::string name;
+  RelPtr expr;
+  std::string location;
+};
+Result<std::vector<CheckedInput>> checkInputRelations(const ir::Graph& seq, const ir::Program& dist,
+                                                     const RelationFile& rel);
+Result<InputInversion> invertInputs(const ir::Graph& seq, const std::vector<CheckedInput>& checked, DistModel& model);
+
+// Witness: runs S and D on related random inputs.
+struct WitnessRun {
+  std::vector<ir::Tensor> seq;                  // by S value id
+  std::vector<ir::TensorMap> dist;              // per rank, by name
+};
+// Running it and estimating its work: rewrite/witness/witness.h.
+ErrorStat compareTensors(const ir::Tensor& got, const ir::Tensor& want);
+// The natural ways to rebuild S value `want` from D tensors `names` (same
+// shape on a rank, sum or concat over a group, a chunk of a gathered
+// tensor): the best match, with its description. nullopt: no D tensor of a
+// compatible shape. Shapes are matched before any sum or concat is built;
+// past `deadline` it stops with error id "time-limit".
+struct Candidate {
+  std::string what;  // "dist[0].y", "sum over tp of y", ...
+  ErrorStat err;
+  // How it was built: a D tensor (or a chunk of one), or a sum or concat
+  // of one D value over the ranks of `group` (concat along `dim`).
+  enum class Kind { Tensor, Sum, Concat } kind = Kind::Tensor;
+  std::string group, name;
+  int64_t dim = 0;
+  int64_t rank = -1;      // the D rank whose tensor it is (Sum, Concat: a member)
+  int64_t chunkDim = -1;  // Tensor: a chunk along this dim, -1: the whole tensor
+};
+Result<std::optional<Candidate>> bestCandidate(
+    const ir::Tensor& want, const WitnessRun& run, const ir::Program& dist,
+    const std::vector<std::pair<int64_t, std::string>>& names,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+
+}  // namespace sp::rewrite

@@ -1,0 +1,1664 @@
+// Rank folding: one symbolic rank for an SPMD program (rewrite/engine/fold.h).
+#include "rewrite/engine/fold.h"
+
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <variant>
+
+#include "ir/text.h"
+#include "rewrite/engine/engine.h"
+#include "rewrite/engine/engine_verify.h"
+
+namespace sp::rewrite {
+namespace {
+
+using ir::Dim;
+using ir::OpCategory;
+using ir::OpKind;
+using ir::Shape;
+using ir::TensorType;
+
+// A value of S's algebra: k * node, k a real factor pulled out of linear ops
+// (a batch mean's 1/N against an averaging all_reduce's).
+struct Val {
+  int node = -1;
+  double k = 1.0;
+  bool operator==(const Val& o) const { return node == o.node && k == o.k; }
+};
+
+enum class Lay : uint8_t { None, Rep, Split, Sum };
+
+// What every rank's copy of one D value is, as a whole (rewrite/engine/fold.h).
+struct Fact {
+  Lay lay = Lay::None;
+  int64_t dim = 0;  // Split
+  Val v;
+  // Split into `blocks` equal blocks along dim, each split over the group:
+  // rank r holds the r-th piece of every block, concatenated (Megatron's
+  // fused QKV column shard [q_r | k_r | v_r]); 1: a plain split. Ops acting
+  // independently along dim commute with any selection of positions on it,
+  // so such ops carry it like a plain split; reshapes, collectives and
+  // outputs take only plain ones, and a split op into the blocks ends it.
+  int64_t blocks = 1;
+  // Two levels (GQA with more ranks than KV heads): the group's N ranks form
+  // N / inner runs of `inner` consecutive ranks; rank position i holds piece
+  // i / inner of `dim` (N / inner pieces) and, within its run, either that
+  // whole piece (innerDim < 0: held by all `inner` ranks of the run) or
+  // piece i % inner of innerDim. inner == 1: a plain split.
+  int64_t inner = 1;
+  int64_t innerDim = -1;
+  // A second group (2-D folding: DP x TP, CP x TP): the layout over it, of
+  // the value the first group's layout is about (rep, a plain split along
+  // dim2, or partial sums). E = sum or concat over the second group of what
+  // the first group's layout combines.
+  Lay lay2 = Lay::Rep;
+  int64_t dim2 = 0;
+  bool plain() const { return blocks == 1 && inner == 1; }
+};
+
+// f * g and f / g stored exactly (the factor kept is the real product).
+std::optional<double> exactTimes(double f, double g) {
+  if (!exactProduct(f, g)) return std::nullopt;
+  return f * g;
+}
+std::optional<double> exactOver(double f, double g) {
+  if (g == 0) return std::nullopt;
+  double q = f / g;
+  if (!std::isfinite(q) || std::fma(q, g, -f) != 0.0) return std::nullopt;
+  return q;
+}
+
+std::string factorText(double k) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.6g", k);
+  return buf;
+}
+
+std::string hexFactor(double k) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%a", k);
+  return buf;
+}
+
+bool sameAttrs(const ir::AttrMap& a, const ir::AttrMap& b) {
+  if (a.size() != b.size()) return false;
+  for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) {
+    if (ia->first != ib->first || ia->second.index() != ib->second.index()) return false;
+    bool same = std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          const T& y = std::get<T>(ib->second);
+          if constexpr (std::is_same_v<T, ir::Tensor>) return x.identical(y);
+          else return x == y;
+        },
+        ia->second);
+    if (!same) return false;
+  }
+  return true;
+}
+
+// Rank graphs that are the same program: same values, nodes and attributes.
+bool sameGraph(const ir::Graph& a, const ir::Graph& b) {
+  if (a.values().size() != b.values().size() || a.nodes().size() != b.nodes().size() || a.outputs() != b.outputs() ||
+      a.inputs() != b.inputs() || a.params() != b.params())
+    return false;
+  for (size_t i = 0; i < a.values().size(); ++i) {
+    const auto& x = a.values()[i];
+    const auto& y = b.values()[i];
+    if (x.name != y.name || !(x.type == y.type) || x.kind != y.kind) return false;
+  }
+  for (size_t i = 0; i < a.nodes().size(); ++i) {
+    const auto& x = a.nodes()[i];
+    const auto& y = b.nodes()[i];
+    bool p2p = x.op == OpKind::Send || x.op == OpKind::Recv;
+    auto strip = [&](ir::AttrMap m) {
+      if (p2p) m.erase("peer");  // rank-relative: checked against the class layout (Folder::run)
+      return m;
+    };
+    if (x.op != y.op || x.inputs != y.inputs || x.outputs != y.outputs ||
+        !(p2p ? sameAttrs(strip(x.attrs), strip(y.attrs)) : sameAttrs(x.attrs, y.attrs)))
+      return false;
+  }
+  return true;
+}
+
+// Hash-consed expressions over S's inputs: the values S computes and the
+// ones D's layouts name.
+class Exprs {
+ public:
+  int intern(const std::string& key, const TensorType& t) {
+    auto [it, fresh] = ids_.emplace(key + "|" + t.str(), int(types_.size()));
+    if (fresh) {
+      types_.push_back(t);
+      scalars_.push_back(std::nullopt);
+    }
+    return it->second;
+  }
+  size_t size() const { return types_.size(); }
+  int unique(const TensorType& t) { return intern("#" + std::to_string(types_.size()), t); }
+  const TensorType& type(int n) const { return types_[size_t(n)]; }
+  std::optional<double>& scalar(int n) { return scalars_[size_t(n)]; }
+  int materialize(Val v) {
+    if (v.k == 1.0) return v.node;
+    return intern("scale " + hexFactor(v.k) + " " + std::to_string(v.node), types_[size_t(v.node)]);
+  }
+
+ private:
+  std::unordered_map<std::string, int> ids_;
+  std::vector<TensorType> types_;
+  std::vector<std::optional<double>> scalars_;
+};
+
+bool reshapeLike(OpKind op) {
+  return op == OpKind::Reshape || op == OpKind::Squeeze || op == OpKind::Unsqueeze;
+}
+
+// The layout schemas and the proven lemmas whose n-ary (folded) forms they
+// are; a schema is used only when all its lemmas are proven.
+const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
+  static const std::map<std::string, std::vector<std::string>> m = {
+      {"unary-over-split", {"unary-over-concat"}},
+      {"binary-over-split", {"binary-over-concat", "binary-broadcast-over-concat", "binary-broadcast-unit-over-concat",
+                             "binary-broadcast-split-over-concat", "binary-rank0-over-concat"}},
+      {"where-over-split", {"where-over-concat", "where-split-mask-over-concat"}},
+      {"matmul-row-split", {"matmul-row-split-any-rank"}},
+      {"matmul-col-split", {"matmul-col-split-any-rank"}},
+      {"matmul-batch-split", {"matmul-batch-split"}},
+      {"matmul-contract-split", {"matmul-contract-split-any-rank"}},
+      {"reduce-over-other-split", {"reduce-sum-keep-over-other-concat", "reduce-mean-keep-over-other-concat",
+                                   "reduce-max-keep-over-other-concat"}},
+      {"reduce-sum-over-split", {"reduce-sum-over-concat-drop", "reduce-sum-all-over-concat-first"}},
+      {"reduce-mean-over-split", {"reduce-mean-over-concat-halves", "reduce-mean-all-over-concat-halves"}},
+      {"softmax-over-split", {"softmax-over-concat", "log-softmax-over-concat"}},
+      {"norm-over-split", {"layer-norm-over-concat", "layer-norm-affine-over-concat", "rms-norm-over-concat",
+                           "rms-norm-affine-over-concat"}},
+      {"permute-of-split", {"permute-of-concat", "transpose-of-concat"}},
+      {"reshape-of-split", {"split-dims-first-of-concat-first", "merge-dims-first-of-concat-first"}},
+      {"slice-of-split", {"slice-last-of-concat-first", "unary-over-slice"}},
+      {"concat-of-splits", {"concat-last-of-concat-first", "concat-block-transpose"}},
+      {"expand-of-split", {"binary-broadcast-unit-over-concat"}},
+      {"linear-over-sum", {"add-of-sums", "mul-over-sum", "neg-over-sum", "scale-over-sum", "matmul-over-sum-left",
+                           "matmul-over-sum-right", "reduce-sum-of-sum", "concat-of-sums", "sum-of-merged-first"}},
+      {"scale-algebra", {"scale-through-add", "scale-through-concat", "matmul-scale-left", "matmul-scale-right",
+                         "mul-scale-right", "scale-through-transpose"}},
+  };
+  return m;
+}
+
+class Folder {
+ public:
+  // `second`: a mesh axis folded as the second group although no collective
+  // names it (a forward data-parallel program: each dp replica its batch).
+  explicit Folder(const FoldInput& in, std::string second = "")
+      : in_(in), seq_(*in.seq), dist_(*in.dist), second_(std::move(second)) {}
+
+  FoldOutcome run();
+
+ private:
+  bool use(const std::string& schema);
+  std::string opKey(OpKind op, const ir::AttrMap& attrs, int64_t inRank, int out, const std::vector<int>& kids);
+  Val canon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& in, int out, const TensorType& t,
+            int64_t inRank);
+  std::optional<TensorType> inferGlobal(OpKind op, const ir::AttrMap& attrs, const std::vector<TensorType>& ins,
+                                        int out);
+  // S's type of a D value: the local type scaled by each split (the second
+  // group's too unless primaryOnly).
+  TensorType globalOf(const TensorType& local, const Fact& f, bool primaryOnly = false) const;
+  std::vector<Fact> transfer(const ir::Node& n);
+  std::vector<Fact> rules(const ir::Node& n, const std::vector<Fact>& in);
+  // 2-D folding: each group's layout decided on its own, then one check of
+  // S's types and one expression for the outputs.
+  std::vector<Fact> transfer2(const ir::Node& n, const std::vector<Fact>& in);
+  std::vector<Fact> collective2(const ir::Node& n, const std::vector<Fact>& in);
+  std::vector<Fact> finalize(const ir::Node& n, const std::vector<Fact>& in, std::vector<Fact> outs, double factor);
+  bool instancesAreGroups(const ir::Node& n, int axis);
+  std::string setup2D(const std::vector<std::string>& groups);
+  RelPtr rebuild2(const Fact& f, const std::string& name) const;
+  std::vector<Fact> collective(const ir::Node& n, const std::vector<Fact>& in, bool checkMembers = true);
+  std::vector<Fact> splitRule(const ir::Node& n, const std::vector<Fact>& in);
+  std::vector<Fact> sumRule(const ir::Node& n, const std::vector<Fact>& in);
+  // Each D input's checked relation, by name, then rank.
+  using Bound = std::unordered_map<std::string, std::vector<RelPtr>>;
+  std::optional<Fact> inputFact2(const std::string& name, const TensorType& local, const Bound& bound);
+  std::optional<Fact> splitOverBoth(const std::vector<RelPtr>& rels, const TensorType& local);
+  std::optional<Fact> inputFact(const std::string& name, const TensorType& local, const Bound& bound);
+  std::optional<Fact> blockedInputFact(const std::vector<RelPtr>& rels, const TensorType& local);
+
+  const FoldInput& in_;
+  const ir::Graph& seq_;
+  const ir::Program& dist_;
+  std::string second_;
+  const ir::Graph* g_ = nullptr;  // the folded rank graph (the group's first member's)
+  std::vector<int64_t> members_;
+  int64_t n_ = 1;
+  Exprs ex_;
+  Interner interner_;
+  std::vector<Fact>* facts_ = nullptr;  // per value of *g_
+  // The ranks in classes: the parts of the collectives' group (pipeline
+  // stages of a [pp, tp] mesh), each folded over its members; a class's
+  // graph, facts and members are g_, facts_ and members_ while it runs.
+  std::vector<std::vector<int64_t>> classes_;
+  std::vector<std::pair<int64_t, int64_t>> where_;  // rank -> (class, position)
+  std::vector<const ir::Graph*> graphs_;
+  std::vector<std::vector<Fact>> allFacts_;
+  void enter(size_t c) {
+    g_ = graphs_[c];
+    facts_ = &allFacts_[c];
+    members_ = classes_[c];
+    cls_ = c;
+    if (twoD_) grid_ = grids_[c];
+  }
+  std::vector<Fact> received(const ir::Node& n);
+  std::optional<std::pair<std::string, std::vector<std::string>>> lastScaledValue(const std::vector<Val>& sval);
+  std::map<std::string, bool> schemaOk_;
+  std::set<std::string> used_;
+  int64_t steps_ = 0;
+  // 2-D folding: groups A (the first, n_ ranks) and B (n2_ ranks); grid_[j]
+  // is the A group holding B position j, in A order.
+  bool twoD_ = false;
+  std::string groupA_, groupB_;
+  int64_t n2_ = 1;
+  std::vector<std::vector<int64_t>> grid_;
+  std::vector<std::vector<std::vector<int64_t>>> grids_;  // per class (pipeline stage)
+  std::map<std::tuple<size_t, ir::NodeId, int>, bool> groupChecked_;
+  size_t cls_ = 0;  // the class entered
+  // The rules only decide layouts (no S types, no expressions); a mean over
+  // a split group multiplies decidedFactor_ by the group size.
+  bool decideOnly_ = false;
+  double decidedFactor_ = 1.0;
+};
+
+bool Folder::use(const std::string& schema) {
+  auto it = schemaOk_.find(schema);
+  if (it == schemaOk_.end()) {
+    bool ok = true;
+    for (const auto& l : schemaLemmas().at(schema)) ok = ok && in_.proven && in_.proven(l);
+    it = schemaOk_.emplace(schema, ok).first;
+  }
+  if (it->second) used_.insert(schema);
+  return it->second;
+}
+
+std::string Folder::opKey(OpKind op, const ir::AttrMap& attrs, int64_t inRank, int out, const std::vector<int>& kids) {
+  // Reshape, squeeze and unsqueeze are one row-major reshape, named by the
+  // result type the key carries; expand likewise.
+  std::string key;
+  if (reshapeLike(op)) key = "reshape";
+  else if (op == OpKind::Expand) key = "expand";
+  else key = std::string(ir::opName(op)) + "@" + std::to_string(interner_.attrs(op, attrs, inRank)) + "." + std::to_string(out);
+  for (int k : kids) key += " " + std::to_string(k);
+  return key;
+}
+
+// The expression an op computes from operand values, with scalar factors
+// pulled through the ops that are linear in them (scale-algebra).
+Val Folder::canon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& in, int out, const TensorType& t,
+                  int64_t inRank) {
+  auto cat = ir::opInfo(op).category;
+  if (cat == OpCategory::Random || cat == OpCategory::Collective) return {ex_.unique(t), 1.0};
+  auto node = [&](const std::vector<int>& kids) { return ex_.intern(opKey(op, attrs, inRank, out, kids), t); };
+  bool scaleOk = use("scale-algebra");
+  if (scaleOk && (op == OpKind::Mul || op == OpKind::Div) && in.size() == 2) {
+    for (int side : {1, 0}) {
+      if (op == OpKind::Div && side == 0) continue;
+      const Val& c = in[size_t(side)];
+      const Val& x = in[size_t(1 - side)];
+      auto s = ex_.scalar(c.node);
+      if (!s || !(ex_.type(x.node) == t)) continue;
+      std::optional<double> cs = exactTimes(*s, c.k);
+      if (!cs) continue;
+      std::optional<double> k = op == OpKind::Mul ? exactTimes(x.k, *cs) : exactOver(x.k, *cs);
+      if (k && *k != 0) return {x.node, *k};
+    }
+  }
+  if (scaleOk && op == OpKind::Neg) return {in[0].node, -in[0].k};
+  bool layoutLinear = ir::opInfo(op).category == OpCategory::Layout && in.size() == 1;
+  if (scaleOk && (layoutLinear || op == OpKind::Identity || op == OpKind::ReduceSum || op == OpKind::ReduceMean)) {
+    if (op == OpKind::Identity) return in[0];
+    return {node({in[0].node}), in[0].k};
+  }
+  if (scaleOk && op == OpKind::MatMul && in.size() == 2)
+    if (auto k = exactTimes(in[0].k, in[1].k)) return {node({in[0].node, in[1].node}), *k};
+  if (scaleOk && (op == OpKind::Add || op == OpKind::Sub || op == OpKind::Concat) && !in.empty()) {
+    bool same = std::all_of(in.begin(), in.end(), [&](const Val& v) { return v.k == in[0].k; });
+    if (same) {
+      std::vector<int> kids;
+      for (const auto& v : in) kids.push_back(v.node);
+      return {node(kids), in[0].k};
+    }
+  }
+  std::vector<int> kids;
+  for (const auto& v : in) kids.push_back(ex_.materialize(v));
+  int n = node(kids);
+  if (op == OpKind::Constant) {
+    const ir::Tensor& value = ir::attrTensor(attrs, "value");
+    if (value.numel() == 1) ex_.scalar(n) = value.getAsDouble(0);
+  }
+  return {n, 1.0};
+}
+
+std::optional<TensorType> Folder::inferGlobal(OpKind op, const ir::AttrMap& attrs,
+                                              const std::vector<TensorType>& ins, int out) {
+  ir::InferCtx ctx{op, attrs, std::span<const TensorType>(ins), nullptr};
+  auto r = ir::opInfo(op).infer(ctx);
+  if (!r.ok() || size_t(out) >= r->size()) return std::nullopt;
+  return (*r)[size_t(out)];
+}
+
+TensorType Folder::globalOf(const TensorType& local, const Fact& f, bool primaryOnly) const {
+  TensorType t = local;
+  if (!primaryOnly && f.lay2 == Lay::Split && size_t(f.dim2) < t.shape.size())
+    t.shape[size_t(f.dim2)] = Dim(n2_) * t.shape[size_t(f.dim2)];
+  if (f.lay != Lay::Split) return t;
+  t.shape[size_t(f.dim)] = Dim(n_ / f.inner) * t.shape[size_t(f.dim)];
+  if (f.innerDim >= 0) t.shape[size_t(f.innerDim)] = Dim(f.inner) * t.shape[size_t(f.innerDim)];
+  return t;
+}
+
+// The output dim a reshape maps the input dims {a, a + 1} to, when they are
+// exactly one factor group of it and that group is one output dim.
+std::optional<int64_t> mergedDim(const Shape& in, const Shape& out, int64_t a) {
+  if (!ir::isConcrete(in) || !ir::isConcrete(out)) return std::nullopt;
+  auto li = ir::concreteDims(in), lo = ir::concreteDims(out);
+  size_t i = 0, j = 0;
+  while (i < li.size() && j < lo.size()) {
+    size_t i0 = i, j0 = j;
+    int64_t pi = li[i++], po = lo[j++];
+    while (pi != po) {
+      if (pi < po) {
+        if (i >= li.size()) return std::nullopt;
+        pi *= li[i++];
+      } else {
+        if (j >= lo.size()) return std::nullopt;
+        po *= lo[j++];
+      }
+    }
+    if (i0 == size_t(a)) {
+      if (i != size_t(a) + 2 || j != j0 + 1) return std::nullopt;
+      return int64_t(j0);
+    }
+  }
+  return std::nullopt;
+}
+
+// Reshape of a tensor split on dim d: the factor groups of the reshape (runs
+// of input and output dims with equal products) move independently, so the
+// split survives when d leads its group (size-1 dims aside), on an output
+// dim leading the same group, N times larger in S. Which one is ambiguous
+// where the group leads with size-1 dims ([16, 128] -> [16, 1, 128]): every
+// candidate is a true layout, and the caller keeps the one S computes.
+std::vector<int64_t> reshapeSplitDims(const Shape& in, const Shape& out, int64_t d) {
+  if (!ir::isConcrete(in) || !ir::isConcrete(out)) return {};
+  auto li = ir::concreteDims(in), lo = ir::concreteDims(out);
+  size_t i = 0, j = 0;
+  while (i < li.size() || j < lo.size()) {
+    size_t i0 = i, j0 = j;
+    int64_t pi = i < li.size() ? li[i++] : 1, po = j < lo.size() ? lo[j++] : 1;
+    while (pi != po) {
+      if (pi < po) {
+        if (i >= li.size()) return {};
+        pi *= li[i++];
+      } else {
+        if (j >= lo.size()) return {};
+        po *= lo[j++];
+      }
+    }
+    if (size_t(d) >= i0 && size_t(d) < i) {
+      for (size_t a = i0; a < size_t(d); ++a)
+        if (li[a] != 1) return {};
+      std::vector<int64_t> dims;
+      for (size_t b = j0; b < j && b < lo.size(); ++b) {
+        dims.push_back(int64_t(b));
+        if (lo[b] != 1) break;
+      }
+      return dims;
+    }
+  }
+  return {};
+}
+
+// Every operand replicated or split, at least one split: the result is split
+// where the op's schema says, or has no layout.
+std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& in) {
+  const auto& vals = g_->values();
+  auto local = [&](size_t i) -> const TensorType& { return vals[size_t(n.inputs[i])].type; };
+  const TensorType& out0 = vals[size_t(n.outputs[0])].type;
+  int64_t R = int64_t(out0.shape.size());
+  std::optional<int64_t> od;
+  int64_t concatBlocks = 0;  // a concat of splits along their dim: a blocked split
+  std::vector<int64_t> candidates;  // several result dims, for reshapes
+  ir::AttrMap attrs = n.attrs;
+  auto cat = ir::opInfo(n.op).category;
+  auto sizeAt = [](const TensorType& t, int64_t d) { return t.shape[size_t(d)]; };
+  const ir::AttrMap& norm = interner_.attrMap(interner_.attrs(
+      n.op, n.attrs, n.inputs.empty() ? 0 : int64_t(local(0).shape.size())));
+  auto axesOf = [&]() {
+    std::vector<int64_t> axes;
+    if (auto it = norm.find("axes"); it != norm.end()) axes = std::get<std::vector<int64_t>>(it->second);
+    return axes;
+  };
+  // Elementwise with numpy broadcasting: every split operand lands on the
+  // same result dim at full size; replicated ones broadcast there.
+  auto broadcastDim = [&]() -> std::optional<int64_t> {
+    std::optional<int64_t> d;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (in[i].lay != Lay::Split) continue;
+      int64_t o = in[i].dim + R - int64_t(local(i).shape.size());
+      if ((d && *d != o) || sizeAt(local(i), in[i].dim) != sizeAt(out0, o)) return std::nullopt;
+      d = o;
+    }
+    for (size_t i = 0; d && i < in.size(); ++i) {
+      if (in[i].lay != Lay::Rep) continue;
+      int64_t at = *d - (R - int64_t(local(i).shape.size()));
+      if (at >= 0 && sizeAt(local(i), at) != Dim(1)) return std::nullopt;
+    }
+    return d;
+  };
+  if ((cat == OpCategory::Unary) && use("unary-over-split")) {
+    od = in[0].dim;
+  } else if ((cat == OpCategory::Binary || cat == OpCategory::Compare) && use("binary-over-split")) {
+    od = broadcastDim();
+  } else if (n.op == OpKind::Where && use("where-over-split")) {
+    od = broadcastDim();
+  } else if (n.op == OpKind::MatMul) {
+    int64_t ra = int64_t(local(0).shape.size()), rb = int64_t(local(1).shape.size());
+    if (ra >= 2 && rb >= 2) {
+      const Fact &a = in[0], &b = in[1];
+      // Batch dims: aligned from the right, rank R - 2.
+      auto batchOk = [&](const Fact& split, int64_t rs, const Fact& other, size_t oi, int64_t ro) -> std::optional<int64_t> {
+        int64_t o = split.dim + (R - rs);
+        int64_t at = o - (R - ro);
+        if (other.lay == Lay::Rep) {
+          if (at >= 0 && sizeAt(local(oi), at) != Dim(1)) return std::nullopt;
+          return o;
+        }
+        if (other.lay == Lay::Split && other.dim == at) return o;
+        return std::nullopt;
+      };
+      if (a.lay == Lay::Split && a.dim == ra - 2 && b.lay == Lay::Rep && use("matmul-row-split")) od = R - 2;
+      else if (b.lay == Lay::Split && b.dim == rb - 1 && a.lay == Lay::Rep && use("matmul-col-split")) od = R - 1;
+      else if (a.lay == Lay::Split && a.dim < ra - 2 && use("matmul-batch-split")) od = batchOk(a, ra, b, 1, rb);
+      else if (b.lay == Lay::Split && b.dim < rb - 2 && a.lay == Lay::Rep && use("matmul-batch-split"))
+        od = batchOk(b, rb, a, 0, ra);
+    }
+  } else if ((n.op == OpKind::ReduceSum || n.op == OpKind::ReduceMean || n.op == OpKind::ReduceMax) &&
+             use("reduce-over-other-split")) {
+    auto axes = axesOf();
+    int64_t d = in[0].dim;
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) {
+      int64_t before = int64_t(std::count_if(axes.begin(), axes.end(), [&](int64_t a) { return a < d; }));
+      od = ir::attrInt(n.attrs, "keepdims") ? d : d - before;
+    }
+  } else if ((n.op == OpKind::Softmax || n.op == OpKind::LogSoftmax) && use("softmax-over-split")) {
+    int64_t axis = ir::attrInt(norm, "axis");
+    if (axis == R - 1 && in[0].dim < R - 1) od = in[0].dim;
+  } else if ((n.op == OpKind::LayerNorm || n.op == OpKind::RmsNorm) && use("norm-over-split")) {
+    int64_t axis = ir::attrInt(norm, "axis");
+    bool restRep = std::all_of(in.begin() + 1, in.end(), [](const Fact& f) { return f.lay == Lay::Rep; });
+    if (axis == R - 1 && in[0].lay == Lay::Split && in[0].dim < axis && restRep) od = in[0].dim;
+  } else if (n.op == OpKind::Transpose && use("permute-of-split")) {
+    const auto& perm = ir::attrInts(norm, "perm");
+    for (size_t o = 0; o < perm.size(); ++o)
+      if (perm[o] == in[0].dim) od = int64_t(o);
+  } else if (reshapeLike(n.op) && use("reshape-of-split")) {
+    candidates = reshapeSplitDims(local(0).shape, out0.shape, in[0].dim);
+  } else if (n.op == OpKind::Expand && use("expand-of-split")) {
+    int64_t o = in[0].dim + R - int64_t(local(0).shape.size());
+    if (sizeAt(local(0), in[0].dim) == sizeAt(out0, o)) od = o;
+  } else if ((n.op == OpKind::Slice || n.op == OpKind::Split) && use("slice-of-split")) {
+    // Slice axes are not normalized by the interner: empty means the
+    // first len(starts) dims, negative ones count from the end.
+    std::vector<int64_t> axes;
+    if (n.op == OpKind::Split) {
+      axes.push_back(ir::attrInt(norm, "axis"));
+    } else {
+      axes = ir::attrInts(n.attrs, "axes");
+      if (axes.empty())
+        for (size_t a = 0; a < ir::attrInts(n.attrs, "starts").size(); ++a) axes.push_back(int64_t(a));
+      for (auto& a : axes)
+        if (a < 0) a += int64_t(local(0).shape.size());
+    }
+    if (std::find(axes.begin(), axes.end(), in[0].dim) == axes.end()) od = in[0].dim;
+  } else if (n.op == OpKind::Concat && use("concat-of-splits")) {
+    int64_t axis = ir::attrInt(norm, "axis");
+    bool all = std::all_of(in.begin(), in.end(), [&](const Fact& f) { return f.lay == Lay::Split && f.dim == in[0].dim; });
+    if (all && in[0].dim != axis) od = in[0].dim;
+    // Along the split dim, plain splits of equal local size: rank r holds
+    // its piece of each operand, [a_r | b_r | c_r], a blocked split of S's
+    // concat (the backward of a fused QKV's split).
+    const Dim& k0 = local(0).shape[size_t(in[0].dim)];
+    bool blockable = all && in[0].dim == axis && in.size() > 1 && k0.isConcrete();
+    for (size_t i = 0; blockable && i < in.size(); ++i)
+      blockable = in[i].plain() && local(i).shape[size_t(axis)] == k0;
+    if (blockable) {
+      od = axis;
+      concatBlocks = int64_t(in.size());
+    }
+  }
+  if (od) candidates = {*od};
+  // Blocked splits: every split operand blocked alike; a split op on the
+  // blocked dim into its blocks yields plain splits of S's blocks. Two-level
+  // splits: every split operand alike too, replicated within runs through
+  // the ops above; an expand turns the runs' copies into pieces of the dim
+  // it broadcasts, and a reshape merging the two split dims (the outer one
+  // of size 1 on each rank) makes a plain split of the merged dim.
+  int64_t blocks = 0, inner = 0;
+  for (const auto& f : in)
+    if (f.lay == Lay::Split) {
+      if (f.innerDim >= 0 && !reshapeLike(n.op)) return {};
+      if ((blocks && f.blocks != blocks) || (inner && f.inner != inner)) return {};
+      blocks = f.blocks;
+      inner = f.inner;
+    }
+  if (blocks > 1 && n.op == OpKind::Expand) return {};
+  if (blocks > 1 && reshapeLike(n.op)) {
+    // only unit dims added or dropped: the blocked dim carries over whole
+    auto squeezed = [](const Shape& sh) {
+      Shape o;
+      for (const Dim& d : sh)
+        if (d != Dim(1)) o.push_back(d);
+      return o;
+    };
+    if (squeezed(local(0).shape) != squeezed(out0.shape)) return {};
+  }
+  if (inner > 1 && blocks > 1) return {};
+  if (concatBlocks) blocks = concatBlocks;
+  if (n.op == OpKind::Split && in[0].lay == Lay::Split && ir::attrInt(norm, "axis") == in[0].dim) {
+    const auto& sizes = ir::attrInts(n.attrs, "sizes");
+    const Dim& whole = local(0).shape[size_t(in[0].dim)];
+    if (int64_t(sizes.size()) != blocks || !whole.isConcrete() || whole.value() % blocks ||
+        std::any_of(sizes.begin(), sizes.end(), [&](int64_t z) { return z != whole.value() / blocks; }) ||
+        !use("slice-of-split"))
+      return {};
+    attrs["sizes"] = std::vector<int64_t>(size_t(blocks), n_ * (whole.value() / blocks));
+    candidates = {in[0].dim};
+    blocks = 1;
+  }
+  std::vector<int64_t> innerDims(candidates.size(), -1);
+  if (reshapeLike(n.op) && in[0].innerDim >= 0) {
+    // Grouped on S's shapes, where the two dims are not 1 and so not
+    // ambiguous: the output dim their group becomes, N times larger in S.
+    if (in[0].innerDim != in[0].dim + 1 || local(0).shape[size_t(in[0].dim)] != Dim(1) || !use("reshape-of-split"))
+      return {};
+    Shape gi = globalOf(local(0), in[0]).shape;
+    candidates.clear();
+    for (int64_t o = 0; o < R; ++o) {
+      Shape go = out0.shape;
+      go[size_t(o)] = Dim(n_) * go[size_t(o)];
+      if (mergedDim(gi, go, in[0].dim) == o) candidates.push_back(o);
+    }
+    if (candidates.size() != 1) return {};
+    innerDims = {-1};
+  } else if (n.op == OpKind::Expand && inner > 1 && !candidates.empty()) {
+    // A dim the expand may broadcast (size 1 in, even if 1 out) takes the
+    // runs' pieces, `inner` times larger in S; or the runs keep copies.
+    // Every candidate is a true layout; the one S computes is kept.
+    const Shape& si = local(0).shape;
+    int64_t d = candidates[0];
+    candidates.clear();
+    innerDims.clear();
+    for (int64_t o = 0; o < R; ++o) {
+      int64_t at = o - (R - int64_t(si.size()));
+      if (o != d && (at < 0 || si[size_t(at)] == Dim(1))) {
+        candidates.push_back(d);
+        innerDims.push_back(o);
+      }
+    }
+    candidates.push_back(d);
+    innerDims.push_back(-1);
+  }
+  std::vector<TensorType> gin;
+  std::vector<Val> vin;
+  for (size_t i = 0; i < in.size(); ++i) {
+    gin.push_back(globalOf(local(i), in[i]));
+    vin.push_back(in[i].v);
+  }
+  int64_t inRank = int64_t(local(0).shape.size());
+  std::vector<Fact> first;
+  bool merged = reshapeLike(n.op) && in[0].innerDim >= 0;
+  if (decideOnly_) {
+    if (candidates.empty()) return {};
+    Fact want{Lay::Split, candidates[0], {}, blocks, merged ? 1 : inner, innerDims[0]};
+    return std::vector<Fact>(n.outputs.size(), want);
+  }
+  for (size_t ci = 0; ci < candidates.size(); ++ci) {
+    int64_t d = candidates[ci];
+    Fact want{Lay::Split, d, {}, blocks, merged ? 1 : inner, innerDims[ci]};
+    if (reshapeLike(n.op) || n.op == OpKind::Expand) {
+      Shape g = globalOf(out0, want).shape;
+      attrs = n.attrs;
+      if (n.op == OpKind::Reshape || n.op == OpKind::Expand) attrs["shape"] = g;
+      else attrs = ir::AttrMap{{"shape", g}};
+    }
+    OpKind op = n.op == OpKind::Squeeze || n.op == OpKind::Unsqueeze ? OpKind::Reshape : n.op;
+    size_t before = ex_.size();
+    std::vector<Fact> outs;
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      TensorType expect = globalOf(vals[size_t(n.outputs[o])].type, want);
+      auto got = inferGlobal(op, attrs, gin, int(o));
+      if (!got || !(*got == expect)) break;
+      want.v = canon(op, attrs, vin, int(o), expect, inRank);
+      outs.push_back(want);
+    }
+    if (outs.size() != n.outputs.size()) continue;
+    if (candidates.size() == 1 || ex_.size() == before) return outs;  // S computes it
+    if (first.empty()) first = outs;
+  }
+  return first;
+}
+
+// Operands summed over the group (and replicated ones): an op linear in
+// the summed operand sums too. Also the two ways a split becomes a sum: a
+// contraction over the split dim, and a sum or mean over it.
+std::vector<Fact> Folder::sumRule(const ir::Node& n, const std::vector<Fact>& in) {
+  const auto& vals = g_->values();
+  auto local = [&](size_t i) -> const TensorType& { return vals[size_t(n.inputs[i])].type; };
+  const TensorType& out0 = vals[size_t(n.outputs[0])].type;
+  int64_t inRank = n.inputs.empty() ? 0 : int64_t(local(0).shape.size());
+  auto count = [&](Lay l) { return std::count_if(in.begin(), in.end(), [&](const Fact& f) { return f.lay == l; }); };
+  std::vector<TensorType> gin;
+  std::vector<Val> vin;
+  for (size_t i = 0; i < in.size(); ++i) {
+    gin.push_back(globalOf(local(i), in[i]));
+    vin.push_back(in[i].v);
+  }
+  auto single = [&](Val v) -> std::vector<Fact> {
+    if (decideOnly_) return n.outputs.size() == 1 ? std::vector<Fact>{Fact{Lay::Sum, 0, {}}} : std::vector<Fact>{};
+    auto got = inferGlobal(n.op, n.attrs, gin, 0);
+    if (!got || !(*got == out0) || n.outputs.size() != 1) return {};
+    return {Fact{Lay::Sum, 0, v}};
+  };
+  int64_t sums = count(Lay::Sum), splits = count(Lay::Split);
+  if (std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::Split && f.inner != 1; })) return {};
+  if (sums > 0 && splits == 0 && use("linear-over-sum")) {
+    bool linear = false;
+    switch (n.op) {
+      case OpKind::Add: case OpKind::Sub: linear = sums == 2; break;
+      case OpKind::Mul: case OpKind::MatMul: linear = sums == 1; break;
+      case OpKind::Div: linear = sums == 1 && in[0].lay == Lay::Sum; break;
+      case OpKind::Neg: case OpKind::Identity: case OpKind::ReduceSum: case OpKind::ReduceMean:
+      case OpKind::Transpose: case OpKind::Reshape: case OpKind::Squeeze: case OpKind::Unsqueeze:
+        linear = true;
+        break;
+      case OpKind::Concat: linear = sums == int64_t(in.size()); break;
+      default: break;
+    }
+    if (!linear) return {};
+    if (decideOnly_) return single({});
+    return single(canon(n.op, n.attrs, vin, 0, out0, inRank));
+  }
+  if (sums > 0) return {};
+  if (n.op == OpKind::MatMul && splits == 2 && use("matmul-contract-split")) {
+    int64_t ra = int64_t(local(0).shape.size()), rb = int64_t(local(1).shape.size());
+    if (ra >= 2 && rb >= 2 && in[0].dim == ra - 1 && in[1].dim == rb - 2 && in[0].blocks == in[1].blocks)
+      return decideOnly_ ? single({}) : single(canon(n.op, n.attrs, vin, 0, out0, inRank));
+  }
+  if ((n.op == OpKind::ReduceSum || n.op == OpKind::ReduceMean) && splits == 1) {
+    const auto& norm = interner_.attrMap(interner_.attrs(n.op, n.attrs, inRank));
+    const auto& axes = std::get<std::vector<int64_t>>(norm.at("axes"));
+    if (std::find(axes.begin(), axes.end(), in[0].dim) == axes.end()) return {};
+    if (decideOnly_) {
+      if (n.op == OpKind::ReduceSum && use("reduce-sum-over-split")) return single({});
+      if (n.op == OpKind::ReduceMean && use("reduce-mean-over-split")) {
+        decidedFactor_ *= double(n_);
+        return single({});
+      }
+      return {};
+    }
+    Val v = canon(n.op, n.attrs, vin, 0, out0, inRank);
+    if (n.op == OpKind::ReduceSum && use("reduce-sum-over-split")) return single(v);
+    // The mean of N equal shards' means is the whole mean: sum_r = N * mean.
+    if (n.op == OpKind::ReduceMean && use("reduce-mean-over-split"))
+      if (auto k = exactTimes(v.k, double(n_))) return single({v.node, *k});
+  }
+  return {};
+}
+
+// Collectives over the folded group, matched by the collective-order module.
+std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>& in, bool checkMembers) {
+  const DistModel& m = *in_.model;
+  ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
+  if (checkMembers) {
+    const auto& of = m.collOf[size_t(members_[0])];
+    auto it = of.find(id);
+    if (it == of.end()) return {};
+    const CollInstance& inst = m.colls[size_t(it->second)];
+    if (inst.members != members_ ||
+        std::any_of(inst.nodes.begin(), inst.nodes.end(), [&](ir::NodeId x) { return x != id; }))
+      return {};
+  }
+  const TensorType& inT = g_->value(n.inputs[0]).type;
+  const TensorType& outT = g_->value(n.outputs[0]).type;
+  int64_t rank = int64_t(inT.shape.size());
+  auto dimAttr = [&](const char* name) -> std::optional<int64_t> {
+    auto d = ir::normAxis(ir::attrInt(n.attrs, name), rank, name);
+    if (!d.ok()) return std::nullopt;
+    return *d;
+  };
+  const Fact& x = in[0];
+  if (x.lay == Lay::Split && !x.plain()) return {};
+  // What a sum or an average over the group of partial sums is.
+  auto reduced = [&]() -> std::optional<Val> {
+    const std::string& red = ir::attrStr(n.attrs, "reduce");
+    if (x.lay != Lay::Sum || (red != "sum" && red != "avg")) return std::nullopt;
+    if (red == "sum") return x.v;
+    auto k = exactOver(x.v.k, double(n_));
+    if (!k) return std::nullopt;
+    return Val{x.v.node, *k};
+  };
+  switch (n.op) {
+    case OpKind::AllReduce:
+      if (auto v = reduced()) return {Fact{Lay::Rep, 0, *v}};
+      return {};
+    case OpKind::AllGather: {
+      auto d = dimAttr("dim");
+      if (d && x.lay == Lay::Split && x.dim == *d && outT == globalOf(inT, x, true)) return {Fact{Lay::Rep, 0, x.v}};
+      return {};
+    }
+    case OpKind::ReduceScatter: {
+      auto d = dimAttr("dim");
+      auto v = reduced();
+      if (!d || !v) return {};
+      Fact out{Lay::Split, *d, *v};
+      if (!(globalOf(outT, out, true) == inT)) return {};
+      return {out};
+    }
+    case OpKind::AllToAll: {
+      auto s = dimAttr("split_dim"), c = dimAttr("concat_dim");
+      if (!s || !c || *s == *c || x.lay != Lay::Split || x.dim != *c) return {};
+      Fact out{Lay::Split, *s, x.v};
+      if (!(globalOf(outT, out, true) == globalOf(inT, x, true))) return {};
+      return {out};
+    }
+    case OpKind::Broadcast:
+      if (x.lay == Lay::Rep) return {x};
+      return {};
+    default:
+      return {};
+  }
+}
+
+// A recv in every member of a class from the same position of one other
+// class: the value sent there, with its layout.
+std::vector<Fact> Folder::received(const ir::Node& n) {
+  const DistModel& m = *in_.model;
+  ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
+  std::optional<std::pair<int64_t, ir::NodeId>> from;  // (class, send node)
+  for (size_t i = 0; i < members_.size(); ++i) {
+    const auto& rf = m.recvFrom[size_t(members_[i])];
+    auto it = rf.find(id);
+    if (it == rf.end()) return {};
+    auto [src, send] = it->second;
+    auto [cls, pos] = where_[size_t(src)];
+    if (cls < 0 || pos != int64_t(i) || (from && (*from != std::make_pair(cls, send)))) return {};
+    from = std::make_pair(cls, send);
+  }
+  if (!from) return {};
+  const ir::Graph& sg = *graphs_[size_t(from->first)];
+  const Fact& f = allFacts_[size_t(from->first)][size_t(sg.node(from->second).inputs[0])];
+  if (f.lay == Lay::None) return {};
+  return {f};
+}
+
+std::vector<Fact> Folder::transfer(const ir::Node& n) {
+  if (n.op == OpKind::Recv) return received(n);
+  if (n.op == OpKind::Send) return {};
+  std::vector<Fact> in;
+  for (ir::ValueId v : n.inputs) in.push_back((*facts_)[size_t(v)]);
+  if (std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::None; })) return {};
+  auto cat = ir::opInfo(n.op).category;
+  if (cat == OpCategory::Random) return {};
+  if (twoD_) return cat == OpCategory::Collective ? collective2(n, in) : transfer2(n, in);
+  if (cat == OpCategory::Collective) return collective(n, in);
+  return rules(n, in);
+}
+
+std::vector<Fact> Folder::rules(const ir::Node& n, const std::vector<Fact>& in) {
+  bool allRep = std::all_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::Rep; });
+  if (allRep) {
+    // Every rank computes the same op on the same values.
+    std::vector<Val> vin;
+    for (const auto& f : in) vin.push_back(f.v);
+    int64_t inRank = n.inputs.empty() ? 0 : int64_t(g_->value(n.inputs[0]).type.shape.size());
+    std::vector<Fact> outs;
+    for (size_t o = 0; o < n.outputs.size(); ++o)
+      outs.push_back(Fact{Lay::Rep, 0,
+                          decideOnly_ ? Val{} : canon(n.op, n.attrs, vin, int(o), g_->value(n.outputs[o]).type, inRank)});
+    return outs;
+  }
+  bool anySum = std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::Sum; });
+  if (!anySum) {
+    auto s = splitRule(n, in);
+    if (!s.empty()) return s;
+  }
+  return sumRule(n, in);
+}
+
+// A D input's layout from its relation on every member: the same S tensor
+// everywhere, or member i holding the i-th of N even slices of one.
+std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType& local, const Bound& bound) {
+  auto it = bound.find(name);
+  if (it == bound.end()) return std::nullopt;
+  std::vector<RelPtr> rels;
+  for (int64_t r : members_) {
+    if (!it->second[size_t(r)]) return std::nullopt;
+    rels.push_back(it->second[size_t(r)]);
+  }
+  auto seqVal = [&](const std::string& s) -> std::optional<ir::ValueId> { return seq_.findValue(s); };
+  if (std::all_of(rels.begin(), rels.end(), [&](const RelPtr& r) { return r->op == RelOp::Seq && r->name == rels[0]->name; })) {
+    auto v = seqVal(rels[0]->name);
+    if (!v || !(seq_.value(*v).type == local)) return std::nullopt;
+    return Fact{Lay::Rep, 0, {ex_.intern("seq " + rels[0]->name, local), 1.0}};
+  }
+  const Rel& r0 = *rels[0];
+  if (r0.op == RelOp::Concat) return blockedInputFact(rels, local);
+  if (r0.op != RelOp::Slice || r0.args[0]->op != RelOp::Seq) return std::nullopt;
+  auto v = seqVal(r0.args[0]->name);
+  if (!v) return std::nullopt;
+  const TensorType& whole = seq_.value(*v).type;
+  auto d = ir::normAxis(r0.dim, int64_t(whole.shape.size()), "slice");
+  if (!d.ok() || local.shape.size() != whole.shape.size() || !local.shape[size_t(*d)].isConcrete()) return std::nullopt;
+  int64_t k = local.shape[size_t(*d)].value();
+  // Runs of `inner` consecutive members holding the same piece (KV heads
+  // shared by the ranks of their query heads): the first member whose piece
+  // differs from member 0's ends the first run.
+  int64_t inner = int64_t(rels.size());
+  for (size_t i = 1; i < rels.size(); ++i)
+    if (rels[i]->op == RelOp::Slice && rels[i]->start.kind == IntExpr::Kind::Const && rels[i]->start.value != r0.start.value) {
+      inner = int64_t(i);
+      break;
+    }
+  if (inner == int64_t(rels.size()) || n_ % inner) return std::nullopt;
+  Fact f{Lay::Split, *d, {ex_.intern("seq " + r0.args[0]->name, whole), 1.0}};
+  f.inner = inner;
+  if (!(globalOf(local, f) == whole)) return std::nullopt;
+  for (size_t i = 0; i < rels.size(); ++i) {
+    const Rel& r = *rels[i];
+    if (r.op != RelOp::Slice || r.args[0]->op != RelOp::Seq || r.args[0]->name != r0.args[0]->name) return std::nullopt;
+    auto di = ir::normAxis(r.dim, int64_t(whole.shape.size()), "slice");
+    int64_t piece = int64_t(i) / inner;
+    if (!di.ok() || *di != *d || r.start.kind != IntExpr::Kind::Const || r.end.kind != IntExpr::Kind::Const ||
+        r.start.value != piece * k || r.end.value != (piece + 1) * k)
+      return std::nullopt;
+  }
+  return f;
+}
+
+// Member i holding the i-th of N even pieces of each of B equal blocks of
+// one S tensor along d, concatenated (a fused QKV column shard).
+std::optional<Fact> Folder::blockedInputFact(const std::vector<RelPtr>& rels, const TensorType& local) {
+  const Rel& r0 = *rels[0];
+  int64_t blocks = int64_t(r0.args.size());
+  if (blocks < 2 || r0.args[0]->op != RelOp::Slice || r0.args[0]->args[0]->op != RelOp::Seq) return std::nullopt;
+  const std::string& name = r0.args[0]->args[0]->name;
+  auto v = seq_.findValue(name);
+  if (!v) return std::nullopt;
+  const TensorType& whole = seq_.value(*v).type;
+  int64_t rank = int64_t(whole.shape.size());
+  auto d = ir::normAxis(r0.dim, rank, "concat");
+  if (!d.ok() || int64_t(local.shape.size()) != rank || !local.shape[size_t(*d)].isConcrete() ||
+      !whole.shape[size_t(*d)].isConcrete())
+    return std::nullopt;
+  int64_t localSize = local.shape[size_t(*d)].value();
+  if (localSize % blocks) return std::nullopt;
+  int64_t k = localSize / blocks, width = n_ * k;
+  if (whole.shape[size_t(*d)].value() != blocks * width) return std::nullopt;
+  for (size_t a = 0; a < local.shape.size(); ++a)
+    if (int64_t(a) != *d && !(local.shape[a] == whole.shape[a])) return std::nullopt;
+  if (local.dtype != whole.dtype) return std::nullopt;
+  for (size_t i = 0; i < rels.size(); ++i) {
+    const Rel& r = *rels[i];
+    auto rd = ir::normAxis(r.dim, rank, "concat");
+    if (r.op != RelOp::Concat || int64_t(r.args.size()) != blocks || !rd.ok() || *rd != *d) return std::nullopt;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const Rel& p = *r.args[size_t(b)];
+      if (p.op != RelOp::Slice || p.args[0]->op != RelOp::Seq || p.args[0]->name != name) return std::nullopt;
+      auto pd = ir::normAxis(p.dim, rank, "slice");
+      int64_t start = b * width + int64_t(i) * k;
+      if (!pd.ok() || *pd != *d || p.start.kind != IntExpr::Kind::Const || p.end.kind != IntExpr::Kind::Const ||
+          p.start.value != start || p.end.value != start + k)
+        return std::nullopt;
+    }
+  }
+  return Fact{Lay::Split, *d, {ex_.intern("seq " + name, whole), 1.0}, blocks};
+}
+
+// The last D value (classes and values in reverse order) whose layout
+// names an S value's expression by another factor than S's: said in the
+// user's terms, with the D values ("r0:x") it concerns.
+std::optional<std::pair<std::string, std::vector<std::string>>> Folder::lastScaledValue(const std::vector<Val>& sval) {
+  std::unordered_map<int, ir::ValueId> seqOf;
+  for (size_t v = sval.size(); v-- > 0;)
+    if (sval[v].node >= 0) seqOf[sval[v].node] = ir::ValueId(v);
+  for (size_t c = classes_.size(); c-- > 0;) {
+    enter(c);
+    for (size_t v = g_->values().size(); v-- > 0;) {
+      const Fact& f = (*facts_)[v];
+      auto it = f.lay == Lay::None ? seqOf.end() : seqOf.find(f.v.node);
+      if (it == seqOf.end() || f.v.k == sval[size_t(it->second)].k) continue;
+      const std::string& name = g_->value(ir::ValueId(v)).name;
+      std::string text = "D's '" + name + "' holds S's '" + seq_.value(it->second).name + "' times " +
+                         factorText(f.v.k / sval[size_t(it->second)].k) + " (" + g_->value(ir::ValueId(v)).loc.str() + ")";
+      std::vector<std::string> at;
+      for (size_t i = 0; i < members_.size() && i < 8; ++i) at.push_back("r" + std::to_string(members_[i]) + ":" + name);
+      return std::make_pair(text, at);
+    }
+  }
+  return std::nullopt;
+}
+
+// The second group's layout of f as a one-group fact (the rules and the
+// collectives read a fact's first layout).
+Fact secondaryView(const Fact& f) {
+  Fact t;
+  t.lay = f.lay2;
+  t.dim = f.dim2;
+  t.v = f.v;
+  return t;
+}
+
+// 2-D folding. Each group's layout is decided by the same schemas, the
+// other group's held fixed (a value split over A and over B along other dims
+// is, over A, the concat of B-splits, and the schema is the same lemma);
+// then S's types and the expression are checked and built once with both.
+std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& in) {
+  std::vector<Fact> pin = in, sin;
+  for (auto& f : pin) f.lay2 = Lay::Rep, f.dim2 = 0;
+  for (const auto& f : in) sin.push_back(secondaryView(f));
+  decideOnly_ = true;
+  decidedFactor_ = 1.0;
+  std::vector<Fact> pri = rules(n, pin);
+  double f1 = decidedFactor_;
+  std::swap(n_, n2_);
+  decidedFactor_ = 1.0;
+  std::vector<Fact> sec = rules(n, sin);
+  double f2 = decidedFactor_;
+  std::swap(n_, n2_);
+  decideOnly_ = false;
+  if (pri.size() != n.outputs.size() || sec.size() != n.outputs.size() || pri.empty()) return {};
+  std::vector<Fact> outs = pri;
+  for (size_t o = 0; o < outs.size(); ++o) {
+    // (a blocked split over the first group: Megatron's fused QKV)
+    if (!sec[o].plain() || (!outs[o].plain() && (outs[o].inner != 1 || outs[o].innerDim >= 0))) return {};
+    outs[o].lay2 = sec[o].lay;
+    outs[o].dim2 = sec[o].dim;
+    // Both groups splitting one dim would nest the pieces: not a layout here.
+    if (outs[o].lay == Lay::Split && outs[o].lay2 == Lay::Split && outs[o].dim == outs[o].dim2) return {};
+  }
+  auto factor = exactTimes(f1, f2);
+  if (!factor) return {};
+  return finalize(n, in, std::move(outs), *factor);
+}
+
+// S's types of the operands and results must agree with the op's shape
+// function (reshape and expand at S's sizes), and each result is the op on
+// the operands' expressions, times `factor` (means over split groups).
+std::vector<Fact> Folder::finalize(const ir::Node& n, const std::vector<Fact>& in, std::vector<Fact> outs,
+                                   double factor) {
+  const auto& vals = g_->values();
+  std::vector<TensorType> gin;
+  std::vector<Val> vin;
+  for (size_t i = 0; i < in.size(); ++i) {
+    gin.push_back(globalOf(vals[size_t(n.inputs[i])].type, in[i]));
+    vin.push_back(in[i].v);
+  }
+  ir::AttrMap attrs = n.attrs;
+  OpKind op = n.op == OpKind::Squeeze || n.op == OpKind::Unsqueeze ? OpKind::Reshape : n.op;
+  if (reshapeLike(n.op) || n.op == OpKind::Expand) {
+    Shape g = globalOf(vals[size_t(n.outputs[0])].type, outs[0]).shape;
+    if (n.op == OpKind::Reshape || n.op == OpKind::Expand) attrs["shape"] = g;
+    else attrs = ir::AttrMap{{"shape", g}};
+  }
+  int64_t inRank = n.inputs.empty() ? 0 : int64_t(vals[size_t(n.inputs[0])].type.shape.size());
+  if (n.op == OpKind::Split) {
+    // a split along a dim split over a group: each piece's S size (the
+    // rules allow it only into a blocked split's blocks)
+    auto ax = ir::normAxis(ir::attrInt(attrs, "axis"), inRank, "split");
+    int64_t mult = 1;
+    if (ax.ok() && in[0].lay == Lay::Split && in[0].dim == *ax) mult *= n_;
+    if (ax.ok() && in[0].lay2 == Lay::Split && in[0].dim2 == *ax) mult *= n2_;
+    if (mult > 1) {
+      std::vector<int64_t> sizes = ir::attrInts(attrs, "sizes");
+      for (auto& z : sizes) z *= mult;
+      attrs["sizes"] = sizes;
+    }
+  }
+  for (size_t o = 0; o < outs.size(); ++o) {
+    TensorType expect = globalOf(vals[size_t(n.outputs[o])].type, outs[o]);
+    auto got = inferGlobal(op, attrs, gin, int(o));
+    if (!got || !(*got == expect)) return {};
+    Val v = canon(op, attrs, vin, int(o), expect, inRank);
+    if (factor != 1.0) {
+      auto k = exactTimes(v.k, factor);
+      if (!k) return {};
+      v.k = *k;
+    }
+    outs[o].v = v;
+  }
+  return outs;
+}
+
+// Every instance of collective node n on the class's ranks is one group of
+// the axis (A: 0, B: 1), the same node on each member.
+bool Folder::instancesAreGroups(const ir::Node& n, int axis) {
+  ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
+  auto key = std::make_tuple(cls_, id, axis);
+  if (auto it = groupChecked_.find(key); it != groupChecked_.end()) return it->second;
+  const DistModel& m = *in_.model;
+  auto part = dist_.partition(axis == 0 ? groupA_ : groupB_);
+  bool ok = part.ok();
+  std::set<std::vector<int64_t>> parts;
+  if (ok) parts.insert(part->begin(), part->end());
+  for (int64_t r : members_) {
+    if (!ok) break;
+    auto it = m.collOf[size_t(r)].find(id);
+    if (it == m.collOf[size_t(r)].end()) {
+      ok = false;
+      break;
+    }
+    const CollInstance& inst = m.colls[size_t(it->second)];
+    ok = parts.count(inst.members) > 0 &&
+         std::all_of(inst.nodes.begin(), inst.nodes.end(), [&](ir::NodeId x) { return x == id; });
+  }
+  groupChecked_[key] = ok;
+  return ok;
+}
+
+// A collective over group A or B acts on that group's layout; the other's
+// carries through, unless the collective cuts or joins the dim it splits.
+std::vector<Fact> Folder::collective2(const ir::Node& n, const std::vector<Fact>& in) {
+  const std::string& group = ir::attrStr(n.attrs, "group");
+  int axis = group == groupA_ ? 0 : group == groupB_ ? 1 : -1;
+  if (axis < 0 || !instancesAreGroups(n, axis)) return {};
+  const Fact& x = in[0];
+  int64_t rank = int64_t(g_->value(n.inputs[0]).type.shape.size());
+  std::vector<int64_t> touched;
+  for (const char* a : {"dim", "split_dim", "concat_dim"})
+    if (n.attrs.count(a))
+      if (auto d = ir::normAxis(ir::attrInt(n.attrs, a), rank, a); d.ok()) touched.push_back(*d);
+  auto touches = [&](Lay l, int64_t d) {
+    return l == Lay::Split && std::find(touched.begin(), touched.end(), d) != touched.end();
+  };
+  if (axis == 0) {
+    if (touches(x.lay2, x.dim2)) return {};
+    Fact p = x;
+    p.lay2 = Lay::Rep;
+    auto r = collective(n, {p}, false);
+    if (r.size() != 1) return {};
+    r[0].lay2 = x.lay2;
+    r[0].dim2 = x.dim2;
+    return r;
+  }
+  if (touches(x.lay, x.dim)) return {};
+  std::swap(n_, n2_);
+  auto r = collective(n, {secondaryView(x)}, false);
+  std::swap(n_, n2_);
+  if (r.size() != 1 || !r[0].plain()) return {};
+  Fact out = x;
+  out.lay2 = r[0].lay;
+  out.dim2 = r[0].dim;
+  out.v = r[0].v;
+  return {out};
+}
+
+// A D input's layout over both groups: split over at most one of them,
+// each rank's relation the one its position there gives.
+std::optional<Fact> Folder::inputFact2(const std::string& name, const TensorType& local, const Bound& bound) {
+  auto it = bound.find(name);
+  if (it == bound.end()) return std::nullopt;
+  for (const auto& row : grid_)
+    for (int64_t r : row)
+      if (!it->second[size_t(r)]) return std::nullopt;
+  std::vector<int64_t> lineB;
+  for (const auto& row : grid_) lineB.push_back(row[0]);
+  // Along each group's line through rank 0: the same relation everywhere
+  // (replicated over that group, whatever it holds), or a layout.
+  auto same = [&](const std::vector<int64_t>& line) {
+    return std::all_of(line.begin(), line.end(),
+                       [&](int64_t r) { return equal(*it->second[size_t(r)], *it->second[size_t(line[0])]); });
+  };
+  bool sameA = same(grid_[0]), sameB = same(lineB);
+  if (!sameA && !sameB) return splitOverBoth(it->second, local);
+  auto saved = members_;
+  std::optional<Fact> fa, fb;
+  if (sameA && sameB) {
+    members_ = grid_[0];
+    fa = inputFact(name, local, bound);  // the whole S tensor, or nothing
+    if (fa && fa->lay != Lay::Rep) fa.reset();
+    fb = fa;
+  } else if (!sameA && sameB) {
+    members_ = grid_[0];
+    fa = inputFact(name, local, bound);
+    fb = Fact{Lay::Rep, 0, {}};
+  } else if (sameA && !sameB) {
+    members_ = lineB;
+    std::swap(n_, n2_);
+    fb = inputFact(name, local, bound);
+    std::swap(n_, n2_);
+    fa = Fact{Lay::Rep, 0, {}};
+  }
+  members_ = saved;
+  // A blocked or two-level split (Megatron's fused QKV) over the first
+  // group only: the secondary group's facts are plain.
+  if (!fa || !fb || !fb->plain() || (!fa->plain() && fb->lay != Lay::Rep)) return std::nullopt;
+  if (fa->lay == Lay::Split && fb->lay == Lay::Split) return std::nullopt;
+  // Every rank's relation is that of its A position (B-replicated) or of
+  // its B position (A-replicated).
+  for (size_t j = 0; j < grid_.size(); ++j)
+    for (size_t i = 0; i < grid_[j].size(); ++i) {
+      int64_t like = fb->lay == Lay::Split ? grid_[j][0] : grid_[0][i];
+      if (!equal(*it->second[size_t(grid_[j][i])], *it->second[size_t(like)])) return std::nullopt;
+    }
+  if (fb->lay != Lay::Split) return fa;
+  Fact f;
+  f.lay = Lay::Rep;
+  f.lay2 = Lay::Split;
+  f.dim2 = fb->dim;
+  f.v = fb->v;
+  return f;
+}
+
+// The box a relation cuts out of one S tensor: slices (nested, on any dims)
+// of a seq leaf; per dim [start, end). nullopt: another form.
+std::optional<std::pair<std::string, std::map<int64_t, std::pair<int64_t, int64_t>>>> sliceBox(const Rel& r,
+                                                                                               const ir::Graph& seq) {
+  if (r.op == RelOp::Seq) return std::make_pair(r.name, std::map<int64_t, std::pair<int64_t, int64_t>>{});
+  if (r.op != RelOp::Slice || r.start.kind != IntExpr::Kind::Const || r.end.kind != IntExpr::Kind::Const)
+    return std::nullopt;
+  auto inner = sliceBox(*r.args[0], seq);
+  if (!inner) return std::nullopt;
+  auto v = seq.findValue(inner->first);
+  if (!v) return std::nullopt;
+  const auto& shape = seq.value(*v).type.shape;
+  auto d = ir::normAxis(r.dim, int64_t(shape.size()), "slice");
+  if (!d.ok() || !shape[size_t(*d)].isConcrete()) return std::nullopt;
+  auto [lo, hi] = inner->second.count(*d) ? inner->second[*d] : std::make_pair(int64_t(0), shape[size_t(*d)].value());
+  int64_t s = lo + r.start.value, e = lo + r.end.value;
+  if (r.start.value < 0 || e < s || e > hi) return std::nullopt;
+  inner->second[*d] = {s, e};
+  return inner;
+}
+
+// A D input split over both groups on two dims: rank (A position i, B
+// position j) holds piece i of S's tensor along one dim and piece j along
+// the other, every other dim whole; the relations may nest the slices in
+// either order (compared as boxes).
+std::optional<Fact> Folder::splitOverBoth(const std::vector<RelPtr>& rels, const TensorType& local) {
+  auto b00 = sliceBox(*rels[size_t(grid_[0][0])], seq_);
+  auto b01 = sliceBox(*rels[size_t(grid_[0][1])], seq_);
+  auto b10 = sliceBox(*rels[size_t(grid_[1][0])], seq_);
+  if (!b00 || !b01 || !b10) return std::nullopt;
+  // The dim each group cuts: where rank 0's neighbour along it differs.
+  auto movedDim = [&](const auto& a, const auto& b) -> std::optional<int64_t> {
+    std::optional<int64_t> moved;
+    for (const auto& [d, range] : b.second)
+      if (!a.second.count(d) || a.second.at(d) != range) {
+        if (moved) return std::nullopt;
+        moved = d;
+      }
+    return moved;
+  };
+  auto dA = movedDim(*b00, *b01), dB = movedDim(*b00, *b10);
+  if (!dA || !dB || *dA == *dB) return std::nullopt;
+  auto v = seq_.findValue(b00->first);
+  if (!v) return std::nullopt;
+  const TensorType& whole = seq_.value(*v).type;
+  if (whole.shape.size() != local.shape.size() || whole.dtype != local.dtype || !ir::isConcrete(whole.shape) ||
+      !ir::isConcrete(local.shape))
+    return std::nullopt;
+  int64_t a = local.shape[size_t(*dA)].value(), b = local.shape[size_t(*dB)].value();
+  Fact f{Lay::Split, *dA, {ex_.intern("seq " + b00->first, whole), 1.0}};
+  f.lay2 = Lay::Split;
+  f.dim2 = *dB;
+  if (!(globalOf(local, f) == whole)) return std::nullopt;
+  // Every rank's box is exactly its pieces.
+  for (size_t j = 0; j < grid_.size(); ++j)
+    for (size_t i = 0; i < grid_[j].size(); ++i) {
+      auto box = sliceBox(*rels[size_t(grid_[j][i])], seq_);
+      if (!box || box->first != b00->first) return std::nullopt;
+      std::map<int64_t, std::pair<int64_t, int64_t>> want{{*dA, {int64_t(i) * a, int64_t(i + 1) * a}},
+                                                          {*dB, {int64_t(j) * b, int64_t(j + 1) * b}}};
+      for (const auto& [d, range] : box->second)
+        if (!want.count(d) && range != std::make_pair(int64_t(0), whole.shape[size_t(d)].value())) return std::nullopt;
+      for (const auto& [d, range] : want)
+        if (!box->second.count(d) || box->second.at(d) != range) return std::nullopt;
+    }
+  return f;
+}
+
+// Two groups, each a partition of the world, whose groups cross: the ranks
+// joined by them fall into classes (pipeline stages of a [pp, dp, tp] mesh;
+// the whole world without send/recv), each a product of A's groups (n_
+// ranks) and B's (n2_): grids_[c][j][i] is the rank at A position i and B
+// position j of class c. A is the group of consecutive ranks when one is.
+std::string Folder::setup2D(const std::vector<std::string>& groups) {
+  int64_t world = dist_.worldSize();
+  auto pa = dist_.partition(groups[0]), pb = dist_.partition(groups[1]);
+  if (!pa.ok() || !pb.ok() || pa->empty() || pb->empty())
+    return "groups " + groups[0] + " and " + groups[1] + " not found";
+  auto containing = [](const ir::GroupPartition& p, int64_t r) -> const std::vector<int64_t>* {
+    for (const auto& g : p)
+      if (std::find(g.begin(), g.end(), r) != g.end()) return &g;
+    return nullptr;
+  };
+  const auto* a0 = containing(*pa, 0);
+  const auto* b0 = containing(*pb, 0);
+  if (!a0 || !b0) return "rank 0 outside a group";
+  bool aContiguous = a0->back() - a0->front() + 1 == int64_t(a0->size());
+  bool bContiguous = b0->back() - b0->front() + 1 == int64_t(b0->size());
+  bool swap = bContiguous && !aContiguous;
+  groupA_ = swap ? groups[1] : groups[0];
+  groupB_ = swap ? groups[0] : groups[1];
+  const ir::GroupPartition& A = swap ? *pb : *pa;
+  const ir::GroupPartition& B = swap ? *pa : *pb;
+  n_ = int64_t(containing(A, 0)->size());
+  n2_ = int64_t(containing(B, 0)->size());
+  if (n_ < 2 || n2_ < 2 || world % (n_ * n2_) != 0)
+    return "groups " + groupA_ + " and " + groupB_ + " do not cross the world";
+  for (const auto& g : A)
+    if (int64_t(g.size()) != n_) return "groups of different sizes";
+  for (const auto& g : B)
+    if (int64_t(g.size()) != n2_) return "groups of different sizes";
+  std::vector<bool> placed(size_t(world), false);
+  classes_.clear();
+  grids_.clear();
+  for (int64_t start = 0; start < world; ++start) {
+    if (placed[size_t(start)]) continue;
+    const auto* lineB = containing(B, start);
+    if (!lineB || lineB->front() != start) return "group " + groupB_ + " does not start at rank " + std::to_string(start);
+    std::vector<std::vector<int64_t>> grid;
+    for (int64_t r : *lineB) {
+      const auto* row = containing(A, r);
+      if (!row || row->front() != r) return "group " + groupA_ + " does not start at group " + groupB_ + "'s ranks";
+      grid.push_back(*row);
+    }
+    // B's group of A position i holds the grid's column i, in order.
+    for (int64_t i = 0; i < n_; ++i) {
+      const auto* col = containing(B, grid[0][size_t(i)]);
+      if (!col || int64_t(col->size()) != n2_) return "groups do not cross";
+      for (int64_t j = 0; j < n2_; ++j)
+        if ((*col)[size_t(j)] != grid[size_t(j)][size_t(i)])
+          return "groups " + groupA_ + " and " + groupB_ + " do not cross";
+    }
+    std::vector<int64_t> all;
+    for (const auto& row : grid)
+      for (int64_t r : row) {
+        if (r < 0 || r >= world || placed[size_t(r)]) return "groups do not cross";
+        placed[size_t(r)] = true;
+        all.push_back(r);
+      }
+    classes_.push_back(std::move(all));
+    grids_.push_back(std::move(grid));
+  }
+  grid_ = grids_[0];
+  twoD_ = true;
+  return "";
+}
+
+// The relation an S value has over D when D's value holds it in layout f.
+RelPtr Folder::rebuild2(const Fact& f, const std::string& name) const {
+  auto overA = [&](const std::vector<int64_t>& row) -> RelPtr {
+    if (f.lay == Lay::Rep) return Rel::dist(IntExpr::constant(row[0]), name);
+    std::vector<RelPtr> parts;
+    for (int64_t r : row) parts.push_back(Rel::dist(IntExpr::constant(r), name));
+    return f.lay == Lay::Split ? Rel::concat(f.dim, parts) : Rel::sum(parts);
+  };
+  if (f.lay2 == Lay::Rep) return overA(grid_[0]);
+  std::vector<RelPtr> parts;
+  for (const auto& row : grid_) parts.push_back(overA(row));
+  return f.lay2 == Lay::Split ? Rel::concat(f.dim2, parts) : Rel::sum(parts);
+}
+
+FoldOutcome Folder::run() {
+  FoldOutcome res;
+  int64_t world = dist_.worldSize();
+  if (world < 2) return res.why = "one rank", res;
+  // The group every collective acts on; its parts are the classes.
+  std::set<std::string> groups;
+  bool p2p = false;
+  for (int64_t r = 0; r < world; ++r)
+    for (const auto& n : dist_.rank(r).nodes()) {
+      p2p = p2p || n.op == OpKind::Send || n.op == OpKind::Recv;
+      if (ir::opInfo(n.op).category == OpCategory::Collective && !(n.op == OpKind::Send || n.op == OpKind::Recv))
+        groups.insert(ir::attrStr(n.attrs, "group"));
+    }
+  if (!second_.empty()) {
+    if (groups.size() != 1 || groups.count(second_)) return res.why = "no second group to add", res;
+    groups.insert(second_);
+  }
+  if (groups.size() > 2) return res.why = "collectives over more than two groups", res;
+  std::vector<RankDomain> domains;
+  if (groups.size() == 2) {
+    std::string bad = setup2D(std::vector<std::string>(groups.begin(), groups.end()));
+    if (!bad.empty()) return res.why = bad, res;
+    RankDomain d;
+    d.group = groupA_;
+    domains.assign(classes_.size(), d);
+    res.group = groupA_;
+    res.foldedOver = "groups " + groupB_ + " x " + groupA_ + " (" + std::to_string(n2_) + " x " + std::to_string(n_) +
+                     " ranks" + (classes_.size() > 1 ? ", in " + std::to_string(classes_.size()) + " pipeline stages" : "") +
+                     ")";
+  } else if (groups.empty()) {
+    if (p2p) return res.why = "point-to-point transfers and no group collective", res;
+    std::vector<int64_t> all;
+    for (int64_t r = 0; r < world; ++r) all.push_back(r);
+    classes_.push_back(all);
+    RankDomain d;
+    const auto& axes = dist_.mesh().axes;
+    if (axes.size() == 1) d.group = axes[0].name;
+    else d = RankDomain{true, 0, world - 1, ""};
+    domains.push_back(d);
+    res.group = d.str();
+  } else {
+    auto part = dist_.partition(*groups.begin());
+    size_t covered = 0;
+    if (part.ok())
+      for (const auto& p : *part) covered += p.size();
+    if (!part.ok() || int64_t(covered) != world || part->empty())
+      return res.why = "group " + *groups.begin() + " does not span the ranks", res;
+    classes_ = *part;
+    res.group = *groups.begin();
+    for (const auto& c : classes_) {
+      // The first class is the group itself; others name their ranks.
+      bool contiguous = c.back() - c.front() + 1 == int64_t(c.size());
+      RankDomain d;
+      if (&c == &classes_.front() && std::find(c.begin(), c.end(), 0) != c.end()) d.group = res.group;
+      else if (contiguous) d = RankDomain{true, c.front(), c.back(), ""};
+      else d = RankDomain{true, -1, -2, ""};  // no comprehension: concrete parts
+      domains.push_back(d);
+    }
+  }
+  if (!twoD_) n_ = int64_t(classes_[0].size());
+  for (const auto& c : classes_)
+    if (!twoD_ && int64_t(c.size()) != n_) return res.why = "groups of different sizes", res;
+  res.groupSize = twoD_ ? n_ * n2_ : n_;
+  where_.assign(size_t(world), {-1, -1});
+  for (size_t c = 0; c < classes_.size(); ++c)
+    for (size_t i = 0; i < classes_[c].size(); ++i) where_[size_t(classes_[c][i])] = {int64_t(c), int64_t(i)};
+  for (const auto& c : classes_) {
+    graphs_.push_back(&dist_.rank(c[0]));
+    for (int64_t r : c)
+      if (r != c[0] && !sameGraph(*graphs_.back(), dist_.rank(r))) return res.why = "ranks run different graphs", res;
+    // Point-to-point peers: member i of this class with member i of one
+    // other class (the same stage position), whatever the member.
+    const ir::Graph& g = *graphs_.back();
+    for (const auto& n : g.nodes()) {
+      if (n.op != OpKind::Send && n.op != OpKind::Recv) continue;
+      int64_t peerClass = -2;
+      for (size_t i = 0; i < c.size(); ++i) {
+        const auto& ni = dist_.rank(c[i]).node(ir::NodeId(&n - g.nodes().data()));
+        int64_t peer = ir::attrInt(ni.attrs, "peer");
+        if (peer < 0 || peer >= world) return res.why = "a peer outside the world", res;
+        auto [pc, pos] = where_[size_t(peer)];
+        if (pos != int64_t(i) || (peerClass != -2 && pc != peerClass)) return res.why = "peers not stage-aligned", res;
+        peerClass = pc;
+      }
+    }
+  }
+  allFacts_.resize(classes_.size());
+  for (size_t c = 0; c < classes_.size(); ++c) allFacts_[c].assign(graphs_[c]->values().size(), Fact{});
+
+  // S's values, hash-consed.
+  std::vector<Val> sval(seq_.values().size());
+  for (ir::ValueId v : seq_.inputs()) sval[size_t(v)] = {ex_.intern("seq " + seq_.value(v).name, seq_.value(v).type), 1.0};
+  for (ir::ValueId v : seq_.params()) sval[size_t(v)] = {ex_.intern("seq " + seq_.value(v).name, seq_.value(v).type), 1.0};
+  for (const auto& n : seq_.nodes()) {
+    std::vector<Val> vin;
+    for (ir::ValueId v : n.inputs) vin.push_back(sval[size_t(v)]);
+    int64_t inRank = n.inputs.empty() ? 0 : int64_t(seq_.value(n.inputs[0]).type.shape.size());
+    for (size_t o = 0; o < n.outputs.size(); ++o)
+      sval[size_t(n.outputs[o])] = canon(n.op, n.attrs, vin, int(o), seq_.value(n.outputs[o]).type, inRank);
+  }
+
+  // D's inputs from the relations, then its ops in order.
+  if (!in_.inputs) return res.why = "no checked input relations", res;
+  Bound bound;
+  for (const auto& c : *in_.inputs) {
+    auto& byRank = bound[c.name];
+    if (byRank.empty()) byRank.resize(size_t(world));
+    byRank[size_t(c.rank)] = c.expr;
+  }
+  std::string stuck;  // the first D op with known operands and no schema
+  bool stuckCollective = false;
+  // The first such op reading partial sums where it is not linear in them
+  // (a bias added to them, a nonlinearity): the likely bug.
+  std::string sumMisuse;
+  std::vector<std::string> sumMisuseAt;
+  std::string sumMisuseSeq;  // the S value that op computes from whole values, if S has it
+  for (size_t c = 0; c < classes_.size(); ++c) {
+    enter(c);
+    for (const auto* list : {&g_->inputs(), &g_->params()})
+      for (ir::ValueId v : *list)
+        if (auto f = twoD_ ? inputFact2(g_->value(v).name, g_->value(v).type, bound)
+                           : inputFact(g_->value(v).name, g_->value(v).type, bound))
+          (*facts_)[size_t(v)] = *f;
+  }
+  // Classes in turn until nothing changes: a stage's recv learns its layout
+  // once the sending stage has run (each round settles at least one more).
+  for (size_t round = 0; round <= classes_.size(); ++round) {
+    bool changed = false;
+    for (size_t c = 0; c < classes_.size(); ++c) {
+      enter(c);
+      for (const auto& n : g_->nodes()) {
+        if (!n.outputs.empty() && std::all_of(n.outputs.begin(), n.outputs.end(), [&](ir::ValueId o) {
+              return (*facts_)[size_t(o)].lay != Lay::None;
+            }))
+          continue;
+        auto outs = transfer(n);
+        if (outs.size() != n.outputs.size() || outs.empty()) continue;
+        ++steps_;
+        changed = true;
+        for (size_t o = 0; o < outs.size(); ++o) (*facts_)[size_t(n.outputs[o])] = outs[o];
+      }
+    }
+    if (!changed) break;
+  }
+  for (size_t c = 0; c < classes_.size() && stuck.empty(); ++c) {
+    enter(c);
+    for (const auto& n : g_->nodes()) {
+      bool outsKnown = std::all_of(n.outputs.begin(), n.outputs.end(),
+                                   [&](ir::ValueId o) { return (*facts_)[size_t(o)].lay != Lay::None; });
+      bool inputsKnown = std::all_of(n.inputs.begin(), n.inputs.end(),
+                                     [&](ir::ValueId v) { return (*facts_)[size_t(v)].lay != Lay::None; });
+      if (outsKnown || !inputsKnown || n.op == OpKind::Send) continue;
+      stuck = std::string(ir::opName(n.op)) + " '" + n.name + "' (" + n.loc.str() + ") on";
+      stuckCollective = ir::opInfo(n.op).category == OpCategory::Collective;
+      for (ir::ValueId v : n.inputs) {
+        const Fact& f = (*facts_)[size_t(v)];
+        stuck += std::string(" ") + (f.lay == Lay::Rep ? "rep" : f.lay == Lay::Sum ? "sum" : "split") +
+                 (f.lay == Lay::Split ? "(" + std::to_string(f.dim) + ")" : "");
+        if (f.lay == Lay::Sum && sumMisuse.empty()) {
+          const std::string& name = g_->value(v).name;
+          sumMisuse = "D's '" + name + "' holds partial sums over group " + res.group + " (the sum of dist[r]." +
+                      relName(name) + " for r in " + domains[c].str() + "), which " + std::string(ir::opName(n.op)) +
+                      " '" + n.name + "' (" + n.loc.str() + ") uses as if whole: missing sum over group " + res.group;
+          for (size_t i = 0; i < members_.size() && i < 8; ++i)
+            sumMisuseAt.push_back("r" + std::to_string(members_[i]) + ":" + name);
+        }
+      }
+      // Where the failure shows in S: the value the op computes from the
+      // whole values its operands stand for (sums summed, copies as they
+      // are), when S computes it too.
+      bool whole = std::all_of(n.inputs.begin(), n.inputs.end(), [&](ir::ValueId v) {
+        return (*facts_)[size_t(v)].lay == Lay::Rep || (*facts_)[size_t(v)].lay == Lay::Sum;
+      });
+      if (!sumMisuse.empty() && whole && n.outputs.size() == 1) {
+        std::vector<Val> vin;
+        for (ir::ValueId v : n.inputs) vin.push_back((*facts_)[size_t(v)].v);
+        int64_t inRank = n.inputs.empty() ? 0 : int64_t(g_->value(n.inputs[0]).type.shape.size());
+        size_t before = ex_.size();
+        Val at = canon(n.op, n.attrs, vin, 0, g_->value(n.outputs[0]).type, inRank);
+        for (size_t v = 0; ex_.size() == before && v < sval.size(); ++v)
+          if (sval[v] == at) {
+            sumMisuseSeq = seq_.value(ir::ValueId(v)).name;
+            break;
+          }
+      }
+      break;
+    }
+  }
+
+  // Each wanted S value, named exactly by a D value's layout.
+  auto isSeqOutput = [&](ir::ValueId v) {
+    return std::find(seq_.outputs().begin(), seq_.outputs().end(), v) != seq_.outputs().end();
+  };
+  auto layoutText = [&](const Fact& f, const std::string& name, size_t cl) {
+    std::string each = "dist[r]." + relName(name) + " for r in " + domains[cl].str();
+    if (f.lay == Lay::Rep) return "replicated (every rank's " + relName(name) + ")";
+    if (f.lay == Lay::Sum) return "the sum of " + each + " (partial sums over group " + res.group + ")";
+    if (f.blocks != 1) return "split along dim " + std::to_string(f.dim) + " in " + std::to_string(f.blocks) + " blocks";
+    if (f.inner != 1) return "split along dim " + std::to_string(f.dim) + " over runs of " + std::to_string(f.inner) + " ranks";
+    return "the concat of " + each + " along dim " + std::to_string(f.dim);
+  };
+  for (const auto& w : in_.wanted) {
+    auto sv = seq_.findValue(w);
+    if (!sv) return res.why = "unknown value " + w, res;
+    Val target = sval[size_t(*sv)];
+    auto exp = in_.expected.find(w);
+    std::optional<OutputResult> found;
+    // A D output holding S's value in another layout than required (or
+    // only partly), for the diagnosis.
+    std::optional<std::pair<size_t, ir::ValueId>> other;
+    for (size_t cl = 0; cl < classes_.size() && !found; ++cl) {
+      enter(cl);
+      std::vector<ir::ValueId> cands;
+      if (isSeqOutput(*sv)) cands = g_->outputs();
+      else for (size_t v = 0; v < g_->values().size(); ++v) cands.push_back(ir::ValueId(v));
+      for (ir::ValueId c : cands) {
+        const Fact& f = (*facts_)[size_t(c)];
+        if (f.lay == Lay::None || f.v.node != target.node) continue;
+        if (!other) other = std::make_pair(cl, c);
+        // a blocked split: rank r's piece of each block ([q_r | k_r | v_r])
+        const bool blocked = f.lay == Lay::Split && f.blocks > 1 && f.inner == 1 && f.innerDim < 0 &&
+                             (!twoD_ || f.lay2 == Lay::Rep);
+        if ((!f.plain() && !blocked) || !(f.v == target)) continue;
+        const std::string& name = g_->value(c).name;
+        RelPtr concrete, shown;
+        if (blocked) {
+          const Dim& ext = g_->value(c).type.shape[size_t(f.dim)];
+          if (!ext.isConcrete() || ext.value() % f.blocks) continue;
+          int64_t k = ext.value() / f.blocks;
+          std::vector<RelPtr> parts;
+          for (int64_t b = 0; b < f.blocks; ++b)
+            for (int64_t r : twoD_ ? grid_[0] : members_)
+              parts.push_back(Rel::slice(Rel::dist(IntExpr::constant(r), name), f.dim, IntExpr::constant(b * k),
+                                         IntExpr::constant((b + 1) * k)));
+          concrete = shown = Rel::concat(f.dim, parts);
+        } else if (twoD_) {
+          concrete = shown = rebuild2(f, name);
+          if (exp != in_.expected.end() && f.lay == Lay::Rep && f.lay2 == Lay::Rep && exp->second->op == RelOp::Dist &&
+              exp->second->name == name && exp->second->rank.kind == IntExpr::Kind::Const &&
+              exp->second->rank.value >= 0 && exp->second->rank.value < dist_.worldSize())
+            concrete = exp->second;
+        } else if (f.lay == Lay::Rep) {
+          concrete = Rel::dist(IntExpr::constant(members_[0]), name);
+          shown = concrete;
+          if (exp != in_.expected.end() && exp->second->op == RelOp::Dist && exp->second->name == name &&
+              exp->second->rank.kind == IntExpr::Kind::Const &&
+              std::find(members_.begin(), members_.end(), exp->second->rank.value) != members_.end())
+            concrete = exp->second;
+        } else {
+          std::vector<RelPtr> parts;
+          for (int64_t r : members_) parts.push_back(Rel::dist(IntExpr::constant(r), name));
+          concrete = f.lay == Lay::Split ? Rel::concat(f.dim, parts) : Rel::sum(parts);
+          shown = concrete;
+          const RankDomain& dom = domains[cl];
+          if (!dom.isRange || dom.lo <= dom.hi) {
+            auto each = Rel::forEach("r", dom, Rel::dist(IntExpr::var("r"), name));
+            shown = f.lay == Lay::Split ? Rel::concat(f.dim, {each}) : Rel::sum({each});
+          }
+        }
+        if (exp != in_.expected.end()) {
+          if (!equal(*concrete, *exp->second)) continue;
+          shown = exp->second;
+        }
+        found = OutputResult{w, str(*shown), shown};
+        break;
+      }
+    }
+    if (found) {
+      res.outputs.push_back(*found);
+      continue;
+    }
+    res.outputs.push_back(OutputResult{w, "", nullptr});
+    res.unmatched.push_back(w);
+    if (res.unmatched.size() > 1) continue;
+    std::string want = exp != in_.expected.end() ? " as expected, " + str(*exp->second) : "";
+    if (other) {
+      enter(other->first);
+      const Fact& f = (*facts_)[size_t(other->second)];
+      const std::string& name = g_->value(other->second).name;
+      res.layoutMismatch = true;
+      res.diagnosis = "S's '" + w + "' is not what D holds" + want + ": D's '" + name + "' is " +
+                      (f.v.k != target.k ? "a multiple (by " + factorText(f.v.k / target.k) + ") of it, " : "it as ") +
+                      layoutText(f, name, other->first);
+      if (f.lay == Lay::Sum) {
+        res.diagnosis += ", which D never adds up: missing sum over group " + res.group;
+        res.missingSumGroups.push_back(res.group);
+      }
+      for (size_t i = 0; i < members_.size() && i < 8; ++i)
+        res.closest.push_back("r" + std::to_string(members_[i]) + ":" + name);
+    } else if (!sumMisuse.empty()) {
+      res.layoutMismatch = true;
+      res.failedAt = sumMisuseSeq;
+      res.diagnosis = "no D " + std::string(isSeqOutput(*sv) ? "output" : "value") + " holds S's '" + w + "'" + want +
+                      ": " + sumMisuse;
+      res.closest = sumMisuseAt;
+      res.missingSumGroups.push_back(res.group);
+    } else if (auto scaled = lastScaledValue(sval)) {
+      // The D value nearest the outputs that holds an S value times another
+      // factor (an average where S sums): from there on D computes another
+      // expression.
+      res.layoutMismatch = true;
+      res.diagnosis = "no D " + std::string(isSeqOutput(*sv) ? "output" : "value") + " holds S's '" + w + "'" + want +
+                      ": " + scaled->first;
+      res.closest = scaled->second;
+    } else {
+      res.diagnosis = "no D " + std::string(isSeqOutput(*sv) ? "output" : "value") + " holds S's '" + w + "'" + want +
+                      (stuck.empty() ? "" : "; the first D op with no layout over the group is " + stuck);
+      // A collective whose operand's layout it cannot take (a gather of a
+      // replicated value, a sum of whole ones, the other group's) is a
+      // likely bug rather than a missing schema: the witness goes first.
+      res.layoutMismatch = stuckCollective;
+    }
+  }
+  if (!res.unmatched.empty()) {
+    res.why = res.diagnosis;
+    return res;
+  }
+  res.verified = true;
+  res.steps = steps_;
+  for (const auto& s : used_) {
+    std::string line = s + " (";
+    const auto& ls = schemaLemmas().at(s);
+    for (size_t i = 0; i < ls.size(); ++i) line += (i ? ", " : "") + ls[i];
+    res.schemas.push_back(line + ")");
+  }
+  return res;
+}
+
+}  // namespace
+
+FoldOutcome verifyFolded(const FoldInput& in) {
+  FoldOutcome one = Folder(in).run();
+  if (one.verified || one.group.empty()) return one;
+  // Collectives over one group, and another mesh axis the program is laid
+  // out over without a collective (forward data parallel: each dp replica
+  // holds its batch): fold over both. Trying is sound: folding says
+  // verified only when every output is matched.
+  std::optional<FoldOutcome> mismatch;
+  for (const auto& a : in.dist->mesh().axes) {
+    if (a.size < 2 || a.name == one.group) continue;
+    FoldOutcome two = Folder(in, a.name).run();
+    if (two.verified) return two;
+    if (two.layoutMismatch && !one.layoutMismatch && !mismatch) mismatch = std::move(two);
+  }
+  return mismatch ? std::move(*mismatch) : one;
+}
+
+}  // namespace sp::rewrite

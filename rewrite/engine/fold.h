@@ -1,0 +1,85 @@
+#pragma once
+// Rank folding (DESIGN.md, "Rank folding"). When every rank of D runs the
+// same graph and all of D's collectives act on one group that spans the
+// ranks (an SPMD program over one mesh axis: TP, DP, CP, SP), D is checked
+// once, for a symbolic rank r of a group of N ranks, instead of once per
+// rank: each D value gets a layout over the group, a fact about all ranks at
+// once,
+//   rep   v_r = E                   for every r (replicated)
+//   split E = concat_r v_r along d  (an even shard per rank, rank order)
+//   sum   E = sum_r v_r             (partial sums)
+// where E is an expression over S's inputs, hash-consed with S's own values
+// (modulo scalar factors: E = k * node). Layouts flow through D's ops by
+// schemas over the traits of ir/ops.def (elementwise, broadcasting,
+// contraction, reduction, normalization, layout), each the n-ary form of the
+// proven binary lemmas it names, and through D's collectives by their
+// semantics, with the collectives matched by the collective-order module
+// (rewrite/verify/lower.h). An S output is rebuilt when a D output's layout names
+// exactly its expression. Nothing here depends on N: the cost of a layer is
+// the same at TP 2 and TP 1024.
+//
+// Two groups whose groups cross (DP x TP on a [dp, tp] mesh) fold the same
+// way with a layout over each (Fact::lay2): each group's layout is decided
+// by the schemas with the other's held fixed, and S's types and the
+// expression are checked once with both. With send/recv ([pp, dp, tp]),
+// each pipeline stage is a product of the two groups, folded on its own.
+//
+// Folding only ever says "verified" or "not decided": a program it cannot
+// fold, an op with no schema or an S op computed differently in D leaves the
+// verdict to the per-rank engine (rewrite/verify/verify.cpp), which also refutes.
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "rewrite/engine/engine_verify.h"
+#include "rewrite/verify/lower.h"
+#include "rewrite/relation/relation_text.h"
+#include "rewrite/verify/verify.h"
+
+namespace sp::rewrite {
+
+struct FoldInput {
+  const ir::Graph* seq = nullptr;
+  const ir::Program* dist = nullptr;
+  const RelationFile* relations = nullptr;
+  // The input relations as checked (rewrite/engine/engine_verify.h).
+  const std::vector<CheckedInput>* inputs = nullptr;
+  const DistModel* model = nullptr;          // lowered D: the collectives' matching
+  std::vector<std::string> wanted;           // S values to rebuild
+  std::map<std::string, RelPtr> expected;    // concretized expect lines
+  // Whether the library holds a proven lemma of this name (a schema whose
+  // lemmas are not all proven is not used).
+  std::function<bool(const std::string&)> proven;
+};
+
+struct FoldOutcome {
+  bool verified = false;
+  std::string why;                   // not verified: why folding did not decide
+  std::vector<OutputResult> outputs; // verified: one per wanted value, in order
+  std::string group;                 // the folded group ("tp"; with two, the first)
+  int64_t groupSize = 0;             // ranks folded into one
+  std::string foldedOver;            // two groups: "groups dp x tp (8 x 8 ranks)"
+  int64_t steps = 0;                 // layout rule applications
+  std::vector<std::string> schemas;  // the schemas used, with the lemmas each lifts
+  // Not verified, after the whole program was folded: the wanted values no
+  // D value's layout names as required, and for the first of them what D
+  // holds instead, said in the user's terms, with the D values it concerns
+  // ("r0:y") and the groups over which D leaves partial sums. A refutation
+  // still needs the witness (rewrite/witness/witness_verdict.cpp).
+  std::vector<std::string> unmatched;
+  std::string diagnosis;
+  std::vector<std::string> closest;
+  std::vector<std::string> missingSumGroups;
+  // The first unmatched value is held by a D value, in another layout or by
+  // another factor than required (a likely bug rather than a missing schema).
+  bool layoutMismatch = false;
+  // The S value where the failure first shows, when found (else the first
+  // unmatched one): the value of the D op that uses partial sums as if
+  // whole, computed from whole values.
+  std::string failedAt;
+};
+
+FoldOutcome verifyFolded(const FoldInput& in);
+
+}  // namespace sp::rewrite

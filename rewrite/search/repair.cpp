@@ -1,0 +1,143 @@
+// Repair search: when D is refuted, single edits under which D verifies: an
+// all_reduce inserted after a D value the failure names, or one attribute
+// of one collective changed (on every rank that has it). A repair found is a fact
+// about the edited program (it is verified, by the same verifier), given to
+// the user as the likely fix next to the failure.
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "ir/program_edit.h"
+#include "rewrite/engine/engine.h"
+#include "rewrite/verify/verify.h"
+
+namespace sp::rewrite {
+
+namespace {
+
+struct Candidate {
+  std::string what;  // "all_reduce 'se' (loc) reducing with sum instead of avg"
+  ir::ProgramSpec spec;
+};
+
+// Edits of every collective that keep the program well-formed in most
+// cases (the builder rejects the rest): another reduce mode, another dim,
+// another group. In program order of the first rank holding the node.
+std::vector<Candidate> candidates(const ir::Program& dist) {
+  const ir::ProgramSpec base = ir::toSpec(dist);
+  const std::vector<std::string> groups = ir::groupNames(base);
+  struct Site {
+    const ir::Node* node;  // on the first rank holding it
+    int64_t rank;          // of its input
+    std::vector<std::pair<size_t, size_t>> at;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Site> sites;
+  for (size_t r = 0; r < size_t(dist.worldSize()); ++r) {
+    const ir::Graph& g = dist.rank(int64_t(r));
+    for (size_t i = 0; i < g.nodes().size(); ++i) {
+      const ir::Node& n = g.nodes()[i];
+      if (n.op != ir::OpKind::AllReduce && n.op != ir::OpKind::ReduceScatter && n.op != ir::OpKind::AllGather) continue;
+      std::string key = std::string(ir::opName(n.op)) + "/" + n.name;
+      auto [it, fresh] = sites.try_emplace(key, Site{&n, int64_t(g.value(n.inputs[0]).type.shape.size()), {}});
+      if (fresh) order.push_back(key);
+      it->second.at.emplace_back(r, i);
+    }
+  }
+  std::vector<Candidate> out;
+  for (const auto& key : order) {
+    const Site& s = sites.at(key);
+    const ir::Node& n = *s.node;
+    std::string head = std::string(ir::opName(n.op)) + " '" + n.name + "'" + (n.loc.empty() ? "" : " (" + n.loc.str() + ")");
+    auto edit = [&](const std::string& what, const std::string& attr, ir::AttrValue v) {
+      Candidate c{head + " " + what, base};
+      for (auto [r, i] : s.at) c.spec.ranks[r].nodes[i].attrs[attr] = v;
+      out.push_back(std::move(c));
+    };
+    if (n.op != ir::OpKind::AllGather) {
+      const std::string& mode = ir::attrStr(n.attrs, "reduce");
+      for (const char* m : {"sum", "avg", "max", "min"})
+        if (mode != m) edit("reducing with " + std::string(m) + " instead of " + mode, "reduce", std::string(m));
+    }
+    if (n.op != ir::OpKind::AllReduce) {
+      int64_t dim = normDim(ir::attrInt(n.attrs, "dim"), s.rank);
+      for (int64_t d = 0; d < s.rank; ++d)
+        if (d != dim) edit("along dim " + std::to_string(d) + " instead of " + std::to_string(dim), "dim", d);
+    }
+    const std::string& group = ir::attrStr(n.attrs, "group");
+    for (const auto& g : groups)
+      if (g != group) edit("over group " + g + " instead of " + group, "group", g);
+  }
+  return out;
+}
+
+// A sum over a group the explanation found missing, inserted after a D
+// value the failure names (on every rank that holds it, its users reading
+// the sum). `closest` holds "r<rank>:<name>" entries.
+std::vector<Candidate> insertions(const ir::Program& dist, const std::vector<std::string>& closest,
+                                  const std::vector<std::string>& groups) {
+  const ir::ProgramSpec base = ir::toSpec(dist);
+  std::vector<std::string> names;
+  for (const auto& c : closest) {
+    auto colon = c.find(':');
+    if (colon == std::string::npos) continue;
+    std::string n = c.substr(colon + 1);
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  }
+  std::vector<Candidate> out;
+  for (const auto& name : names) {
+    std::string where;
+    for (int64_t r = 0; r < dist.worldSize() && where.empty(); ++r) {
+      const ir::Graph& g = dist.rank(r);
+      auto v = g.findValue(name);
+      if (v && g.value(*v).producer >= 0 && !g.node(g.value(*v).producer).loc.empty())
+        where = " (" + g.node(g.value(*v).producer).loc.str() + ")";
+    }
+    for (const auto& group : groups) {
+      Candidate c{"an all_reduce over group " + group + " inserted after '" + name + "'" + where, base};
+      bool any = false;
+      for (size_t r = 0; r < c.spec.ranks.size(); ++r) {
+        const ir::Graph& g = dist.rank(int64_t(r));
+        auto v = g.findValue(name);
+        if (!v || !ir::isFloat(g.value(*v).type.dtype)) continue;
+        ir::GraphSpec& gs = c.spec.ranks[r];
+        std::string summed = gs.freshName(name + "_sum");
+        gs.renameUses(name, summed);
+        gs.nodes.push_back({ir::OpKind::AllReduce, {}, {name}, {summed},
+                            {{"group", group}, {"reduce", std::string("sum")}}, {}});
+        any = true;
+      }
+      if (any) out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
+                                        const VerifyOptions& opts, const Failure& failure, double seconds) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto left = [&] { return seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  VerifyOptions sub = opts;
+  sub.witnessWorkLimit = 0;  // relations only: a repair must verify
+  sub.witnessProgress = nullptr;
+  sub.progress = nullptr;
+  sub.repairSeconds = 0;
+  std::vector<Candidate> all = insertions(dist, failure.closestDist, failure.missingSumGroups);
+  for (auto& c : candidates(dist)) all.push_back(std::move(c));
+  for (const Candidate& c : all) {
+    if (left() <= 0) break;
+    auto p = ir::buildProgram(c.spec);
+    if (!p.ok()) continue;  // ill-formed under this edit (a shape no longer divides)
+    // Each candidate gets at most an eighth of the budget: a correct edit
+    // verifies about as fast as the program would, a wrong one may spend
+    // its e-graph budgets before giving up.
+    sub.timeLimitSeconds = std::min(left(), seconds / 8);
+    auto r = verify(seq, *p, rel, sub);
+    if (r.ok() && r->verdict == Verdict::Verified) return c.what;
+  }
+  return std::nullopt;
+}
+
+}  // namespace sp::rewrite

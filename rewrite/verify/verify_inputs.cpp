@@ -1,0 +1,299 @@
+// Input relations, inverted: from "D input = f(S inputs)" to "S input =
+// clean expression over D inputs".
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "rewrite/engine/engine_verify.h"
+
+namespace sp::rewrite {
+
+Result<RelPtr> concretize(const Rel& r, const RelScope& scope) {
+  auto c = [](int64_t v) { return IntExpr::constant(v); };
+  switch (r.op) {
+    case RelOp::Seq: return Rel::seq(r.name);
+    case RelOp::Dist: {
+      SP_ASSIGN(int64_t rank, r.rank.eval(scope.vars, scope.ranks));
+      return Rel::dist(c(rank), r.name);
+    }
+    case RelOp::Concat: case RelOp::Sum: {
+      std::vector<RelPtr> parts;
+      for (const auto& a : r.args) {
+        if (a->op != RelOp::For) {
+          SP_ASSIGN(RelPtr p, concretize(*a, scope));
+          parts.push_back(p);
+          continue;
+        }
+        std::vector<int64_t> values;
+        if (a->domain.isRange) {
+          for (int64_t v = a->domain.lo; v <= a->domain.hi; ++v) values.push_back(v);
+        } else {
+          if (!scope.ranks) return makeError("no-rank-space", "for " + a->name + " in " + a->domain.group + ": no mesh");
+          SP_ASSIGN(values, scope.ranks->members(a->domain.group, scope.anchorRank));
+        }
+        for (int64_t v : values) {
+          RelScope inner = scope;
+          inner.vars[a->name] = v;
+          inner.anchorRank = v;
+          SP_ASSIGN(RelPtr p, concretize(*a->args[0], inner));
+          parts.push_back(p);
+        }
+      }
+      if (parts.empty()) return makeError("empty-relation", str(r) + ": no parts");
+      return r.op == RelOp::Concat ? Rel::concat(r.dim, parts) : Rel::sum(parts);
+    }
+    case RelOp::Slice: {
+      SP_ASSIGN(RelPtr x, concretize(*r.args[0], scope));
+      SP_ASSIGN(int64_t s, r.start.eval(scope.vars, scope.ranks));
+      SP_ASSIGN(int64_t e, r.end.eval(scope.vars, scope.ranks));
+      return Rel::slice(x, r.dim, c(s), c(e));
+    }
+    case RelOp::Reshape: {
+      SP_ASSIGN(RelPtr x, concretize(*r.args[0], scope));
+      return Rel::reshape(x, r.shape);
+    }
+    case RelOp::Permute: {
+      SP_ASSIGN(RelPtr x, concretize(*r.args[0], scope));
+      return Rel::permute(x, r.perm);
+    }
+    case RelOp::Scale: {
+      SP_ASSIGN(RelPtr x, concretize(*r.args[0], scope));
+      return Rel::scale(x, r.factor);
+    }
+    case RelOp::For: break;
+  }
+  return makeError("comprehension-outside-concat", "'" + str(r) + "' must be a part of concat or sum");
+}
+
+namespace {
+
+// A box of an S input: per sliced dim, [start, end); dims not listed whole.
+using Box = std::map<int64_t, std::pair<int64_t, int64_t>>;
+
+struct Piece {
+  std::string seq;
+  Box box;     // empty: the whole tensor
+  RelPtr dist; // D-side expression equal to the piece
+};
+
+int64_t constOf(const IntExpr& e) { return e.eval({}, nullptr).value(); }
+
+// E (over seq tensors) == D (over dist tensors): split into pieces of S inputs.
+Status decompose(const Rel& e, RelPtr d, const TypeLookup& types, std::vector<Piece>& out, bool& inexact) {
+  switch (e.op) {
+    case RelOp::Seq: out.push_back({e.name, {}, d}); return okStatus();
+    case RelOp::Slice: {
+      // slices of slices of one S input: a box (data parallel's batch rows
+      // of sequence parallel's token shard)
+      std::vector<const Rel*> chain{&e};
+      while (chain.back()->args[0]->op == RelOp::Slice) chain.push_back(chain.back()->args[0].get());
+      const Rel& base = *chain.back()->args[0];
+      if (base.op != RelOp::Seq) { inexact = true; return okStatus(); }
+      SP_ASSIGN(ir::TensorType t, types.seq(base.name));
+      Box box;
+      for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+        int64_t dim = normDim((*it)->dim, int64_t(t.shape.size()));
+        int64_t lo = box.count(dim) ? box[dim].first : 0;
+        box[dim] = {lo + constOf((*it)->start), lo + constOf((*it)->end)};
+      }
+      out.push_back({base.name, box, d});
+      return okStatus();
+    }
+    case RelOp::Concat: {
+      int64_t off = 0;
+      for (const auto& p : e.args) {
+        SP_ASSIGN(ir::TensorType t, inferType(*p, types, {}));
+        int64_t dim = normDim(e.dim, int64_t(t.shape.size()));
+        if (!t.shape[size_t(dim)].isConcrete()) { inexact = true; return okStatus(); }
+        int64_t n = t.shape[size_t(dim)].value();
+        SP_TRY(decompose(*p, Rel::slice(d, dim, IntExpr::constant(off), IntExpr::constant(off + n)), types, out, inexact));
+        off += n;
+      }
+      return okStatus();
+    }
+    case RelOp::Scale:
+      if (e.factor == 0) { inexact = true; return okStatus(); }
+      return decompose(*e.args[0], Rel::scale(d, 1.0 / e.factor), types, out, inexact);
+    case RelOp::Permute: {
+      std::vector<int64_t> inv(e.perm.size());
+      for (size_t i = 0; i < e.perm.size(); ++i) inv[size_t(e.perm[i])] = int64_t(i);
+      return decompose(*e.args[0], Rel::permute(d, inv), types, out, inexact);
+    }
+    case RelOp::Reshape: {
+      SP_ASSIGN(ir::TensorType t, inferType(*e.args[0], types, {}));
+      return decompose(*e.args[0], Rel::reshape(d, t.shape), types, out, inexact);
+    }
+    default: inexact = true; return okStatus();
+  }
+}
+
+void addFact(DistModel& m, const RelPtr& a, const RelPtr& b) {
+  std::vector<DistLeaf> leaves;
+  std::function<void(const Rel&)> walk = [&](const Rel& r) {
+    if (r.op == RelOp::Dist) {
+      const auto& g = m.prog->rank(constOf(r.rank));
+      if (auto v = g.findValue(r.name)) leaves.emplace_back(constOf(r.rank), *v);
+    }
+    for (const auto& x : r.args) walk(*x);
+  };
+  walk(*a);
+  walk(*b);
+  for (const auto& l : leaves) m.facts[l].emplace_back(a, b);
+}
+
+}  // namespace
+
+Result<std::vector<CheckedInput>> checkInputRelations(const ir::Graph& seq, const ir::Program& dist,
+                                                     const RelationFile& rel) {
+  RankSpace ranks = RankSpace::of(dist);
+  SP_ASSIGN(auto bound, expandInputs(rel, ranks));
+  TypeLookup types;
+  types.seq = [&](const std::string& n) -> Result<ir::TensorType> {
+    auto v = seq.findValue(n);
+    if (!v) return makeError("unknown-tensor", "S has no tensor '" + n + "'");
+    return seq.value(*v).type;
+  };
+  // Every D input and parameter must be covered.
+  std::set<std::pair<int64_t, std::string>> covered;
+  for (const auto& b : bound) covered.insert({b.rank, b.name});
+  std::set<std::string> unrelated;
+  for (const auto& u : rel.unrelated) {
+    bool exists = false;
+    for (int64_t r = 0; r < dist.worldSize(); ++r) {
+      auto v = dist.rank(r).findValue(u.name);
+      if (!v || dist.rank(r).value(*v).kind == ir::ValueKind::NodeOutput) continue;
+      exists = true;
+      if (covered.count({r, u.name}))
+        return makeError("duplicate-relation", "D input '" + u.name + "' has a relation and is declared unrelated", u.location);
+    }
+    if (!exists) return makeError("unknown-tensor", "'unrelated " + u.name + "': D has no input or parameter of that name", u.location);
+    unrelated.insert(u.name);
+  }
+  for (int64_t r = 0; r < dist.worldSize(); ++r) {
+    const auto& g = dist.rank(r);
+    std::vector<ir::ValueId> leaves = g.inputs();
+    leaves.insert(leaves.end(), g.params().begin(), g.params().end());
+    for (ir::ValueId v : leaves)
+      if (!covered.count({r, g.value(v).name}) && !unrelated.count(g.value(v).name))
+        return makeError("missing-input-relation", "rank " + std::to_string(r) + ": no relation for D " +
+                                                       (g.value(v).kind == ir::ValueKind::Param ? "parameter" : "input") +
+                                                       " '" + g.value(v).name + "'");
+  }
+  std::vector<CheckedInput> out;
+  out.reserve(bound.size());
+  for (const auto& b : bound) {
+    auto v = dist.rank(b.rank).findValue(b.name);
+    if (!v) return makeError("unknown-tensor", "rank " + std::to_string(b.rank) + " has no input '" + b.name + "'", b.location);
+    SP_ASSIGN(RelPtr e, concretize(*b.expr, b.scope));
+    // Every relation term is shape-checked before it is trusted: a slice out
+    // of bounds, a reshape to another element count, or a result of another
+    // shape than the D input it defines is bad input.
+    std::string what = "rank " + std::to_string(b.rank) + ": relation of D input '" + b.name + "'";
+    auto t = inferType(*e, types, {});
+    if (!t) return makeError(t.error().id, what + ": " + t.error().message, b.location);
+    const ir::TensorType& want = dist.rank(b.rank).value(*v).type;
+    bool same = t->shape.size() == want.shape.size();
+    for (size_t k = 0; same && k < want.shape.size(); ++k)
+      same = !(t->shape[k].isConcrete() && want.shape[k].isConcrete()) || t->shape[k] == want.shape[k];
+    if (!same)
+      return makeError("relation-shape-mismatch", what + " is " + want.str() + " but " + str(*e) + " is " + t->str(),
+                       b.location);
+    out.push_back({b.rank, b.name, e, b.location});
+  }
+  return out;
+}
+
+Result<InputInversion> invertInputs(const ir::Graph& seq, const std::vector<CheckedInput>& checked, DistModel& model) {
+  TypeLookup types;
+  types.seq = [&](const std::string& n) -> Result<ir::TensorType> {
+    auto v = seq.findValue(n);
+    if (!v) return makeError("unknown-tensor", "S has no tensor '" + n + "'");
+    return seq.value(*v).type;
+  };
+  std::vector<Piece> pieces;
+  for (const auto& c : checked) {
+    bool inexact = false;
+    SP_TRY(decompose(*c.expr, Rel::dist(IntExpr::constant(c.rank), c.name), types, pieces, inexact));
+  }
+  InputInversion inv;
+  std::map<std::string, std::vector<Piece>> bySeq;
+  for (auto& p : pieces) bySeq[p.seq].push_back(p);
+  std::vector<ir::ValueId> sins = seq.inputs();
+  sins.insert(sins.end(), seq.params().begin(), seq.params().end());
+  for (ir::ValueId sv : sins) {
+    const std::string& name = seq.value(sv).name;
+    auto& ps = bySeq[name];
+    SeqRel sr;
+    // Equal pieces (same S box) become facts; whole pieces are alternatives.
+    const auto& shape = seq.value(sv).type.shape;
+    auto extent = [&](int64_t d) { return shape[size_t(d)].isConcrete() ? shape[size_t(d)].value() : -1; };
+    auto norm = [&](Box b) {  // a range over a whole dim is the dim
+      for (auto it = b.begin(); it != b.end();)
+        it = it->second == std::pair<int64_t, int64_t>{0, extent(it->first)} ? b.erase(it) : std::next(it);
+      return b;
+    };
+    std::map<Box, std::vector<RelPtr>> byPiece;
+    for (const auto& p : ps) byPiece[norm(p.box)].push_back(p.dist);
+    for (const auto& [key, ds] : byPiece)
+      for (size_t i = 1; i < ds.size(); ++i) addFact(model, ds[0], ds[i]);
+    if (auto it = byPiece.find(Box{}); it != byPiece.end()) {
+      sr.best = it->second[0];
+      sr.alts = it->second;
+    }
+    // The box `want` rebuilt from pieces: one piece equal to it, else a
+    // concat along a dim (`only`, or any) of boxes that tile it, each rebuilt
+    // the same way (depth: dims left to cut).
+    std::function<RelPtr(const Box&, int64_t, int)> tile = [&](const Box& want, int64_t only, int depth) -> RelPtr {
+      if (auto it = byPiece.find(norm(want)); it != byPiece.end()) return it->second[0];
+      if (depth == 0) return nullptr;
+      for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+        if ((only >= 0 && d != only) || extent(d) < 0) continue;
+        auto [lo, hi] = want.count(d) ? want.at(d) : std::pair<int64_t, int64_t>{0, extent(d)};
+        // the ranges along d of the pieces inside `want` on the other dims
+        std::set<std::pair<int64_t, int64_t>> ranges;
+        for (const auto& [box, ds] : byPiece) {
+          bool inside = true;
+          for (const auto& [k, r] : want)
+            if (k != d) {
+              auto b = box.count(k) ? box.at(k) : std::pair<int64_t, int64_t>{0, extent(k)};
+              inside = inside && b.first >= r.first && b.second <= r.second;
+            }
+          if (!inside) continue;
+          auto b = box.count(d) ? box.at(d) : std::pair<int64_t, int64_t>{0, extent(d)};
+          if (b.first >= lo && b.second <= hi && b != std::pair{lo, hi}) ranges.insert(b);
+        }
+        std::vector<RelPtr> parts;
+        int64_t pos = lo;
+        while (pos < hi) {
+          RelPtr part;
+          int64_t end = -1;
+          for (auto [a, z] : ranges) {  // the longest range from pos that rebuilds
+            if (a != pos || z <= end) continue;
+            Box sub = want;
+            sub[d] = {a, z};
+            if (RelPtr r = tile(sub, -1, depth - 1)) part = r, end = z;
+          }
+          if (!part) break;
+          parts.push_back(part);
+          pos = end;
+        }
+        if (pos == hi && parts.size() > 1) return Rel::concat(d, parts);
+      }
+      return nullptr;
+    };
+    for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+      RelPtr c = tile(Box{}, d, int(shape.size()));
+      if (!c) continue;
+      if (!sr.best) sr.best = c;
+      else addFact(model, sr.best, c);
+      sr.alts.push_back(c);
+    }
+    if (sr.best)
+      inv.seq[name] = sr;
+    else
+      inv.missing[name] = ps.empty() ? "no D input is related to it" : "the D inputs related to it do not tile it";
+  }
+  return inv;
+}
+
+}  // namespace sp::rewrite
