@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <new>
 
@@ -58,10 +59,16 @@ double Tensor::getAsDouble(int64_t i) const {
   return 0;
 }
 
+// Truncated toward zero and clamped to T's range (a double outside it made
+// the conversion undefined: UBSan, -2 stored into a u8), NaN as 0.
 template <typename T>
 static T saturatingCast(double v) {
   if (std::isnan(v)) return T(0);
-  return T(std::trunc(v));
+  double t = std::trunc(v);
+  if (t <= double(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  // max() of i64 rounds up to 2^63 as a double: anything from there is out of range
+  if (t >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return T(t);
 }
 
 void Tensor::setFromDouble(int64_t i, double v) {

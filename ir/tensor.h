@@ -42,7 +42,7 @@ class Tensor {
   template <typename T> T* mutableData() { return reinterpret_cast<T*>(mutableRaw()); }
 
   // Element i converted to double / stored from double (with f16/bf16
-  // rounding and integer truncation toward zero).
+  // rounding, integer truncation toward zero, saturated to the integer range).
   double getAsDouble(int64_t i) const;
   void setFromDouble(int64_t i, double v);
   // Whole tensor as f32 / from f32 values (used by float kernels).

@@ -60,8 +60,8 @@ TEST(LaunchCli, ExitCodesAndFormats) {
   EXPECT_NE(ok.out.find("info: step-time: predicted step "), std::string::npos);
   // The layout generated at its real degrees (128 ranks: one layer on each
   // of the 16 stages, tp 8) and verified.
-  EXPECT_NE(ok.out.find("verify: 16 llama3-405b layers (attention + MLP, one per pipeline stage), tp 8 + sequence "
-                        "parallel, pp 16, seq 8192, micro-batch 1: verified in "),
+  EXPECT_NE(ok.out.find("verify: 16 llama3-405b layers (attention + MLP, forward + backward, one per pipeline "
+                        "stage), tp 8 + sequence parallel, pp 16, seq 8192, micro-batch 1: verified in "),
             std::string::npos)
       << ok.out;
   auto bad = runCli({"check-launch", "--model", cfg("llama3-405b"), "--megatron-args",

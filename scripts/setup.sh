@@ -22,7 +22,8 @@ done
 packages=(cmake ninja-build g++ ccache pkg-config
   libz3-dev libboost-graph-dev libonnx-dev libprotobuf-dev protobuf-compiler
   libspdlog-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-  libbenchmark-dev libopenblas-dev libonnx-testdata graphviz)
+  libbenchmark-dev libopenblas-dev libonnx-testdata graphviz
+  clang libclang-rt-14-dev)  # clang: the sanitizer and fuzzing build (scripts/ci_sanitize.sh)
 if [ "$fixtures" = 1 ]; then
   packages+=(python3-torch python3-onnx python3-numpy)
 fi

@@ -61,9 +61,19 @@ planner::LayerCheck checkLayer(const planner::ModelConfig& model, const planner:
     c.detail = spec.error().message;
     return c;
   }
-  c.what += std::string(" (attention + MLP") + (pp > 1 ? ", one per pipeline stage" : "") + "), " +
-            planner::layoutPhrase(*spec) + ", seq " + std::to_string(spec->seq) + ", micro-batch " + std::to_string(spec->batch);
+  // The training step (forward and backward, Megatron's backward
+  // collectives); forward only where the backward is not generated.
+  spec->backward = true;
   auto prog = planner::parallelize(*spec);
+  std::string forwardOnly;
+  if (!prog) {
+    forwardOnly = prog.error().message;
+    spec->backward = false;
+    prog = planner::parallelize(*spec);
+  }
+  c.what += std::string(" (attention + MLP, ") + (spec->backward ? "forward + backward" : "forward") +
+            (pp > 1 ? ", one per pipeline stage" : "") + "), " + planner::layoutPhrase(*spec) + ", seq " +
+            std::to_string(spec->seq) + ", micro-batch " + std::to_string(spec->batch);
   if (!prog) {
     c.verdict = "not generated";
     c.detail = prog.error().message;
@@ -82,6 +92,7 @@ planner::LayerCheck checkLayer(const planner::ModelConfig& model, const planner:
   c.verdict = std::string(rewrite::verdictName(v->verdict));
   if (v->failure) c.detail = (v->failure->seqOp.empty() ? "" : "at " + v->failure->seqOp + ": ") + v->failure->message;
   else c.detail = v->reason;
+  if (!forwardOnly.empty()) c.detail += (c.detail.empty() ? "" : "; ") + ("forward only: " + forwardOnly);
   return c;
 }
 
