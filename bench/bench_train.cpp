@@ -4,9 +4,9 @@
 // generate S and D (forward, autodiff of S and every rank), then verify the
 // texts as `parallelize --verify` does.
 // Usage: bench_train [--model llama3-405b] [--plans "tp=8,pp=16;tp=8,pp=16,dp=2"]
-//                    [--seq 8192] [--layers 0 (the config's)] [--forward]
+//                    [--seq 8192] [--layers 0 (the config's)] [--micro-batches 1] [--forward]
 // Prints CSV:
-// model,tp,sp,dp,pp,layers,seq,step,verdict,generate_s,verify_s,peak_rss_mb,seq_ops,dist_ops,reason
+// model,tp,sp,dp,pp,micro_batches,layers,seq,step,verdict,generate_s,verify_s,peak_rss_mb,seq_ops,dist_ops,reason
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,7 +40,8 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-int cell(const sp::planner::ModelConfig& cfg, const std::string& plan, int64_t seq, int64_t layers, bool backward) {
+int cell(const sp::planner::ModelConfig& cfg, const std::string& plan, int64_t seq, int64_t layers, bool backward,
+         int microBatches) {
   auto fix = sp::planner::parseFix(plan);
   if (!fix) {
     std::fprintf(stderr, "bench_train: %s\n", fix.error().str().c_str());
@@ -57,6 +58,7 @@ int cell(const sp::planner::ModelConfig& cfg, const std::string& plan, int64_t s
   }
   spec->dp = int(fix->dp.value_or(1));
   spec->backward = backward;
+  spec->microBatches = microBatches;
   auto t0 = std::chrono::steady_clock::now();
   auto prog = sp::planner::parallelize(*spec);
   double gen = since(t0);
@@ -75,8 +77,8 @@ int cell(const sp::planner::ModelConfig& cfg, const std::string& plan, int64_t s
   std::string reason = rep ? rep->reason : rep.error().str();
   for (char& ch : reason)
     if (ch == '"' || ch == '\n') ch = '\'';
-  std::printf("%s,%d,%d,%d,%d,%d,%lld,%s,%s,%.2f,%.2f,%.0f,%lld,%lld,\"%s\"\n", cfg.name.c_str(), spec->tp,
-              int(spec->sequenceParallel), spec->dp, spec->pp, spec->layers, (long long)seq,
+  std::printf("%s,%d,%d,%d,%d,%d,%d,%lld,%s,%s,%.2f,%.2f,%.0f,%lld,%lld,\"%s\"\n", cfg.name.c_str(), spec->tp,
+              int(spec->sequenceParallel), spec->dp, spec->pp, spec->microBatches, spec->layers, (long long)seq,
               backward ? "fwd+bwd" : "fwd", verdict.c_str(), gen, ver, double(ru.ru_maxrss) / 1024.0,
               rep ? (long long)rep->stats.seqOps : 0LL, rep ? (long long)rep->stats.distOps : 0LL,
               reason.substr(0, 200).c_str());
@@ -88,7 +90,7 @@ int cell(const sp::planner::ModelConfig& cfg, const std::string& plan, int64_t s
 
 int main(int argc, char** argv) {
   std::string model = "llama3-405b", plans = "tp=8,pp=16;tp=8,pp=16,dp=2";
-  long long seq = 8192, layers = 0;
+  long long seq = 8192, layers = 0, microBatches = 1;
   bool backward = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -98,10 +100,11 @@ int main(int argc, char** argv) {
     else if (a == "--seq") seq = std::atoll(next().c_str());
     else if (a == "--layers") layers = std::atoll(next().c_str());
     else if (a == "--forward") backward = false;
+    else if (a == "--micro-batches") microBatches = std::atoll(next().c_str());
     else {
       std::fprintf(stderr,
                    "usage: bench_train [--model NAME (planner/configs)] [--plans \"tp=8,pp=16;...\"] [--seq N] "
-                   "[--layers N] [--forward]\n");
+                   "[--layers N] [--micro-batches M] [--forward]\n");
       return 2;
     }
   }
@@ -112,12 +115,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_train: %s\n", cfg.error().str().c_str());
     return 3;
   }
-  std::printf("model,tp,sp,dp,pp,layers,seq,step,verdict,generate_s,verify_s,peak_rss_mb,seq_ops,dist_ops,reason\n");
+  std::printf("model,tp,sp,dp,pp,micro_batches,layers,seq,step,verdict,generate_s,verify_s,peak_rss_mb,seq_ops,dist_ops,reason\n");
   std::fflush(stdout);
   int rc = 0;
   for (const std::string& plan : split(plans, ';')) {
     pid_t pid = fork();
-    if (pid == 0) _exit(cell(*cfg, plan, seq, layers, backward));
+    if (pid == 0) _exit(cell(*cfg, plan, seq, layers, backward, int(microBatches)));
     int status = 0;
     waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {

@@ -1,7 +1,7 @@
 // Relation files (rewrite/relation_text parseRelations): any input is a
 // relation file or an error, and a parsed file prints to text that parses.
 #include "fuzz/fuzz_input.h"
-#include "rewrite/relation_text.h"
+#include "rewrite/relation/relation_text.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto f = sp::rewrite::parseRelations(sp::fuzz::inputText(data, size), "fuzz.rel");

@@ -174,7 +174,8 @@ class Differ {
     auto pieces = std::move(a.pieces);
     a.pieces.clear();
     for (auto& [key, list] : pieces) {
-      auto [axis, mask] = key;
+      const int64_t axis = key.first;  // (no structured bindings: clang 14 cannot capture them)
+      const Axes mask = key.second;
       std::stable_sort(list.begin(), list.end(), [](const Piece& x, const Piece& y) { return x.lo < y.lo; });
       // layers of pieces that do not overlap, each one concat
       std::vector<std::vector<Piece>> layers;

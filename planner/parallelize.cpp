@@ -6,11 +6,13 @@
 #include <cmath>
 #include <functional>
 #include <initializer_list>
+#include <set>
 #include <sstream>
 #include <tuple>
 #include <variant>
 
 #include "ir/autodiff.h"
+#include "ir/program_edit.h"
 #include "ir/text.h"
 
 namespace sp::planner {
@@ -218,34 +220,47 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
   };
   // x0 and the output's tangent: the batch over dp, the tokens over tp
   // under sequence parallelism. `seqName` in S, laid out on `stage`'s ranks.
+  // With micro-batches, micro-batch i of replica d is S's sequences
+  // [(i dp + d) Bl, (i dp + d + 1) Bl) and D's tensors of it are named
+  // <name>_mb<i> (replicateMicroBatches).
   const int64_t Bl = c.batch, Tl0 = sp ? T / tp : T;
+  const int mbs = c.microBatches;
+  auto mbName = [&](const std::string& n, int i) { return mbs > 1 ? n + "_mb" + S(i) : n; };
   auto tokensRelation = [&](const std::string& n, const std::string& seqName) {
-    std::string e = "seq." + seqName;
-    if (dp > 1)
-      e = "slice(" + e + ", dim=1, start=idx(r,dp)*" + S(Bl) + ", end=(idx(r,dp)+1)*" + S(Bl) + ")";
-    if (sp) e = "slice(" + e + ", dim=0, start=idx(r,tp)*" + S(Tl0) + ", end=(idx(r,tp)+1)*" + S(Tl0) + ")";
-    std::vector<std::string> ax;
-    if (dp > 1) ax.push_back("dp");
-    if (sp) ax.push_back("tp");
-    out.varies[n] = ax;
-    if (dp == 1 && !sp) return every(n) + " = " + e + "\n";
-    return "for r in " + stageRanks() + ": dist[r]." + n + " = " + e + "\n";
+    std::string lines;
+    for (int i = 0; i < mbs; ++i) {
+      std::string e = "seq." + seqName, dn = mbName(n, i);
+      if (dp > 1 || mbs > 1) {
+        std::string lo = "(" + S(i * dp) + "+idx(r,dp))*" + S(Bl), hi = "(" + S(i * dp + 1) + "+idx(r,dp))*" + S(Bl);
+        if (dp == 1) lo = S(i * Bl), hi = S((i + 1) * Bl);
+        e = "slice(" + e + ", dim=1, start=" + lo + ", end=" + hi + ")";
+      }
+      if (sp) e = "slice(" + e + ", dim=0, start=idx(r,tp)*" + S(Tl0) + ", end=(idx(r,tp)+1)*" + S(Tl0) + ")";
+      std::vector<std::string> ax;
+      if (dp > 1) ax.push_back("dp");
+      if (sp) ax.push_back("tp");
+      out.varies[dn] = ax;
+      if (dp == 1 && !sp) lines += every(dn) + " = " + e + "\n";
+      else lines += "for r in " + stageRanks() + ": dist[r]." + dn + " = " + e + "\n";
+    }
+    return lines;
   };
   // The S tensor rebuilt from `stage`'s ranks' tensors `n` laid out like x0.
   auto tokensRebuilt = [&](int stage, const std::string& n) {
     std::string o;
-    for (int d = 0; d < dp; ++d) {
-      std::string part;
-      if (sp) {
-        part = "concat(dim=0";
-        for (int64_t t = 0; t < tp; ++t) part += ", dist[" + S(rankOf(stage, d, t)) + "]." + n;
-        part += ")";
-      } else {
-        part = "dist[" + S(rankOf(stage, d, 0)) + "]." + n;
+    for (int i = 0; i < mbs; ++i)
+      for (int d = 0; d < dp; ++d) {
+        std::string part;
+        if (sp) {
+          part = "concat(dim=0";
+          for (int64_t t = 0; t < tp; ++t) part += ", dist[" + S(rankOf(stage, d, t)) + "]." + mbName(n, i);
+          part += ")";
+        } else {
+          part = "dist[" + S(rankOf(stage, d, 0)) + "]." + mbName(n, i);
+        }
+        o += (o.empty() ? "" : ", ") + part;
       }
-      o += (d ? ", " : "") + part;
-    }
-    return dp > 1 ? "concat(dim=1, " + o + ")" : o;
+    return dp > 1 || mbs > 1 ? "concat(dim=1, " + o + ")" : o;
   };
   auto classes = runs(c.tp, [&](int r) {  // (MLP blocks: heads unused)
     auto at = size_t(c.attention ? r : 0);
@@ -589,7 +604,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     if (lastStage) {
       sq << sI << "output %" << x << "\n}\n";
       ds << dI << "output %" << x << "\n  }\n";
-      if (sp && c.pp == 1 && dp == 1)
+      if (sp && c.pp == 1 && dp == 1 && mbs == 1)
         rl << "expect seq." << x << " = concat(dim=0, for r in tp: dist[r]." << x << ")\n";
       else
         rl << "expect seq." << x << " = " << tokensRebuilt(stage, x) << "\n";
@@ -643,9 +658,47 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     out.append(text, from, std::string::npos);
     text = std::move(out);
   };
-  batchIs(st, c.batch * dp);
+  batchIs(st, c.batch * dp * mbs);
   batchIs(dt, c.batch);
   out.text = {st, dt, relText.str()};
+  return out;
+}
+
+// Micro-batches (GPipe's schedule): each rank runs its stage's layers on
+// micro-batch 0, 1, ..., m-1 in turn, sharing its weights; the forward of
+// one micro-batch is the generated body with every computed value, the
+// stage's input x0 and its outputs renamed <name>_mb<i>, and the pipeline
+// transfers of micro-batch i tagged i (the backward, differentiated after,
+// runs them in reverse and accumulates each weight's gradient over them).
+ir::GraphSpec replicateMicroBatches(const ir::GraphSpec& g, int m) {
+  ir::GraphSpec out;
+  out.name = g.name;
+  std::set<std::string> perMb{"x0"};
+  for (const auto& n : g.nodes)
+    for (const auto& o : n.outputs) perMb.insert(o);
+  auto name = [&](const std::string& v, int i) { return perMb.count(v) ? v + "_mb" + std::to_string(i) : v; };
+  for (const auto& l : g.leaves) {
+    if (!perMb.count(l.name)) {
+      out.leaves.push_back(l);
+      continue;
+    }
+    for (int i = 0; i < m; ++i) {
+      ir::LeafSpec c = l;
+      c.name = name(l.name, i);
+      out.leaves.push_back(c);
+    }
+  }
+  for (int i = 0; i < m; ++i) {
+    for (const auto& n : g.nodes) {
+      ir::NodeSpec c = n;
+      if (!c.name.empty()) c.name = c.name + "_mb" + std::to_string(i);
+      for (auto& v : c.inputs) v = name(v, i);
+      for (auto& v : c.outputs) v = name(v, i);
+      if (c.op == ir::OpKind::Send || c.op == ir::OpKind::Recv) c.attrs["tag"] = int64_t(i);
+      out.nodes.push_back(std::move(c));
+    }
+    for (const auto& o : g.outputs) out.outputs.push_back(name(o, i));
+  }
   return out;
 }
 
@@ -663,6 +716,8 @@ Result<ParallelProgram> withBackward(const Generated& gen) {
   if (!dist) return fail(dist.error());
   ir::GradOptions o;
   o.wrt.push_back("x0");
+  for (const auto& [leaf, axes] : gen.varies)
+    if (leaf.rfind("x0_mb", 0) == 0) o.wrt.push_back(leaf);
   for (ir::ValueId p : seq->params()) o.wrt.push_back(seq->value(p).name);
   o.varies = gen.varies;
   auto sb = ir::differentiate(*seq, o);
@@ -690,9 +745,10 @@ Result<ParallelProgram> parallelize(const ProgramSpec& spec) {
     return makeError("parallelize-unsupported",
                      "parallelize: tp, layers, batch, seq, hidden, heads and ffn must be positive (and batch 1 "
                      "in the [seq, hidden] layout)");
-  if (spec.dp < 1 || (spec.dp > 1 && spec.flat))
+  if (spec.dp < 1 || spec.microBatches < 1 || ((spec.dp > 1 || spec.microBatches > 1) && spec.flat))
     return makeError("parallelize-unsupported",
-                     "parallelize: dp must be positive (and 1 in the [seq, hidden] layout, which has no batch dim)");
+                     "parallelize: dp and micro-batches must be positive (and 1 in the [seq, hidden] layout, which "
+                     "has no batch dim)");
   auto plan = planCell(spec);
   if (auto* why = std::get_if<std::string>(&plan)) return makeError("parallelize-unsupported", "parallelize: " + *why);
   if (spec.backward && std::get<Plan>(plan).kvRepl)
@@ -701,6 +757,15 @@ Result<ParallelProgram> parallelize(const ProgramSpec& spec) {
                          " KV heads (each KV head's weights held by several ranks, whose gradients Megatron never "
                          "forms: it needs query groups divisible by tp)");
   Generated gen = generate(spec, std::get<Plan>(plan));
+  if (spec.microBatches > 1) {
+    auto dist = ir::parseProgram(gen.text.dist, "dist.sp");
+    if (!dist) return makeError(dist.error().id, "parallelize: " + dist.error().message + " (a generator bug)");
+    ir::ProgramSpec ps = ir::toSpec(*dist);
+    for (auto& r : ps.ranks) r = replicateMicroBatches(r, spec.microBatches);
+    auto rebuilt = ir::buildProgram(ps);
+    if (!rebuilt) return makeError(rebuilt.error().id, "parallelize: " + rebuilt.error().message + " (a generator bug)");
+    gen.text.dist = ir::printProgram(*rebuilt);
+  }
   if (!spec.backward) return gen.text;
   return withBackward(gen);
 }

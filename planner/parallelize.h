@@ -44,10 +44,11 @@ struct ProgramSpec {
   int tp = 1;
   int pp = 1;                      // pipeline stages: layers / pp consecutive layers each, send/recv between
   int dp = 1;                      // data-parallel replicas, each `batch` sequences of S's batch * dp
+  int microBatches = 1;            // per stage, one after the other (GPipe), `batch` sequences each
   bool backward = false;           // the training step: forward and backward (ir/autodiff.h)
   int layers = 1;
   bool attention = true;           // false: [norm + MLP + residual] layers only
-  int64_t batch = 1, seq = 0;      // batch: per data-parallel replica
+  int64_t batch = 1, seq = 0;      // batch: per data-parallel replica and micro-batch
   bool flat = false;               // tokens [seq, hidden] (batch 1 folded away), else [seq, batch, hidden]
   RopeForm rope = RopeForm::Megatron;
   bool causal = false;             // an additive mask input [seq, seq] on the attention scores

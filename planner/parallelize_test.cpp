@@ -333,6 +333,40 @@ TEST(Parallelize, NestedSliceInputsInvertPerRank) {
   EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
 }
 
+// Micro-batches: each stage runs its layers on micro-batch 0, 1, 2 in turn
+// (the same weights), the transfers of micro-batch i tagged i; S runs the
+// whole batch. Verified per rank (the fold's groups are ranks, not values
+// of one rank); the twin whose second stage takes micro-batch 1's
+// activations in micro-batch 0's place (recv tags swapped on one rank) is
+// refuted.
+TEST(Parallelize, MicroBatchesVerifyAndCrossedMicroBatchesAreRefuted) {
+  ProgramSpec s = smallTraining(2, true, 2);
+  s.backward = false;
+  s.pp = 2;
+  s.layers = 2;
+  s.microBatches = 3;
+  auto p = parallelize(s);
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  EXPECT_NE(p->dist.find("input %x0_mb2: "), std::string::npos);
+  EXPECT_NE(p->relations.find("dist[r].x0_mb1 = slice(slice(seq.x0, dim=1, start=(2+idx(r,dp))*2"), std::string::npos)
+      << p->relations;
+  auto rep = verifyTexts(*p);
+  EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+  std::string d = p->dist;
+  size_t rank4 = d.find("  rank 4 {");
+  ASSERT_NE(rank4, std::string::npos);
+  const std::string mb0 = "recv() {peer = 0, dtype", mb1 = "recv() {peer = 0, tag = 1, dtype";  // (tag 0 not printed)
+  size_t a = d.find(mb0, rank4), b = d.find(mb1, rank4);
+  ASSERT_NE(a, std::string::npos) << d.substr(rank4, 2000);
+  ASSERT_NE(b, std::string::npos);
+  ASSERT_LT(a, b);
+  d.replace(b, mb1.size(), mb0);
+  d.replace(a, mb0.size(), mb1);
+  auto bad = rewrite::verifyTexts(p->seq, d, p->relations, {});
+  ASSERT_TRUE(bad.ok()) << bad.error().str();
+  EXPECT_EQ(bad->verdict, rewrite::Verdict::Refuted) << why(*bad);
+}
+
 TEST(Parallelize, WhatIsNotGeneratedSaysSo) {
   Layout l;
   l.tp = 2;

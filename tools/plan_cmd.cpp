@@ -195,6 +195,8 @@ int cmdParallelize(const ParallelizeArgs& a) {
   if (!spec) return fail(spec.error());
   spec->attention = a.blocks != "mlp";
   spec->dp = int(fix->dp.value_or(1));
+  if (a.microBatches < 1) return fail(makeError("parallelize-input", "--micro-batches must be positive"));
+  spec->microBatches = int(a.microBatches);
   spec->backward = a.backward;
   auto prog = planner::parallelize(*spec);
   if (!prog) return fail(prog.error());
