@@ -232,6 +232,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
       std::string e = "seq." + seqName, dn = mbName(n, i);
       if (dp > 1 || mbs > 1) {
         std::string lo = "(" + S(i * dp) + "+idx(r,dp))*" + S(Bl), hi = "(" + S(i * dp + 1) + "+idx(r,dp))*" + S(Bl);
+        if (i == 0) lo = "idx(r,dp)*" + S(Bl), hi = "(idx(r,dp)+1)*" + S(Bl);
         if (dp == 1) lo = S(i * Bl), hi = S((i + 1) * Bl);
         e = "slice(" + e + ", dim=1, start=" + lo + ", end=" + hi + ")";
       }
