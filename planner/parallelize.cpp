@@ -210,6 +210,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     layouts[n] = LeafLayout{curStage, -1, {}};
   };
   auto sharded = [&](const std::string& n, int dim, const Blocks& b, std::vector<int64_t> bases) {
+    if (tp == 1) return replicated(n);  // one shard: the whole weight
     out.varies[n] = {"tp"};
     LeafLayout l{curStage, dim, {}};
     for (int64_t t = 0; t < tp; ++t) {

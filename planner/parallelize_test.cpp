@@ -251,7 +251,10 @@ TEST(Parallelize, TrainingStepsVerify) {
     bool sp;
     int dp, pp;
   };
-  for (Case c : {Case{"gpt2", 2, true, 1, 1}, Case{"gpt2", 2, false, 2, 1}, Case{"gpt2", 4, true, 2, 2},
+  // (tp 1: pure data parallel; the tp collectives of one rank are identities
+  // and a whole-dim slice or a fused QKV's blocks in order are the weight.)
+  for (Case c : {Case{"gpt2", 1, false, 3, 1}, Case{"llama3-8b", 1, false, 2, 2}, Case{"gpt2", 2, true, 1, 1},
+                 Case{"gpt2", 2, false, 2, 1}, Case{"gpt2", 4, true, 2, 2},
                  Case{"llama3-8b", 2, true, 2, 1}, Case{"llama3-8b", 8, false, 1, 1}, Case{"llama3-8b", 4, true, 2, 2}}) {
     SCOPED_TRACE(std::string(c.model) + " tp " + std::to_string(c.tp) + (c.sp ? " sp" : "") + " dp " +
                  std::to_string(c.dp) + " pp " + std::to_string(c.pp));

@@ -217,6 +217,7 @@ class Folder {
   std::vector<Fact> collective2(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> finalize(const ir::Node& n, const std::vector<Fact>& in, std::vector<Fact> outs, double factor);
   bool instancesAreGroups(const ir::Node& n, int axis);
+  bool oneMemberEach(const ir::Node& n);
   std::string setup2D(const std::vector<std::string>& groups);
   RelPtr rebuild2(const Fact& f, const std::string& name) const;
   std::vector<Fact> collective(const ir::Node& n, const std::vector<Fact>& in, bool checkMembers = true);
@@ -813,6 +814,11 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
   if (std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::None; })) return {};
   auto cat = ir::opInfo(n.op).category;
   if (cat == OpCategory::Random) return {};
+  // A collective whose every instance on the class's ranks has one member
+  // (a tp group of size 1) is the identity (ir/collectives.h).
+  if (cat == OpCategory::Collective && oneMemberEach(n) &&
+      g_->value(n.inputs[0]).type == g_->value(n.outputs[0]).type)
+    return in;
   if (twoD_) return cat == OpCategory::Collective ? collective2(n, in) : transfer2(n, in);
   if (cat == OpCategory::Collective) return collective(n, in);
   return rules(n, in);
@@ -850,6 +856,45 @@ std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType&
     rels.push_back(it->second[size_t(r)]);
   }
   auto seqVal = [&](const std::string& s) -> std::optional<ir::ValueId> { return seq_.findValue(s); };
+  // Slices of an S tensor that tile a whole dim, alone or concatenated in
+  // order along it, are that tensor (a tp = 1 shard, a fused QKV's blocks).
+  auto pieceOf = [&](const Rel& r, int64_t& dim, std::string& name) -> std::optional<std::pair<int64_t, int64_t>> {
+    if (r.op != RelOp::Slice || r.args[0]->op != RelOp::Seq || r.start.kind != IntExpr::Kind::Const ||
+        r.end.kind != IntExpr::Kind::Const)
+      return std::nullopt;
+    auto v = seqVal(r.args[0]->name);
+    if (!v) return std::nullopt;
+    auto d = ir::normAxis(r.dim, int64_t(seq_.value(*v).type.shape.size()), "slice");
+    if (!d.ok()) return std::nullopt;
+    dim = *d;
+    name = r.args[0]->name;
+    return std::make_pair(r.start.value, r.end.value);
+  };
+  for (RelPtr& r : rels) {
+    std::vector<const Rel*> parts;
+    if (r->op == RelOp::Slice) parts = {r.get()};
+    else if (r->op == RelOp::Concat)
+      for (const auto& a : r->args) parts.push_back(a.get());
+    if (parts.empty()) continue;
+    int64_t dim = -1, at = 0;
+    std::string name;
+    bool tiles = true;
+    for (const Rel* p : parts) {
+      int64_t d = -1;
+      std::string n;
+      auto piece = pieceOf(*p, d, n);
+      tiles = tiles && piece && piece->first == at && (dim < 0 || (d == dim && n == name));
+      if (!tiles) break;
+      dim = d, name = n, at = piece->second;
+    }
+    if (!tiles) continue;
+    const Shape& sh = seq_.value(*seqVal(name)).type.shape;
+    if (r->op == RelOp::Concat) {
+      auto cd = ir::normAxis(r->dim, int64_t(sh.size()), "concat");
+      if (!cd.ok() || *cd != dim) continue;
+    }
+    if (sh[size_t(dim)].isConcrete() && sh[size_t(dim)].value() == at) r = Rel::seq(name);
+  }
   if (std::all_of(rels.begin(), rels.end(), [&](const RelPtr& r) { return r->op == RelOp::Seq && r->name == rels[0]->name; })) {
     auto v = seqVal(rels[0]->name);
     if (!v || !(seq_.value(*v).type == local)) return std::nullopt;
@@ -1041,6 +1086,26 @@ std::vector<Fact> Folder::finalize(const ir::Node& n, const std::vector<Fact>& i
     outs[o].v = v;
   }
   return outs;
+}
+
+// Every rank of the class runs collective node n alone: an instance of one
+// member (the same node).
+bool Folder::oneMemberEach(const ir::Node& n) {
+  ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
+  const DistModel& m = *in_.model;
+  std::vector<int64_t> ranks = members_;
+  if (twoD_) {
+    ranks.clear();
+    for (const auto& row : grid_) ranks.insert(ranks.end(), row.begin(), row.end());
+  }
+  if (ranks.empty()) return false;
+  for (int64_t r : ranks) {
+    auto it = m.collOf[size_t(r)].find(id);
+    if (it == m.collOf[size_t(r)].end()) return false;
+    const CollInstance& inst = m.colls[size_t(it->second)];
+    if (inst.members.size() != 1 || inst.members[0] != r || inst.nodes.size() != 1 || inst.nodes[0] != id) return false;
+  }
+  return true;
 }
 
 // Every instance of collective node n on the class's ranks is one group of
@@ -1327,6 +1392,13 @@ FoldOutcome Folder::run() {
       if (ir::opInfo(n.op).category == OpCategory::Collective && !(n.op == OpKind::Send || n.op == OpKind::Recv))
         groups.insert(ir::attrStr(n.attrs, "group"));
     }
+  // Groups of one rank each (tp = 1) fold nothing: their collectives are
+  // identities (transfer, oneMemberEach).
+  for (auto it = groups.begin(); it != groups.end();) {
+    auto part = dist_.partition(*it);
+    bool solo = part.ok() && std::all_of(part->begin(), part->end(), [](const auto& p) { return p.size() == 1; });
+    it = solo ? groups.erase(it) : std::next(it);
+  }
   if (!second_.empty()) {
     if (groups.size() != 1 || groups.count(second_)) return res.why = "no second group to add", res;
     groups.insert(second_);
