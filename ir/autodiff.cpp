@@ -748,7 +748,7 @@ Status Differ::vjp(const Node& n) {
 
 // numpy matmul, both operands of rank >= 2: dA = g B^T, dB = A^T g, each
 // summed to its operand's shape (a weight [k, n] read by [s, b, k]: batched
-// over the shorter of s and b, summed over it). Not ATen's flattened
+// over b, summed over it). Not ATen's flattened
 // [s*b, k]^T [s*b, n]: with the batch split over data-parallel ranks that
 // reshape interleaves the shards, while the batched form is a contraction
 // or a sum over the split dim.
@@ -773,10 +773,11 @@ Status Differ::vjpMatMul(const Node& n, const std::string& g, Axes from) {
     std::string r;
     const Shape& as = at.shape;
     if (as.size() == 3 && bt.shape.size() == 2 && as[0].isConcrete() && as[1].isConcrete()) {
-      // [s, b, k] rows: batched over the shorter of s and b, contracted over
-      // the other, then summed over the batch (an [s, k, n] intermediate
-      // is 2^40 elements for Llama 3 405B at seq 8192)
-      int64_t bd = as[0].value() < as[1].value() ? 0 : 1, cd = 1 - bd;
+      // [s, b, k] rows (Megatron's layout): batched over b, contracted over
+      // s, then summed over b (an [s, k, n] intermediate is 2^40 elements
+      // for Llama 3 405B at seq 8192). By position, not by size: S and D
+      // must take the same form where their batch and seq sizes differ.
+      int64_t bd = 1, cd = 0;
       SP_ASSIGN(auto aP, emit(OpKind::Transpose, {a}, {{"perm", std::vector<int64_t>{bd, 2, cd}}}, "t"));
       SP_ASSIGN(auto gP, emit(OpKind::Transpose, {g}, {{"perm", std::vector<int64_t>{bd, cd, 2}}}, "t"));
       SP_ASSIGN(auto m, emit(OpKind::MatMul, {aP, gP}, {}, "dB"));

@@ -309,6 +309,22 @@ ProgramSpec smallTraining(int tp, bool sp, int dp) {
   return s;
 }
 
+// S's batch above its seq, each replica's below (dp 3, seq 2, batch 1): the
+// weight gradients of S and D must take one form (batched over b by
+// position; choosing the shorter dim gave S and D different trees, and the
+// step was inconclusive).
+TEST(Parallelize, TrainingStepWhereBatchAndSeqCrossVerifies) {
+  ProgramSpec s = smallTraining(1, false, 3);
+  s.seq = 2;
+  s.batch = 1;
+  s.layers = 2;
+  auto p = parallelize(s);
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  auto rep = verifyTexts(*p);
+  EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+  EXPECT_TRUE(folded(rep));
+}
+
 TEST(Parallelize, DroppedGradientReductionsAreRefuted) {
   auto p = parallelize(smallTraining(2, true, 2));
   ASSERT_TRUE(p.ok()) << p.error().str();
