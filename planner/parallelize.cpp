@@ -379,7 +379,9 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     };
     // Dist: partial sums out of a row-parallel matmul reduced (SP: scattered).
     auto reduceOut = [&](const std::string& n, const std::string& out) {
-      if (sp)
+      if (tp == 1)  // one rank holds the whole sum: no collective (Megatron calls none)
+        ds << dI << "%" << out << ": " << t3(T, H) << " = identity(%" << n << ")\n";
+      else if (sp)
         ds << dI << "%" << out << ": " << t3(Tl, H) << " = reduce_scatter(%" << n
            << ") {group = \"tp\", dim = 0}\n";
       else
