@@ -168,7 +168,7 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       {"where-over-split", {"where-over-concat", "where-split-mask-over-concat"}},
       {"matmul-row-split", {"matmul-row-split-any-rank"}},
       {"matmul-col-split", {"matmul-col-split-any-rank"}},
-      {"matmul-batch-split", {"matmul-batch-split"}},
+      {"matmul-batch-split", {"matmul-batch-split", "matmul-batch-dim-split"}},  // any batch dim, any rank
       {"matmul-contract-split", {"matmul-contract-split-any-rank"}},
       {"reduce-over-other-split", {"reduce-sum-keep-over-other-concat", "reduce-mean-keep-over-other-concat",
                                    "reduce-max-keep-over-other-concat"}},
