@@ -386,6 +386,30 @@ TEST(Parallelize, MicroBatchesVerifyAndCrossedMicroBatchesAreRefuted) {
   EXPECT_EQ(bad->verdict, rewrite::Verdict::Refuted) << why(*bad);
 }
 
+// One KV head held by every rank (multi-query attention, tp above it): the
+// head's weights replicated, broadcast to each rank's query heads, which is
+// that rank's piece of S's broadcast. Folded (it was inconclusive: a
+// replicated value's expand stayed replicated); the twin without the
+// attention's all_reduce is not verified.
+TEST(Parallelize, OneKvHeadOnEveryRankFolds) {
+  ProgramSpec s = smallTraining(4, false, 1);
+  s.backward = false;
+  s.heads = 8;  // two query heads per rank (one per rank is verified per rank, not folded)
+  s.kvHeads = 1;
+  auto p = parallelize(s);
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  auto rep = verifyTexts(*p);
+  EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+  EXPECT_TRUE(folded(rep));
+  std::string d = p->dist;
+  size_t at = d.find("= all_reduce(%l0_op)");
+  ASSERT_NE(at, std::string::npos) << d;
+  d = dropReductionAt(d, at);
+  auto bad = rewrite::verifyTexts(p->seq, d, p->relations, {});
+  ASSERT_TRUE(bad.ok()) << bad.error().str();
+  EXPECT_NE(bad->verdict, rewrite::Verdict::Verified) << why(*bad);
+}
+
 TEST(Parallelize, WhatIsNotGeneratedSaysSo) {
   Layout l;
   l.tp = 2;

@@ -182,6 +182,8 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       {"slice-of-split", {"slice-last-of-concat-first", "unary-over-slice"}},
       {"concat-of-splits", {"concat-last-of-concat-first", "concat-block-transpose"}},
       {"expand-of-split", {"binary-broadcast-unit-over-concat"}},
+      // expand's own semantics (copies along a unit dim): no lemma
+      {"expand-of-replicated", {}},
       {"linear-over-sum", {"add-of-sums", "mul-over-sum", "neg-over-sum", "scale-over-sum", "matmul-over-sum-left",
                            "matmul-over-sum-right", "reduce-sum-of-sum", "concat-of-sums", "sum-of-merged-first"}},
       {"scale-algebra", {"scale-through-add", "scale-through-concat", "matmul-scale-left", "matmul-scale-right",
@@ -826,6 +828,28 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
 
 std::vector<Fact> Folder::rules(const ir::Node& n, const std::vector<Fact>& in) {
   bool allRep = std::all_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::Rep; });
+  if (allRep && n.op == OpKind::Expand && !decideOnly_) {
+    // A replicated value broadcast along a unit dim: every member's copies
+    // are its piece of S's broadcast to n times the size (a KV head held by
+    // every rank of the group, expanded to each rank's query heads), when
+    // S broadcasts so; else the same op on every rank (below).
+    const TensorType& si = g_->value(n.inputs[0]).type;
+    const TensorType& so = g_->value(n.outputs[0]).type;
+    int64_t R = int64_t(so.shape.size()), inRank = int64_t(si.shape.size());
+    for (int64_t o = 0; o < R; ++o) {
+      int64_t at = o - (R - inRank);
+      if ((at >= 0 && si.shape[size_t(at)] != Dim(1)) || !use("expand-of-replicated")) continue;
+      Fact want{Lay::Split, o, {}};
+      TensorType expect = globalOf(so, want);
+      ir::AttrMap attrs = n.attrs;
+      attrs["shape"] = expect.shape;
+      auto got = inferGlobal(n.op, attrs, {si}, 0);
+      if (!got || !(*got == expect)) continue;
+      size_t before = ex_.size();
+      want.v = canon(n.op, attrs, {in[0].v}, 0, expect, inRank);
+      if (ex_.size() == before) return {want};  // S computes it
+    }
+  }
   if (allRep) {
     // Every rank computes the same op on the same values.
     std::vector<Val> vin;
