@@ -192,6 +192,10 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
   return m;
 }
 
+// The box a relation cuts out of one S tensor (defined below).
+std::optional<std::pair<std::string, std::map<int64_t, std::pair<int64_t, int64_t>>>> sliceBox(const Rel& r,
+                                                                                               const ir::Graph& seq);
+
 class Folder {
  public:
   // `second`: a mesh axis folded as the second group although no collective
@@ -882,18 +886,6 @@ std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType&
   auto seqVal = [&](const std::string& s) -> std::optional<ir::ValueId> { return seq_.findValue(s); };
   // Slices of an S tensor that tile a whole dim, alone or concatenated in
   // order along it, are that tensor (a tp = 1 shard, a fused QKV's blocks).
-  auto pieceOf = [&](const Rel& r, int64_t& dim, std::string& name) -> std::optional<std::pair<int64_t, int64_t>> {
-    if (r.op != RelOp::Slice || r.args[0]->op != RelOp::Seq || r.start.kind != IntExpr::Kind::Const ||
-        r.end.kind != IntExpr::Kind::Const)
-      return std::nullopt;
-    auto v = seqVal(r.args[0]->name);
-    if (!v) return std::nullopt;
-    auto d = ir::normAxis(r.dim, int64_t(seq_.value(*v).type.shape.size()), "slice");
-    if (!d.ok()) return std::nullopt;
-    dim = *d;
-    name = r.args[0]->name;
-    return std::make_pair(r.start.value, r.end.value);
-  };
   for (RelPtr& r : rels) {
     std::vector<const Rel*> parts;
     if (r->op == RelOp::Slice) parts = {r.get()};
@@ -903,13 +895,12 @@ std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType&
     int64_t dim = -1, at = 0;
     std::string name;
     bool tiles = true;
-    for (const Rel* p : parts) {
-      int64_t d = -1;
-      std::string n;
-      auto piece = pieceOf(*p, d, n);
-      tiles = tiles && piece && piece->first == at && (dim < 0 || (d == dim && n == name));
+    for (const Rel* p : parts) {  // one-dim boxes of one S tensor, in order from 0
+      auto box = sliceBox(*p, seq_);
+      tiles = box && box->second.size() == 1 && (name.empty() || box->first == name) &&
+              (dim < 0 || box->second.begin()->first == dim) && box->second.begin()->second.first == at;
       if (!tiles) break;
-      dim = d, name = n, at = piece->second;
+      name = box->first, dim = box->second.begin()->first, at = box->second.begin()->second.second;
     }
     if (!tiles) continue;
     const Shape& sh = seq_.value(*seqVal(name)).type.shape;
