@@ -8,8 +8,8 @@ namespace sp::codegen {
 
 ir::Bindings bindProgramSymbols(const ir::Program& p, const ir::Bindings& given, int64_t fallback) {
   ir::Bindings out;
-  for (const ir::Graph& g : p.ranks())
-    for (const std::string& s : g.symbols()) {
+  for (int64_t c = 0; c < p.numClasses(); ++c)
+    for (const std::string& s : p.classGraph(c).symbols()) {
       auto it = given.find(s);
       out[s] = it != given.end() ? it->second : fallback;
     }

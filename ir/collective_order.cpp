@@ -288,4 +288,14 @@ std::string waitingAt(const Node& n, const std::vector<int64_t>& members) {
   return msg + " in " + groupStr(attrStr(n.attrs, "group"), members);
 }
 
+bool uniformSpmd(const Program& p) {
+  if (p.numClasses() != 1) return false;
+  for (const Node& n : p.classGraph(0).nodes()) {
+    if (opInfo(n.op).category != OpCategory::Collective) continue;
+    if (n.op == OpKind::Send || n.op == OpKind::Recv) return false;
+    if (!isMeshAxisGroup(p.mesh(), p.namedGroups(), attrStr(n.attrs, "group"))) return false;
+  }
+  return true;
+}
+
 }  // namespace sp::ir

@@ -49,6 +49,16 @@ struct CollectiveOrder {
 // group errors at the node that names the group).
 Result<CollectiveOrder> orderCollectives(const Program& p);
 
+// Whether the order is known without ordering: every rank runs one graph
+// (one rank class), with no send or recv, and every collective names a
+// group of mesh axes. Then every rank issues the same collectives in the
+// same order, each collective node's instances are exactly the parts of its
+// group's partition (all members at that node, with its attributes and
+// types), and the program cannot hang: when every rank is at its k-th
+// collective, all members of each group are, and all proceed. Constant in
+// the number of ranks; where false, orderCollectives decides.
+bool uniformSpmd(const Program& p);
+
 // Where a blocked rank waits, for deadlock messages: "waits at <node> from
 // rank P tag T" (a recv) or "waits at <node> in group NAME [members]".
 std::string waitingAt(const Node& n, const std::vector<int64_t>& members);

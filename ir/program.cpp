@@ -106,6 +106,10 @@ std::vector<size_t> axesOfGroup(const Mesh& mesh, const std::map<std::string, Gr
 }
 }  // namespace
 
+bool isMeshAxisGroup(const Mesh& mesh, const std::map<std::string, GroupPartition>& groups, const std::string& name) {
+  return !axesOfGroup(mesh, groups, name).empty();
+}
+
 Result<int64_t> groupIndex(const Mesh& mesh, const std::map<std::string, GroupPartition>& groups,
                            const std::string& name, int64_t rank) {
   auto sel = axesOfGroup(mesh, groups, name);
@@ -198,22 +202,84 @@ Status ProgramBuilder::addGroup(const std::string& name, GroupPartition members)
   return okStatus();
 }
 
-Status ProgramBuilder::setRank(int64_t rank, GraphBuilder graph) {
-  if (error_) return *error_;
-  if (rank < 0 || rank >= worldSize_)
-    return makeError("bad-rank", "rank " + std::to_string(rank) + " is outside world size " +
-                                     std::to_string(worldSize_));
-  if (have_[size_t(rank)])
-    return makeError("duplicate-rank", "rank " + std::to_string(rank) + " is defined twice");
-  GroupSizeFn gs = groupSizeFor(prog_.mesh_, prog_.groups_, rank);
-  auto g = std::move(graph).finish(&gs);
-  if (!g) {
-    Error e = g.error();
-    e.message = "rank " + std::to_string(rank) + ": " + e.message;
-    return e;
+Result<int64_t> ProgramBuilder::groupSize(const std::string& name, int64_t rank) {
+  auto sel = axesOfGroup(prog_.mesh_, prog_.groups_, name);
+  if (!sel.empty()) {
+    int64_t n = 1;
+    for (size_t i : sel) n *= prog_.mesh_.axes[i].size;
+    return n;
   }
-  prog_.ranks_[size_t(rank)] = std::move(*g);
-  have_[size_t(rank)] = true;
+  auto it = prog_.groups_.find(name);
+  if (it == prog_.groups_.end()) return groupSizeFor(prog_.mesh_, prog_.groups_, rank)(name);  // the error
+  auto [sizes, fresh] = namedSizes_.try_emplace(name);
+  if (fresh) {
+    sizes->second.assign(size_t(worldSize_), 0);
+    for (const auto& m : it->second)
+      for (int64_t r : m) sizes->second[size_t(r)] = int64_t(m.size());
+  }
+  if (sizes->second[size_t(rank)] == 0) return groupSizeFor(prog_.mesh_, prog_.groups_, rank)(name);
+  return sizes->second[size_t(rank)];
+}
+
+Status ProgramBuilder::setRank(int64_t rank, GraphBuilder graph) { return setRanks({rank}, std::move(graph)); }
+
+Status ProgramBuilder::setRanks(const std::vector<int64_t>& ranks, GraphBuilder graph) {
+  if (error_) return *error_;
+  for (int64_t rank : ranks) {
+    if (rank < 0 || rank >= worldSize_)
+      return makeError("bad-rank", "rank " + std::to_string(rank) + " is outside world size " +
+                                       std::to_string(worldSize_));
+    if (have_[size_t(rank)])
+      return makeError("duplicate-rank", "rank " + std::to_string(rank) + " is defined twice");
+    have_[size_t(rank)] = true;
+  }
+  if (ranks.empty()) return okStatus();
+  // The group names the first build asks the size of; a later rank shares
+  // a build whose sizes for those names are its own.
+  std::vector<std::string> asked;
+  std::vector<std::pair<std::vector<int64_t>, std::shared_ptr<const Graph>>> built;
+  std::optional<GraphBuilder> proto;
+  if (ranks.size() > 1) proto = graph;
+  auto build = [&](int64_t rank, GraphBuilder gb) -> Result<std::shared_ptr<const Graph>> {
+    GroupSizeFn base = groupSizeFor(prog_.mesh_, prog_.groups_, rank);
+    GroupSizeFn recording = [&](const std::string& n) -> Result<int64_t> {
+      if (std::find(asked.begin(), asked.end(), n) == asked.end()) asked.push_back(n);
+      return base(n);
+    };
+    auto g = std::move(gb).finish(built.empty() ? &recording : &base);
+    if (!g) {
+      Error e = g.error();
+      e.message = "rank " + std::to_string(rank) + ": " + e.message;
+      return e;
+    }
+    return std::make_shared<const Graph>(std::move(*g));
+  };
+  for (int64_t rank : ranks) {
+    std::vector<int64_t> sizes;
+    bool known = !built.empty();
+    for (const auto& n : asked) {
+      auto sz = groupSize(n, rank);
+      if (!sz) { known = false; break; }
+      sizes.push_back(*sz);
+    }
+    std::shared_ptr<const Graph> g;
+    if (known)
+      for (const auto& [s, b] : built)
+        if (s == sizes) g = b;
+    if (!g) {
+      bool first = built.empty();
+      SP_ASSIGN(g, build(rank, first ? std::move(graph) : GraphBuilder(*proto)));
+      if (first) {
+        sizes.clear();
+        for (const auto& n : asked) {
+          SP_ASSIGN(int64_t sz, groupSize(n, rank));
+          sizes.push_back(sz);
+        }
+      }
+      built.emplace_back(sizes, g);
+    }
+    prog_.ranks_[size_t(rank)] = std::move(g);
+  }
   return okStatus();
 }
 
@@ -222,12 +288,24 @@ Result<Program> ProgramBuilder::finish() && {
   for (int64_t r = 0; r < worldSize_; ++r)
     if (!have_[size_t(r)])
       return makeError("missing-rank", "rank " + std::to_string(r) + " has no graph");
+  std::map<const Graph*, int64_t> classOf;
+  prog_.classOf_.assign(size_t(worldSize_), 0);
   for (int64_t r = 0; r < worldSize_; ++r) {
-    const Graph& g = prog_.ranks_[size_t(r)];
-    for (const Node& n : g.nodes()) {
-      if (opInfo(n.op).category != OpCategory::Collective) continue;
-      std::string where = "rank " + std::to_string(r) + ": " + std::string(opName(n.op)) + " '" +
-                          n.name + "'";
+    auto [it, fresh] = classOf.try_emplace(prog_.ranks_[size_t(r)].get(), int64_t(prog_.classRanks_.size()));
+    if (fresh) prog_.classRanks_.emplace_back();
+    prog_.classRanks_[size_t(it->second)].push_back(r);
+    prog_.classOf_[size_t(r)] = it->second;
+  }
+  // Checks that hold for a whole class once they hold for its first rank
+  // (a mesh-axis group contains every rank, with one size) are made there;
+  // the rest (peers, named groups) for every rank, in rank order.
+  std::vector<std::vector<NodeId>> perRank(prog_.classRanks_.size());
+  for (int64_t r = 0; r < worldSize_; ++r) {
+    int64_t c = prog_.classOf_[size_t(r)];
+    bool first = prog_.classRanks_[size_t(c)][0] == r;
+    const Graph& g = *prog_.ranks_[size_t(r)];
+    auto check = [&](const Node& n) -> Status {
+      std::string where = "rank " + std::to_string(r) + ": " + std::string(opName(n.op)) + " '" + n.name + "'";
       if (n.op == OpKind::Send || n.op == OpKind::Recv) {
         int64_t peer = attrInt(n.attrs, "peer");
         if (peer < 0 || peer >= worldSize_ || peer == r)
@@ -235,7 +313,7 @@ Result<Program> ProgramBuilder::finish() && {
                                            " is not another rank of world size " +
                                            std::to_string(worldSize_),
                            n.loc.str());
-        continue;
+        return okStatus();
       }
       auto members = prog_.groupOf(attrStr(n.attrs, "group"), r);
       if (!members) return makeError(members.error().id, where + ": " + members.error().message, n.loc.str());
@@ -247,6 +325,18 @@ Result<Program> ProgramBuilder::finish() && {
                                            std::to_string(members->size()),
                            n.loc.str());
       }
+      return okStatus();
+    };
+    if (first) {
+      for (const Node& n : g.nodes()) {
+        if (opInfo(n.op).category != OpCategory::Collective) continue;
+        SP_TRY(check(n));
+        bool everyRank = n.op != OpKind::Send && n.op != OpKind::Recv &&
+                         !axesOfGroup(prog_.mesh_, prog_.groups_, attrStr(n.attrs, "group")).empty();
+        if (!everyRank) perRank[size_t(c)].push_back(NodeId(&n - g.nodes().data()));
+      }
+    } else {
+      for (NodeId n : perRank[size_t(c)]) SP_TRY(check(g.node(n)));
     }
   }
   return std::move(prog_);

@@ -55,7 +55,7 @@ ProgramSpec toSpec(const Program& p) {
   s.worldSize = p.worldSize();
   s.mesh = p.mesh();
   s.groups = p.namedGroups();
-  for (const Graph& g : p.ranks()) s.ranks.push_back(graphSpec(g));
+  for (int64_t r = 0; r < p.worldSize(); ++r) s.ranks.push_back(graphSpec(p.rank(r)));
   return s;
 }
 

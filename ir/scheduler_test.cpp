@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "ir/collective_order.h"
@@ -284,6 +285,67 @@ Program parseTrustProgram(const std::string& file) {
 // for rank 2, rank 2 in g20 for rank 0. Matching per group (the k-th
 // collective of a group on each member) pairs them all; the one global
 // order finds that none can start.
+// The order known without ordering (ir::uniformSpmd): one rank class, no
+// send or recv, mesh-axis groups only; anything else is left to
+// orderCollectives, which must agree where uniformSpmd holds.
+TEST(CollectiveOrder, UniformSpmdOnlyWhereTheOrderIsEvident) {
+  auto prog = [](const std::string& body, const std::string& header = "  mesh [dp = 2, tp = 2]\n") {
+    auto p = parseProgram("program p {\n  world 4\n" + header + "  rank 0..3 {\n" + body + "  }\n}\n", "p.sp");
+    EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().str());
+    return std::move(*p);
+  };
+  const std::string mesh = "    input %x: f32[4]\n    %a: f32[4] = all_reduce(%x) {group = \"tp\"}\n"
+                           "    %b: f32[4] = all_reduce(%a) {group = \"dp+tp\"}\n    output %b\n";
+  Program uniform = prog(mesh);
+  EXPECT_TRUE(uniformSpmd(uniform));
+  auto order = orderCollectives(uniform);
+  ASSERT_TRUE(order.ok());
+  EXPECT_EQ(order->colls.size(), 3u);  // two tp groups, one dp+tp group
+  EXPECT_FALSE(uniformSpmd(prog("    input %x: f32[4]\n    %a: f32[4] = all_reduce(%x) {group = \"pairs\"}\n    output %a\n",
+                                "  group pairs = [[0, 1], [2, 3]]\n")));
+  auto twoClasses = parseProgram(
+      "program p {\n  world 2\n  rank 0 {\n    input %x: f32[4]\n    %a: f32[4] = all_reduce(%x) {group = \"world\"}\n"
+      "    output %a\n  }\n  rank 1 {\n    input %x: f32[4]\n    %a: f32[4] = all_reduce(%x) {group = \"world\"}\n"
+      "    output %a\n  }\n}\n",
+      "p.sp");
+  ASSERT_TRUE(twoClasses.ok());
+  EXPECT_FALSE(uniformSpmd(*twoClasses));
+}
+
+// Wherever uniformSpmd holds, the global order exists: random bodies of
+// collectives over random joins of mesh axes never hang nor mismatch.
+TEST(CollectiveOrder, UniformSpmdProgramsAlwaysOrder) {
+  std::mt19937 rng(7);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const char* names[] = {"a", "b", "c"};
+  for (int i = 0; i < 200; ++i) {
+    int axes = pick(1, 3), world = 1;
+    std::string mesh;
+    for (int a = 0; a < axes; ++a) {
+      int n = pick(1, 3);
+      world *= n;
+      mesh += std::string(a ? ", " : "") + names[a] + " = " + std::to_string(n);
+    }
+    std::string body = "    input %v0: f32[4]\n";
+    int steps = pick(1, 6);
+    for (int k = 0; k < steps; ++k) {
+      std::string group;
+      for (int a = 0; a < axes; ++a)
+        if (pick(0, 1) || (a == axes - 1 && group.empty())) group += std::string(group.empty() ? "" : "+") + names[a];
+      body += "    %v" + std::to_string(k + 1) + ": f32[4] = " + (pick(0, 1) ? "all_reduce" : "broadcast") + "(%v" +
+              std::to_string(k) + ") {group = \"" + group + "\"}\n";
+    }
+    body += "    output %v" + std::to_string(steps) + "\n";
+    auto p = parseProgram("program p {\n  world " + std::to_string(world) + "\n  mesh [" + mesh + "]\n  rank 0.." +
+                              std::to_string(world - 1) + " {\n" + body + "  }\n}\n",
+                          "p.sp");
+    ASSERT_TRUE(p.ok()) << p.error().str();
+    ASSERT_TRUE(uniformSpmd(*p));
+    auto order = orderCollectives(*p);
+    EXPECT_TRUE(order.ok()) << order.error().str();
+  }
+}
+
 TEST(CollectiveOrder, GroupCycleIsADeadlock) {
   Program p = parseTrustProgram("cycle_dist.sp");
   const std::string msg =

@@ -305,10 +305,11 @@ class Parser : public text::TokenReader {
         std::string gname = pname;
         if (peek().kind == Tok::Ident || peek().kind == Tok::String) gname = next().text;
         SP_ASSIGN(Body * b, body("rank " + std::to_string(first)));
-        for (int64_t r = first; r <= last; ++r) {
-          SP_ASSIGN(GraphBuilder gb, instantiate(*b, gname));
-          if (auto st = pb->setRank(r, std::move(gb)); !st) return locate(fixHeader(st.error()), where(t));
-        }
+        SP_ASSIGN(GraphBuilder gb, instantiate(*b, gname));
+        std::vector<int64_t> rs;
+        for (int64_t r = first; r <= std::min(last, *world - 1); ++r) rs.push_back(r);
+        if (last >= *world) rs.push_back(std::max(first, *world));  // reported as outside the world
+        if (auto st = pb->setRanks(rs, std::move(gb)); !st) return locate(fixHeader(st.error()), where(t));
       } else {
         return err(t, "unexpected-token", "expected world, mesh, group or rank, got " + describe(t));
       }

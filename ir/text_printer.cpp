@@ -221,20 +221,24 @@ std::string printProgram(const Program& p) {
     out += "]\n";
   }
   // Consecutive ranks with identical bodies print once as `rank a..b`.
-  std::vector<std::string> bodies;
-  for (const Graph& g : p.ranks()) {
+  // A rank class's body prints once.
+  std::vector<std::string> classBody(size_t(p.numClasses()));
+  for (int64_t c = 0; c < p.numClasses(); ++c) {
+    const Graph& g = p.classGraph(c);
     std::string b;
     if (g.name() != name) b = " " + formatName(g.name());
     b += " {\n";
     printBody(b, g, "    ");
-    bodies.push_back(b + "  }\n");
+    classBody[size_t(c)] = b + "  }\n";
   }
-  for (size_t r = 0; r < bodies.size();) {
+  auto body = [&](size_t r) -> const std::string& { return classBody[size_t(p.classOf(int64_t(r)))]; };
+  size_t world = size_t(p.worldSize());
+  for (size_t r = 0; r < world;) {
     size_t e = r + 1;
-    while (e < bodies.size() && bodies[e] == bodies[r]) ++e;
+    while (e < world && (p.sameClass(int64_t(e), int64_t(r)) || body(e) == body(r))) ++e;
     out += "  rank " + std::to_string(r);
     if (e - r > 1) out += ".." + std::to_string(e - 1);
-    out += bodies[r];
+    out += body(r);
     r = e;
   }
   return out + "}\n";

@@ -289,6 +289,80 @@ TEST(TextRoundTrip, IdenticalRanksFoldAndUnfold) {
   EXPECT_NE(printProgram(*p).find("rank 0..1 {"), std::string::npos);
 }
 
+// A `rank a..b` body is built once and shared (one rank class), unless a
+// collective sees another group size on some ranks; errors that depend on
+// the rank (a peer, a named group) are still found on the rank they concern.
+TEST(ProgramClasses, OneBodyIsOneGraph) {
+  auto p = parseProgram(R"(program p {
+  world 1024
+  mesh [dp = 4, tp = 256]
+  rank 0..1023 {
+    input %x: f32[2, 8]
+    %g: f32[512, 8] = all_gather(%x) {group = "tp", dim = 0}
+    %y: f32[512, 8] = all_reduce(%g) {group = "dp"}
+    output %y
+  }
+}
+)", "p.sp");
+  ASSERT_TRUE(p.ok()) << errStr(p.error());
+  EXPECT_EQ(p->numClasses(), 1);
+  EXPECT_EQ(&p->rank(0), &p->rank(1023));
+  EXPECT_EQ(p->classRanks(0).size(), 1024u);
+  EXPECT_NE(printProgram(*p).find("rank 0..1023 {"), std::string::npos);
+
+  // Group sizes differ: ranks 0-1 gather over 2 ranks, ranks 2-4 over 3.
+  auto q = parseProgram(R"(program q {
+  world 5
+  group g = [[0, 1], [2, 3, 4]]
+  rank 0..1 {
+    input %x: f32[1, 4]
+    %y: f32[2, 4] = all_gather(%x) {group = "g", dim = 0}
+    output %y
+  }
+  rank 2..4 {
+    input %x: f32[1, 4]
+    %y: f32[3, 4] = all_gather(%x) {group = "g", dim = 0}
+    output %y
+  }
+}
+)", "q.sp");
+  ASSERT_TRUE(q.ok()) << errStr(q.error());
+  EXPECT_EQ(q->numClasses(), 2);
+  EXPECT_TRUE(q->sameClass(2, 4));
+  EXPECT_FALSE(q->sameClass(1, 2));
+  // One body, two sizes: the body is built for each and its declared type
+  // is wrong on ranks 2-4.
+  auto bad = parseProgram(R"(program q {
+  world 5
+  group g = [[0, 1], [2, 3, 4]]
+  rank 0..4 {
+    input %x: f32[1, 4]
+    %y: f32[2, 4] = all_gather(%x) {group = "g", dim = 0}
+    output %y
+  }
+}
+)", "bad.sp");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("rank 2:"), std::string::npos) << errStr(bad.error());
+  // A peer that is the rank itself on one rank of a shared body.
+  auto self = parseProgram(R"(program s {
+  world 3
+  rank 0..2 {
+    input %x: f32[4]
+    send(%x) {peer = 1}
+  }
+}
+)", "self.sp");
+  ASSERT_FALSE(self.ok());
+  EXPECT_EQ(self.error().id, "bad-peer");
+  EXPECT_NE(self.error().message.find("rank 1:"), std::string::npos) << errStr(self.error());
+  // A rank range past the world is reported at the first rank outside it.
+  auto past = parseProgram("program t {\n  world 2\n  rank 0..100000000000 {\n    input %x: f32[4]\n  }\n}\n", "t.sp");
+  ASSERT_FALSE(past.ok());
+  EXPECT_EQ(past.error().id, "bad-rank");
+  EXPECT_NE(past.error().message.find("rank 2 is outside"), std::string::npos) << errStr(past.error());
+}
+
 // ---- locations ----
 
 TEST(TextLocations, NodesCarryTextPositionsOrExplicitLocations) {

@@ -120,7 +120,7 @@ Result<Program> joinTrainingStep(const Program& fw, const Program& bw) {
     s.groups.emplace(name, members);
   }
   for (size_t r = 0; r < s.ranks.size(); ++r) {
-    auto joined = joinSpec(fw.ranks()[r], bw.ranks()[r]);
+    auto joined = joinSpec(fw.rank(int64_t(r)), bw.rank(int64_t(r)));
     if (!joined) return makeError(joined.error().id, "rank " + std::to_string(r) + ": " + joined.error().message);
     s.ranks[r] = std::move(*joined);
   }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,35 @@ struct CheckedInput {
 };
 Result<std::vector<CheckedInput>> checkInputRelations(const ir::Graph& seq, const ir::Program& dist,
                                                      const RelationFile& rel);
+// The same checks made once per relation template and rank class instead
+// of once per (rank, input): where every input relation is a template over
+// all ranks (`dist[*].x = E`, or `for r in G: dist[r].x = E(r)` with G a
+// group of mesh axes) whose slice bounds are affine in r and idx(r, G)
+// with extents that do not depend on r, each term has one shape on every
+// rank, so the checks hold on every rank of a class once they hold on its
+// first rank and each slice's bounds hold over the whole range of its
+// indices (interval bounds: a sound over-approximation). Returns each D
+// input's template, or nothing where that is not shown; then
+// checkInputRelations decides (and names any error).
+struct TemplateInputs {
+  std::map<std::string, const InputRelation*> byName;  // D input -> its template
+  std::set<std::string> unrelated;
+};
+std::optional<TemplateInputs> checkInputTemplates(const ir::Graph& seq, const ir::Program& dist,
+                                                  const RelationFile& rel);
+// An integer expression of a template as c + sum k_a * a over atoms: "r"
+// (the loop variable, a global rank) and "idx:G" (idx(r, G), G a group of
+// mesh axes); *hi gets each atom's largest value. Nothing where the
+// expression is not of that form (floor division, modulus, other groups).
+struct AffineForm {
+  int64_t c = 0;
+  std::map<std::string, int64_t> k;
+};
+std::optional<AffineForm> affineForm(const IntExpr& e, const std::optional<std::string>& var, const ir::Program& dist,
+                                     std::map<std::string, int64_t>* hi = nullptr);
+// A template's term on one rank (loop variable and anchor bound to it).
+Result<RelPtr> templateAt(const InputRelation& t, const RankSpace& ranks, int64_t rank);
+
 Result<InputInversion> invertInputs(const ir::Graph& seq, const std::vector<CheckedInput>& checked, DistModel& model);
 
 // Witness: runs S and D on related random inputs.

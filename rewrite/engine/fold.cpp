@@ -235,6 +235,8 @@ class Folder {
   std::optional<Fact> splitOverBoth(const std::vector<RelPtr>& rels, const TensorType& local);
   std::optional<Fact> inputFact(const std::string& name, const TensorType& local, const Bound& bound);
   std::optional<Fact> blockedInputFact(const std::vector<RelPtr>& rels, const TensorType& local);
+  RelPtr wholeIfTiles(const RelPtr& r) const;
+  std::optional<Fact> templateFact(const InputRelation& t, const TensorType& local, const std::string& group);
 
   const FoldInput& in_;
   const ir::Graph& seq_;
@@ -728,9 +730,14 @@ std::vector<Fact> Folder::sumRule(const ir::Node& n, const std::vector<Fact>& in
 
 // Collectives over the folded group, matched by the collective-order module.
 std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>& in, bool checkMembers) {
-  const DistModel& m = *in_.model;
+  static const DistModel kNoModel;
+  const DistModel& m = in_.model ? *in_.model : kNoModel;
   ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
-  if (checkMembers) {
+  if (checkMembers && !in_.model) {
+    // ir::uniformSpmd: the instance is the part of its group holding the rank
+    auto inst = dist_.groupOf(ir::attrStr(n.attrs, "group"), members_[0]);
+    if (!inst.ok() || *inst != members_) return {};
+  } else if (checkMembers) {
     const auto& of = m.collOf[size_t(members_[0])];
     auto it = of.find(id);
     if (it == of.end()) return {};
@@ -793,6 +800,7 @@ std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>&
 // A recv in every member of a class from the same position of one other
 // class: the value sent there, with its layout.
 std::vector<Fact> Folder::received(const ir::Node& n) {
+  if (!in_.model) return {};  // ir::uniformSpmd: no send or recv
   const DistModel& m = *in_.model;
   ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
   std::optional<std::pair<int64_t, ir::NodeId>> from;  // (class, send node)
@@ -875,6 +883,77 @@ std::vector<Fact> Folder::rules(const ir::Node& n, const std::vector<Fact>& in) 
 
 // A D input's layout from its relation on every member: the same S tensor
 // everywhere, or member i holding the i-th of N even slices of one.
+// Slices of an S tensor that tile a whole dim, alone or concatenated in
+// order along it, are that tensor (a tp = 1 shard, a fused QKV's blocks).
+RelPtr Folder::wholeIfTiles(const RelPtr& r) const {
+  std::vector<const Rel*> parts;
+  if (r->op == RelOp::Slice) parts = {r.get()};
+  else if (r->op == RelOp::Concat)
+    for (const auto& a : r->args) parts.push_back(a.get());
+  if (parts.empty()) return r;
+  int64_t dim = -1, at = 0;
+  std::string name;
+  for (const Rel* p : parts) {  // one-dim boxes of one S tensor, in order from 0
+    auto box = sliceBox(*p, seq_);
+    bool tiles = box && box->second.size() == 1 && (name.empty() || box->first == name) &&
+                 (dim < 0 || box->second.begin()->first == dim) && box->second.begin()->second.first == at;
+    if (!tiles) return r;
+    name = box->first, dim = box->second.begin()->first, at = box->second.begin()->second.second;
+  }
+  const Shape& sh = seq_.value(*seq_.findValue(name)).type.shape;
+  if (r->op == RelOp::Concat) {
+    auto cd = ir::normAxis(r->dim, int64_t(sh.size()), "concat");
+    if (!cd.ok() || *cd != dim) return r;
+  }
+  if (sh[size_t(dim)].isConcrete() && sh[size_t(dim)].value() == at) return Rel::seq(name);
+  return r;
+}
+
+namespace {
+bool dependsOnRank(const IntExpr& e) {
+  if (e.kind == IntExpr::Kind::Var || e.kind == IntExpr::Kind::Index) return true;
+  return std::any_of(e.args.begin(), e.args.end(), [](const IntExpr& a) { return dependsOnRank(a); });
+}
+bool dependsOnRank(const Rel& r) {
+  if (r.op == RelOp::Dist || r.op == RelOp::For) return true;
+  if (r.op == RelOp::Slice && (dependsOnRank(r.start) || dependsOnRank(r.end))) return true;
+  return std::any_of(r.args.begin(), r.args.end(), [](const RelPtr& a) { return dependsOnRank(*a); });
+}
+}  // namespace
+
+// A D input's layout read from its relation template (checkInputTemplates:
+// one term per rank, all well-typed): a term that does not depend on the
+// rank is held by every member (replicated when it is a whole S tensor);
+// slice(seq.X, d, k*idx(r, G), k*idx(r, G) + k) over the folded group G,
+// N*k the extent of dim d, is member i's i-th piece (an even split). Other
+// terms are read per rank (needsRanks).
+std::optional<Fact> Folder::templateFact(const InputRelation& t, const TensorType& local, const std::string& group) {
+  if (!dependsOnRank(*t.expr)) {
+    RankSpace ranks = RankSpace::of(dist_);
+    auto c = templateAt(t, ranks, members_[0]);
+    if (!c.ok()) return std::nullopt;
+    RelPtr e = wholeIfTiles(*c);
+    if (e->op != RelOp::Seq) return std::nullopt;
+    auto v = seq_.findValue(e->name);
+    if (!v || !(seq_.value(*v).type == local)) return std::nullopt;
+    return Fact{Lay::Rep, 0, {ex_.intern("seq " + e->name, local), 1.0}};
+  }
+  const Rel& e = *t.expr;
+  if (e.op != RelOp::Slice || e.args[0]->op != RelOp::Seq || !t.loopVar) return std::nullopt;
+  auto s = affineForm(e.start, t.loopVar, dist_), en = affineForm(e.end, t.loopVar, dist_);
+  if (!s || !en || s->k.size() != 1 || s->k.begin()->first != "idx:" + group || s->c != 0) return std::nullopt;
+  int64_t k = s->k.begin()->second;
+  if (k <= 0 || en->k != s->k || en->c != k) return std::nullopt;
+  auto v = seq_.findValue(e.args[0]->name);
+  if (!v) return std::nullopt;
+  const TensorType& whole = seq_.value(*v).type;
+  auto d = ir::normAxis(e.dim, int64_t(whole.shape.size()), "slice");
+  if (!d.ok() || local.shape.size() != whole.shape.size() || !(local.shape[size_t(*d)] == Dim(k))) return std::nullopt;
+  Fact f{Lay::Split, *d, {ex_.intern("seq " + e.args[0]->name, whole), 1.0}};
+  if (!(globalOf(local, f) == whole)) return std::nullopt;
+  return f;
+}
+
 std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType& local, const Bound& bound) {
   auto it = bound.find(name);
   if (it == bound.end()) return std::nullopt;
@@ -884,32 +963,7 @@ std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType&
     rels.push_back(it->second[size_t(r)]);
   }
   auto seqVal = [&](const std::string& s) -> std::optional<ir::ValueId> { return seq_.findValue(s); };
-  // Slices of an S tensor that tile a whole dim, alone or concatenated in
-  // order along it, are that tensor (a tp = 1 shard, a fused QKV's blocks).
-  for (RelPtr& r : rels) {
-    std::vector<const Rel*> parts;
-    if (r->op == RelOp::Slice) parts = {r.get()};
-    else if (r->op == RelOp::Concat)
-      for (const auto& a : r->args) parts.push_back(a.get());
-    if (parts.empty()) continue;
-    int64_t dim = -1, at = 0;
-    std::string name;
-    bool tiles = true;
-    for (const Rel* p : parts) {  // one-dim boxes of one S tensor, in order from 0
-      auto box = sliceBox(*p, seq_);
-      tiles = box && box->second.size() == 1 && (name.empty() || box->first == name) &&
-              (dim < 0 || box->second.begin()->first == dim) && box->second.begin()->second.first == at;
-      if (!tiles) break;
-      name = box->first, dim = box->second.begin()->first, at = box->second.begin()->second.second;
-    }
-    if (!tiles) continue;
-    const Shape& sh = seq_.value(*seqVal(name)).type.shape;
-    if (r->op == RelOp::Concat) {
-      auto cd = ir::normAxis(r->dim, int64_t(sh.size()), "concat");
-      if (!cd.ok() || *cd != dim) continue;
-    }
-    if (sh[size_t(dim)].isConcrete() && sh[size_t(dim)].value() == at) r = Rel::seq(name);
-  }
+  for (RelPtr& r : rels) r = wholeIfTiles(r);
   if (std::all_of(rels.begin(), rels.end(), [&](const RelPtr& r) { return r->op == RelOp::Seq && r->name == rels[0]->name; })) {
     auto v = seqVal(rels[0]->name);
     if (!v || !(seq_.value(*v).type == local)) return std::nullopt;
@@ -1107,6 +1161,10 @@ std::vector<Fact> Folder::finalize(const ir::Node& n, const std::vector<Fact>& i
 // member (the same node).
 bool Folder::oneMemberEach(const ir::Node& n) {
   ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
+  if (!in_.model) {  // ir::uniformSpmd: every part of a group of mesh axes has its size
+    auto inst = dist_.groupOf(ir::attrStr(n.attrs, "group"), 0);
+    return inst.ok() && inst->size() == 1;
+  }
   const DistModel& m = *in_.model;
   std::vector<int64_t> ranks = members_;
   if (twoD_) {
@@ -1129,6 +1187,7 @@ bool Folder::instancesAreGroups(const ir::Node& n, int axis) {
   ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
   auto key = std::make_tuple(cls_, id, axis);
   if (auto it = groupChecked_.find(key); it != groupChecked_.end()) return it->second;
+  if (!in_.model) return ir::attrStr(n.attrs, "group") == (axis == 0 ? groupA_ : groupB_);  // ir::uniformSpmd
   const DistModel& m = *in_.model;
   auto part = dist_.partition(axis == 0 ? groupA_ : groupB_);
   bool ok = part.ok();
@@ -1401,8 +1460,8 @@ FoldOutcome Folder::run() {
   // The group every collective acts on; its parts are the classes.
   std::set<std::string> groups;
   bool p2p = false;
-  for (int64_t r = 0; r < world; ++r)
-    for (const auto& n : dist_.rank(r).nodes()) {
+  for (int64_t c = 0; c < dist_.numClasses(); ++c)
+    for (const auto& n : dist_.classGraph(c).nodes()) {
       p2p = p2p || n.op == OpKind::Send || n.op == OpKind::Recv;
       if (ir::opInfo(n.op).category == OpCategory::Collective && !(n.op == OpKind::Send || n.op == OpKind::Recv))
         groups.insert(ir::attrStr(n.attrs, "group"));
@@ -1470,7 +1529,8 @@ FoldOutcome Folder::run() {
   for (const auto& c : classes_) {
     graphs_.push_back(&dist_.rank(c[0]));
     for (int64_t r : c)
-      if (r != c[0] && !sameGraph(*graphs_.back(), dist_.rank(r))) return res.why = "ranks run different graphs", res;
+      if (r != c[0] && !dist_.sameClass(r, c[0]) && !sameGraph(*graphs_.back(), dist_.rank(r)))
+        return res.why = "ranks run different graphs", res;
     // Point-to-point peers: member i of this class with member i of one
     // other class (the same stage position), whatever the member.
     const ir::Graph& g = *graphs_.back();
@@ -1503,9 +1563,24 @@ FoldOutcome Folder::run() {
   }
 
   // D's inputs from the relations, then its ops in order.
-  if (!in_.inputs) return res.why = "no checked input relations", res;
+  if (in_.templates) {
+    if (twoD_) return res.needsRanks = true, res.why = "two groups: folded with per-rank relations", res;
+    for (size_t c = 0; c < classes_.size(); ++c) {
+      enter(c);
+      for (const auto* list : {&g_->inputs(), &g_->params()})
+        for (ir::ValueId v : *list) {
+          const std::string& name = g_->value(v).name;
+          if (in_.templates->unrelated.count(name)) continue;
+          auto f = templateFact(*in_.templates->byName.at(name), g_->value(v).type, res.group);
+          if (!f) return res.needsRanks = true, res.why = "relation of '" + name + "' not read as a layout", res;
+          (*facts_)[size_t(v)] = *f;
+        }
+    }
+  }
+  if (!in_.inputs && !in_.templates) return res.why = "no checked input relations", res;
   Bound bound;
-  for (const auto& c : *in_.inputs) {
+  static const std::vector<CheckedInput> kNone;
+  for (const auto& c : in_.inputs ? *in_.inputs : kNone) {
     auto& byRank = bound[c.name];
     if (byRank.empty()) byRank.resize(size_t(world));
     byRank[size_t(c.rank)] = c.expr;
@@ -1517,7 +1592,7 @@ FoldOutcome Folder::run() {
   std::string sumMisuse;
   std::vector<std::string> sumMisuseAt;
   std::string sumMisuseSeq;  // the S value that op computes from whole values, if S has it
-  for (size_t c = 0; c < classes_.size(); ++c) {
+  for (size_t c = 0; c < classes_.size() && in_.inputs; ++c) {
     enter(c);
     for (const auto* list : {&g_->inputs(), &g_->params()})
       for (ir::ValueId v : *list)
@@ -1739,13 +1814,17 @@ FoldOutcome verifyFolded(const FoldInput& in) {
   // holds its batch): fold over both. Trying is sound: folding says
   // verified only when every output is matched.
   std::optional<FoldOutcome> mismatch;
+  bool needsRanks = one.needsRanks;
   for (const auto& a : in.dist->mesh().axes) {
     if (a.size < 2 || a.name == one.group) continue;
     FoldOutcome two = Folder(in, a.name).run();
     if (two.verified) return two;
+    needsRanks = needsRanks || two.needsRanks;
     if (two.layoutMismatch && !one.layoutMismatch && !mismatch) mismatch = std::move(two);
   }
-  return mismatch ? std::move(*mismatch) : one;
+  FoldOutcome out = mismatch ? std::move(*mismatch) : one;
+  out.needsRanks = needsRanks;
+  return out;
 }
 
 }  // namespace sp::rewrite

@@ -51,6 +51,12 @@ struct FoldInput {
   // Whether the library holds a proven lemma of this name (a schema whose
   // lemmas are not all proven is not used).
   std::function<bool(const std::string&)> proven;
+  // Instead of inputs and model, where the program is ir::uniformSpmd and
+  // checkInputTemplates held: the order of collectives is known from the
+  // graph (each instance a part of its group's partition), and each D
+  // input's relation is its template. Folding then never looks at a rank
+  // by itself; what it cannot fold this way it leaves (needsRanks).
+  const TemplateInputs* templates = nullptr;
 };
 
 struct FoldOutcome {
@@ -78,6 +84,9 @@ struct FoldOutcome {
   // unmatched one): the value of the D op that uses partial sums as if
   // whole, computed from whole values.
   std::string failedAt;
+  // Folding from templates could not decide (an input relation it does not
+  // read as a layout): fold again with the per-rank relations.
+  bool needsRanks = false;
 };
 
 FoldOutcome verifyFolded(const FoldInput& in);

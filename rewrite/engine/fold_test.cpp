@@ -494,5 +494,59 @@ TEST(Fold2D, InputSplitOverBothGroups) {
   EXPECT_FALSE(folded(reversed));
 }
 
+bool fromTemplates(const VerifyReport& r) {
+  return std::any_of(r.assumptions.begin(), r.assumptions.end(), [](const std::string& a) {
+    return a.find("input relations read as templates") != std::string::npos;
+  });
+}
+
+// An SPMD body over a mesh axis with relations over every rank is checked
+// without expanding the ranks: one graph (the body is built once), the
+// collectives' order known from the graph, each relation template checked
+// once with its slice bounds over the whole range of idx(r, tp).
+TEST(FoldTemplates, SpmdProgramsFoldFromTheirTemplates) {
+  for (int64_t n : {2, 64, 1024}) {
+    auto rep = check(mlp(n));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << "tp " << n << " " << why(rep);
+    EXPECT_TRUE(fromTemplates(rep)) << "tp " << n;
+  }
+}
+
+// Shards in reverse order: no template reads as a layout, so the ranks are
+// folded from their own relations, and the program, which gathers nothing
+// in reverse, is refuted, not verified.
+TEST(FoldTemplates, ShardsInAnotherOrderAreReadPerRank) {
+  Case c = mlp(4);
+  c.rel = replaceAll(c.rel, "dist[r].w1 = slice(seq.w1, dim=1, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)",
+                     "dist[r].w1 = slice(seq.w1, dim=1, start=(3-idx(r,tp))*4, end=(4-idx(r,tp))*4)");
+  auto rep = check(c);
+  EXPECT_EQ(rep.verdict, Verdict::Refuted) << why(rep);
+  EXPECT_FALSE(fromTemplates(rep));
+  // In the same reverse order for both weights of each rank's columns, it is right.
+  c.rel = replaceAll(c.rel, "dist[r].b1 = slice(seq.b1, dim=0, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)",
+                     "dist[r].b1 = slice(seq.b1, dim=0, start=(3-idx(r,tp))*4, end=(4-idx(r,tp))*4)");
+  c.rel = replaceAll(c.rel, "dist[r].w2 = slice(seq.w2, dim=0, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)",
+                     "dist[r].w2 = slice(seq.w2, dim=0, start=(3-idx(r,tp))*4, end=(4-idx(r,tp))*4)");
+  rep = check(c);
+  EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+}
+
+// A slice in bounds on rank 0 but not on the last rank: the template's
+// bounds do not hold over idx(r, tp)'s range, and the per-rank check names
+// the rank.
+TEST(FoldTemplates, BoundsAreCheckedForEveryRank) {
+  for (int64_t n : {4, 1024}) {
+    Case c = mlp(n);
+    c.rel = replaceAll(c.rel, "dist[r].w1 = slice(seq.w1, dim=1, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)",
+                       "dist[r].w1 = slice(seq.w1, dim=1, start=idx(r,tp)*4+1, end=(idx(r,tp)+1)*4+1)");
+    VerifyOptions o;
+    o.timeLimitSeconds = 60;
+    auto rep = verifyTexts(c.seq, c.dist, c.rel, o);
+    ASSERT_FALSE(rep.ok()) << "tp " << n;
+    EXPECT_EQ(rep.error().id, "slice-out-of-bounds") << rep.error().str();
+    EXPECT_NE(rep.error().message.find("rank " + std::to_string(n - 1) + ":"), std::string::npos) << rep.error().str();
+  }
+}
+
 }  // namespace
 }  // namespace sp::rewrite

@@ -1,6 +1,7 @@
 // verify(): iterative relation inference over S in topological order
 // (DESIGN.md), then the verdict, with a witness when a relation is missing.
 #include "rewrite/verify/verify.h"
+#include "ir/collective_order.h"
 
 #include <spdlog/spdlog.h>
 
@@ -467,9 +468,10 @@ constexpr int64_t kFoldedRefutationRanks = 16;
 // the per-rank engine first: it localizes at the S op and is cheap there,
 // while from kFoldedRefutationRanks on its search grows with the group.
 // `base`: the report so far (assumptions, statistics).
+// *needsRanks: folding from templates left inputs it reads only per rank.
 Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibrary& lib, const VerifyOptions& opts,
                                                  std::chrono::steady_clock::time_point deadline,
-                                                 const VerifyReport& base) {
+                                                 const VerifyReport& base, bool* needsRanks = nullptr) {
   std::map<std::string, bool> provenByName;
   for (const auto& s : lib.status) provenByName[s.name] = s.proven;
   in.proven = [&](const std::string& n) {
@@ -478,12 +480,14 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
   };
   auto t0 = std::chrono::steady_clock::now();
   FoldOutcome fold = verifyFolded(in);
+  if (needsRanks) *needsRanks = fold.needsRanks;
   spdlog::debug("rank folding: {} in {:.3f} s", fold.verified ? "verified" : fold.why,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   std::string folded = fold.foldedOver.empty()
                            ? "ranks folded: one symbolic rank of group " + fold.group + " (" +
                                  std::to_string(fold.groupSize) + " ranks)"
                            : "ranks folded: one symbolic rank of " + fold.foldedOver;
+  if (in.templates) folded += ", input relations read as templates (each checked once for every rank)";
   if (fold.verified) {
     VerifyReport rep = base;
     rep.verdict = Verdict::Verified;
@@ -527,7 +531,11 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   // Refinement presumes that D finishes (docs/verify-report.md): a D that
   // can hang is refuted with the cycle of waiting ranks before any value is
   // compared.
-  auto lowered = lowerProgram(dist);
+  // An SPMD program over mesh-axis groups cannot hang and needs no
+  // per-rank matching to be folded (ir::uniformSpmd); its per-rank model
+  // is built only if the per-rank engine runs.
+  const bool uniform = opts.fold && ir::uniformSpmd(dist);
+  Result<DistModel> lowered = uniform ? Result<DistModel>(DistModel{}) : lowerProgram(dist);
   if (!lowered && lowered.error().id == "deadlock") {
     rep.verdict = Verdict::Refuted;
     rep.failure = Failure{"D", "", {}, lowered.error().message, {}, std::nullopt, {}, {}};
@@ -539,6 +547,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   }
   if (!lowered) return lowered.error();
   DistModel model = std::move(*lowered);
+  bool lowerLater = uniform;
   std::string cacheDir = proofCacheDirOf(opts);
   auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                            std::chrono::duration<double>(std::clamp(opts.timeLimitSeconds, 0.0, 1e8)));
@@ -558,10 +567,19 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   std::vector<Rule> rules = compileRules(lib->lib, lib->status);
   // The input relations are checked (types, every D input covered) before
   // any verdict, folded or not.
-  SP_ASSIGN(std::vector<CheckedInput> checkedInputs, checkInputRelations(seq, dist, relations));
+  // any verdict, folded or not; once per template and rank class where
+  // that suffices (checkInputTemplates), else once per rank.
+  std::optional<TemplateInputs> templates;
+  if (uniform) templates = checkInputTemplates(seq, dist, relations);
+  std::vector<CheckedInput> checkedInputs;
+  if (!templates) {
+    SP_ASSIGN(checkedInputs, checkInputRelations(seq, dist, relations));
+  }
   RankSpace ranks = RankSpace::of(dist);
   rep.stats.seqOps = int64_t(seq.nodes().size());
-  rep.stats.distOps = model.numNodes;
+  rep.stats.distOps = 0;
+  for (int64_t c = 0; c < dist.numClasses(); ++c)
+    rep.stats.distOps += int64_t(dist.classRanks(c).size() * dist.classGraph(c).nodes().size());
 
   // Requested outputs and their expected relations.
   std::vector<std::string> wanted = opts.outputs;
@@ -589,12 +607,34 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   // (rewrite/engine/fold.h); what folding does not decide goes to the per-rank
   // engine below, which also refutes.
   if (opts.fold) {
-    FoldInput fin{&seq, &dist, &relations, &checkedInputs, &model, wanted, expected, nullptr};
-    SP_ASSIGN(std::optional<VerifyReport> decided, decideFolded(fin, *lib, opts, deadline, rep));
-    if (decided) {
-      decided->stats.seconds = elapsed();
-      return std::move(*decided);
+    bool needsRanks = true;
+    if (templates) {
+      FoldInput fin{&seq, &dist, &relations, nullptr, nullptr, wanted, expected, nullptr};
+      fin.templates = &*templates;
+      SP_ASSIGN(std::optional<VerifyReport> decided, decideFolded(fin, *lib, opts, deadline, rep, &needsRanks));
+      if (decided) {
+        decided->stats.seconds = elapsed();
+        return std::move(*decided);
+      }
     }
+    if (lowerLater) {
+      SP_ASSIGN(model, lowerProgram(dist));
+      lowerLater = false;
+    }
+    if (templates) {
+      SP_ASSIGN(checkedInputs, checkInputRelations(seq, dist, relations));
+    }
+    if (needsRanks) {
+      FoldInput fin{&seq, &dist, &relations, &checkedInputs, &model, wanted, expected, nullptr};
+      SP_ASSIGN(std::optional<VerifyReport> decided, decideFolded(fin, *lib, opts, deadline, rep));
+      if (decided) {
+        decided->stats.seconds = elapsed();
+        return std::move(*decided);
+      }
+    }
+  }
+  if (lowerLater) {
+    SP_ASSIGN(model, lowerProgram(dist));
   }
   SP_ASSIGN(InputInversion inv, invertInputs(seq, checkedInputs, model));
   // Each D input's relation to S, as text, for explanations.

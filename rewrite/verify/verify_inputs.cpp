@@ -203,6 +203,164 @@ Result<std::vector<CheckedInput>> checkInputRelations(const ir::Graph& seq, cons
   return out;
 }
 
+namespace {
+
+using Affine = AffineForm;
+
+bool addAffine(Affine& into, const Affine& b, int64_t sign) {
+  if (__builtin_add_overflow(into.c, sign * b.c, &into.c)) return false;
+  for (const auto& [a, v] : b.k) {
+    int64_t& t = into.k[a];
+    if (__builtin_add_overflow(t, sign * v, &t)) return false;
+    if (t == 0) into.k.erase(a);
+  }
+  return true;
+}
+
+std::optional<Affine> affineOf(const IntExpr& e, const std::optional<std::string>& var, const ir::Program& dist,
+                               std::map<std::string, int64_t>& hi) {
+  switch (e.kind) {
+    case IntExpr::Kind::Const: return Affine{e.value, {}};
+    case IntExpr::Kind::Var:
+      if (!var || e.name != *var) return std::nullopt;
+      hi["r"] = dist.worldSize() - 1;
+      return Affine{0, {{"r", 1}}};
+    case IntExpr::Kind::Add: case IntExpr::Kind::Sub: {
+      auto a = affineOf(e.args[0], var, dist, hi), b = affineOf(e.args[1], var, dist, hi);
+      if (!a || !b || !addAffine(*a, *b, e.kind == IntExpr::Kind::Add ? 1 : -1)) return std::nullopt;
+      return a;
+    }
+    case IntExpr::Kind::MulC: {
+      auto a = affineOf(e.args[0], var, dist, hi);
+      if (!a || __builtin_mul_overflow(a->c, e.value, &a->c)) return std::nullopt;
+      for (auto& [_, v] : a->k)
+        if (__builtin_mul_overflow(v, e.value, &v)) return std::nullopt;
+      if (e.value == 0) a->k.clear();
+      return a;
+    }
+    case IntExpr::Kind::Index: {
+      const IntExpr& r = e.args[0];
+      if (!var || r.kind != IntExpr::Kind::Var || r.name != *var ||
+          !ir::isMeshAxisGroup(dist.mesh(), dist.namedGroups(), e.name))
+        return std::nullopt;
+      auto size = ir::groupMembers(dist.mesh(), dist.namedGroups(), e.name, 0);
+      if (!size.ok()) return std::nullopt;
+      hi["idx:" + e.name] = int64_t(size->size()) - 1;
+      return Affine{0, {{"idx:" + e.name, 1}}};
+    }
+    case IntExpr::Kind::DivC: case IntExpr::Kind::ModC: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// [min, max] of an affine form over its atoms' ranges.
+std::optional<std::pair<int64_t, int64_t>> rangeOf(const Affine& a, const std::map<std::string, int64_t>& hi) {
+  int64_t lo = a.c, up = a.c;
+  for (const auto& [atom, k] : a.k) {
+    int64_t t = 0;
+    if (__builtin_mul_overflow(k, hi.at(atom), &t)) return std::nullopt;
+    if (__builtin_add_overflow(t < 0 ? lo : up, t, t < 0 ? &lo : &up)) return std::nullopt;
+  }
+  return std::make_pair(lo, up);
+}
+
+// Whether every slice of template term `t` (its value on one rank `c`)
+// has a size that does not depend on the rank and bounds within its
+// operand on every rank; other terms must not depend on the rank at all.
+bool boundsHoldEverywhere(const Rel& t, const Rel& c, const std::optional<std::string>& var, const ir::Program& dist,
+                          const TypeLookup& types) {
+  if (t.op != c.op || t.args.size() != c.args.size()) return false;
+  switch (t.op) {
+    case RelOp::Seq: return true;
+    case RelOp::Dist: case RelOp::For: return false;
+    case RelOp::Slice: {
+      std::map<std::string, int64_t> hi;
+      auto s = affineOf(t.start, var, dist, hi), e = affineOf(t.end, var, dist, hi);
+      if (!s || !e) return false;
+      Affine size = *e;
+      if (!addAffine(size, *s, -1) || !size.k.empty() || size.c < 0) return false;
+      auto sr = rangeOf(*s, hi), er = rangeOf(*e, hi);
+      if (!sr || !er || sr->first < 0) return false;
+      auto ot = inferType(*c.args[0], types, {});
+      if (!ot.ok()) return false;
+      auto axis = ir::normAxis(t.dim, int64_t(ot->shape.size()), "slice");
+      if (!axis.ok()) return false;
+      const ir::Dim& ext = ot->shape[size_t(*axis)];
+      if (ext.isConcrete() && er->second > ext.value()) return false;
+      return boundsHoldEverywhere(*t.args[0], *c.args[0], var, dist, types);
+    }
+    default:
+      for (size_t i = 0; i < t.args.size(); ++i)
+        if (!boundsHoldEverywhere(*t.args[i], *c.args[i], var, dist, types)) return false;
+      return true;
+  }
+}
+
+}  // namespace
+
+std::optional<AffineForm> affineForm(const IntExpr& e, const std::optional<std::string>& var, const ir::Program& dist,
+                                     std::map<std::string, int64_t>* hi) {
+  std::map<std::string, int64_t> h;
+  return affineOf(e, var, dist, hi ? *hi : h);
+}
+
+Result<RelPtr> templateAt(const InputRelation& t, const RankSpace& ranks, int64_t rank) {
+  RelScope s;
+  s.ranks = &ranks;
+  s.anchorRank = rank;
+  if (t.loopVar) s.vars[*t.loopVar] = rank;
+  return concretize(*t.expr, s);
+}
+
+std::optional<TemplateInputs> checkInputTemplates(const ir::Graph& seq, const ir::Program& dist,
+                                                  const RelationFile& rel) {
+  TemplateInputs out;
+  for (const auto& in : rel.inputs) {
+    bool overAll = in.allRanks || (in.loopVar && !in.loopDomain.isRange && in.rank.kind == IntExpr::Kind::Var &&
+                                   in.rank.name == *in.loopVar &&
+                                   ir::isMeshAxisGroup(dist.mesh(), dist.namedGroups(), in.loopDomain.group));
+    if (!overAll || !out.byName.emplace(in.name, &in).second) return std::nullopt;
+  }
+  for (const auto& u : rel.unrelated)
+    if (out.byName.count(u.name) || !out.unrelated.insert(u.name).second) return std::nullopt;
+  TypeLookup types;
+  types.seq = [&](const std::string& n) -> Result<ir::TensorType> {
+    auto v = seq.findValue(n);
+    if (!v) return makeError("unknown-tensor", "S has no tensor '" + n + "'");
+    return seq.value(*v).type;
+  };
+  RankSpace ranks = RankSpace::of(dist);
+  std::set<std::string> leavesSomewhere;
+  for (int64_t cl = 0; cl < dist.numClasses(); ++cl) {
+    const ir::Graph& g = dist.classGraph(cl);
+    int64_t r0 = dist.classRanks(cl)[0];
+    std::set<std::string> leaves;
+    for (const auto* list : {&g.inputs(), &g.params()})
+      for (ir::ValueId v : *list) {
+        const std::string& name = g.value(v).name;
+        leaves.insert(name);
+        leavesSomewhere.insert(name);
+        if (out.unrelated.count(name)) continue;
+        auto t = out.byName.find(name);
+        if (t == out.byName.end()) return std::nullopt;
+        auto e = templateAt(*t->second, ranks, r0);
+        if (!e.ok()) return std::nullopt;
+        auto ty = inferType(**e, types, {});
+        if (!ty.ok() || !boundsHoldEverywhere(*t->second->expr, **e, t->second->loopVar, dist, types)) return std::nullopt;
+        const ir::TensorType& want = g.value(v).type;
+        bool same = ty->shape.size() == want.shape.size();
+        for (size_t k = 0; same && k < want.shape.size(); ++k)
+          same = !(ty->shape[k].isConcrete() && want.shape[k].isConcrete()) || ty->shape[k] == want.shape[k];
+        if (!same) return std::nullopt;
+      }
+    for (const auto& [name, _] : out.byName)
+      if (!leaves.count(name)) return std::nullopt;  // a relation for an input this class lacks
+  }
+  for (const auto& u : out.unrelated)
+    if (!leavesSomewhere.count(u)) return std::nullopt;
+  return out;
+}
+
 Result<InputInversion> invertInputs(const ir::Graph& seq, const std::vector<CheckedInput>& checked, DistModel& model) {
   TypeLookup types;
   types.seq = [&](const std::string& n) -> Result<ir::TensorType> {
