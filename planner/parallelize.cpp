@@ -300,9 +300,15 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     if (c.pp > 1) {
       heads.push_back("  rank " + S(rankOf(stage, rep, first)) + " {\n");
     } else {
-      for (int d = 0; d < dp; ++d)
-        heads.push_back("  rank " + S(rankOf(stage, d, first)) +
-                        (last > first ? ".." + S(rankOf(stage, d, last)) : "") + " {\n");
+      // Replicas whose ranks follow each other share one `rank a..b` (one
+      // graph for the whole range: ir::Program's rank classes).
+      std::vector<std::pair<int64_t, int64_t>> spans;
+      for (int d = 0; d < dp; ++d) {
+        int64_t lo = rankOf(stage, d, first), hi = rankOf(stage, d, last);
+        if (!spans.empty() && spans.back().second + 1 == lo) spans.back().second = hi;
+        else spans.emplace_back(lo, hi);
+      }
+      for (auto [lo, hi] : spans) heads.push_back("  rank " + S(lo) + (hi > lo ? ".." + S(hi) : "") + " {\n");
     }
     std::string sI = "  ", dI = "    ";
     // The stage's input: the tokens, or the previous stage's output.

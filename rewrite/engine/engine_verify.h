@@ -46,7 +46,7 @@ Result<std::vector<CheckedInput>> checkInputRelations(const ir::Graph& seq, cons
 // The same checks made once per relation template and rank class instead
 // of once per (rank, input): where every input relation is a template over
 // all ranks (`dist[*].x = E`, or `for r in G: dist[r].x = E(r)` with G a
-// group of mesh axes) whose slice bounds are affine in r and idx(r, G)
+// group of mesh axes or 0..world-1) whose slice bounds are affine in r and idx(r, G)
 // with extents that do not depend on r, each term has one shape on every
 // rank, so the checks hold on every rank of a class once they hold on its
 // first rank and each slice's bounds hold over the whole range of its

@@ -236,6 +236,7 @@ class Folder {
   std::optional<Fact> inputFact(const std::string& name, const TensorType& local, const Bound& bound);
   std::optional<Fact> blockedInputFact(const std::vector<RelPtr>& rels, const TensorType& local);
   RelPtr wholeIfTiles(const RelPtr& r) const;
+  std::optional<Fact> templateFact2(const InputRelation& t, const TensorType& local);
   std::optional<Fact> templateFact(const InputRelation& t, const TensorType& local, const std::string& group);
 
   const FoldInput& in_;
@@ -954,6 +955,70 @@ std::optional<Fact> Folder::templateFact(const InputRelation& t, const TensorTyp
   return f;
 }
 
+namespace {
+// The atoms of a template's slice bounds ("idx:G", "r"); false where a
+// bound is not affine in them.
+bool templateAtoms(const Rel& r, const InputRelation& t, const ir::Program& dist, std::set<std::string>& atoms) {
+  if (r.op == RelOp::Slice)
+    for (const IntExpr* e : {&r.start, &r.end}) {
+      auto f = affineForm(*e, t.loopVar, dist);
+      if (!f) return false;
+      for (const auto& [a, _] : f->k) atoms.insert(a);
+    }
+  return std::all_of(r.args.begin(), r.args.end(), [&](const RelPtr& a) { return templateAtoms(*a, t, dist, atoms); });
+}
+}  // namespace
+
+// Two groups: a template that depends on neither group (replicated over
+// both), on one (split over it, replicated over the other), or nested
+// slices, one per group, on two dims (split over both).
+std::optional<Fact> Folder::templateFact2(const InputRelation& t, const TensorType& local) {
+  std::set<std::string> atoms;
+  if (!templateAtoms(*t.expr, t, dist_, atoms)) return std::nullopt;
+  const std::string a = "idx:" + groupA_, b = "idx:" + groupB_;
+  if (atoms.empty() || atoms == std::set<std::string>{a}) return templateFact(t, local, groupA_);
+  if (atoms == std::set<std::string>{b}) {
+    std::swap(n_, n2_);
+    auto fb = templateFact(t, local, groupB_);
+    std::swap(n_, n2_);
+    if (!fb || fb->lay != Lay::Split) return std::nullopt;
+    Fact f;
+    f.lay = Lay::Rep;
+    f.lay2 = Lay::Split;
+    f.dim2 = fb->dim;
+    f.v = fb->v;
+    return f;
+  }
+  if (atoms != std::set<std::string>{a, b}) return std::nullopt;
+  // slice(slice(seq.X, d1, k1*idx(r, G1), ...), d2, k2*idx(r, G2), ...)
+  const Rel& outer = *t.expr;
+  if (outer.op != RelOp::Slice || outer.args[0]->op != RelOp::Slice || outer.args[0]->args[0]->op != RelOp::Seq)
+    return std::nullopt;
+  const std::string& name = outer.args[0]->args[0]->name;
+  auto v = seq_.findValue(name);
+  if (!v) return std::nullopt;
+  const TensorType& whole = seq_.value(*v).type;
+  std::map<std::string, std::pair<int64_t, int64_t>> cut;  // atom -> (dim, piece)
+  for (const Rel* sl : {&outer, outer.args[0].get()}) {
+    auto s = affineForm(sl->start, t.loopVar, dist_), e = affineForm(sl->end, t.loopVar, dist_);
+    if (!s || !e || s->k.size() != 1 || s->c != 0 || e->k != s->k) return std::nullopt;
+    int64_t k = s->k.begin()->second;
+    auto d = ir::normAxis(sl->dim, int64_t(whole.shape.size()), "slice");
+    if (k <= 0 || e->c != k || !d.ok() || !cut.emplace(s->k.begin()->first, std::make_pair(*d, k)).second)
+      return std::nullopt;
+  }
+  auto [dA, kA] = cut.at(a);
+  auto [dB, kB] = cut.at(b);
+  if (dA == dB || local.shape.size() != whole.shape.size() || !(local.shape[size_t(dA)] == Dim(kA)) ||
+      !(local.shape[size_t(dB)] == Dim(kB)))
+    return std::nullopt;
+  Fact f{Lay::Split, dA, {ex_.intern("seq " + name, whole), 1.0}};
+  f.lay2 = Lay::Split;
+  f.dim2 = dB;
+  if (!(globalOf(local, f) == whole)) return std::nullopt;
+  return f;
+}
+
 std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType& local, const Bound& bound) {
   auto it = bound.find(name);
   if (it == bound.end()) return std::nullopt;
@@ -1564,14 +1629,14 @@ FoldOutcome Folder::run() {
 
   // D's inputs from the relations, then its ops in order.
   if (in_.templates) {
-    if (twoD_) return res.needsRanks = true, res.why = "two groups: folded with per-rank relations", res;
     for (size_t c = 0; c < classes_.size(); ++c) {
       enter(c);
       for (const auto* list : {&g_->inputs(), &g_->params()})
         for (ir::ValueId v : *list) {
           const std::string& name = g_->value(v).name;
           if (in_.templates->unrelated.count(name)) continue;
-          auto f = templateFact(*in_.templates->byName.at(name), g_->value(v).type, res.group);
+          const InputRelation& t = *in_.templates->byName.at(name);
+          auto f = twoD_ ? templateFact2(t, g_->value(v).type) : templateFact(t, g_->value(v).type, res.group);
           if (!f) return res.needsRanks = true, res.why = "relation of '" + name + "' not read as a layout", res;
           (*facts_)[size_t(v)] = *f;
         }

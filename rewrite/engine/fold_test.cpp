@@ -89,6 +89,12 @@ bool folded(const VerifyReport& r) {
                      });
 }
 
+bool fromTemplates(const VerifyReport& r) {
+  return std::any_of(r.assumptions.begin(), r.assumptions.end(), [](const std::string& a) {
+    return a.find("input relations read as templates") != std::string::npos;
+  });
+}
+
 std::string why(const VerifyReport& r) {
   std::string s = std::string(verdictName(r.verdict)) + ": " + r.reason;
   if (r.failure) s += " | " + r.failure->message;
@@ -324,6 +330,7 @@ TEST(Fold2D, DpTpMlpVerifiesOverBothGroups) {
     bool says = std::any_of(rep.assumptions.begin(), rep.assumptions.end(),
                             [&](const std::string& a) { return a.find(groups) != std::string::npos; });
     EXPECT_TRUE(says) << groups;
+    EXPECT_TRUE(fromTemplates(rep)) << groups;
   }
 }
 
@@ -488,16 +495,11 @@ TEST(Fold2D, InputSplitOverBothGroups) {
     auto rep = check(program(tpFirst, "idx(r,tp)"));
     EXPECT_EQ(rep.verdict, Verdict::Verified) << tpFirst << " " << why(rep);
     EXPECT_TRUE(folded(rep)) << tpFirst;
+    EXPECT_TRUE(fromTemplates(rep)) << tpFirst;
   }
   auto reversed = check(program(false, "(3-idx(r,tp))"));
   EXPECT_NE(reversed.verdict, Verdict::Verified) << why(reversed);
   EXPECT_FALSE(folded(reversed));
-}
-
-bool fromTemplates(const VerifyReport& r) {
-  return std::any_of(r.assumptions.begin(), r.assumptions.end(), [](const std::string& a) {
-    return a.find("input relations read as templates") != std::string::npos;
-  });
 }
 
 // An SPMD body over a mesh axis with relations over every rank is checked

@@ -316,9 +316,12 @@ std::optional<TemplateInputs> checkInputTemplates(const ir::Graph& seq, const ir
                                                   const RelationFile& rel) {
   TemplateInputs out;
   for (const auto& in : rel.inputs) {
-    bool overAll = in.allRanks || (in.loopVar && !in.loopDomain.isRange && in.rank.kind == IntExpr::Kind::Var &&
-                                   in.rank.name == *in.loopVar &&
-                                   ir::isMeshAxisGroup(dist.mesh(), dist.namedGroups(), in.loopDomain.group));
+    // every rank: dist[*], or r over a mesh-axis group or over 0..world-1
+    bool domainAll = in.loopDomain.isRange
+                         ? in.loopDomain.lo == 0 && in.loopDomain.hi == dist.worldSize() - 1
+                         : ir::isMeshAxisGroup(dist.mesh(), dist.namedGroups(), in.loopDomain.group);
+    bool overAll = in.allRanks || (in.loopVar && domainAll && in.rank.kind == IntExpr::Kind::Var &&
+                                   in.rank.name == *in.loopVar);
     if (!overAll || !out.byName.emplace(in.name, &in).second) return std::nullopt;
   }
   for (const auto& u : rel.unrelated)
