@@ -72,6 +72,14 @@ Result<Plan> lowerRank(const ir::Program& p, int64_t r, const ir::Bindings& b, s
     s.attrs = n.attrs;
     s.loc = n.loc;
     s.loc.col = 0;  // a text IR position prints as its line: the plan names its source
+    if (s.kind == StepKind::Send || s.kind == StepKind::Recv) {
+      // A plan names world ranks: a peer given by its position in a group
+      // is resolved here.
+      auto peer = p.peerOf(r, n);
+      if (!peer) return makeError(peer.error().id, "rank " + std::to_string(r) + ": " + n.name + ": " + peer.error().message);
+      s.attrs["peer"] = *peer;
+      s.attrs.erase("group");
+    }
     if (s.kind == StepKind::Collective) {
       auto m = p.groupOf(ir::attrStr(n.attrs, "group"), r);
       if (!m) return makeError(m.error().id, "rank " + std::to_string(r) + ": " + n.name + ": " + m.error().message);

@@ -109,9 +109,11 @@ class Differ {
     emitted_.insert(name);
     return name;
   }
-  Status emitSend(const std::string& x, int64_t peer, int64_t tag) {
+  Status emitSend(const std::string& x, int64_t peer, int64_t tag, const std::string& group) {
     ++uses_[x];
-    out_.nodes.push_back(NodeSpec{OpKind::Send, fresh("send"), {x}, {}, {{"peer", peer}, {"tag", tag}}, loc_});
+    AttrMap attrs{{"peer", peer}, {"tag", tag}};
+    if (!group.empty()) attrs["group"] = group;
+    out_.nodes.push_back(NodeSpec{OpKind::Send, fresh("send"), {x}, {}, std::move(attrs), loc_});
     return okStatus();
   }
 
@@ -320,12 +322,12 @@ Status Differ::vjp(const Node& n) {
   if (n.op == OpKind::Send) {
     const TensorType& t = inT(0);
     if (!rc_ || !isFloat(t.dtype)) return okStatus();
-    SP_ASSIGN(std::string r, emit(OpKind::Recv, {},
-                                  {{"peer", attrInt(n.attrs, "peer")},
-                                   {"tag", attrInt(n.attrs, "tag") + o_.gradTagOffset},
-                                   {"dtype", t.dtype},
-                                   {"shape", t.shape}},
-                                  "recv"));
+    AttrMap attrs{{"peer", attrInt(n.attrs, "peer")},
+                  {"tag", attrInt(n.attrs, "tag") + o_.gradTagOffset},
+                  {"dtype", t.dtype},
+                  {"shape", t.shape}};
+    if (!attrStr(n.attrs, "group").empty()) attrs["group"] = attrStr(n.attrs, "group");  // the same peer
+    SP_ASSIGN(std::string r, emit(OpKind::Recv, {}, std::move(attrs), "recv"));
     exact(0, r);
     return okStatus();
   }
@@ -334,7 +336,7 @@ Status Differ::vjp(const Node& n) {
     if (!isFloat(g_.value(y).type.dtype)) return okStatus();
     SP_ASSIGN(std::string gr, materialize(y));
     if (gr.empty()) { SP_ASSIGN(gr, zeros(g_.value(y).type)); }
-    return emitSend(gr, attrInt(n.attrs, "peer"), attrInt(n.attrs, "tag") + o_.gradTagOffset);
+    return emitSend(gr, attrInt(n.attrs, "peer"), attrInt(n.attrs, "tag") + o_.gradTagOffset, attrStr(n.attrs, "group"));
   }
   bool anyIn = false;
   for (size_t i = 0; i < n.inputs.size(); ++i) anyIn = anyIn || need(i);
@@ -928,13 +930,15 @@ Result<bool> typeRank(const Program& p, int64_t rank, const GradOptions& o,
         break;
       }
       case OpKind::Send: {
-        int64_t peer = attrInt(n.attrs, "peer"), tag = attrInt(n.attrs, "tag");
+        SP_ASSIGN(int64_t peer, p.peerOf(rank, n));
+        int64_t tag = attrInt(n.attrs, "tag");
         int64_t k = nth[{peer, tag, 0}]++;
         sent[{rank, peer, tag, k}] = a;
         break;
       }
       case OpKind::Recv: {
-        int64_t peer = attrInt(n.attrs, "peer"), tag = attrInt(n.attrs, "tag");
+        SP_ASSIGN(int64_t peer, p.peerOf(rank, n));
+        int64_t tag = attrInt(n.attrs, "tag");
         int64_t k = nth[{peer, tag, 1}]++;
         auto it = sent.find({peer, rank, tag, k});
         if (it == sent.end()) complete = false;

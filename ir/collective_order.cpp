@@ -30,6 +30,7 @@ using Key = std::tuple<int64_t, int64_t, int64_t>;  // (src, dst, tag)
 struct RankPos {
   const Graph* g = nullptr;
   std::vector<NodeId> comm;        // communication nodes in execution order
+  std::vector<int64_t> peers;      // per comm node: the world rank a send/recv exchanges with
   size_t pos = 0;
   // Group of the collective at pos, once reached: one shared list per group
   // (Orderer::membersOf), so members compare by address.
@@ -38,6 +39,7 @@ struct RankPos {
   const std::vector<int64_t>& group() const { return members ? *members : none(); }
   bool done() const { return pos >= comm.size(); }
   const Node& at() const { return g->node(comm[pos]); }
+  int64_t peerAt() const { return peers[pos]; }
 };
 
 class Orderer {
@@ -55,14 +57,20 @@ class Orderer {
       for (NodeId n = 0; n < NodeId(st.g->nodes().size()); ++n) {
         const Node& node = st.g->node(n);
         if (opInfo(node.op).category != OpCategory::Collective) continue;
+        int64_t peer = -1;
         if (node.op == OpKind::Send || node.op == OpKind::Recv) {
-          int64_t peer = attrInt(node.attrs, "peer");
+          auto resolved = p_.peerOf(int64_t(r), node);
+          if (!resolved)
+            return makeError(resolved.error().id, "rank " + std::to_string(r) + ": " + nodeWhere(node) + ": " +
+                                                      resolved.error().message);
+          peer = *resolved;
           if (peer < 0 || peer >= int64_t(world))
             return makeError("bad-peer", "rank " + std::to_string(r) + ": " + nodeWhere(node) + ": peer " +
                                              std::to_string(peer) + " is outside the world of " +
                                              std::to_string(world) + " ranks");
         }
         st.comm.push_back(n);
+        st.peers.push_back(peer);
       }
       work_.push_back(int64_t(r));
     }
@@ -91,18 +99,18 @@ class Orderer {
       NodeId n = st.comm[st.pos];
       const Node& node = st.at();
       if (node.op == OpKind::Send) {
-        Key key{r, attrInt(node.attrs, "peer"), attrInt(node.attrs, "tag")};
+        Key key{r, st.peerAt(), attrInt(node.attrs, "tag")};
         channels_[key].push_back(n);
         ++st.pos;
         int64_t dst = std::get<1>(key);
         const RankPos& d = ranks_[size_t(dst)];
         if (dst != r && !d.done() && d.at().op == OpKind::Recv &&
-            attrInt(d.at().attrs, "peer") == r && attrInt(d.at().attrs, "tag") == std::get<2>(key))
+            d.peerAt() == r && attrInt(d.at().attrs, "tag") == std::get<2>(key))
           work_.push_back(dst);
         continue;
       }
       if (node.op == OpKind::Recv) {
-        int64_t peer = attrInt(node.attrs, "peer");
+        int64_t peer = st.peerAt();
         auto& q = channels_[{peer, r, attrInt(node.attrs, "tag")}];
         if (q.empty()) return okStatus();  // blocked
         MessageStep m{peer, r, attrInt(node.attrs, "tag"), q.front(), n};
@@ -175,7 +183,7 @@ class Orderer {
   std::vector<int64_t> waitsFor(int64_t r) const {
     const RankPos& st = ranks_[size_t(r)];
     const Node& n = st.at();
-    if (n.op == OpKind::Recv) return {attrInt(n.attrs, "peer")};
+    if (n.op == OpKind::Recv) return {st.peerAt()};
     std::vector<int64_t> out;
     for (int64_t m : st.group()) {
       const RankPos& o = ranks_[size_t(m)];
@@ -228,7 +236,7 @@ class Orderer {
         msg += "rank " + std::to_string(r) + " finished";
         continue;
       }
-      msg += "rank " + std::to_string(r) + " " + waitingAt(st.at(), st.group());
+      msg += "rank " + std::to_string(r) + " " + waitingAt(st.at(), st.group(), st.at().op == OpKind::Recv ? st.peerAt() : -1);
     }
     return makeError("deadlock", msg);
   }
@@ -280,10 +288,10 @@ std::string groupStr(const std::string& name, const std::vector<int64_t>& member
   return out + "]";
 }
 
-std::string waitingAt(const Node& n, const std::vector<int64_t>& members) {
+std::string waitingAt(const Node& n, const std::vector<int64_t>& members, int64_t peer) {
   std::string msg = "waits at " + detail::nodeWhere(n);
   if (n.op == OpKind::Recv)
-    return msg + " from rank " + std::to_string(attrInt(n.attrs, "peer")) + " tag " +
+    return msg + " from rank " + std::to_string(peer >= 0 ? peer : attrInt(n.attrs, "peer")) + " tag " +
            std::to_string(attrInt(n.attrs, "tag"));
   return msg + " in " + groupStr(attrStr(n.attrs, "group"), members);
 }

@@ -61,7 +61,8 @@ bool uniformSpmd(const Program& p);
 
 // Where a blocked rank waits, for deadlock messages: "waits at <node> from
 // rank P tag T" (a recv) or "waits at <node> in group NAME [members]".
-std::string waitingAt(const Node& n, const std::vector<int64_t>& members);
+// `peer`: a recv's world rank (Program::peerOf), -1: its peer attribute.
+std::string waitingAt(const Node& n, const std::vector<int64_t>& members, int64_t peer = -1);
 std::string groupStr(const std::string& name, const std::vector<int64_t>& members);
 
 }  // namespace sp::ir

@@ -110,6 +110,35 @@ bool isMeshAxisGroup(const Mesh& mesh, const std::map<std::string, GroupPartitio
   return !axesOfGroup(mesh, groups, name).empty();
 }
 
+Result<int64_t> peerRank(const Mesh& mesh, const std::map<std::string, GroupPartition>& groups, int64_t rank,
+                         const Node& n) {
+  int64_t peer = attrInt(n.attrs, "peer");
+  auto g = n.attrs.find("group");
+  if (g == n.attrs.end() || attrStr(n.attrs, "group").empty()) return peer;
+  const std::string& name = attrStr(n.attrs, "group");
+  auto bad = [&](int64_t size) {
+    return makeError("bad-peer", "peer " + std::to_string(peer) + " is not a position in group '" + name +
+                                     "' of " + std::to_string(size) + " ranks");
+  };
+  auto sel = axesOfGroup(mesh, groups, name);
+  if (!sel.empty() && rank >= 0 && rank < mesh.worldSize()) {
+    int64_t size = 1;
+    for (size_t i : sel) size *= mesh.axes[i].size;
+    if (peer < 0 || peer >= size) return bad(size);
+    std::vector<int64_t> c = mesh.coords(rank);
+    for (size_t k = sel.size(); k-- > 0;) {  // row-major over the group's axes
+      c[sel[k]] = peer % mesh.axes[sel[k]].size;
+      peer /= mesh.axes[sel[k]].size;
+    }
+    return mesh.rankOf(c);
+  }
+  SP_ASSIGN(auto members, groupMembers(mesh, groups, name, rank));
+  if (peer < 0 || peer >= int64_t(members.size())) return bad(int64_t(members.size()));
+  return members[size_t(peer)];
+}
+
+Result<int64_t> Program::peerOf(int64_t rank, const Node& n) const { return peerRank(mesh_, groups_, rank, n); }
+
 Result<int64_t> groupIndex(const Mesh& mesh, const std::map<std::string, GroupPartition>& groups,
                            const std::string& name, int64_t rank) {
   auto sel = axesOfGroup(mesh, groups, name);
@@ -307,7 +336,9 @@ Result<Program> ProgramBuilder::finish() && {
     auto check = [&](const Node& n) -> Status {
       std::string where = "rank " + std::to_string(r) + ": " + std::string(opName(n.op)) + " '" + n.name + "'";
       if (n.op == OpKind::Send || n.op == OpKind::Recv) {
-        int64_t peer = attrInt(n.attrs, "peer");
+        auto resolved = prog_.peerOf(r, n);
+        if (!resolved) return makeError(resolved.error().id, where + ": " + resolved.error().message, n.loc.str());
+        int64_t peer = *resolved;
         if (peer < 0 || peer >= worldSize_ || peer == r)
           return makeError("bad-peer", where + ": peer " + std::to_string(peer) +
                                            " is not another rank of world size " +

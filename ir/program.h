@@ -52,6 +52,8 @@ class Program {
   const std::map<std::string, GroupPartition>& namedGroups() const { return groups_; }
   // Members, in group order, of the group `name` that contains `rank`.
   Result<std::vector<int64_t>> groupOf(const std::string& name, int64_t rank) const;
+  // The world rank send/recv node `n` of `rank` exchanges with (peerRank).
+  Result<int64_t> peerOf(int64_t rank, const Node& n) const;
   // The whole partition a group name stands for.
   Result<GroupPartition> partition(const std::string& name) const;
 
@@ -106,6 +108,15 @@ Result<int64_t> groupIndex(const Mesh& mesh, const std::map<std::string, GroupPa
 // Whether `name` is one or more mesh axes joined by '+' (not a named
 // partition): such a group contains every rank, with one size.
 bool isMeshAxisGroup(const Mesh& mesh, const std::map<std::string, GroupPartition>& groups, const std::string& name);
+
+// The world rank that a send or recv node of `rank` exchanges with: its
+// `peer` attribute, or, when the node names a `group`, the member at
+// position `peer` of the rank's part of that group (a pipeline stage's
+// neighbour in "pp", whatever the rank's dp and tp coordinates: one body
+// serves every rank of a stage). `bad-peer` when the position is outside
+// the group; group errors as for collectives.
+Result<int64_t> peerRank(const Mesh& mesh, const std::map<std::string, GroupPartition>& groups, int64_t rank,
+                         const Node& n);
 
 // Group size of `name` for `rank` in a program under construction.
 GroupSizeFn groupSizeFor(const Mesh& mesh, const std::map<std::string, GroupPartition>& groups,

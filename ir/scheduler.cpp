@@ -159,14 +159,14 @@ class Scheduler {
       }
       if (detail::pastDeadline(opts_.deadline)) return timeLimit(r, nodeWhere(n));
       if (n.op == OpKind::Send) {
-        int64_t peer = attrInt(n.attrs, "peer");
+        SP_ASSIGN(int64_t peer, p_.peerOf(r, n));
         channels_[{r, peer, attrInt(n.attrs, "tag")}].push_back(
             {st.vals[size_t(n.inputs[0])], r, &n});
         finishNode(st);
         continue;
       }
       if (n.op == OpKind::Recv) {
-        int64_t peer = attrInt(n.attrs, "peer");
+        SP_ASSIGN(int64_t peer, p_.peerOf(r, n));
         auto& q = channels_[{peer, r, attrInt(n.attrs, "tag")}];
         if (q.empty()) return okStatus();  // blocked
         Message m = std::move(q.front());
@@ -257,7 +257,8 @@ class Scheduler {
         msg += "rank " + std::to_string(r) + " finished";
         continue;
       }
-      msg += "rank " + std::to_string(r) + " " + waitingAt(st.at(), st.members);
+      auto peer = st.at().op == OpKind::Recv ? p_.peerOf(int64_t(r), st.at()) : Result<int64_t>(int64_t(-1));
+      msg += "rank " + std::to_string(r) + " " + waitingAt(st.at(), st.members, peer.ok() ? *peer : -1);
     }
     return makeError("deadlock", msg);
   }

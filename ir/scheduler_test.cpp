@@ -346,6 +346,65 @@ TEST(CollectiveOrder, UniformSpmdProgramsAlwaysOrder) {
   }
 }
 
+// Peers by position in a group: one body per pipeline stage on a [pp, tp]
+// mesh, each rank receiving from the rank of its tp position in the stage
+// before; order, interpreter and deadlock messages name world ranks.
+TEST(CollectiveOrder, PeersByGroupPosition) {
+  auto p = parseProgram(R"(program p {
+  world 4
+  mesh [pp = 2, tp = 2]
+  rank 0..1 {
+    input %x: f32[2]
+    send(%x) {group = "pp", peer = 1}
+  }
+  rank 2..3 {
+    %y: f32[2] = recv() {group = "pp", peer = 0, dtype = f32, shape = [2]}
+    output %y
+  }
+}
+)", "pp.sp");
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  EXPECT_EQ(p->numClasses(), 2);
+  auto order = orderCollectives(*p);
+  ASSERT_TRUE(order.ok()) << order.error().str();
+  ASSERT_EQ(order->messages.size(), 2u);
+  for (const auto& m : order->messages) EXPECT_EQ(m.dst, m.src + 2);
+  std::vector<TensorMap> in(4);
+  in[0] = {{"x", Tensor::fromFloats(DType::F32, {2}, std::vector<float>{1, 2})}};
+  in[1] = {{"x", Tensor::fromFloats(DType::F32, {2}, std::vector<float>{3, 4})}};
+  auto out = runProgram(*p, in);
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  EXPECT_EQ(vals(out->at(2).at("y")), (std::vector<double>{1, 2}));
+  EXPECT_EQ(vals(out->at(3).at("y")), (std::vector<double>{3, 4}));
+  // A position outside the group, named at the rank.
+  auto bad = parseProgram("program p {\n  world 2\n  mesh [pp = 2]\n  rank 0..1 {\n    input %x: f32[2]\n"
+                          "    send(%x) {group = \"pp\", peer = 2}\n  }\n}\n",
+                          "bad.sp");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().id, "bad-peer");
+  EXPECT_NE(bad.error().message.find("rank 0:"), std::string::npos) << bad.error().str();
+  // Both stages receive first: the deadlock names world ranks.
+  auto hang = parseProgram(R"(program p {
+  world 2
+  mesh [pp = 2]
+  rank 0 {
+    %y: f32[2] = recv() {group = "pp", peer = 1, dtype = f32, shape = [2]}
+    send(%y) {group = "pp", peer = 1}
+  }
+  rank 1 {
+    %y: f32[2] = recv() {group = "pp", peer = 0, dtype = f32, shape = [2]}
+    send(%y) {group = "pp", peer = 0}
+  }
+}
+)", "hang.sp");
+  ASSERT_TRUE(hang.ok()) << hang.error().str();
+  auto dl = orderCollectives(*hang);
+  ASSERT_FALSE(dl.ok());
+  EXPECT_EQ(dl.error().id, "deadlock");
+  EXPECT_NE(dl.error().message.find("rank 0 waits at recv 'y' (hang.sp:5:5) from rank 1"), std::string::npos)
+      << dl.error().message;
+}
+
 TEST(CollectiveOrder, GroupCycleIsADeadlock) {
   Program p = parseTrustProgram("cycle_dist.sp");
   const std::string msg =

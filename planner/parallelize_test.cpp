@@ -76,11 +76,12 @@ TEST(Parallelize, GeneratedProgramsVerify) {
 TEST(Parallelize, UnevenStagesVerify) {
   auto p = parallelize(spec("llama3-8b", 2, true, 16, 7, 3));  // 2, 3, 2
   ASSERT_TRUE(p.ok()) << p.error().str();
-  size_t r2 = p->dist.find("  rank 2 {"), r4 = p->dist.find("  rank 4 {");
-  ASSERT_NE(r2, std::string::npos);
+  // one body per stage, its peers positions in the rank's pp group
+  size_t r2 = p->dist.find("  rank 2..3 {"), r4 = p->dist.find("  rank 4..5 {");
+  ASSERT_NE(r2, std::string::npos) << p->dist;
   ASSERT_NE(r4, std::string::npos);
   std::string stage1 = p->dist.substr(r2, r4 - r2);
-  EXPECT_NE(stage1.find("recv() {peer = 0,"), std::string::npos) << stage1;
+  EXPECT_NE(stage1.find("recv() {group = \"pp\", peer = 0,"), std::string::npos) << stage1;
   EXPECT_NE(stage1.find("%l4_y: "), std::string::npos) << stage1;  // layers 2, 3, 4
   EXPECT_EQ(stage1.find("%l5_y: "), std::string::npos) << stage1;
   auto rep = verifyTexts(*p);
@@ -173,15 +174,25 @@ TEST(Parallelize, PipelineStagesVerifyAndCrossedTransfersAreRefuted) {
   auto rep = verifyTexts(*p);
   EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
   EXPECT_TRUE(folded(rep)) << "each stage's tp group folded, the stages joined by their transfers";
+  // Each stage is one body for its two ranks (peers by pp position); the
+  // twin gives each rank its own body with world-rank peers, crossed.
   std::string d = p->dist;
-  for (auto [from, to] : {std::pair<std::string, std::string>{"send(%l1_y) {peer = 2,", "send(%l1_y) {peer = 3,"},
-                          {"send(%l1_y) {peer = 3,", "send(%l1_y) {peer = 2,"},
-                          {"recv() {peer = 0,", "recv() {peer = 1,"},
-                          {"recv() {peer = 1,", "recv() {peer = 0,"}}) {
-    size_t at = p->dist.find(from);
-    ASSERT_NE(at, std::string::npos) << from;
-    d.replace(at, from.size(), to);
-  }
+  auto perRank = [&](const std::string& head, const std::string& from, const std::string& to0,
+                     const std::string& to1, const std::string& r0, const std::string& r1) {
+    size_t at = d.find(head);
+    ASSERT_NE(at, std::string::npos) << head << "\n" << d;
+    size_t end = d.find("\n  }\n", at) + 5;
+    std::string body = d.substr(at + head.size(), end - at - head.size());
+    size_t f = body.find(from);
+    ASSERT_NE(f, std::string::npos) << from << "\n" << body;
+    std::string b0 = body, b1 = body;
+    b0.replace(f, from.size(), to0);
+    b1.replace(f, from.size(), to1);
+    d.replace(at, end - at, "  rank " + r0 + " {" + b0 + "  rank " + r1 + " {" + b1);
+  };
+  perRank("  rank 0..1 {", "send(%l1_y) {group = \"pp\", peer = 1,", "send(%l1_y) {peer = 3,", "send(%l1_y) {peer = 2,",
+          "0", "1");
+  perRank("  rank 2..3 {", "recv() {group = \"pp\", peer = 0,", "recv() {peer = 1,", "recv() {peer = 0,", "2", "3");
   p->dist = d;
   auto bad = verifyTexts(*p);
   EXPECT_EQ(bad.verdict, rewrite::Verdict::Refuted) << why(bad);
@@ -372,9 +383,10 @@ TEST(Parallelize, MicroBatchesVerifyAndCrossedMicroBatchesAreRefuted) {
   auto rep = verifyTexts(*p);
   EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
   std::string d = p->dist;
-  size_t rank4 = d.find("  rank 4 {");
-  ASSERT_NE(rank4, std::string::npos);
-  const std::string mb0 = "recv() {peer = 0, dtype", mb1 = "recv() {peer = 0, tag = 1, dtype";  // (tag 0 not printed)
+  size_t rank4 = d.find("  rank 4..7 {");  // stage 1: one body, peers by pp position
+  ASSERT_NE(rank4, std::string::npos) << d;
+  const std::string mb0 = "recv() {group = \"pp\", peer = 0, dtype",
+                    mb1 = "recv() {group = \"pp\", peer = 0, tag = 1, dtype";  // (tag 0 not printed)
   size_t a = d.find(mb0, rank4), b = d.find(mb1, rank4);
   ASSERT_NE(a, std::string::npos) << d.substr(rank4, 2000);
   ASSERT_NE(b, std::string::npos);

@@ -1604,7 +1604,8 @@ FoldOutcome Folder::run() {
       int64_t peerClass = -2;
       for (size_t i = 0; i < c.size(); ++i) {
         const auto& ni = dist_.rank(c[i]).node(ir::NodeId(&n - g.nodes().data()));
-        int64_t peer = ir::attrInt(ni.attrs, "peer");
+        auto resolved = dist_.peerOf(c[i], ni);
+        int64_t peer = resolved.ok() ? *resolved : -1;
         if (peer < 0 || peer >= world) return res.why = "a peer outside the world", res;
         auto [pc, pos] = where_[size_t(peer)];
         if (pos != int64_t(i) || (peerClass != -2 && pc != peerClass)) return res.why = "peers not stage-aligned", res;
