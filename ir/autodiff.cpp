@@ -46,6 +46,11 @@ struct RankCtx {
   int64_t rank = 0;
   std::vector<Axes> varies;  // per forward value
   GroupSizeFn groupSize;
+  // What the backward read of the rank beyond its graph and typing: its
+  // position in a group (then it is the rank's own), group sizes (then it
+  // serves the ranks that see the same sizes).
+  bool usedRank = false;
+  std::map<std::string, int64_t> sizes;
 };
 
 class Differ {
@@ -879,6 +884,7 @@ Status Differ::vjpAllGather(const Node& n) {
     SP_ASSIGN(auto full, materialize(y));
     const Dim& e = g_.value(x).type.shape[size_t(dim)];
     if (!e.isConcrete()) return unsupported(n, "an all_gather along a symbolic dim");
+    rc_->usedRank = true;
     SP_ASSIGN(int64_t idx, groupIndex(rc_->prog->mesh(), rc_->prog->namedGroups(), group, rc_->rank));
     SP_ASSIGN(auto r, emit(OpKind::Slice, {full},
                            {{"starts", std::vector<int64_t>{idx * e.value()}},
@@ -977,14 +983,44 @@ Result<Program> differentiate(const Program& forward, const GradOptions& options
       if (ok) done[size_t(r)] = true, --left;
     }
   }
-  ProgramSpec spec = toSpec(forward);
-  for (int64_t r = 0; r < world; ++r) {
-    RankCtx rc{&forward, r, std::move(varies[size_t(r)]),
-               groupSizeFor(forward.mesh(), forward.namedGroups(), r)};
-    Differ d(forward.rank(r), options, &rc);
-    auto g = d.run();
-    if (!g) return makeError(g.error().id, "rank " + std::to_string(r) + ": " + g.error().message);
-    spec.ranks[size_t(r)] = std::move(*g);
+  // Once per rank class and typing: a rank of the class whose forward values
+  // vary over the same axes, and that sees the same group sizes, shares a
+  // backward that read nothing else of its rank.
+  ProgramSpec spec;
+  spec.worldSize = world;
+  spec.mesh = forward.mesh();
+  spec.groups = forward.namedGroups();
+  spec.ranks.resize(size_t(world));
+  spec.sameAs.assign(size_t(world), -1);
+  for (int64_t c = 0; c < forward.numClasses(); ++c) {
+    std::vector<std::pair<int64_t, std::map<std::string, int64_t>>> shareable;  // (rank, sizes it saw)
+    for (int64_t r : forward.classRanks(c)) {
+      GroupSizeFn sizeOf = groupSizeFor(forward.mesh(), forward.namedGroups(), r);
+      for (const auto& [from, sizes] : shareable) {
+        bool same = varies[size_t(r)] == varies[size_t(from)];
+        for (auto it = sizes.begin(); same && it != sizes.end(); ++it) {
+          auto n = sizeOf(it->first);
+          same = n.ok() && *n == it->second;
+        }
+        if (same) {
+          spec.sameAs[size_t(r)] = from;
+          break;
+        }
+      }
+      if (spec.sameAs[size_t(r)] >= 0) continue;
+      RankCtx rc{&forward, r, varies[size_t(r)], {}};
+      rc.groupSize = [&rc, sizeOf](const std::string& g) -> Result<int64_t> {
+        SP_ASSIGN(int64_t n, sizeOf(g));
+        rc.sizes[g] = n;
+        return n;
+      };
+      Differ d(forward.rank(r), options, &rc);
+      auto g = d.run();
+      if (!g) return makeError(g.error().id, "rank " + std::to_string(r) + ": " + g.error().message);
+      spec.ranks[size_t(r)] = std::move(*g);
+      spec.sameAs[size_t(r)] = r;
+      if (!rc.usedRank) shareable.emplace_back(r, rc.sizes);
+    }
   }
   return buildProgram(spec);
 }

@@ -59,6 +59,21 @@ ProgramSpec toSpec(const Program& p) {
   return s;
 }
 
+ProgramSpec toSpecShared(const Program& p) {
+  ProgramSpec s;
+  s.worldSize = p.worldSize();
+  s.mesh = p.mesh();
+  s.groups = p.namedGroups();
+  s.ranks.resize(size_t(p.worldSize()));
+  s.sameAs.resize(size_t(p.worldSize()));
+  for (int64_t c = 0; c < p.numClasses(); ++c) {
+    const auto& rs = p.classRanks(c);
+    s.ranks[size_t(rs[0])] = graphSpec(p.classGraph(c));
+    for (int64_t r : rs) s.sameAs[size_t(r)] = rs[0];
+  }
+  return s;
+}
+
 namespace {
 
 Result<GraphBuilder> builder(const GraphSpec& gs) {
@@ -82,9 +97,25 @@ Result<Graph> buildGraph(const GraphSpec& s) {
 Result<Program> buildProgram(const ProgramSpec& s) {
   ProgramBuilder pb(s.worldSize, s.mesh);
   for (const auto& [name, members] : s.groups) SP_TRY(pb.addGroup(name, members));
-  for (size_t r = 0; r < s.ranks.size(); ++r) {
-    SP_ASSIGN(GraphBuilder gb, builder(s.ranks[r]));
-    SP_TRY(pb.setRank(int64_t(r), std::move(gb)));
+  if (s.sameAs.empty()) {
+    for (size_t r = 0; r < s.ranks.size(); ++r) {
+      SP_ASSIGN(GraphBuilder gb, builder(s.ranks[r]));
+      SP_TRY(pb.setRank(int64_t(r), std::move(gb)));
+    }
+    return std::move(pb).finish();
+  }
+  if (s.sameAs.size() != s.ranks.size()) return makeError("bad-spec", "sameAs has another length than ranks");
+  std::map<int64_t, std::vector<int64_t>> byRep;
+  for (size_t r = 0; r < s.sameAs.size(); ++r) {
+    int64_t rep = s.sameAs[r];
+    if (rep < 0 || rep >= int64_t(s.ranks.size()) || s.sameAs[size_t(rep)] != rep)
+      return makeError("bad-spec", "rank " + std::to_string(r) + " shares the spec of rank " + std::to_string(rep) +
+                                       ", which has none of its own");
+    byRep[rep].push_back(int64_t(r));
+  }
+  for (const auto& [rep, ranks] : byRep) {
+    SP_ASSIGN(GraphBuilder gb, builder(s.ranks[size_t(rep)]));
+    SP_TRY(pb.setRanks(ranks, std::move(gb)));
   }
   return std::move(pb).finish();
 }

@@ -44,10 +44,20 @@ struct ProgramSpec {
   Mesh mesh;
   std::map<std::string, GroupPartition> groups;
   std::vector<GraphSpec> ranks;
+  // Optional (empty: every rank is built from its own spec). sameAs[r] is
+  // the rank whose spec stands for rank r's (sameAs[r] == r for those that
+  // have their own; ranks[r] of the others is not read), and buildProgram
+  // builds one graph for all of them (ir::Program's rank classes). Only
+  // writers that know the specs equal set it (toSpecShared, differentiate,
+  // joinTrainingStep); an edit of one rank's spec must clear it.
+  std::vector<int64_t> sameAs;
 };
 
 GraphSpec graphSpec(const Graph& g);
 ProgramSpec toSpec(const Program& p);
+// One spec per rank class (sameAs set): the specs of the first rank of each
+// class only, for edits that apply to every rank of a class alike.
+ProgramSpec toSpecShared(const Program& p);
 // Fails when the edited graph is invalid (a graph without collectives: S).
 Result<Graph> buildGraph(const GraphSpec& s);
 // Fails when the edited program is invalid (a "stillborn" mutant).

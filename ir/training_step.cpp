@@ -1,5 +1,6 @@
 #include "ir/training_step.h"
 
+#include <map>
 #include <set>
 
 #include "ir/program_edit.h"
@@ -112,14 +113,25 @@ Result<Program> joinTrainingStep(const Program& fw, const Program& bw) {
   };
   if (axes(fw.mesh()) != axes(bw.mesh()))
     return makeError("training-step", "the forward and backward programs have different meshes");
-  ProgramSpec s = toSpec(fw);
+  ProgramSpec s;
+  s.worldSize = fw.worldSize();
+  s.mesh = fw.mesh();
+  s.groups = fw.namedGroups();
+  s.ranks.resize(size_t(fw.worldSize()));
+  s.sameAs.assign(size_t(fw.worldSize()), -1);
   for (const auto& [name, members] : bw.namedGroups()) {
     auto it = s.groups.find(name);
     if (it != s.groups.end() && !(it->second == members))
       return makeError("training-step", "group '" + name + "' differs between the forward and backward programs");
     s.groups.emplace(name, members);
   }
+  // Once per pair of forward and backward graphs: ranks that run both
+  // alike share the step.
+  std::map<std::pair<const Graph*, const Graph*>, int64_t> done;
   for (size_t r = 0; r < s.ranks.size(); ++r) {
+    auto [it, fresh] = done.try_emplace({&fw.rank(int64_t(r)), &bw.rank(int64_t(r))}, int64_t(r));
+    s.sameAs[r] = it->second;
+    if (!fresh) continue;
     auto joined = joinSpec(fw.rank(int64_t(r)), bw.rank(int64_t(r)));
     if (!joined) return makeError(joined.error().id, "rank " + std::to_string(r) + ": " + joined.error().message);
     s.ranks[r] = std::move(*joined);

@@ -766,8 +766,9 @@ Result<ParallelProgram> parallelize(const ProgramSpec& spec) {
   auto dist = ir::parseProgram(gen.text.dist, "dist.sp");
   if (!dist) return bug(dist.error());
   if (spec.microBatches > 1) {
-    ir::ProgramSpec ps = ir::toSpec(*dist);
-    for (auto& r : ps.ranks) r = replicateMicroBatches(r, spec.microBatches);
+    ir::ProgramSpec ps = ir::toSpecShared(*dist);  // once per rank class
+    for (size_t r = 0; r < ps.ranks.size(); ++r)
+      if (ps.sameAs[r] == int64_t(r)) ps.ranks[r] = replicateMicroBatches(ps.ranks[r], spec.microBatches);
     dist = ir::buildProgram(ps);
     if (!dist) return bug(dist.error());
   }
