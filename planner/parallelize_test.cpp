@@ -39,6 +39,13 @@ rewrite::VerifyReport verifyTexts(const ParallelProgram& p, bool fold = true) {
 
 std::string why(const rewrite::VerifyReport& r) { return r.reason + (r.failure ? " | " + r.failure->message : ""); }
 
+// Each D input's relation was read as its rank class's template.
+bool fromTemplates(const rewrite::VerifyReport& r) {
+  return std::any_of(r.assumptions.begin(), r.assumptions.end(), [](const std::string& a) {
+    return a.find("input relations read as templates") != std::string::npos;
+  });
+}
+
 // The verdict was reached with ranks folded (rewrite/engine/fold.h).
 bool folded(const rewrite::VerifyReport& r) {
   return std::any_of(r.assumptions.begin(), r.assumptions.end(),
@@ -174,6 +181,21 @@ TEST(Parallelize, PipelineStagesVerifyAndCrossedTransfersAreRefuted) {
   auto rep = verifyTexts(*p);
   EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
   EXPECT_TRUE(folded(rep)) << "each stage's tp group folded, the stages joined by their transfers";
+  EXPECT_TRUE(fromTemplates(rep)) << "each stage's relations one template per input";
+  {
+    // A template that covers only part of a stage is read per rank: the
+    // same verdict, not from templates.
+    auto split = *p;
+    const std::string line = "for r in 0..1: dist[r].l0_wq = ";
+    size_t at = split.relations.find(line);
+    ASSERT_NE(at, std::string::npos) << split.relations;
+    size_t eol = split.relations.find('\n', at);
+    std::string expr = split.relations.substr(at + line.size(), eol - at - line.size());
+    split.relations.replace(at, eol - at, "for r in 0..0: dist[r].l0_wq = " + expr + "\nfor r in 1..1: dist[r].l0_wq = " + expr);
+    auto partial = verifyTexts(split);
+    EXPECT_EQ(partial.verdict, rewrite::Verdict::Verified) << why(partial);
+    EXPECT_FALSE(fromTemplates(partial));
+  }
   // Each stage is one body for its two ranks (peers by pp position); the
   // twin gives each rank its own body with world-rank peers, crossed.
   std::string d = p->dist;

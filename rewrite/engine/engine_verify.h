@@ -44,9 +44,10 @@ struct CheckedInput {
 Result<std::vector<CheckedInput>> checkInputRelations(const ir::Graph& seq, const ir::Program& dist,
                                                      const RelationFile& rel);
 // The same checks made once per relation template and rank class instead
-// of once per (rank, input): where every input relation is a template over
-// all ranks (`dist[*].x = E`, or `for r in G: dist[r].x = E(r)` with G a
-// group of mesh axes or 0..world-1) whose slice bounds are affine in r and idx(r, G)
+// of once per (rank, input): where every input relation is a template
+// (`dist[*].x = E`, or `for r in G: dist[r].x = E(r)` with G a group of
+// mesh axes or a range lo..hi of ranks) that covers each rank class it
+// touches whole (a pipeline stage's range), and whose slice bounds are affine in r and idx(r, G)
 // with extents that do not depend on r, each term has one shape on every
 // rank, so the checks hold on every rank of a class once they hold on its
 // first rank and each slice's bounds hold over the whole range of its
@@ -54,7 +55,8 @@ Result<std::vector<CheckedInput>> checkInputRelations(const ir::Graph& seq, cons
 // input's template, or nothing where that is not shown; then
 // checkInputRelations decides (and names any error).
 struct TemplateInputs {
-  std::map<std::string, const InputRelation*> byName;  // D input -> its template
+  // (rank class, D input) -> its template, which covers every rank of the class
+  std::map<std::pair<int64_t, std::string>, const InputRelation*> byClass;
   std::set<std::string> unrelated;
 };
 std::optional<TemplateInputs> checkInputTemplates(const ir::Graph& seq, const ir::Program& dist,

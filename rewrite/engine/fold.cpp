@@ -276,6 +276,7 @@ class Folder {
   std::vector<std::vector<int64_t>> grid_;
   std::vector<std::vector<std::vector<int64_t>>> grids_;  // per class (pipeline stage)
   std::map<std::tuple<size_t, ir::NodeId, int>, bool> groupChecked_;
+  std::map<int, std::set<std::vector<int64_t>>> partsOf_;  // axis -> its group's parts
   size_t cls_ = 0;  // the class entered
   // The rules only decide layouts (no S types, no expressions); a mean over
   // a split group multiplies decidedFactor_ by the group size.
@@ -1254,10 +1255,13 @@ bool Folder::instancesAreGroups(const ir::Node& n, int axis) {
   if (auto it = groupChecked_.find(key); it != groupChecked_.end()) return it->second;
   if (!in_.model) return ir::attrStr(n.attrs, "group") == (axis == 0 ? groupA_ : groupB_);  // ir::uniformSpmd
   const DistModel& m = *in_.model;
-  auto part = dist_.partition(axis == 0 ? groupA_ : groupB_);
-  bool ok = part.ok();
-  std::set<std::vector<int64_t>> parts;
-  if (ok) parts.insert(part->begin(), part->end());
+  auto [cached, fresh] = partsOf_.try_emplace(axis);
+  if (fresh) {  // the group's parts, once per axis
+    auto part = dist_.partition(axis == 0 ? groupA_ : groupB_);
+    if (part.ok()) cached->second.insert(part->begin(), part->end());
+  }
+  const std::set<std::vector<int64_t>>& parts = cached->second;
+  bool ok = !parts.empty();
   for (int64_t r : members_) {
     if (!ok) break;
     auto it = m.collOf[size_t(r)].find(id);
@@ -1632,11 +1636,16 @@ FoldOutcome Folder::run() {
   if (in_.templates) {
     for (size_t c = 0; c < classes_.size(); ++c) {
       enter(c);
+      // One rank class per folded class: its members' relations are one template's.
+      for (int64_t r : classes_[c])
+        if (!dist_.sameClass(r, classes_[c][0]))
+          return res.needsRanks = true, res.why = "a folded class of several rank classes", res;
+      const int64_t cls = dist_.classOf(classes_[c][0]);
       for (const auto* list : {&g_->inputs(), &g_->params()})
         for (ir::ValueId v : *list) {
           const std::string& name = g_->value(v).name;
           if (in_.templates->unrelated.count(name)) continue;
-          const InputRelation& t = *in_.templates->byName.at(name);
+          const InputRelation& t = *in_.templates->byClass.at({cls, name});
           auto f = twoD_ ? templateFact2(t, g_->value(v).type) : templateFact(t, g_->value(v).type, res.group);
           if (!f) return res.needsRanks = true, res.why = "relation of '" + name + "' not read as a layout", res;
           (*facts_)[size_t(v)] = *f;

@@ -51,11 +51,12 @@ struct FoldInput {
   // Whether the library holds a proven lemma of this name (a schema whose
   // lemmas are not all proven is not used).
   std::function<bool(const std::string&)> proven;
-  // Instead of inputs and model, where the program is ir::uniformSpmd and
-  // checkInputTemplates held: the order of collectives is known from the
-  // graph (each instance a part of its group's partition), and each D
-  // input's relation is its template. Folding then never looks at a rank
-  // by itself; what it cannot fold this way it leaves (needsRanks).
+  // Instead of inputs, where checkInputTemplates held: each D input's
+  // relation is its rank class's template, so folding never looks at a
+  // rank's relations by itself; what it cannot fold this way it leaves
+  // (needsRanks). With no model as well (ir::uniformSpmd), the order of
+  // collectives is known from the graph: each instance a part of its
+  // group's partition.
   const TemplateInputs* templates = nullptr;
 };
 

@@ -570,7 +570,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   // any verdict, folded or not; once per template and rank class where
   // that suffices (checkInputTemplates), else once per rank.
   std::optional<TemplateInputs> templates;
-  if (uniform) templates = checkInputTemplates(seq, dist, relations);
+  if (opts.fold) templates = checkInputTemplates(seq, dist, relations);
   std::vector<CheckedInput> checkedInputs;
   if (!templates) {
     SP_ASSIGN(checkedInputs, checkInputRelations(seq, dist, relations));
@@ -609,7 +609,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   if (opts.fold) {
     bool needsRanks = true;
     if (templates) {
-      FoldInput fin{&seq, &dist, &relations, nullptr, nullptr, wanted, expected, nullptr};
+      FoldInput fin{&seq, &dist, &relations, nullptr, uniform ? nullptr : &model, wanted, expected, nullptr};
       fin.templates = &*templates;
       SP_ASSIGN(std::optional<VerifyReport> decided, decideFolded(fin, *lib, opts, deadline, rep, &needsRanks));
       if (decided) {

@@ -315,17 +315,37 @@ Result<RelPtr> templateAt(const InputRelation& t, const RankSpace& ranks, int64_
 std::optional<TemplateInputs> checkInputTemplates(const ir::Graph& seq, const ir::Program& dist,
                                                   const RelationFile& rel) {
   TemplateInputs out;
+  const int64_t world = dist.worldSize();
+  // The ranks each template covers: all (dist[*], r over a mesh-axis group)
+  // or a range lo..hi.
+  std::vector<std::pair<int64_t, int64_t>> covers;
   for (const auto& in : rel.inputs) {
-    // every rank: dist[*], or r over a mesh-axis group or over 0..world-1
-    bool domainAll = in.loopDomain.isRange
-                         ? in.loopDomain.lo == 0 && in.loopDomain.hi == dist.worldSize() - 1
-                         : ir::isMeshAxisGroup(dist.mesh(), dist.namedGroups(), in.loopDomain.group);
-    bool overAll = in.allRanks || (in.loopVar && domainAll && in.rank.kind == IntExpr::Kind::Var &&
-                                   in.rank.name == *in.loopVar);
-    if (!overAll || !out.byName.emplace(in.name, &in).second) return std::nullopt;
+    bool loop = in.loopVar && in.rank.kind == IntExpr::Kind::Var && in.rank.name == *in.loopVar;
+    if (in.allRanks || (loop && !in.loopDomain.isRange &&
+                        ir::isMeshAxisGroup(dist.mesh(), dist.namedGroups(), in.loopDomain.group)))
+      covers.emplace_back(0, world - 1);
+    else if (loop && in.loopDomain.isRange && in.loopDomain.lo >= 0 && in.loopDomain.lo <= in.loopDomain.hi &&
+             in.loopDomain.hi < world)
+      covers.emplace_back(in.loopDomain.lo, in.loopDomain.hi);
+    else
+      return std::nullopt;
   }
   for (const auto& u : rel.unrelated)
-    if (out.byName.count(u.name) || !out.unrelated.insert(u.name).second) return std::nullopt;
+    if (!out.unrelated.insert(u.name).second) return std::nullopt;
+  // Each class's template per input: one that covers all its ranks (one
+  // that covers only some of them is read per rank).
+  for (int64_t cl = 0; cl < dist.numClasses(); ++cl) {
+    const auto& rs = dist.classRanks(cl);
+    for (size_t i = 0; i < rel.inputs.size(); ++i) {
+      auto [lo, hi] = covers[i];
+      auto first = std::lower_bound(rs.begin(), rs.end(), lo);
+      if (first == rs.end() || *first > hi) continue;  // no rank of the class
+      if (rs.front() < lo || rs.back() > hi) return std::nullopt;
+      const std::string& name = rel.inputs[i].name;
+      if (out.unrelated.count(name) || !out.byClass.emplace(std::make_pair(cl, name), &rel.inputs[i]).second)
+        return std::nullopt;
+    }
+  }
   TypeLookup types;
   types.seq = [&](const std::string& n) -> Result<ir::TensorType> {
     auto v = seq.findValue(n);
@@ -334,18 +354,18 @@ std::optional<TemplateInputs> checkInputTemplates(const ir::Graph& seq, const ir
   };
   RankSpace ranks = RankSpace::of(dist);
   std::set<std::string> leavesSomewhere;
+  size_t used = 0;
   for (int64_t cl = 0; cl < dist.numClasses(); ++cl) {
     const ir::Graph& g = dist.classGraph(cl);
     int64_t r0 = dist.classRanks(cl)[0];
-    std::set<std::string> leaves;
     for (const auto* list : {&g.inputs(), &g.params()})
       for (ir::ValueId v : *list) {
         const std::string& name = g.value(v).name;
-        leaves.insert(name);
         leavesSomewhere.insert(name);
         if (out.unrelated.count(name)) continue;
-        auto t = out.byName.find(name);
-        if (t == out.byName.end()) return std::nullopt;
+        auto t = out.byClass.find({cl, name});
+        if (t == out.byClass.end()) return std::nullopt;
+        ++used;
         auto e = templateAt(*t->second, ranks, r0);
         if (!e.ok()) return std::nullopt;
         auto ty = inferType(**e, types, {});
@@ -356,9 +376,9 @@ std::optional<TemplateInputs> checkInputTemplates(const ir::Graph& seq, const ir
           same = !(ty->shape[k].isConcrete() && want.shape[k].isConcrete()) || ty->shape[k] == want.shape[k];
         if (!same) return std::nullopt;
       }
-    for (const auto& [name, _] : out.byName)
-      if (!leaves.count(name)) return std::nullopt;  // a relation for an input this class lacks
   }
+  // Every (class, template) pair names an input of the class.
+  if (used != out.byClass.size()) return std::nullopt;
   for (const auto& u : out.unrelated)
     if (!leavesSomewhere.count(u)) return std::nullopt;
   return out;
