@@ -50,20 +50,24 @@ GraphSpec graphSpec(const Graph& g) {
   return gs;
 }
 
-ProgramSpec toSpec(const Program& p) {
+namespace {
+ProgramSpec withoutRanks(const Program& p) {
   ProgramSpec s;
   s.worldSize = p.worldSize();
   s.mesh = p.mesh();
   s.groups = p.namedGroups();
+  return s;
+}
+}  // namespace
+
+ProgramSpec toSpec(const Program& p) {
+  ProgramSpec s = withoutRanks(p);
   for (int64_t r = 0; r < p.worldSize(); ++r) s.ranks.push_back(graphSpec(p.rank(r)));
   return s;
 }
 
 ProgramSpec toSpecShared(const Program& p) {
-  ProgramSpec s;
-  s.worldSize = p.worldSize();
-  s.mesh = p.mesh();
-  s.groups = p.namedGroups();
+  ProgramSpec s = withoutRanks(p);
   s.ranks.resize(size_t(p.worldSize()));
   s.sameAs.resize(size_t(p.worldSize()));
   for (int64_t c = 0; c < p.numClasses(); ++c) {

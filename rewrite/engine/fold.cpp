@@ -957,6 +957,17 @@ std::optional<Fact> Folder::templateFact(const InputRelation& t, const TensorTyp
 }
 
 namespace {
+// Replicated over group A, split over group B as `fb` (a fact over B alone)
+// splits.
+Fact splitOverB(const Fact& fb) {
+  Fact f;
+  f.lay = Lay::Rep;
+  f.lay2 = Lay::Split;
+  f.dim2 = fb.dim;
+  f.v = fb.v;
+  return f;
+}
+
 // The atoms of a template's slice bounds ("idx:G", "r"); false where a
 // bound is not affine in them.
 bool templateAtoms(const Rel& r, const InputRelation& t, const ir::Program& dist, std::set<std::string>& atoms) {
@@ -983,12 +994,7 @@ std::optional<Fact> Folder::templateFact2(const InputRelation& t, const TensorTy
     auto fb = templateFact(t, local, groupB_);
     std::swap(n_, n2_);
     if (!fb || fb->lay != Lay::Split) return std::nullopt;
-    Fact f;
-    f.lay = Lay::Rep;
-    f.lay2 = Lay::Split;
-    f.dim2 = fb->dim;
-    f.v = fb->v;
-    return f;
+    return splitOverB(*fb);
   }
   if (atoms != std::set<std::string>{a, b}) return std::nullopt;
   // slice(slice(seq.X, d1, k1*idx(r, G1), ...), d2, k2*idx(r, G2), ...)
@@ -1363,12 +1369,7 @@ std::optional<Fact> Folder::inputFact2(const std::string& name, const TensorType
       if (!equal(*it->second[size_t(grid_[j][i])], *it->second[size_t(like)])) return std::nullopt;
     }
   if (fb->lay != Lay::Split) return fa;
-  Fact f;
-  f.lay = Lay::Rep;
-  f.lay2 = Lay::Split;
-  f.dim2 = fb->dim;
-  f.v = fb->v;
-  return f;
+  return splitOverB(*fb);
 }
 
 // The box a relation cuts out of one S tensor: slices (nested, on any dims)
