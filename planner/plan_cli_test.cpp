@@ -58,10 +58,10 @@ TEST(LaunchCli, ExitCodesAndFormats) {
                     "--gpus", "8192", "--gpu", "h100-sxm"});
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
   EXPECT_NE(ok.out.find("info: step-time: predicted step "), std::string::npos);
-  // The layout generated at its real degrees (128 ranks: one layer on each
-  // of the 16 stages, tp 8) and verified.
+  // The layout generated at its real degrees (8192 ranks: one layer on each
+  // of the 16 stages, tp 8, on all 64 data-parallel replicas) and verified.
   EXPECT_NE(ok.out.find("verify: 16 llama3-405b layers (attention + MLP, forward + backward, one per pipeline "
-                        "stage), tp 8 + sequence parallel, pp 16, seq 8192, micro-batch 1: verified in "),
+                        "stage), tp 8 + sequence parallel, dp 64, pp 16, seq 8192, micro-batch 1: verified in "),
             std::string::npos)
       << ok.out;
   auto bad = runCli({"check-launch", "--model", cfg("llama3-405b"), "--megatron-args",
