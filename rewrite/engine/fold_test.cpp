@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <random>
 #include <string>
 #include <tuple>
 
@@ -531,6 +532,55 @@ TEST(FoldTemplates, ShardsInAnotherOrderAreReadPerRank) {
                      "dist[r].w2 = slice(seq.w2, dim=0, start=(3-idx(r,tp))*4, end=(4-idx(r,tp))*4)");
   rep = check(c);
   EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+}
+
+// Folding from templates never disagrees with the per-rank engine: the MLP's
+// three sharded weights get random affine shard offsets (a*idx(r,tp) + b:
+// in order, reversed, all ranks one shard, overlapping, out of bounds; every
+// other case one form for all three, so that some are right), and
+// whatever the per-rank engine refutes is never verified folded, and what
+// is verified folded is verified per rank.
+TEST(FoldTemplates, AgreeWithThePerRankEngineOnRandomShards) {
+  std::mt19937 rng(5);
+  const std::vector<std::pair<std::string, std::string>> shards = {
+      {"idx(r,tp)*4", "(idx(r,tp)+1)*4"},   {"(3-idx(r,tp))*4", "(4-idx(r,tp))*4"},
+      {"0", "4"},                            {"idx(r,tp)*2", "idx(r,tp)*2+4"},
+      {"idx(r,tp)*4+2", "idx(r,tp)*4+6"},   {"12-idx(r,tp)*4", "16-idx(r,tp)*4"}};
+  const char* lines[] = {"dist[r].w1 = slice(seq.w1, dim=1, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)",
+                         "dist[r].b1 = slice(seq.b1, dim=0, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)",
+                         "dist[r].w2 = slice(seq.w2, dim=0, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)"};
+  int verified = 0, refuted = 0, bad = 0;
+  for (int i = 0; i < 40; ++i) {
+    Case c = mlp(4);
+    std::string what;
+    size_t same = size_t(std::uniform_int_distribution<int>(0, int(shards.size()) - 1)(rng));
+    for (const char* line : lines) {  // every other case: one form for all three weights
+      size_t pick = i % 2 ? size_t(std::uniform_int_distribution<int>(0, int(shards.size()) - 1)(rng)) : same;
+      const auto& [st, en] = shards[pick];
+      std::string to = std::string(line).substr(0, std::string(line).find("start=")) + "start=" + st + ", end=" + en + ")";
+      c.rel = replaceAll(c.rel, line, to);
+      what += to + "; ";
+    }
+    VerifyOptions o;
+    o.timeLimitSeconds = 60;
+    auto folded_ = verifyTexts(c.seq, c.dist, c.rel, o);
+    o.fold = false;
+    auto perRank = verifyTexts(c.seq, c.dist, c.rel, o);
+    ASSERT_EQ(folded_.ok(), perRank.ok()) << what;
+    if (!folded_.ok()) {
+      ++bad;
+      EXPECT_EQ(folded_.error().id, perRank.error().id) << what;
+      continue;
+    }
+    if (perRank->verdict == Verdict::Refuted) EXPECT_NE(folded_->verdict, Verdict::Verified) << what;
+    if (folded_->verdict == Verdict::Verified) EXPECT_EQ(perRank->verdict, Verdict::Verified) << what;
+    verified += folded_->verdict == Verdict::Verified;
+    refuted += folded_->verdict == Verdict::Refuted;
+  }
+  std::printf("random shards: %d verified, %d refuted, %d bad relations\n", verified, refuted, bad);
+  EXPECT_GT(verified, 0);
+  EXPECT_GT(refuted, 5);
+  EXPECT_GT(bad, 0);
 }
 
 // A slice in bounds on rank 0 but not on the last rank: the template's
