@@ -262,6 +262,18 @@ TEST(Parallelize, KvHeadsSharedByRanksFold) {
       rel.replace(rel.find(from), from.size(), "(idx(r,tp)%8)*128");
     return rel;
   });
+  // With data parallel too (tp 16 above Llama's 8 KV heads, dp 2, sequence
+  // parallel): folded over dp x tp, the expand of each KV head to its query
+  // heads taking the layout S computes; the runs crossed are not verified.
+  for (bool sp : {false, true}) {
+    ProgramSpec s = spec("llama3-8b", 16, sp);
+    s.dp = 2;
+    expectFoldedAndTwinNot(s, [](std::string rel) {
+      for (std::string from = "(idx(r,tp)/2)*128"; rel.find(from) != std::string::npos;)
+        rel.replace(rel.find(from), from.size(), "(idx(r,tp)%8)*128");
+      return rel;
+    });
+  }
 }
 
 // Training steps (--backward): S and every rank of D differentiated

@@ -1,6 +1,8 @@
 // Rank folding: one symbolic rank for an SPMD program (rewrite/engine/fold.h).
 #include "rewrite/engine/fold.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -220,6 +222,8 @@ class Folder {
   // 2-D folding: each group's layout decided on its own, then one check of
   // S's types and one expression for the outputs.
   std::vector<Fact> transfer2(const ir::Node& n, const std::vector<Fact>& in);
+  std::vector<Fact> combine2(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& pri,
+                             const std::vector<Fact>& sec, double f1, double f2);
   std::vector<Fact> collective2(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> finalize(const ir::Node& n, const std::vector<Fact>& in, std::vector<Fact> outs, double factor);
   bool instancesAreGroups(const ir::Node& n, int axis);
@@ -282,6 +286,9 @@ class Folder {
   // a split group multiplies decidedFactor_ by the group size.
   bool decideOnly_ = false;
   double decidedFactor_ = 1.0;
+  // Deciding only, where a rule sees several true layouts: which to give
+  // (pick_), and how many there were (picks_).
+  size_t pick_ = 0, picks_ = 1;
 };
 
 bool Folder::use(const std::string& schema) {
@@ -634,7 +641,9 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
   bool merged = reshapeLike(n.op) && in[0].innerDim >= 0;
   if (decideOnly_) {
     if (candidates.empty()) return {};
-    Fact want{Lay::Split, candidates[0], {}, blocks, merged ? 1 : inner, innerDims[0]};
+    picks_ = candidates.size();  // transfer2 tries each in turn
+    size_t k = std::min(pick_, candidates.size() - 1);
+    Fact want{Lay::Split, candidates[k], {}, blocks, merged ? 1 : inner, innerDims[k]};
     return std::vector<Fact>(n.outputs.size(), want);
   }
   for (size_t ci = 0; ci < candidates.size(); ++ci) {
@@ -1157,20 +1166,48 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
   for (auto& f : pin) f.lay2 = Lay::Rep, f.dim2 = 0;
   for (const auto& f : in) sin.push_back(secondaryView(f));
   decideOnly_ = true;
-  decidedFactor_ = 1.0;
-  std::vector<Fact> pri = rules(n, pin);
-  double f1 = decidedFactor_;
   std::swap(n_, n2_);
   decidedFactor_ = 1.0;
+  pick_ = 0;
   std::vector<Fact> sec = rules(n, sin);
   double f2 = decidedFactor_;
   std::swap(n_, n2_);
   decideOnly_ = false;
+  // Where the first group's rules see several true layouts (an expand of KV
+  // heads held by runs of ranks), the one S computes is kept (as splitRule
+  // does with one group).
+  std::vector<Fact> first;
+  for (size_t pick = 0;; ++pick) {
+    decideOnly_ = true;
+    decidedFactor_ = 1.0;
+    pick_ = pick;
+    picks_ = 1;
+    std::vector<Fact> pri = rules(n, pin);
+    size_t picks = picks_;
+    pick_ = 0;
+    decideOnly_ = false;
+    size_t before = ex_.size();
+    std::vector<Fact> outs = combine2(n, in, pri, sec, decidedFactor_, f2);
+    if (!outs.empty() && (picks == 1 || ex_.size() == before)) return outs;
+    if (first.empty()) first = std::move(outs);
+    if (pick + 1 >= picks) return first;
+  }
+}
+
+// The first group's layouts `pri` and the second's `sec` of n's results, as
+// one fact each, checked against S (finalize).
+std::vector<Fact> Folder::combine2(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& pri,
+                                   const std::vector<Fact>& sec, double f1, double f2) {
   if (pri.size() != n.outputs.size() || sec.size() != n.outputs.size() || pri.empty()) return {};
   std::vector<Fact> outs = pri;
   for (size_t o = 0; o < outs.size(); ++o) {
-    // (a blocked split over the first group: Megatron's fused QKV)
-    if (!sec[o].plain() || (!outs[o].plain() && (outs[o].inner != 1 || outs[o].innerDim >= 0))) return {};
+    // A blocked split over the first group (Megatron's fused QKV), or a
+    // two-level one (KV heads held by runs of ranks) whose dims the second
+    // group does not split: over each B position it is the one-group layout.
+    if (!sec[o].plain()) return {};
+    const bool twoLevel = outs[o].inner != 1 || outs[o].innerDim >= 0;
+    if (twoLevel && sec[o].lay == Lay::Split && (sec[o].dim == outs[o].dim || sec[o].dim == outs[o].innerDim))
+      return {};
     outs[o].lay2 = sec[o].lay;
     outs[o].dim2 = sec[o].dim;
     // Both groups splitting one dim would nest the pieces: not a layout here.
@@ -1741,6 +1778,7 @@ FoldOutcome Folder::run() {
     }
   }
 
+  if (!stuck.empty()) spdlog::debug("rank folding: the first D op with no layout over the group is {}", stuck);
   // Each wanted S value, named exactly by a D value's layout.
   auto isSeqOutput = [&](ir::ValueId v) {
     return std::find(seq_.outputs().begin(), seq_.outputs().end(), v) != seq_.outputs().end();
