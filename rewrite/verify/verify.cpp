@@ -1,7 +1,6 @@
 // verify(): iterative relation inference over S in topological order
 // (DESIGN.md), then the verdict, with a witness when a relation is missing.
 #include "rewrite/verify/verify.h"
-#include "ir/collective_order.h"
 
 #include <spdlog/spdlog.h>
 
@@ -19,6 +18,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "ir/collective_order.h"
 #include "ir/text.h"
 #include "rewrite/engine/engine_verify.h"
 #include "rewrite/engine/fold.h"
@@ -566,7 +566,6 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
                               " lemma proofs read from the proof cache " + lib->cache.file);
   std::vector<Rule> rules = compileRules(lib->lib, lib->status);
   // The input relations are checked (types, every D input covered) before
-  // any verdict, folded or not.
   // any verdict, folded or not; once per template and rank class where
   // that suffices (checkInputTemplates), else once per rank.
   std::optional<TemplateInputs> templates;
