@@ -19,6 +19,13 @@ struct WitnessPlan {
   std::vector<std::vector<std::string>> dist;  // per rank: D values (names absent on a rank are skipped)
 };
 
+// What the witness of failure `f` keeps: the localized S value and the
+// unproven S outputs; in D the closest tensors (on every rank, or, when
+// those copies would exceed 512 MiB, on the ranks `f` names), the leaves of
+// expected relations and the outputs that could rebuild an unproven output.
+WitnessPlan planWitness(const ir::Graph& seq, const ir::Program& dist, const Failure& f,
+                        const std::vector<std::string>& unproven, const std::map<std::string, RelPtr>& expected);
+
 // Estimated multiply-adds of running the plan: every node of the cones that
 // run counts its output elements, times the contracted extent for matmul and
 // gemm (symbols at the interpreter's default value).

@@ -3,6 +3,7 @@
 // reports progress, and its estimate counts only the cones it runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -288,6 +289,31 @@ TEST(Witness, NoDivergenceOnAnySeedIsInconclusive) {
   ASSERT_TRUE(rep.ok()) << rep.error().str();
   EXPECT_EQ(rep->verdict, Verdict::Inconclusive);
   EXPECT_NE(rep->reason.find("the witness (seeds 0..3) shows no divergence"), std::string::npos) << rep->reason;
+}
+
+// The closest D tensors are kept on every rank for the rebuilds over groups,
+// unless those copies would take more than 512 MiB (1024 ranks x 6 MiB of
+// partial sums); then only the ranks the failure names keep theirs.
+TEST(Witness, ClosestTensorsOfLargeGroupsAreKeptWhereNamed) {
+  auto seq = ir::parseGraph("graph s {\n  input %x: f32[2048, 768]\n  %y: f32[2048, 768] = neg(%x)\n  output %y\n}\n", "s.sp");
+  ASSERT_TRUE(seq.ok());
+  for (int64_t n : {4, 1024}) {
+    auto dist = ir::parseProgram("program d {\n  world " + std::to_string(n) + "\n  rank 0.." + std::to_string(n - 1) +
+                                     " {\n    input %x: f32[2048, 768]\n    %q: f32[2048, 768] = neg(%x)\n"
+                                     "    %y: f32[2048, 768] = neg(%q)\n    output %y\n  }\n}\n",
+                                 "d.sp");
+    ASSERT_TRUE(dist.ok()) << dist.error().str();
+    Failure f;
+    f.seqValue = "y";
+    f.closestDist = {"r0:q", "r1:q"};
+    WitnessPlan plan = planWitness(*seq, *dist, f, {}, {});
+    auto keeps = [&](int64_t r) {
+      const auto& k = plan.dist[size_t(r)];
+      return std::find(k.begin(), k.end(), "q") != k.end();
+    };
+    EXPECT_TRUE(keeps(0) && keeps(1)) << n;
+    EXPECT_EQ(keeps(3), n == 4) << n;
+  }
 }
 
 TEST(Witness, WorkCountsOnlyTheConesThatRun) {

@@ -127,43 +127,6 @@ bool mayRebuild(const ir::TensorType& d, const ir::TensorType& s) {
   return differ <= 1;
 }
 
-// What the comparisons read: the localized S value and the unproven S
-// outputs; in D the closest tensors and the leaves of expected relations
-// (on every rank that has them), and the outputs that could rebuild an
-// unproven S output.
-WitnessPlan planWitness(const ir::Graph& seq, const ir::Program& dist, const Failure& f,
-                        const std::vector<std::string>& unproven,
-                        const std::map<std::string, RelPtr>& expected) {
-  WitnessPlan plan;
-  plan.dist.resize(size_t(dist.worldSize()));
-  if (seq.findValue(f.seqValue)) plan.seq.push_back(f.seqValue);
-  // A closest tensor is compared alone and summed or concatenated over its
-  // groups: every rank keeps its copy.
-  std::set<std::string> leaves;
-  for (const auto& c : f.closestDist)
-    if (auto d = parseDistName(dist, c)) leaves.insert(d->second);
-  std::vector<ir::TensorType> rebuilt;
-  for (const auto& name : unproven) {
-    plan.seq.push_back(name);
-    if (const ir::Node* n = roundingOp(seq, *seq.findValue(name)))  // roundingScale reads them
-      for (ir::ValueId in : n->inputs) plan.seq.push_back(seq.value(in).name);
-    if (auto it = expected.find(name); it != expected.end()) distLeaves(*it->second, leaves);
-    else rebuilt.push_back(seq.value(*seq.findValue(name)).type);
-  }
-  for (int64_t r = 0; r < dist.worldSize(); ++r) {
-    const ir::Graph& g = dist.rank(r);
-    auto& keep = plan.dist[size_t(r)];
-    for (const auto& l : leaves)
-      if (g.findValue(l)) keep.push_back(l);
-    for (ir::ValueId o : g.outputs())
-      for (const auto& t : rebuilt)
-        if (mayRebuild(g.value(o).type, t)) {
-          keep.push_back(g.value(o).name);
-          break;
-        }
-  }
-  return plan;
-}
 
 // When the witness rebuilds the localized S value as a sum or concat of a
 // D value over a group, which no D op computes (else it would have a
@@ -198,6 +161,62 @@ constexpr uint64_t kWitnessSeeds = 4;
 constexpr double kRetryWork = 1e10;
 
 }  // namespace
+
+// What the comparisons read: the localized S value and the unproven S
+// outputs; in D the closest tensors and the leaves of expected relations
+// (on every rank that has them), and the outputs that could rebuild an
+// unproven S output.
+WitnessPlan planWitness(const ir::Graph& seq, const ir::Program& dist, const Failure& f,
+                        const std::vector<std::string>& unproven,
+                        const std::map<std::string, RelPtr>& expected) {
+  WitnessPlan plan;
+  plan.dist.resize(size_t(dist.worldSize()));
+  if (seq.findValue(f.seqValue)) plan.seq.push_back(f.seqValue);
+  // A closest tensor is compared alone and summed or concatenated over its
+  // groups: every rank keeps its copy, unless those copies would take more
+  // than kClosestBudget (a large group's full-size partial sums: 1024
+  // ranks x 6 MB); then only the ranks the failure names keep theirs, and
+  // the rebuilds over groups are not tried (the verdict rests on the
+  // outputs either way).
+  constexpr double kClosestBudget = 512.0 * 1024 * 1024;
+  std::set<std::string> closest;
+  std::set<std::pair<int64_t, std::string>> named;
+  for (const auto& c : f.closestDist)
+    if (auto d = parseDistName(dist, c)) closest.insert(d->second), named.insert(*d);
+  double closestBytes = 0;
+  for (int64_t cl = 0; cl < dist.numClasses(); ++cl)
+    for (const auto& l : closest)
+      if (auto v = dist.classGraph(cl).findValue(l)) {
+        const ir::TensorType& t = dist.classGraph(cl).value(*v).type;
+        auto n = ir::numElements(t.shape);
+        closestBytes += double(dist.classRanks(cl).size()) * (n && n->isConcrete() ? double(n->value()) : 0.0) * double(ir::dtypeSize(t.dtype));
+      }
+  const bool everyRank = closestBytes <= kClosestBudget;
+  std::set<std::string> leaves;  // kept on every rank that has them
+  std::vector<ir::TensorType> rebuilt;
+  for (const auto& name : unproven) {
+    plan.seq.push_back(name);
+    if (const ir::Node* n = roundingOp(seq, *seq.findValue(name)))  // roundingScale reads them
+      for (ir::ValueId in : n->inputs) plan.seq.push_back(seq.value(in).name);
+    if (auto it = expected.find(name); it != expected.end()) distLeaves(*it->second, leaves);
+    else rebuilt.push_back(seq.value(*seq.findValue(name)).type);
+  }
+  for (int64_t r = 0; r < dist.worldSize(); ++r) {
+    const ir::Graph& g = dist.rank(r);
+    auto& keep = plan.dist[size_t(r)];
+    for (const auto& l : leaves)
+      if (g.findValue(l)) keep.push_back(l);
+    for (const auto& l : closest)
+      if (!leaves.count(l) && (everyRank || named.count({r, l})) && g.findValue(l)) keep.push_back(l);
+    for (ir::ValueId o : g.outputs())
+      for (const auto& t : rebuilt)
+        if (mayRebuild(g.value(o).type, t)) {
+          keep.push_back(g.value(o).name);
+          break;
+        }
+  }
+  return plan;
+}
 
 namespace {
 
