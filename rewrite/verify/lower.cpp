@@ -35,14 +35,15 @@ Result<DistModel> lowerProgram(const ir::Program& p) {
   m.outputs.resize(world);
   SP_ASSIGN(ir::CollectiveOrder order, ir::orderCollectives(p));
   m.zeros.resize(world);
-  for (int64_t r = 0; r < p.worldSize(); ++r) {
-    const ir::Graph& g = p.rank(r);
-    auto& zeros = m.zeros[size_t(r)];
-    for (ir::ValueId o : g.outputs()) m.outputs[size_t(r)].insert(o);
+  // What depends only on a rank's graph is found once per rank class.
+  std::vector<std::vector<ir::NodeId>> classSources(size_t(p.numClasses()));
+  for (int64_t c = 0; c < p.numClasses(); ++c) {
+    const ir::Graph& g = p.classGraph(c);
+    std::set<ir::ValueId> zeros, outputs(g.outputs().begin(), g.outputs().end());
+    std::vector<ir::NodeId> sources;
     for (ir::NodeId n = 0; n < ir::NodeId(g.nodes().size()); ++n) {
       const ir::Node& node = g.node(n);
-      ++m.numNodes;
-      if (node.op == ir::OpKind::Constant || node.op == ir::OpKind::Range) m.sources.emplace_back(r, n);
+      if (node.op == ir::OpKind::Constant || node.op == ir::OpKind::Range) sources.push_back(n);
       bool zero = false;
       if (node.op == ir::OpKind::Constant) {
         zero = allZeros(ir::attrTensor(node.attrs, "value"));
@@ -53,7 +54,15 @@ Result<DistModel> lowerProgram(const ir::Program& p) {
       }
       if (zero) zeros.insert(node.outputs.begin(), node.outputs.end());
     }
+    classSources[size_t(c)] = std::move(sources);
+    for (int64_t r : p.classRanks(c)) {
+      m.zeros[size_t(r)] = zeros;
+      m.outputs[size_t(r)] = outputs;
+      m.numNodes += int64_t(g.nodes().size());
+    }
   }
+  for (int64_t r = 0; r < p.worldSize(); ++r)  // in rank order
+    for (ir::NodeId n : classSources[size_t(p.classOf(r))]) m.sources.emplace_back(r, n);
   for (const ir::CollectiveStep& step : order.colls) {
     CollInstance ci;
     ci.op = step.op;
