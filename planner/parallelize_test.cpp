@@ -262,6 +262,15 @@ TEST(Parallelize, KvHeadsSharedByRanksFold) {
       rel.replace(rel.find(from), from.size(), "(idx(r,tp)%8)*128");
     return rel;
   });
+  {
+    // Each KV head's shard, (idx(r,tp)/2)*128, read as runs of two ranks
+    // from its template (no rank looked at by itself).
+    auto p = parallelize(spec("llama3-8b", 16, false));
+    ASSERT_TRUE(p.ok());
+    auto rep = verifyTexts(*p);
+    EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+    EXPECT_TRUE(fromTemplates(rep));
+  }
   // With data parallel too (tp 16 above Llama's 8 KV heads, dp 2, sequence
   // parallel): folded over dp x tp, the expand of each KV head to its query
   // heads taking the layout S computes; the runs crossed are not verified.

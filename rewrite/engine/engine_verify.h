@@ -62,9 +62,10 @@ struct TemplateInputs {
 std::optional<TemplateInputs> checkInputTemplates(const ir::Graph& seq, const ir::Program& dist,
                                                   const RelationFile& rel);
 // An integer expression of a template as c + sum k_a * a over atoms: "r"
-// (the loop variable, a global rank) and "idx:G" (idx(r, G), G a group of
-// mesh axes); *hi gets each atom's largest value. Nothing where the
-// expression is not of that form (floor division, modulus, other groups).
+// (the loop variable, a global rank), "idx:G" (idx(r, G), G a group of
+// mesh axes), and an atom floor-divided or taken modulo a constant
+// ("idx:G/2", "idx:G%4"); *hi gets each atom's largest value (all start
+// at 0). Nothing where the expression is not of that form.
 struct AffineForm {
   int64_t c = 0;
   std::map<std::string, int64_t> k;

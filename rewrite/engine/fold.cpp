@@ -952,7 +952,17 @@ std::optional<Fact> Folder::templateFact(const InputRelation& t, const TensorTyp
   const Rel& e = *t.expr;
   if (e.op != RelOp::Slice || e.args[0]->op != RelOp::Seq || !t.loopVar) return std::nullopt;
   auto s = affineForm(e.start, t.loopVar, dist_), en = affineForm(e.end, t.loopVar, dist_);
-  if (!s || !en || s->k.size() != 1 || s->k.begin()->first != "idx:" + group || s->c != 0) return std::nullopt;
+  if (!s || !en || s->k.size() != 1 || s->c != 0) return std::nullopt;
+  // k*idx(r, G): member i's i-th piece; k*(idx(r, G)/q): runs of q members
+  // holding one piece (KV heads shared by the ranks of their query heads).
+  const std::string& atom = s->k.begin()->first;
+  int64_t inner = 1;
+  if (atom != "idx:" + group) {
+    const std::string runs = "idx:" + group + "/";
+    if (atom.rfind(runs, 0) != 0) return std::nullopt;
+    inner = std::stoll(atom.substr(runs.size()));
+    if (inner < 2 || inner >= n_ || n_ % inner) return std::nullopt;
+  }
   int64_t k = s->k.begin()->second;
   if (k <= 0 || en->k != s->k || en->c != k) return std::nullopt;
   auto v = seq_.findValue(e.args[0]->name);
@@ -961,6 +971,7 @@ std::optional<Fact> Folder::templateFact(const InputRelation& t, const TensorTyp
   auto d = ir::normAxis(e.dim, int64_t(whole.shape.size()), "slice");
   if (!d.ok() || local.shape.size() != whole.shape.size() || !(local.shape[size_t(*d)] == Dim(k))) return std::nullopt;
   Fact f{Lay::Split, *d, {ex_.intern("seq " + e.args[0]->name, whole), 1.0}};
+  f.inner = inner;
   if (!(globalOf(local, f) == whole)) return std::nullopt;
   return f;
 }
@@ -997,12 +1008,17 @@ std::optional<Fact> Folder::templateFact2(const InputRelation& t, const TensorTy
   std::set<std::string> atoms;
   if (!templateAtoms(*t.expr, t, dist_, atoms)) return std::nullopt;
   const std::string a = "idx:" + groupA_, b = "idx:" + groupB_;
-  if (atoms.empty() || atoms == std::set<std::string>{a}) return templateFact(t, local, groupA_);
-  if (atoms == std::set<std::string>{b}) {
+  // An atom of group G: idx(r, G), or it divided (runs of ranks).
+  auto allOf = [&](const std::string& g) {
+    return std::all_of(atoms.begin(), atoms.end(),
+                       [&](const std::string& x) { return x == g || x.rfind(g + "/", 0) == 0; });
+  };
+  if (atoms.empty() || allOf(a)) return templateFact(t, local, groupA_);
+  if (allOf(b)) {
     std::swap(n_, n2_);
     auto fb = templateFact(t, local, groupB_);
     std::swap(n_, n2_);
-    if (!fb || fb->lay != Lay::Split) return std::nullopt;
+    if (!fb || fb->lay != Lay::Split || !fb->plain()) return std::nullopt;  // the second group's layouts are plain
     return splitOverB(*fb);
   }
   if (atoms != std::set<std::string>{a, b}) return std::nullopt;

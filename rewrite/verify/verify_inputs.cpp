@@ -248,7 +248,19 @@ std::optional<Affine> affineOf(const IntExpr& e, const std::optional<std::string
       hi["idx:" + e.name] = int64_t(size->size()) - 1;
       return Affine{0, {{"idx:" + e.name, 1}}};
     }
-    case IntExpr::Kind::DivC: case IntExpr::Kind::ModC: return std::nullopt;
+    case IntExpr::Kind::DivC: case IntExpr::Kind::ModC: {
+      // Of one atom (coefficient 1, no constant): a new atom "a/c" or "a%c"
+      // with its own range (floor division and the floor remainder by c > 0
+      // are monotone, resp. bounded, over a's range [0, hi]).
+      auto a = affineOf(e.args[0], var, dist, hi);
+      if (!a || a->c != 0 || a->k.size() != 1 || a->k.begin()->second != 1 || e.value <= 0) return std::nullopt;
+      const std::string& atom = a->k.begin()->first;
+      bool div = e.kind == IntExpr::Kind::DivC;
+      std::string name = atom + (div ? "/" : "%") + std::to_string(e.value);
+      int64_t top = hi.at(atom);
+      hi[name] = div ? top / e.value : std::min(top, e.value - 1);
+      return Affine{0, {{name, 1}}};
+    }
   }
   return std::nullopt;
 }

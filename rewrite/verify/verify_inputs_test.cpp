@@ -20,7 +20,7 @@ struct Drawn {
 
 // One D parameter of k elements per rank on a random mesh, its relation a
 // slice of S's parameter of e elements whose start is a random affine form
-// in r and idx(r, axis).
+// in r and idx(r, axis), some of them floor-divided or taken modulo.
 Drawn draw(std::mt19937& rng, bool plainSplit) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const char* names[] = {"a", "b", "c"};
@@ -45,6 +45,7 @@ Drawn draw(std::mt19937& rng, bool plainSplit) {
     for (int t = pick(0, 3); t-- > 0;) {
       int which = pick(0, axes);  // axes: r itself
       std::string atom = which == axes ? "r" : "idx(r," + std::string(names[which]) + ")";
+      if (pick(0, 3) == 0) atom = "(" + atom + (pick(0, 1) ? "/" : "%") + std::to_string(pick(1, 3)) + ")";
       start += (pick(0, 2) ? "+" : "-") + atom + "*" + std::to_string(pick(0, 3));
     }
   }
