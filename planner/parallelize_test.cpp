@@ -465,6 +465,41 @@ TEST(Parallelize, OneKvHeadOnEveryRankFolds) {
   EXPECT_NE(bad->verdict, rewrite::Verdict::Verified) << why(*bad);
 }
 
+// Training steps the fold does not take, per rank: KV heads split unevenly
+// (6 over 4 ranks: two rank classes, 2 and 1 KV heads) and the uniform
+// split with folding off. They stopped at the MLP's weight gradient (a
+// [1, in, out] product summed over its unit batch dim, keepdims=0), the
+// norms' gain gradients (a sum over [s, b] of a sequence split) and the
+// residual gradient beside an all_gather of the same value (its shards did
+// not go along with the gathered leaf). Twins: the first norm's gain
+// gradient not all-reduced on any rank (refuted by the witness), the MLP's
+// reduce_scatter taking a max (refuted).
+TEST(Parallelize, TrainingStepsVerifyPerRank) {
+  struct Case {
+    int kvHeads;
+    bool fold;
+  };
+  for (Case c : {Case{6, true}, Case{4, false}}) {
+    SCOPED_TRACE("kv heads " + std::to_string(c.kvHeads) + (c.fold ? "" : " no fold"));
+    ProgramSpec s = smallTraining(4, true, 1);
+    s.hidden = 96, s.heads = 12, s.kvHeads = c.kvHeads, s.ffn = 192, s.batch = 1;
+    auto p = parallelize(s);
+    ASSERT_TRUE(p.ok()) << p.error().str();
+    auto rep = verifyTexts(*p, c.fold);
+    EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+    EXPECT_FALSE(folded(rep));
+    std::string d = p->dist;
+    for (size_t at = d.find("%grad_l0_n1g: "); at != std::string::npos; at = d.find("%grad_l0_n1g: ", at + 1))
+      d = dropReductionAt(d, at);
+    expectRefuted(*p, d);
+    std::string m = p->dist;
+    const std::string rs = "= reduce_scatter(%l0_mp) {group = \"tp\"}";
+    for (size_t at = m.find(rs); at != std::string::npos; at = m.find(rs, at + 1))
+      m.replace(at, rs.size(), "= reduce_scatter(%l0_mp) {group = \"tp\", reduce = \"max\"}");
+    expectRefuted(*p, m);
+  }
+}
+
 TEST(Parallelize, WhatIsNotGeneratedSaysSo) {
   Layout l;
   l.tp = 2;

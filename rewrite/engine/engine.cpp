@@ -436,4 +436,42 @@ RelPtr Engine::extractClean(ClassId c, const std::function<bool(const DistLeaf&)
   return build(c);
 }
 
+RelPtr Engine::extractShards(ClassId c, const std::function<bool(const DistLeaf&)>& leafOk) const {
+  // The finest tiling: in every class a concat (of the most parts) before a
+  // leaf, so a gathered leaf or a concat of gathered leaves becomes the
+  // shards they were gathered from. Memoized; a class on the current path
+  // (a concat cycle) has none.
+  std::map<ClassId, std::pair<RelPtr, size_t>> memo;  // class -> (term, leaves)
+  std::set<ClassId> onPath;
+  std::function<std::pair<RelPtr, size_t>(ClassId)> finest = [&](ClassId k) -> std::pair<RelPtr, size_t> {
+    k = g_.find(k);
+    if (auto it = memo.find(k); it != memo.end()) return it->second;
+    if (!onPath.insert(k).second) return {nullptr, 0};
+    std::pair<RelPtr, size_t> best{nullptr, 0};
+    for (const ENode& n : g_.nodes(k)) {
+      if (n.op == kOpDist) {
+        if (!best.first && leafOk({n.data[0], ir::ValueId(n.data[1])}))
+          best = {Rel::dist(IntExpr::constant(n.data[0]), dist_.rank(n.data[0]).value(ir::ValueId(n.data[1])).name), 1};
+        continue;
+      }
+      if (n.op != kOpConcat || n.kids.size() < 2) continue;
+      std::vector<RelPtr> parts;
+      size_t leaves = 0;
+      bool ok = true;
+      for (ClassId kid : n.kids) {
+        auto [p, l] = finest(kid);
+        if (!p) { ok = false; break; }
+        leaves += l;
+        if (p->op == RelOp::Concat && p->dim == n.data[0]) parts.insert(parts.end(), p->args.begin(), p->args.end());
+        else parts.push_back(p);
+      }
+      if (ok && leaves > best.second) best = {Rel::concat(n.data[0], parts), leaves};
+    }
+    onPath.erase(k);
+    return memo[k] = best;
+  };
+  auto [r, leaves] = finest(c);
+  return leaves >= 2 ? r : nullptr;
+}
+
 }  // namespace sp::rewrite

@@ -141,6 +141,11 @@ class Engine {
   // accepted by leafOk); null when there is none. tilingOnly: concats of
   // leaves only (the class as D's shards of it).
   RelPtr extractClean(ClassId c, const std::function<bool(const DistLeaf&)>& leafOk, bool tilingOnly = false) const;
+  // The class as a concat of D's shards (two or more parts, each a tiling
+  // by leaves), even where one D leaf holds the whole (an all_gather's
+  // output): the next op's lemmas meet D's partition through it. Null when
+  // the class has no such concat.
+  RelPtr extractShards(ClassId c, const std::function<bool(const DistLeaf&)>& leafOk) const;
   std::vector<DistLeaf> distLeaves(ClassId c) const;
 
  private:

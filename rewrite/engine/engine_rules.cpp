@@ -495,7 +495,11 @@ struct RuleMatcher {
       return a->kind == PatAttr::Kind::Var ? b.i.at(a->text) : a->i;
     };
     switch (p.op) {
-      case PatOp::Concat: return e.concat(intAttr("dim"), kids);
+      case PatOp::Concat: {
+        int64_t d = intAttr("dim");  // a computed dim must land in range, never counted from the end
+        if (p.attr("dim")->kind == PatAttr::Kind::Expr && (d < 0 || kids.empty() || d >= rankOf(kids[0]))) return std::nullopt;
+        return e.concat(d, kids);
+      }
       case PatOp::Sum: return e.sum(kids);
       case PatOp::Slice: return e.slice(kids[0], intAttr("dim"), intAttr("start"), intAttr("end"));
       case PatOp::Scale: {

@@ -117,7 +117,14 @@ Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalO
     return outs[0];
   };
   switch (p.op) {
-    case PatOp::Concat: return one(OpKind::Concat, {{"axis", intOf("dim")}}, xs);
+    case PatOp::Concat: {
+      // A computed dim (dim=?d - 1) out of range is no dim: never read it
+      // counted from the end.
+      int64_t dim = intOf("dim");
+      if (p.attr("dim")->kind == PatAttr::Kind::Expr && (dim < 0 || xs.empty() || dim >= xs[0].rank()))
+        return makeError("bad-axis", "concat: computed dim " + std::to_string(dim) + " out of range");
+      return one(OpKind::Concat, {{"axis", dim}}, xs);
+    }
     case PatOp::Slice: {  // the relation operator: 0 <= start <= end <= size, no clamping
       int64_t rank = xs[0].rank(), dim = intOf("dim"), s = intOf("start"), e = intOf("end");
       int64_t d = dim < 0 ? dim + rank : dim;

@@ -340,9 +340,11 @@ struct LemmaParser {
           a.name = n.text;
           a.kind = PatAttr::Kind::Recip;
           a.expr = std::make_shared<CondTerm>(term);
-        } else if (!onLhs && rel && rel->op == PatOp::Slice && n.text != "dim" &&
-            (c.peek().kind == Token::Kind::Var || c.isIdent("size") || c.isPunct("("))) {
-          // Right side slice bounds: an integer term of bound variables and sizes.
+        } else if (!onLhs && rel && ((rel->op == PatOp::Slice && n.text != "dim") || (rel->op == PatOp::Concat && n.text == "dim")) &&
+            (c.peek().kind == Token::Kind::Var || c.isIdent("size") || c.isIdent("rank") || c.isPunct("("))) {
+          // Right side slice bounds: an integer term of bound variables and
+          // sizes. Right side concat dims: a term of dim variables and ranks
+          // (a reduction that drops a dim before the concat's: dim=?d - 1).
           SP_ASSIGN(CondTerm term, condTerm());
           a.name = n.text;
           if (term.kind == CondTerm::Kind::Var) { a.kind = PatAttr::Kind::Var; a.text = term.var; }
@@ -361,6 +363,7 @@ struct LemmaParser {
         // node's dim, counted from 0.
         bool dimVar = (rel && (rel->op == PatOp::Concat || rel->op == PatOp::Slice) && n.text == "dim" &&
                        a.kind == PatAttr::Kind::Var) ||
+                      (rel && rel->op == PatOp::Concat && n.text == "dim" && a.kind == PatAttr::Kind::Expr) ||
                       (!rel && a.list && n.text == "axes" && info->category == ir::OpCategory::Reduce);
         if (a.list && !dimVar) return c.errorAt(n, "a list variable [?v] is only a reduction's axes");
         if ((a.kind == PatAttr::Kind::Var || a.kind == PatAttr::Kind::Expr || a.kind == PatAttr::Kind::Recip) && !irFloatVar && !dimVar && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale || rel->op == PatOp::SplitLast || rel->op == PatOp::MergeLast || rel->op == PatOp::MergeDims || rel->op == PatOp::SplitDims || rel->op == PatOp::Const) && n.text != "dim"))

@@ -19,8 +19,35 @@ Result<Term> Builder::attrInt(const Pattern& p, const std::string& n) {
   return i(a->i);
 }
 
+// A computed dim (a right side concat's dim=?d - 1): a term of pinned dim
+// variables, ranks and literals, concrete in every proof.
+static Result<int64_t> dimTermValue(Builder& b, const CondTerm& t) {
+  switch (t.kind) {
+    case CondTerm::Kind::Const: return t.value;
+    case CondTerm::Kind::Var:
+      if (auto it = b.fixedInts.find(t.var); it != b.fixedInts.end()) return it->second;
+      return makeError("unsupported-op", "dim term ?" + t.var + " is not pinned");
+    case CondTerm::Kind::Rank: {
+      SP_ASSIGN(SymTensor v, b.var(t.var));
+      return int64_t(v.shape.size());
+    }
+    case CondTerm::Kind::Add: case CondTerm::Kind::Sub: case CondTerm::Kind::Mul: {
+      SP_ASSIGN(int64_t x, dimTermValue(b, t.args[0]));
+      SP_ASSIGN(int64_t y, dimTermValue(b, t.args[1]));
+      return t.kind == CondTerm::Kind::Add ? x + y : t.kind == CondTerm::Kind::Sub ? x - y : x * y;
+    }
+    default: return makeError("unsupported-op", "a dim term is made of dim variables, ranks, literals, + - *");
+  }
+}
+
 Result<int64_t> Builder::dimAttr(const Pattern& p, size_t rank) {
   const PatAttr* a = p.attr("dim");
+  if (a->kind == PatAttr::Kind::Expr) {
+    SP_ASSIGN(int64_t d, dimTermValue(*this, *a->expr));
+    if (d < 0 || d >= int64_t(rank))
+      return makeError("dim-out-of-range", "dim " + a->expr->str() + " = " + std::to_string(d) + " out of range for rank " + std::to_string(rank));
+    return d;
+  }
   if (a->kind != PatAttr::Kind::Var) return normDim(a->i, rank);
   return pinnedDim(a->text, rank);
 }

@@ -1011,9 +1011,13 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       // cheapest term may mix forms (a rotary add over 16 ranks as 12 shards
       // and a sum of two 4-rank concats), which the next op would have to
       // undo before its lemmas meet D's partition.
-      if (!isTiling(*best))
-        if (RelPtr tiling = eng.extractClean(targets[k], anyLeaf, true); tiling && str(*tiling) != str(*best))
-          sr.alts.push_back(tiling);
+      // A tiling by gathered leaves (an all_gather's output, a concat of
+      // them over dp) is not D's partition: the finest tiling, the shards
+      // they were gathered from, goes along.
+      if (RelPtr tiling = isTiling(*best) ? eng.extractShards(targets[k], anyLeaf)
+                                          : eng.extractClean(targets[k], anyLeaf, true);
+          tiling && str(*tiling) != str(*best))
+        sr.alts.push_back(tiling);
       known[node.outputs[k]] = sr;
       if (!isWanted(n)) continue;
       if (expCls.count(k)) {
@@ -1137,7 +1141,13 @@ Result<VerifyReport> verifyUnguarded(const ir::Graph& seq, const ir::Program& di
   std::vector<bool> down(seq.values().size(), false);
   std::vector<ir::ValueId> work{*failing};
   down[size_t(*failing)] = true;
-  while (!outputOnly && !work.empty()) {
+  // A failing value that is itself a checked output (S saves a mask that D
+  // does not) may still be an intermediate with a pending relation: the
+  // outputs computed from it are walked on their own too, where it is not
+  // checked.
+  bool failingIsOutput = std::any_of(rep.outputs.begin(), rep.outputs.end(),
+                                     [&](const OutputResult& o) { return o.name == rep.failure->seqValue; });
+  while (!outputOnly && !failingIsOutput && !work.empty()) {
     ir::ValueId x = work.back();
     work.pop_back();
     for (ir::NodeId u : seq.users(x))

@@ -424,6 +424,25 @@ TEST(Verify, UnarySchemaGatherOnWrongDimRefuted) {
   }
 }
 
+// Per rank, S's exp is D's all_gather output (one leaf), and the add after
+// it needs the gathered shards: they go along as the value's partition
+// (this was inconclusive without folding: "sum(dist[0].g, concat(...))").
+// The twin adding exp(b) is refuted either way.
+TEST(Verify, GatheredLeafKeepsItsShardsPerRank) {
+  for (bool fold : {false, true}) {
+    for (const char* d : {"gathered_beside_shards_tp4.sp", "gathered_beside_shards_tp4_bug.sp"}) {
+      SCOPED_TRACE(std::string(d) + (fold ? " folded" : " per rank"));
+      Case c = load("gathered_beside_shards_seq.sp", d, "gathered_beside_shards_tp4.rel");
+      VerifyOptions o;
+      o.fold = fold;
+      auto rep = verify(c.seq, c.dist, c.rel, o);
+      ASSERT_TRUE(rep.ok()) << rep.error().str();
+      bool bug = std::string(d).find("_bug") != std::string::npos;
+      EXPECT_EQ(rep->verdict, bug ? Verdict::Refuted : Verdict::Verified) << test::describe(*rep);
+    }
+  }
+}
+
 TEST(Verify, AttentionHeadSplitVerified) {
   Case c = load("attn_seq.sp", "attn_tp2.sp", "attn_tp2.rel");
   auto rep = runCase(c);

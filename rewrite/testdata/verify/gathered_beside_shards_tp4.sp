@@ -1,0 +1,18 @@
+# D (sequence parallel over 4 ranks): each rank's exp shard is gathered for
+# the matmul and also added to its b shard. S's c is the gathered leaf; the
+# add needs c's shards (the all_gather's operands).
+program gathered_beside_shards_tp4 {
+  world 4
+  mesh [tp = 4]
+  rank 0..3 {
+    input %a: f32[2, 1, 6]
+    input %b: f32[2, 1, 6]
+    param %w: f32[6, 6]
+    %c: f32[2, 1, 6] = exp(%a)
+    %g: f32[8, 1, 6] = all_gather(%c) {group = "tp"}
+    %m: f32[8, 1, 6] = matmul(%g, %w)
+    %y: f32[2, 1, 6] = add(%c, %b)
+    output %y
+    output %m
+  }
+}
