@@ -78,6 +78,40 @@ TEST(LemmaLoader, ReductionAxisVariable) {
       << perm.error().str();
 }
 
+// A right side concat whose dim is computed (dim=?d - 1): a keepdims=0
+// reduction over an earlier axis moves the concat down one dim. Proven with
+// the shift, refuted without it, and a computed dim out of range (?d - 5)
+// never reads as a dim from the end.
+TEST(LemmaLoader, ComputedConcatDim) {
+  const std::string rule =
+      "r: reduce_sum(concat(?a, ?b, dim=?d), axes=[?e], keepdims=0) => concat(reduce_sum(?a, axes=[?e], keepdims=0), "
+      "reduce_sum(?b, axes=[?e], keepdims=0), dim=?d - 1) if ?e < ?d";
+  auto ls = parseLemmas(rule + "\n", "t.rules");
+  ASSERT_TRUE(ls.ok()) << ls.error().str();
+  std::string printed = rule;
+  printed.replace(printed.find("dim=?d - 1"), 10, "dim=(?d - 1)");
+  EXPECT_EQ((*ls)[0].str(), printed);
+  auto again = parseLemmas(printed + "\n", "t.rules");  // the printed form reads back
+  ASSERT_TRUE(again.ok()) << again.error().str();
+  EXPECT_EQ((*again)[0].str(), printed);
+  LemmaLibrary lib;
+  lib.lemmas = *ls;
+  ProveOptions o = withInterpreter();
+  o.maxRank = 3;
+  auto st = proveLemmas(lib, o);
+  ASSERT_EQ(st.size(), 1u);
+  EXPECT_TRUE(st[0].proven) << st[0].reason;
+  EXPECT_EQ(st[0].numeric, NumericState::Ok) << st[0].numericNote;
+  for (const char* wrongDim : {"?d", "?d - 5"}) {
+    std::string bad = rule;
+    bad.replace(bad.find("dim=?d - 1"), 10, std::string("dim=") + wrongDim);
+    auto b = parseLemmas(bad + "\n", "t.rules");
+    ASSERT_TRUE(b.ok()) << b.error().str();
+    lib.lemmas = *b;
+    EXPECT_FALSE(proveLemmas(lib, o)[0].proven) << bad;
+  }
+}
+
 void expectError(const std::string& rule, const std::string& text) {
   auto ls = parseLemmas(rule + "\n", "t.rules");
   ASSERT_FALSE(ls.ok()) << rule;
