@@ -441,6 +441,36 @@ TEST(Parallelize, MicroBatchesVerifyAndCrossedMicroBatchesAreRefuted) {
   EXPECT_EQ(bad->verdict, rewrite::Verdict::Refuted) << why(*bad);
 }
 
+// The training step with micro-batches, per rank: each weight's gradient is
+// D's sum over the micro-batches of the per-micro-batch products, S's one
+// product over the whole batch (the keepdims=0 reductions over the batch
+// and the gathered activations' shards make the two meet). The twin without
+// the tensor-parallel all_reduce of the first norm's gain gradient, on
+// every rank, is refuted.
+TEST(Parallelize, MicroBatchTrainingStepVerifies) {
+  struct Case {
+    int tp, pp, dp, microBatches;
+  };
+  for (Case c : {Case{2, 2, 1, 2}, Case{1, 2, 2, 4}}) {
+    SCOPED_TRACE("tp " + std::to_string(c.tp) + " pp " + std::to_string(c.pp) + " dp " + std::to_string(c.dp) +
+                 " micro-batches " + std::to_string(c.microBatches));
+    ProgramSpec s = smallTraining(c.tp, c.tp > 1, c.dp);
+    s.pp = c.pp;
+    s.layers = 2;
+    s.batch = 1;
+    s.microBatches = c.microBatches;
+    auto p = parallelize(s);
+    ASSERT_TRUE(p.ok()) << p.error().str();
+    EXPECT_NE(p->dist.find("_mb1"), std::string::npos);
+    auto rep = verifyTexts(*p);
+    EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+    std::string d = p->dist;
+    for (size_t at = d.find("%grad_l0_n1g: "); at != std::string::npos; at = d.find("%grad_l0_n1g: ", at + 1))
+      d = dropReductionAt(d, at);
+    expectRefuted(*p, d);
+  }
+}
+
 // One KV head held by every rank (multi-query attention, tp above it): the
 // head's weights replicated, broadcast to each rank's query heads, which is
 // that rank's piece of S's broadcast. Folded (it was inconclusive: a
