@@ -443,15 +443,18 @@ TEST(Parallelize, MicroBatchesVerifyAndCrossedMicroBatchesAreRefuted) {
 
 // The training step with micro-batches, per rank: each weight's gradient is
 // D's sum over the micro-batches of the per-micro-batch products, S's one
-// product over the whole batch (the keepdims=0 reductions over the batch
-// and the gathered activations' shards make the two meet). The twin without
+// product over the whole batch (the keepdims=0 reductions over the batch,
+// the gathered activations' shards and sum-of-concats make the two meet). The twin without
 // the tensor-parallel all_reduce of the first norm's gain gradient, on
 // every rank, is refuted.
 TEST(Parallelize, MicroBatchTrainingStepVerifies) {
   struct Case {
     int tp, pp, dp, microBatches;
   };
-  for (Case c : {Case{2, 2, 1, 2}, Case{1, 2, 2, 4}}) {
+  // (TP 2 with four batch pieces in a group, micro-batches x dp, was
+  // inconclusive before sum-of-concats: S's partial sum over the batch
+  // never met D's reduce_scatter per micro-batch.)
+  for (Case c : {Case{2, 2, 1, 2}, Case{1, 2, 2, 4}, Case{2, 1, 1, 4}, Case{2, 1, 2, 2}}) {
     SCOPED_TRACE("tp " + std::to_string(c.tp) + " pp " + std::to_string(c.pp) + " dp " + std::to_string(c.dp) +
                  " micro-batches " + std::to_string(c.microBatches));
     ProgramSpec s = smallTraining(c.tp, c.tp > 1, c.dp);
