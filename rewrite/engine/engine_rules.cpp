@@ -111,6 +111,7 @@ struct RuleMatcher {
     for (const auto& a : p.attrs) {
       if (a.kind == PatAttr::Kind::Var && b && b->i.count(a.text)) {
         if (a.list) m[a.name] = std::vector<int64_t>{b->i.at(a.text)};  // axes=[?e]
+        else if (isDimVarAttr(p, a)) m[a.name] = b->i.at(a.text);     // a norm's axis=?e
         else m[a.name] = std::bit_cast<double>(b->i.at(a.text));
         continue;
       }
@@ -314,6 +315,12 @@ struct RuleMatcher {
                 bound = bound && ax >= 0 && ax < inRank && bindInt(&a, ax, nb);
                 continue;
               }
+              if (isDimVarAttr(p, a)) {  // a norm's axis=?e, counted from 0
+                const auto* v = it != have.end() ? std::get_if<int64_t>(&it->second) : nullptr;
+                int64_t ax = v ? normDim(*v, inRank) : -1;
+                bound = bound && ax >= 0 && ax < inRank && bindInt(&a, ax, nb);
+                continue;
+              }
               bound = bound && it != have.end() && std::holds_alternative<double>(it->second) &&
                       bindInt(&a, std::bit_cast<int64_t>(std::get<double>(it->second)), nb);
             }
@@ -410,6 +417,13 @@ struct RuleMatcher {
         auto it = b.t.find(t.var);
         if (it == b.t.end()) return std::nullopt;
         int64_t r = rankOf(it->second), d = t.value;
+        if (!t.args.empty()) {  // a computed dim: concrete, in range, never counted from the end
+          auto v = term(t.args[0], b, nullptr, assume);
+          if (!v || !v->c || *v->c < 0 || *v->c >= r) return std::nullopt;
+          Val s = dimVal(g.type(it->second).shape[size_t(*v->c)], z, assume);
+          if (!s.c && !s.t.valid()) return std::nullopt;
+          return s;
+        }
         if (!t.dimVar.empty()) {
           auto dv = b.i.find(t.dimVar);
           if (dv == b.i.end()) return std::nullopt;

@@ -165,9 +165,17 @@ bool reshapeLike(OpKind op) {
 const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
   static const std::map<std::string, std::vector<std::string>> m = {
       {"unary-over-split", {"unary-over-concat"}},
+      // Any operand order and rank (numpy broadcasting, aligned right): the
+      // replicated operands never reach the split dim or have size 1 there,
+      // the split ones are split alike on the aligned dim.
       {"binary-over-split", {"binary-over-concat", "binary-broadcast-over-concat", "binary-broadcast-unit-over-concat",
-                             "binary-broadcast-split-over-concat", "binary-rank0-over-concat"}},
-      {"where-over-split", {"where-over-concat", "where-split-mask-over-concat"}},
+                             "binary-broadcast-low-unit-over-concat", "binary-broadcast-split-over-concat",
+                             "binary-rank0-over-concat", "binary-rank0-left-over-concat", "binary-broadcast-left-over-concat",
+                             "binary-broadcast-left-unit-over-concat", "binary-broadcast-left-split-over-concat"}},
+      {"where-over-split", {"where-over-concat", "where-keep-over-concat", "where-split-mask-over-concat",
+                            "where-keep-split-mask-over-concat", "where-low-mask-over-concat",
+                            "where-keep-low-mask-over-concat", "where-low-split-mask-over-concat",
+                            "where-keep-low-split-mask-over-concat"}},
       {"matmul-row-split", {"matmul-row-split-any-rank"}},
       {"matmul-col-split", {"matmul-col-split-any-rank"}},
       {"matmul-batch-split", {"matmul-batch-split", "matmul-batch-dim-split"}},  // any batch dim, any rank
@@ -177,8 +185,9 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       {"reduce-sum-over-split", {"reduce-sum-over-concat-drop", "reduce-sum-all-over-concat-first"}},
       {"reduce-mean-over-split", {"reduce-mean-over-concat-halves", "reduce-mean-all-over-concat-halves"}},
       {"softmax-over-split", {"softmax-over-concat", "log-softmax-over-concat"}},
-      {"norm-over-split", {"layer-norm-over-concat", "layer-norm-affine-over-concat", "rms-norm-over-concat",
-                           "rms-norm-affine-over-concat"}},
+      {"softmax-over-other-split", {"softmax-over-other-concat", "log-softmax-over-other-concat"}},
+      {"norm-over-split", {"layer-norm-over-concat", "layer-norm-gain-over-concat", "layer-norm-affine-over-concat",
+                           "rms-norm-over-concat", "rms-norm-affine-over-concat"}},
       {"permute-of-split", {"permute-of-concat", "transpose-of-concat"}},
       {"reshape-of-split", {"split-dims-first-of-concat-first", "merge-dims-first-of-concat-first"}},
       {"slice-of-split", {"slice-last-of-concat-first", "unary-over-slice"}},
@@ -479,10 +488,24 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
   };
   if ((cat == OpCategory::Unary) && use("unary-over-split")) {
     od = in[0].dim;
-  } else if ((cat == OpCategory::Binary || cat == OpCategory::Compare) && use("binary-over-split")) {
+  } else if (opHasTrait(n.op, OpTrait::Binary) && use("binary-over-split")) {  // the ops the lemmas' ?g ranges over
     od = broadcastDim();
   } else if (n.op == OpKind::Where && use("where-over-split")) {
     od = broadcastDim();
+    // What the where lemmas cover: one branch split, the other a rank-0
+    // value; the mask split alike, or replicated and of lower rank off the
+    // split dim, or of the same rank with size 1 there.
+    auto rank = [&](size_t i) { return int64_t(local(i).shape.size()); };
+    bool ok = od && in.size() == 3 &&
+              ((in[1].lay == Lay::Split && in[2].lay == Lay::Rep && rank(2) == 0) ||
+               (in[2].lay == Lay::Split && in[1].lay == Lay::Rep && rank(1) == 0));
+    if (ok && in[0].lay == Lay::Rep) {
+      int64_t at = *od - (R - rank(0));
+      ok = at < 0 || (rank(0) == R && sizeAt(local(0), at) == Dim(1));
+    } else if (ok) {
+      ok = in[0].lay == Lay::Split;
+    }
+    if (!ok) od = std::nullopt;
   } else if (n.op == OpKind::MatMul) {
     int64_t ra = int64_t(local(0).shape.size()), rb = int64_t(local(1).shape.size());
     if (ra >= 2 && rb >= 2) {
@@ -515,6 +538,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
   } else if ((n.op == OpKind::Softmax || n.op == OpKind::LogSoftmax) && use("softmax-over-split")) {
     int64_t axis = ir::attrInt(norm, "axis");
     if (axis == R - 1 && in[0].dim < R - 1) od = in[0].dim;
+    else if (axis != in[0].dim && use("softmax-over-other-split")) od = in[0].dim;  // any axis but the split one
   } else if ((n.op == OpKind::LayerNorm || n.op == OpKind::RmsNorm) && use("norm-over-split")) {
     int64_t axis = ir::attrInt(norm, "axis");
     bool restRep = std::all_of(in.begin() + 1, in.end(), [](const Fact& f) { return f.lay == Lay::Rep; });

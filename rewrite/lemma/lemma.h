@@ -74,7 +74,7 @@ enum class PatOp : uint8_t { Var, Ir, Concat, Sum, Slice, Scale, Permute, SplitL
 
 // Traits an op variable ranges over (ir/ops.def categories, docs/lemmas.md):
 // Unary: the same-shape elementwise ops of category Unary except cast
-// (changes the dtype) and not (bool only); Binary: category Binary (numpy
+// (changes the dtype) and not (bool only); Binary: categories Binary and Compare (numpy
 // broadcasting). Each is a function of its operands' elements at the same
 // (broadcast) index, which is what the prover assumes of an op variable.
 enum class OpTrait : uint8_t { None, Unary, Binary };
@@ -84,6 +84,13 @@ int opTraitArity(OpTrait t);
 bool opHasTrait(ir::OpKind op, OpTrait t);
 // The IR ops of a trait, in ops.def order.
 std::vector<ir::OpKind> opsOfTrait(OpTrait t);
+
+struct Pattern;
+// A dim variable attribute: concat's and slice's dim=?d, a reduction's
+// axes=[?e], a normalization's axis=?e (softmax, log_softmax, layer_norm,
+// rms_norm). Bound to the matched node's dim counted from 0; the prover
+// proves each dim in turn (lemma_prove.cpp pins it).
+bool isDimVarAttr(const Pattern& p, const PatAttr& a);
 
 struct Pattern {
   PatOp op = PatOp::Var;

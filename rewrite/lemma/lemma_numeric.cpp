@@ -32,7 +32,7 @@ void collectVars(const Pattern& p, VarKinds& v) {
   if (p.op == PatOp::OpVar) v.ops[p.name] = p.trait;
   for (const auto& a : p.attrs)
     if (a.kind == PatAttr::Kind::Var)
-      (p.op == PatOp::Scale ? v.factors : p.op == PatOp::Ir && !a.list ? v.fractions : v.ints)[a.text] = true;
+      (p.op == PatOp::Scale ? v.factors : p.op == PatOp::Ir && !isDimVarAttr(p, a) ? v.fractions : v.ints)[a.text] = true;
   for (const auto& a : p.args) collectVars(*a, v);
 }
 
@@ -44,6 +44,11 @@ std::optional<int64_t> condValue(const CondTerm& t, const Instance& in) {
     case CondTerm::Kind::Size: {
       const auto& x = in.tensors.at(t.var);
       int64_t d = t.value;
+      if (!t.args.empty()) {  // a computed dim: in range or no size
+        auto c = condValue(t.args[0], in);
+        if (!c || *c < 0 || *c >= x.rank()) return std::nullopt;
+        return x.dims()[size_t(*c)];
+      }
       if (!t.dimVar.empty()) {
         if (!in.ints.count(t.dimVar)) return std::nullopt;
         d = in.ints.at(t.dimVar);
@@ -219,8 +224,9 @@ Result<ir::Tensor> evalPattern(const Pattern& p, const Instance& in, const EvalO
             else attrs[a.name] = a.text;
             break;
           }
-          case PatAttr::Kind::Var:  // a float attribute (the parser's rule), or a reduction's axes=[?e]
+          case PatAttr::Kind::Var:  // a float attribute (the parser's rule), a reduction's axes=[?e] or a norm's axis=?e
             if (a.list) attrs[a.name] = std::vector<int64_t>{in.ints.at(a.text)};
+            else if (isDimVarAttr(p, a)) attrs[a.name] = in.ints.at(a.text);
             else attrs[a.name] = in.reals.at(a.text);
             break;
           case PatAttr::Kind::Expr: attrs[a.name] = condValue(*a.expr, in).value_or(-1); break;

@@ -1,5 +1,6 @@
 // Loader of lemma rule files: parsing and checks (unknown ops, arity,
 // attribute names and kinds, unbound variables).
+#include <functional>
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -58,12 +59,29 @@ const char* opTraitName(OpTrait t) {
 
 int opTraitArity(OpTrait t) { return t == OpTrait::Binary ? 2 : 1; }
 
+bool isDimVarAttr(const Pattern& p, const PatAttr& a) {
+  if (a.kind != PatAttr::Kind::Var) return false;
+  if ((p.op == PatOp::Concat || p.op == PatOp::Slice) && a.name == "dim") return !a.list;
+  if (p.op != PatOp::Ir) return false;
+  ir::OpCategory c = ir::opInfo(p.irOp).category;
+  return (a.list && a.name == "axes" && c == ir::OpCategory::Reduce) ||
+         (!a.list && a.name == "axis" && c == ir::OpCategory::Norm);
+}
+
 bool opHasTrait(ir::OpKind op, OpTrait t) {
   const ir::OpInfo& info = ir::opInfo(op);
   switch (t) {
     case OpTrait::Unary:  // cast changes the dtype, not is bool only
       return info.category == ir::OpCategory::Unary && op != ir::OpKind::Cast && op != ir::OpKind::Not;
-    case OpTrait::Binary: return info.category == ir::OpCategory::Binary;
+    // Arithmetic (category Binary) and comparisons (category Compare, bool
+    // results): each a function of its operands' elements at the same
+    // broadcast index, which is all the prover assumes of ?g. The logical
+    // and/or/xor (bool operands) are left out: the numeric checks draw
+    // real operands.
+    case OpTrait::Binary:
+      return info.category == ir::OpCategory::Binary ||
+             (info.category == ir::OpCategory::Compare && op != ir::OpKind::And && op != ir::OpKind::Or &&
+              op != ir::OpKind::Xor);
     case OpTrait::None: break;
   }
   return false;
@@ -89,7 +107,8 @@ std::string Pattern::str() const {
 std::string CondTerm::str() const {
   switch (kind) {
     case Kind::Const: return std::to_string(value);
-    case Kind::Size: return "size(?" + var + ", " + (dimVar.empty() ? std::to_string(value) : "?" + dimVar) + ")";
+    case Kind::Size:
+      return "size(?" + var + ", " + (!args.empty() ? args[0].str() : dimVar.empty() ? std::to_string(value) : "?" + dimVar) + ")";
     case Kind::Rank: return "rank(?" + var + ")";
     case Kind::Var: return "?" + var;
     case Kind::Add: return "(" + args[0].str() + " + " + args[1].str() + ")";
@@ -363,6 +382,8 @@ struct LemmaParser {
         // node's dim, counted from 0.
         bool dimVar = (rel && (rel->op == PatOp::Concat || rel->op == PatOp::Slice) && n.text == "dim" &&
                        a.kind == PatAttr::Kind::Var) ||
+                      (!rel && !a.list && n.text == "axis" && a.kind == PatAttr::Kind::Var &&
+                       info->category == ir::OpCategory::Norm) ||
                       (rel && rel->op == PatOp::Concat && n.text == "dim" && a.kind == PatAttr::Kind::Expr) ||
                       (!rel && a.list && n.text == "axes" && info->category == ir::OpCategory::Reduce);
         if (a.list && !dimVar) return c.errorAt(n, "a list variable [?v] is only a reduction's axes");
@@ -486,15 +507,36 @@ struct LemmaParser {
       ct.kind = t.text == "size" ? CondTerm::Kind::Size : CondTerm::Kind::Rank;
       if (t.text == "size") {
         SP_TRY(c.expect(","));
-        bool n = c.accept("-");
-        Token d = c.next();
-        if (d.kind == Token::Kind::Var && !n) {  // size(?a, ?d): a dim variable of the left side
-          SP_TRY(useVar(d, false));
-          ct.dimVar = d.text;
-        } else if (d.kind != Token::Kind::Int) {
-          return c.errorAt(d, "size() needs a literal dim or a dim variable");
+        bool literal = (c.peek().kind == Token::Kind::Int && c.isPunct(")", 1)) ||
+                       (c.isPunct("-") && c.peek(1).kind == Token::Kind::Int && c.isPunct(")", 2));
+        bool dimVar = c.peek().kind == Token::Kind::Var && c.isPunct(")", 1);
+        if (literal || dimVar) {
+          bool n = c.accept("-");
+          Token d = c.next();
+          if (d.kind == Token::Kind::Var) {  // size(?a, ?d): a dim variable of the left side
+            SP_TRY(useVar(d, false));
+            ct.dimVar = d.text;
+          } else {
+            ct.value = n ? -d.intValue : d.intValue;
+          }
         } else {
-          ct.value = n ? -d.intValue : d.intValue;
+          // size(?c, ?d - rank(?a) + rank(?c)): a dim computed from dim
+          // variables, ranks and literals, counted from 0; out of range,
+          // the condition does not hold (never read from the end).
+          Token at = c.peek();
+          if (c.isPunct("-") && c.peek(1).kind != Token::Kind::Int)
+            return c.errorAt(c.peek(1), "size() needs a literal dim, a dim variable or a computed dim (?d - 1)");
+          SP_ASSIGN(CondTerm dt, condTerm());
+          std::function<bool(const CondTerm&)> dimTerm = [&](const CondTerm& x) {
+            switch (x.kind) {
+              case CondTerm::Kind::Const: case CondTerm::Kind::Var: case CondTerm::Kind::Rank: return true;
+              case CondTerm::Kind::Add: case CondTerm::Kind::Sub: case CondTerm::Kind::Mul:
+                return dimTerm(x.args[0]) && dimTerm(x.args[1]);
+              default: return false;
+            }
+          };
+          if (!dimTerm(dt)) return c.errorAt(at, "a computed dim of size() is made of dim variables, ranks, literals, + - *");
+          ct.args = {dt};
         }
       }
       SP_TRY(c.expect(")"));

@@ -38,7 +38,7 @@ std::map<std::string, int> explicitRanks(const Lemma& l) {
 void patternVars(const Pattern& p, std::set<std::string>& tensors, std::set<std::string>& ints) {
   if (p.op == PatOp::Var) { tensors.insert(p.name); return; }
   for (const auto& a : p.attrs)
-    if (a.kind == PatAttr::Kind::Var && p.op != PatOp::Scale && (p.op != PatOp::Ir || a.list)) ints.insert(a.text);
+    if (a.kind == PatAttr::Kind::Var && p.op != PatOp::Scale && (p.op != PatOp::Ir || isDimVarAttr(p, a))) ints.insert(a.text);
   for (const auto& a : p.args) patternVars(*a, tensors, ints);
 }
 
@@ -50,10 +50,9 @@ void sizeVarsOf(const Pattern& p, std::set<std::string>& out) {
 
 // Dim variables: the `dim` of a concat or slice written as a variable.
 void dimVarsOf(const Pattern& p, std::set<std::string>& out) {
-  if (p.op == PatOp::Concat || p.op == PatOp::Slice)
-    if (const PatAttr* a = p.attr("dim"); a && a->kind == PatAttr::Kind::Var) out.insert(a->text);
-  if (p.op == PatOp::Ir)  // a reduction's axes=[?e]
-    if (const PatAttr* a = p.attr("axes"); a && a->kind == PatAttr::Kind::Var && a->list) out.insert(a->text);
+  // concat/slice dim=?d, a reduction's axes=[?e], a normalization's axis=?e
+  for (const auto& a : p.attrs)
+    if (isDimVarAttr(p, a)) out.insert(a.text);
   for (const auto& a : p.args) dimVarsOf(*a, out);
 }
 

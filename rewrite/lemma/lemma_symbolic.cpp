@@ -275,6 +275,12 @@ Result<Term> condTerm(Builder& b, const CondTerm& t) {
     case CondTerm::Kind::Size: {
       SP_ASSIGN(SymTensor v, b.var(t.var));
       int64_t dim = t.value;
+      if (!t.args.empty()) {  // a computed dim, concrete per instance: out of range, no such size
+        SP_ASSIGN(int64_t d, dimTermValue(b, t.args[0]));
+        if (d < 0 || d >= int64_t(v.shape.size()))
+          return makeError("dim-out-of-range", "size dim " + t.args[0].str() + " = " + std::to_string(d) + " out of range");
+        return v.shape[size_t(d)];
+      }
       if (!t.dimVar.empty()) {  // a dim variable, pinned for this proof (lemma_prove.cpp)
         auto it = b.fixedInts.find(t.dimVar);
         if (it == b.fixedInts.end()) return makeError("unsupported-cond", "dim ?" + t.dimVar + " is not pinned");

@@ -11,10 +11,11 @@ Result<SymTensor> Builder::buildIr(const Pattern& p, std::vector<SymTensor>& xs)
   using ir::OpKind;
   smt::Context* zc = &z;
   const ir::OpInfo& info = ir::opInfo(p.irOp);
-  // Variable float attributes: dropout's ratio and the norms' epsilon only.
+  // Variable float attributes: dropout's ratio and the norms' epsilon only
+  // (a norm's axis=?e is a dim variable, pinned per proof).
   for (const auto& a : p.attrs)
     if (a.kind == PatAttr::Kind::Var && !a.list && !(p.irOp == OpKind::Dropout && a.name == "ratio") &&
-        !(info.category == ir::OpCategory::Norm && a.name == "epsilon"))
+        !(info.category == ir::OpCategory::Norm && a.name == "epsilon") && !isDimVarAttr(p, a))
       return makeError("unsupported-op", std::string(info.name) + ": attribute '" + a.name +
                                              "' is a variable, which only dropout's ratio and a norm's epsilon may be");
   if (auto r = buildIndexOp(p, xs)) return std::move(*r);
@@ -300,7 +301,12 @@ Result<SymTensor> Builder::norm(const Pattern& p, std::vector<SymTensor>& xs) {
   SymTensor x = xs[0];
   size_t r = x.shape.size();
   const PatAttr* ax = p.attr("axis");
-  SP_ASSIGN(int64_t axis, normDim(ax ? ax->i : -1, r));
+  int64_t axis = 0;
+  if (ax && ax->kind == PatAttr::Kind::Var) {  // axis=?e: pinned per proof
+    SP_ASSIGN(axis, pinnedDim(ax->text, r));
+  } else {
+    SP_ASSIGN(axis, normDim(ax ? ax->i : -1, r));
+  }
   smt::Context* zc = &z;
   if (p.irOp == OpKind::Softmax || p.irOp == OpKind::LogSoftmax) {
     bool logv = p.irOp == OpKind::LogSoftmax;

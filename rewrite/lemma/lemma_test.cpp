@@ -170,7 +170,9 @@ TEST(LemmaLoader, SchemaErrors) {
   expectError("x: exp(concat(?a, ?b, dim=?d)) => ?a if size(?a, ?e) == 1",
               "t.rules:1:50: unbound variable '?e' (not bound by the left side)");
   expectError("x: exp(concat(?a, ?b, dim=?d)) => ?a if size(?a, -?d) == 1",
-              "t.rules:1:51: size() needs a literal dim or a dim variable");
+              "t.rules:1:51: size() needs a literal dim, a dim variable or a computed dim (?d - 1)");
+  expectError("x: exp(concat(?a, ?b, dim=?d)) => ?a if size(?a, ?d + size(?b, 0)) == 1",
+              "t.rules:1:50: a computed dim of size() is made of dim variables, ranks, literals, + - *");
 }
 
 // Terms and conditions nested deeper than the parser's limit are an error
