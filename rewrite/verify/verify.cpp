@@ -1075,6 +1075,23 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       done[w] = OutputResult{w, str(*known[v].best), known[v].best};
       continue;
     }
+    // An S input returned as an output with an expected relation: its input
+    // relations and the expected one must meet in one engine.
+    if (seq.value(v).kind != ir::ValueKind::NodeOutput && known.count(v)) {
+      Engine eng(interner, rules, es, dist);
+      eng.setZeroLeaves(&model.zeros);
+      auto c = eng.addRel(*known[v].best);
+      auto e = eng.addRel(*expected[w]);
+      if (c.ok() && e.ok()) {
+        for (const auto& a : known[v].alts)
+          if (auto ca = eng.addRel(*a); ca.ok()) eng.mergeChecked(*c, *ca);
+        eng.saturate(opts.perOpBudget, [&] { return eng.graph().find(*c) == eng.graph().find(*e); });
+        if (eng.graph().find(*c) == eng.graph().find(*e)) {
+          done[w] = OutputResult{w, str(*expected[w]), expected[w]};
+          continue;
+        }
+      }
+    }
     unproven.push_back(w);
   }
   for (const auto& w : wanted)

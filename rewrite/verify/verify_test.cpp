@@ -443,6 +443,26 @@ TEST(Verify, GatheredLeafKeepsItsShardsPerRank) {
   }
 }
 
+// An S input returned as an output, with an expected relation: checked
+// against the input relations per rank as folded (it was "no relation
+// found" per rank); an expected relation of another shape is refuted.
+TEST(Verify, InputReturnedAsOutputMeetsItsExpectedRelation) {
+  const std::string seq = "graph g {\n  input %x: f32[4, 3]\n  output %x\n}\n";
+  const std::string dist =
+      "program d {\n  world 2\n  mesh [tp = 2]\n  rank 0..1 {\n    input %x: f32[4, 3]\n    output %x\n  }\n}\n";
+  for (bool fold : {false, true}) {
+    SCOPED_TRACE(fold ? "folded" : "per rank");
+    VerifyOptions o;
+    o.fold = fold;
+    auto ok = verifyTexts(seq, dist, "dist[*].x = seq.x\nexpect seq.x = dist[1].x\n", o);
+    ASSERT_TRUE(ok.ok()) << ok.error().str();
+    EXPECT_EQ(ok->verdict, Verdict::Verified) << test::describe(*ok);
+    auto bad = verifyTexts(seq, dist, "dist[*].x = seq.x\nexpect seq.x = concat(dim=0, dist[0].x, dist[1].x)\n", o);
+    ASSERT_TRUE(bad.ok()) << bad.error().str();
+    EXPECT_NE(bad->verdict, Verdict::Verified) << test::describe(*bad);
+  }
+}
+
 TEST(Verify, AttentionHeadSplitVerified) {
   Case c = load("attn_seq.sp", "attn_tp2.sp", "attn_tp2.rel");
   auto rep = runCase(c);
