@@ -177,9 +177,11 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
                             "where-keep-low-mask-over-concat", "where-low-split-mask-over-concat",
                             "where-keep-low-split-mask-over-concat"}},
       {"matmul-row-split", {"matmul-row-split-any-rank"}},
-      {"matmul-col-split", {"matmul-col-split-any-rank"}},
+      // Any ranks on both sides (batched weights or gradients as well as a
+      // rank-2 weight): the batched lemmas, proven up to rank 4.
+      {"matmul-col-split", {"matmul-col-split-batched"}},
       {"matmul-batch-split", {"matmul-batch-split", "matmul-batch-dim-split"}},  // any batch dim, any rank
-      {"matmul-contract-split", {"matmul-contract-split-any-rank"}},
+      {"matmul-contract-split", {"matmul-contract-split-batched"}},
       {"reduce-over-other-split", {"reduce-sum-keep-over-other-concat", "reduce-mean-keep-over-other-concat",
                                    "reduce-max-keep-over-other-concat"}},
       {"reduce-sum-over-split", {"reduce-sum-over-concat-drop", "reduce-sum-all-over-concat-first"}},
