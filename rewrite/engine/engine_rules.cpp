@@ -413,6 +413,7 @@ struct RuleMatcher {
         if (it == b.t.end()) return std::nullopt;
         return Val{rankOf(it->second), {}};
       }
+      case CondTerm::Kind::Shape: return std::nullopt;  // compared in conditions()
       case CondTerm::Kind::Size: {
         auto it = b.t.find(t.var);
         if (it == b.t.end()) return std::nullopt;
@@ -470,6 +471,11 @@ struct RuleMatcher {
   }
   bool conditions(const Rule& r, const Bind& b) {
     for (const auto& c : r.lemma->conds) {
+      if (c.lhs.kind == CondTerm::Kind::Shape) {  // shape(?a) == shape(?b): the types' shapes, dim by dim
+        auto x = b.t.find(c.lhs.var), y = b.t.find(c.rhs.var);
+        if (x == b.t.end() || y == b.t.end() || !(g.type(x->second).shape == g.type(y->second).shape)) return false;
+        continue;
+      }
       std::vector<smt::Term> assume;
       auto x = term(c.lhs, b, nullptr, assume), y = term(c.rhs, b, nullptr, assume);
       if (x && y && x->c && y->c) {

@@ -18,7 +18,9 @@ namespace sp::rewrite {
 
 // Integer terms of side conditions.
 struct CondTerm {
-  enum class Kind : uint8_t { Const, Size, Rank, Var, Add, Sub, Mul, Mod };  // Mod: mod(a, b), b > 0
+  // Mod: mod(a, b), b > 0. Shape: shape(?x), only in `shape(?a) == shape(?b)`
+  // (equal ranks and equal sizes at every dim).
+  enum class Kind : uint8_t { Const, Size, Rank, Var, Add, Sub, Mul, Mod, Shape };
   Kind kind = Kind::Const;
   int64_t value = 0;     // Const; Size: the dim (may be negative)
   std::string var;       // Size/Rank: tensor variable; Var: attribute variable

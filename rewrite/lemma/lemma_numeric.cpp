@@ -41,6 +41,7 @@ std::optional<int64_t> condValue(const CondTerm& t, const Instance& in) {
     case CondTerm::Kind::Const: return t.value;
     case CondTerm::Kind::Var: return in.ints.count(t.var) ? std::optional<int64_t>(in.ints.at(t.var)) : std::nullopt;
     case CondTerm::Kind::Rank: return in.tensors.at(t.var).rank();
+    case CondTerm::Kind::Shape: return std::nullopt;  // compared in holds()
     case CondTerm::Kind::Size: {
       const auto& x = in.tensors.at(t.var);
       int64_t d = t.value;
@@ -70,6 +71,9 @@ std::optional<int64_t> condValue(const CondTerm& t, const Instance& in) {
 }
 
 bool holds(const Cond& c, const Instance& in) {
+  if (c.lhs.kind == CondTerm::Kind::Shape)  // shape(?a) == shape(?b)
+    return in.tensors.count(c.lhs.var) && in.tensors.count(c.rhs.var) &&
+           in.tensors.at(c.lhs.var).dims() == in.tensors.at(c.rhs.var).dims();
   auto a = condValue(c.lhs, in), b = condValue(c.rhs, in);
   if (!a || !b) return false;
   switch (c.op) {

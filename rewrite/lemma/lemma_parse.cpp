@@ -110,6 +110,7 @@ std::string CondTerm::str() const {
     case Kind::Size:
       return "size(?" + var + ", " + (!args.empty() ? args[0].str() : dimVar.empty() ? std::to_string(value) : "?" + dimVar) + ")";
     case Kind::Rank: return "rank(?" + var + ")";
+    case Kind::Shape: return "shape(?" + var + ")";
     case Kind::Var: return "?" + var;
     case Kind::Add: return "(" + args[0].str() + " + " + args[1].str() + ")";
     case Kind::Sub: return "(" + args[0].str() + " - " + args[1].str() + ")";
@@ -498,6 +499,16 @@ struct LemmaParser {
       ct.args = {a, b};
       return ct;
     }
+    if (t.kind == Token::Kind::Ident && t.text == "shape") {
+      SP_TRY(c.expect("("));
+      Token v = c.next();
+      if (v.kind != Token::Kind::Var) return c.errorAt(v, "expected a tensor variable");
+      SP_TRY(useVar(v, true));
+      SP_TRY(c.expect(")"));
+      ct.kind = CondTerm::Kind::Shape;
+      ct.var = v.text;
+      return ct;
+    }
     if (t.kind == Token::Kind::Ident && (t.text == "size" || t.text == "rank")) {
       SP_TRY(c.expect("("));
       Token v = c.next();
@@ -548,8 +559,10 @@ struct LemmaParser {
   Result<CondTerm> condTerm() {
     SP_ASSIGN(CondTerm a, condAtom());
     while (c.isPunct("+") || c.isPunct("-") || c.isPunct("*")) {
+      if (a.kind == CondTerm::Kind::Shape) return c.error("shape() is not an integer");
       std::string op = c.next().text;
       SP_ASSIGN(CondTerm b, condAtom());
+      if (b.kind == CondTerm::Kind::Shape) return c.error("shape() is not an integer");
       CondTerm r;
       r.kind = op == "+" ? CondTerm::Kind::Add : op == "-" ? CondTerm::Kind::Sub : CondTerm::Kind::Mul;
       r.args = {a, b};
@@ -568,6 +581,9 @@ struct LemmaParser {
       if (c.accept(t)) { k.op = op; found = true; break; }
     if (!found) return c.error("expected a comparison, found " + Cursor::describe(c.peek()));
     SP_ASSIGN(k.rhs, condTerm());
+    bool ls = k.lhs.kind == CondTerm::Kind::Shape, rs = k.rhs.kind == CondTerm::Kind::Shape;
+    if ((ls || rs) && !(ls && rs && k.op == CmpOp::Eq))
+      return c.error("shape() is compared only with another shape(), by == (shape(?a) == shape(?b))");
     return k;
   }
 };

@@ -166,6 +166,12 @@ Outcome proveInstance(const Lemma& l, const std::map<std::string, int>& ranks, c
   for (const auto& [name, t] : b.vars)
     for (const auto& s : t.shape) assumptions.push_back(z.ge(s, z.intVal(1)));
   for (const auto& c : l.conds) {
+    if (c.lhs.kind == CondTerm::Kind::Shape) {  // shape(?a) == shape(?b): equal ranks, then every size
+      auto A = b.var(c.lhs.var), B = b.var(c.rhs.var);
+      if (!A.ok() || !B.ok() || A->shape.size() != B->shape.size()) return Outcome::NotApplicable;
+      for (size_t d = 0; d < A->shape.size(); ++d) assumptions.push_back(z.eq(A->shape[d], B->shape[d]));
+      continue;
+    }
     auto x = condTerm(b, c.lhs);
     auto y = condTerm(b, c.rhs);
     if (!x.ok() || !y.ok()) return Outcome::NotApplicable;

@@ -272,6 +272,7 @@ Result<Term> condTerm(Builder& b, const CondTerm& t) {
       SP_ASSIGN(SymTensor v, b.var(t.var));
       return z.intVal(int64_t(v.shape.size()));
     }
+    case CondTerm::Kind::Shape: return makeError("unsupported-cond", "shape() is compared by the prover, not evaluated");
     case CondTerm::Kind::Size: {
       SP_ASSIGN(SymTensor v, b.var(t.var));
       int64_t dim = t.value;

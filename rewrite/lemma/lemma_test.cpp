@@ -112,6 +112,35 @@ TEST(LemmaLoader, ComputedConcatDim) {
   }
 }
 
+// shape(?a) == shape(?b): equal ranks and sizes at every dim, one condition
+// for every rank (it replaced add-is-sum-rank1..4). Without it (equal ranks
+// only, a broadcast) the rule is false; a wrong right side stays unproven.
+TEST(LemmaLoader, ShapeCondition) {
+  const std::string rule = "s: add(?a, ?b) => sum(?a, ?b) if shape(?a) == shape(?b)";
+  auto ls = parseLemmas(rule + "\n", "t.rules");
+  ASSERT_TRUE(ls.ok()) << ls.error().str();
+  EXPECT_EQ((*ls)[0].str(), rule);
+  LemmaLibrary lib;
+  lib.lemmas = *ls;
+  ProveOptions o = withInterpreter();
+  o.maxRank = 3;
+  auto st = proveLemmas(lib, o);
+  ASSERT_EQ(st.size(), 1u);
+  EXPECT_TRUE(st[0].proven) << st[0].reason;
+  EXPECT_EQ(st[0].numeric, NumericState::Ok) << st[0].numericNote;
+  for (const char* bad : {"b: add(?a, ?b) => sum(?a, ?b) if rank(?a) == rank(?b)",
+                          "b: sub(?a, ?b) => sum(?a, ?b) if shape(?a) == shape(?b)"}) {
+    auto b = parseLemmas(std::string(bad) + "\n", "t.rules");
+    ASSERT_TRUE(b.ok()) << b.error().str();
+    lib.lemmas = *b;
+    EXPECT_FALSE(proveLemmas(lib, o)[0].proven) << bad;
+  }
+  for (const char* misuse : {"b: add(?a, ?b) => sum(?a, ?b) if shape(?a) != shape(?b)",
+                             "b: add(?a, ?b) => sum(?a, ?b) if shape(?a) == 2",
+                             "b: add(?a, ?b) => sum(?a, ?b) if shape(?a) + 1 == shape(?b)"})
+    EXPECT_FALSE(parseLemmas(std::string(misuse) + "\n", "t.rules").ok()) << misuse;
+}
+
 void expectError(const std::string& rule, const std::string& text) {
   auto ls = parseLemmas(rule + "\n", "t.rules");
   ASSERT_FALSE(ls.ok()) << rule;
