@@ -78,6 +78,20 @@ TEST(LemmaLoader, ReductionAxisVariable) {
       << perm.error().str();
 }
 
+// One rule proven alone (ranks up to 3, numeric checks by the interpreter).
+LemmaStatus proveRule(const std::string& rule) {
+  auto ls = parseLemmas(rule + "\n", "t.rules");
+  EXPECT_TRUE(ls.ok()) << (ls.ok() ? "" : ls.error().str());
+  if (!ls.ok()) return {};
+  LemmaLibrary lib;
+  lib.lemmas = *ls;
+  ProveOptions o = withInterpreter();
+  o.maxRank = 3;
+  auto st = proveLemmas(lib, o);
+  EXPECT_EQ(st.size(), 1u);
+  return st.empty() ? LemmaStatus{} : st[0];
+}
+
 // A right side concat whose dim is computed (dim=?d - 1): a keepdims=0
 // reduction over an earlier axis moves the concat down one dim. Proven with
 // the shift, refuted without it, and a computed dim out of range (?d - 5)
@@ -94,21 +108,13 @@ TEST(LemmaLoader, ComputedConcatDim) {
   auto again = parseLemmas(printed + "\n", "t.rules");  // the printed form reads back
   ASSERT_TRUE(again.ok()) << again.error().str();
   EXPECT_EQ((*again)[0].str(), printed);
-  LemmaLibrary lib;
-  lib.lemmas = *ls;
-  ProveOptions o = withInterpreter();
-  o.maxRank = 3;
-  auto st = proveLemmas(lib, o);
-  ASSERT_EQ(st.size(), 1u);
-  EXPECT_TRUE(st[0].proven) << st[0].reason;
-  EXPECT_EQ(st[0].numeric, NumericState::Ok) << st[0].numericNote;
+  LemmaStatus st = proveRule(rule);
+  EXPECT_TRUE(st.proven) << st.reason;
+  EXPECT_EQ(st.numeric, NumericState::Ok) << st.numericNote;
   for (const char* wrongDim : {"?d", "?d - 5"}) {
     std::string bad = rule;
     bad.replace(bad.find("dim=?d - 1"), 10, std::string("dim=") + wrongDim);
-    auto b = parseLemmas(bad + "\n", "t.rules");
-    ASSERT_TRUE(b.ok()) << b.error().str();
-    lib.lemmas = *b;
-    EXPECT_FALSE(proveLemmas(lib, o)[0].proven) << bad;
+    EXPECT_FALSE(proveRule(bad).proven) << bad;
   }
 }
 
@@ -120,21 +126,12 @@ TEST(LemmaLoader, ShapeCondition) {
   auto ls = parseLemmas(rule + "\n", "t.rules");
   ASSERT_TRUE(ls.ok()) << ls.error().str();
   EXPECT_EQ((*ls)[0].str(), rule);
-  LemmaLibrary lib;
-  lib.lemmas = *ls;
-  ProveOptions o = withInterpreter();
-  o.maxRank = 3;
-  auto st = proveLemmas(lib, o);
-  ASSERT_EQ(st.size(), 1u);
-  EXPECT_TRUE(st[0].proven) << st[0].reason;
-  EXPECT_EQ(st[0].numeric, NumericState::Ok) << st[0].numericNote;
+  LemmaStatus st = proveRule(rule);
+  EXPECT_TRUE(st.proven) << st.reason;
+  EXPECT_EQ(st.numeric, NumericState::Ok) << st.numericNote;
   for (const char* bad : {"b: add(?a, ?b) => sum(?a, ?b) if rank(?a) == rank(?b)",
-                          "b: sub(?a, ?b) => sum(?a, ?b) if shape(?a) == shape(?b)"}) {
-    auto b = parseLemmas(std::string(bad) + "\n", "t.rules");
-    ASSERT_TRUE(b.ok()) << b.error().str();
-    lib.lemmas = *b;
-    EXPECT_FALSE(proveLemmas(lib, o)[0].proven) << bad;
-  }
+                          "b: sub(?a, ?b) => sum(?a, ?b) if shape(?a) == shape(?b)"})
+    EXPECT_FALSE(proveRule(bad).proven) << bad;
   for (const char* misuse : {"b: add(?a, ?b) => sum(?a, ?b) if shape(?a) != shape(?b)",
                              "b: add(?a, ?b) => sum(?a, ?b) if shape(?a) == 2",
                              "b: add(?a, ?b) => sum(?a, ?b) if shape(?a) + 1 == shape(?b)"})
