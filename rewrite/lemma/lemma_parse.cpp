@@ -379,14 +379,11 @@ struct LemmaParser {
         // matched against the node's value, the same value on the right side.
         bool irFloatVar = !rel && a.kind == PatAttr::Kind::Var && !a.list &&
                           info->attr(n.text)->kind == ir::AttrKind::Float;
-        // A dim variable (concat and slice only): bound to the matched
-        // node's dim, counted from 0.
-        bool dimVar = (rel && (rel->op == PatOp::Concat || rel->op == PatOp::Slice) && n.text == "dim" &&
-                       a.kind == PatAttr::Kind::Var) ||
-                      (!rel && !a.list && n.text == "axis" && a.kind == PatAttr::Kind::Var &&
-                       info->category == ir::OpCategory::Norm) ||
-                      (rel && rel->op == PatOp::Concat && n.text == "dim" && a.kind == PatAttr::Kind::Expr) ||
-                      (!rel && a.list && n.text == "axes" && info->category == ir::OpCategory::Reduce);
+        // A dim variable (isDimVarAttr): bound to the matched node's dim,
+        // counted from 0; or a right side concat's computed dim.
+        a.name = n.text;
+        bool dimVar = isDimVarAttr(*p, a) ||
+                      (rel && rel->op == PatOp::Concat && n.text == "dim" && a.kind == PatAttr::Kind::Expr);
         if (a.list && !dimVar) return c.errorAt(n, "a list variable [?v] is only a reduction's axes");
         if ((a.kind == PatAttr::Kind::Var || a.kind == PatAttr::Kind::Expr || a.kind == PatAttr::Kind::Recip) && !irFloatVar && !dimVar && !(rel && (rel->op == PatOp::Slice || rel->op == PatOp::Scale || rel->op == PatOp::SplitLast || rel->op == PatOp::MergeLast || rel->op == PatOp::MergeDims || rel->op == PatOp::SplitDims || rel->op == PatOp::Const) && n.text != "dim"))
           return c.errorAt(n, "attribute '" + n.text + "' must be a literal");

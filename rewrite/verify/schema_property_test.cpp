@@ -26,6 +26,21 @@ std::string shape(const std::vector<int64_t>& d) {
   return s + "]";
 }
 
+Result<VerifyReport> verifyWithin(const std::string& seq, const std::string& dist, const std::string& rel, bool fold) {
+  VerifyOptions o;
+  o.fold = fold;
+  o.timeLimitSeconds = 60;
+  return verifyTexts(seq, dist, rel, o);
+}
+
+void expectVerifiedFoldedAndPerRank(const std::string& seq, const std::string& dist, const std::string& rel) {
+  for (bool fold : {true, false}) {
+    auto rep = verifyWithin(seq, dist, rel, fold);
+    ASSERT_TRUE(rep.ok()) << rep.error().str();
+    EXPECT_EQ(rep->verdict, Verdict::Verified) << (fold ? "folded: " : "per rank: ") << rep->reason;
+  }
+}
+
 struct Program {
   std::string seq, dist, rel, twin, what;
 };
@@ -209,17 +224,8 @@ TEST(SchemaProperty, RandomElementwiseChainsVerifyAndReversedShardsDoNot) {
     Program p = randomProgram(rng);
     if (p.what.size() < 2 || p.what.back() == ':') continue;
     SCOPED_TRACE(p.what + "\n" + p.seq + p.dist + p.rel);
-    for (bool fold : {true, false}) {
-      VerifyOptions o;
-      o.fold = fold;
-      o.timeLimitSeconds = 60;
-      auto rep = verifyTexts(p.seq, p.dist, p.rel, o);
-      ASSERT_TRUE(rep.ok()) << rep.error().str();
-      EXPECT_EQ(rep->verdict, Verdict::Verified) << (fold ? "folded: " : "per rank: ") << rep->reason;
-    }
-    VerifyOptions o;
-    o.timeLimitSeconds = 60;
-    auto twin = verifyTexts(p.seq, p.dist, p.twin, o);
+    expectVerifiedFoldedAndPerRank(p.seq, p.dist, p.rel);
+    auto twin = verifyWithin(p.seq, p.dist, p.twin, true);
     ASSERT_TRUE(twin.ok()) << twin.error().str();
     EXPECT_NE(twin->verdict, Verdict::Verified) << "reversed shards";
     ++chains;
@@ -389,19 +395,10 @@ TEST(SchemaProperty, RandomTensorParallelStacksVerifyAndDroppedReductionsDoNot) 
     Stack st = randomStack(rng);
     if (st.what.back() == ' ' && st.what.find(": ") == st.what.size() - 2) continue;
     SCOPED_TRACE(st.what + "\n" + st.seq + st.dist + st.rel);
-    for (bool fold : {true, false}) {
-      VerifyOptions o;
-      o.fold = fold;
-      o.timeLimitSeconds = 60;
-      auto rep = verifyTexts(st.seq, st.dist, st.rel, o);
-      ASSERT_TRUE(rep.ok()) << rep.error().str();
-      EXPECT_EQ(rep->verdict, Verdict::Verified) << (fold ? "folded: " : "per rank: ") << rep->reason;
-    }
+    expectVerifiedFoldedAndPerRank(st.seq, st.dist, st.rel);
     ++stacks;
     if (st.twin.empty()) continue;
-    VerifyOptions o;
-    o.timeLimitSeconds = 60;
-    auto twin = verifyTexts(st.seq, st.twin, st.rel, o);
+    auto twin = verifyWithin(st.seq, st.twin, st.rel, true);
     ASSERT_TRUE(twin.ok()) << twin.error().str();
     EXPECT_EQ(twin->verdict, Verdict::Refuted) << "dropped reduction: " << twin->reason << "\n" << st.twin;
     ++twins;
