@@ -60,8 +60,34 @@ struct Fact {
   // the first group's layout combines.
   Lay lay2 = Lay::Rep;
   int64_t dim2 = 0;
+  // Micro-batches: copies of the step in one rank graph, each on its piece
+  // of the batch, gradients added up across them. The layout over the
+  // copies of C, what the group layouts above combine the members' values
+  // into (the outermost layer): Rep, C = E; Split, C is piece idx3 of cnt3
+  // even pieces of E along dim3; Sum, C = sum over m in terms3 of F(m),
+  // where F (the term family fam3, an expression over pieces of E's
+  // operands) sums to E over all m < cnt3. Copies run the same ops on
+  // different pieces, so a layer costs the same at any count.
+  Lay lay3 = Lay::Rep;
+  int64_t dim3 = 0, idx3 = 0, cnt3 = 1;
+  int fam3 = -1;
+  std::vector<bool> terms3 = {};
   bool plain() const { return blocks == 1 && inner == 1; }
+  bool sameGroupLayout(const Fact& o) const {
+    return lay == o.lay && dim == o.dim && blocks == o.blocks && inner == o.inner && innerDim == o.innerDim &&
+           lay2 == o.lay2 && dim2 == o.dim2;
+  }
 };
+
+// The micro-batch layout of f as a one-group fact (the rules read a fact's
+// first layout).
+Fact microBatchView(const Fact& f) {
+  Fact t;
+  t.lay = f.lay3;
+  t.dim = f.dim3;
+  t.v = f.v;
+  return t;
+}
 
 // f * g and f / g stored exactly (the factor kept is the real product).
 std::optional<double> exactTimes(double f, double g) {
@@ -197,6 +223,12 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       {"expand-of-split", {"binary-broadcast-unit-over-concat"}},
       // expand's own semantics (copies along a unit dim): no lemma
       {"expand-of-replicated", {}},
+      // Partial sums over micro-batch copies added up: one sum over the union
+      // of their terms (sums are associative and commutative).
+      {"sum-of-terms", {"add-is-sum"}},
+      // An input relation's slice read as a piece of its S tensor, one
+      // micro-batch copy's: the relation's own semantics, no lemma.
+      {"copies-of-pieces", {}},
       {"linear-over-sum", {"add-of-sums", "mul-over-sum", "neg-over-sum", "scale-over-sum", "matmul-over-sum-left",
                            "matmul-over-sum-right", "reduce-sum-of-sum", "concat-of-sums", "sum-of-merged-first"}},
       {"scale-algebra", {"scale-through-add", "scale-through-concat", "matmul-scale-left", "matmul-scale-right",
@@ -242,6 +274,7 @@ class Folder {
   std::string setup2D(const std::vector<std::string>& groups);
   RelPtr rebuild2(const Fact& f, const std::string& name) const;
   std::vector<Fact> collective(const ir::Node& n, const std::vector<Fact>& in, bool checkMembers = true);
+  std::optional<Fact> accumulated(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> splitRule(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> sumRule(const ir::Node& n, const std::vector<Fact>& in);
   // Each D input's checked relation, by name, then rank.
@@ -253,6 +286,24 @@ class Folder {
   RelPtr wholeIfTiles(const RelPtr& r) const;
   std::optional<Fact> templateFact2(const InputRelation& t, const TensorType& local);
   std::optional<Fact> templateFact(const InputRelation& t, const TensorType& local, const std::string& group);
+
+  // A micro-batch cut peeled off an input's relation (dim, index, count):
+  // the readers then see one copy's piece of S's tensor.
+  struct CopyCut {
+    int64_t dim = 0, idx = 0, cnt = 1;
+  };
+  std::optional<CopyCut> cut_;
+  int64_t copies_ = 1;  // the most micro-batch copies an input is cut into
+  TensorType wholeType(ir::ValueId v) const {
+    TensorType t = seq_.value(v).type;
+    if (cut_ && size_t(cut_->dim) < t.shape.size() && t.shape[size_t(cut_->dim)].isConcrete())
+      t.shape[size_t(cut_->dim)] = Dim(t.shape[size_t(cut_->dim)].value() / cut_->cnt);
+    return t;
+  }
+  int seqNode(ir::ValueId v) { return ex_.intern("seq " + seq_.value(v).name, seq_.value(v).type); }
+  std::optional<Fact> copyInputFact(const std::string& name, const TensorType& local, const Bound& bound);
+  std::optional<Fact> copyTemplateFact(const InputRelation& t, const TensorType& local, const std::string& group);
+  std::optional<Fact> withCut(std::optional<Fact> f, const CopyCut& c, const std::string& name, const TensorType& local);
 
   const FoldInput& in_;
   const ir::Graph& seq_;
@@ -300,6 +351,11 @@ class Folder {
   // Deciding only, where a rule sees several true layouts: which to give
   // (pick_), and how many there were (picks_).
   size_t pick_ = 0, picks_ = 1;
+  // transfer2 with micro-batch copies: their layouts of the results, and
+  // the operands' count, piece index and terms.
+  const std::vector<Fact>* mbDecided_ = nullptr;
+  int64_t mbCount_ = 1, mbIndex_ = -1;
+  std::vector<bool> mbTerms_;
 };
 
 bool Folder::use(const std::string& schema) {
@@ -383,6 +439,8 @@ TensorType Folder::globalOf(const TensorType& local, const Fact& f, bool primary
   TensorType t = local;
   if (!primaryOnly && f.lay2 == Lay::Split && size_t(f.dim2) < t.shape.size())
     t.shape[size_t(f.dim2)] = Dim(n2_) * t.shape[size_t(f.dim2)];
+  if (!primaryOnly && f.lay3 == Lay::Split && size_t(f.dim3) < t.shape.size())
+    t.shape[size_t(f.dim3)] = Dim(f.cnt3) * t.shape[size_t(f.dim3)];
   if (f.lay != Lay::Split) return t;
   t.shape[size_t(f.dim)] = Dim(n_ / f.inner) * t.shape[size_t(f.dim)];
   if (f.innerDim >= 0) t.shape[size_t(f.innerDim)] = Dim(f.inner) * t.shape[size_t(f.innerDim)];
@@ -870,9 +928,50 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
   if (cat == OpCategory::Collective && oneMemberEach(n) &&
       g_->value(n.inputs[0]).type == g_->value(n.outputs[0]).type)
     return in;
-  if (twoD_) return cat == OpCategory::Collective ? collective2(n, in) : transfer2(n, in);
-  if (cat == OpCategory::Collective) return collective(n, in);
+  bool copies = std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay3 != Lay::Rep; });
+  if (cat == OpCategory::Collective) {
+    auto outs = twoD_ ? collective2(n, in) : collective(n, in);
+    // A collective acts on the members' values within one copy: what they
+    // combine into, and so the layout over the copies, carries over.
+    if (copies && in.size() != 1) return {};
+    for (auto& o : outs) {
+      o.lay3 = in[0].lay3, o.dim3 = in[0].dim3, o.idx3 = in[0].idx3, o.cnt3 = in[0].cnt3;
+      o.fam3 = in[0].fam3, o.terms3 = in[0].terms3;
+    }
+    return outs;
+  }
+  if (copies) {
+    if (auto acc = accumulated(n, in)) return {*acc};
+    return transfer2(n, in);
+  }
+  if (twoD_) return transfer2(n, in);
   return rules(n, in);
+}
+
+// Gradients added up across micro-batches: two values holding disjoint
+// terms of the same family of the same S value, in the same group layout
+// (which combines the members' values linearly), hold the terms of both;
+// all of them, S's value (sum-of-terms).
+std::optional<Fact> Folder::accumulated(const ir::Node& n, const std::vector<Fact>& in) {
+  if (n.op != OpKind::Add || in.size() != 2 || n.outputs.size() != 1) return std::nullopt;
+  const Fact &a = in[0], &b = in[1];
+  if (a.lay3 != Lay::Sum || b.lay3 != Lay::Sum || !(a.v == b.v) || a.fam3 != b.fam3 || a.cnt3 != b.cnt3 ||
+      !a.sameGroupLayout(b) || a.terms3.size() != size_t(a.cnt3) || b.terms3.size() != size_t(a.cnt3))
+    return std::nullopt;
+  const auto& vals = g_->values();
+  const TensorType& t = vals[size_t(n.outputs[0])].type;
+  if (!(vals[size_t(n.inputs[0])].type == t) || !(vals[size_t(n.inputs[1])].type == t)) return std::nullopt;
+  Fact out = a;
+  for (size_t m = 0; m < out.terms3.size(); ++m) {
+    if (a.terms3[m] && b.terms3[m]) return std::nullopt;
+    out.terms3[m] = a.terms3[m] || b.terms3[m];
+  }
+  if (!use("sum-of-terms")) return std::nullopt;
+  if (std::all_of(out.terms3.begin(), out.terms3.end(), [](bool x) { return x; })) {
+    out.lay3 = Lay::Rep, out.dim3 = 0, out.idx3 = 0, out.cnt3 = 1, out.fam3 = -1;
+    out.terms3.clear();
+  }
+  return out;
 }
 
 std::vector<Fact> Folder::rules(const ir::Node& n, const std::vector<Fact>& in) {
@@ -972,8 +1071,8 @@ std::optional<Fact> Folder::templateFact(const InputRelation& t, const TensorTyp
     RelPtr e = wholeIfTiles(*c);
     if (e->op != RelOp::Seq) return std::nullopt;
     auto v = seq_.findValue(e->name);
-    if (!v || !(seq_.value(*v).type == local)) return std::nullopt;
-    return Fact{Lay::Rep, 0, {ex_.intern("seq " + e->name, local), 1.0}};
+    if (!v || !(wholeType(*v) == local)) return std::nullopt;
+    return Fact{Lay::Rep, 0, {seqNode(*v), 1.0}};
   }
   const Rel& e = *t.expr;
   if (e.op != RelOp::Slice || e.args[0]->op != RelOp::Seq || !t.loopVar) return std::nullopt;
@@ -993,10 +1092,10 @@ std::optional<Fact> Folder::templateFact(const InputRelation& t, const TensorTyp
   if (k <= 0 || en->k != s->k || en->c != k) return std::nullopt;
   auto v = seq_.findValue(e.args[0]->name);
   if (!v) return std::nullopt;
-  const TensorType& whole = seq_.value(*v).type;
+  const TensorType whole = wholeType(*v);
   auto d = ir::normAxis(e.dim, int64_t(whole.shape.size()), "slice");
   if (!d.ok() || local.shape.size() != whole.shape.size() || !(local.shape[size_t(*d)] == Dim(k))) return std::nullopt;
-  Fact f{Lay::Split, *d, {ex_.intern("seq " + e.args[0]->name, whole), 1.0}};
+  Fact f{Lay::Split, *d, {seqNode(*v), 1.0}};
   f.inner = inner;
   if (!(globalOf(local, f) == whole)) return std::nullopt;
   return f;
@@ -1055,7 +1154,7 @@ std::optional<Fact> Folder::templateFact2(const InputRelation& t, const TensorTy
   const std::string& name = outer.args[0]->args[0]->name;
   auto v = seq_.findValue(name);
   if (!v) return std::nullopt;
-  const TensorType& whole = seq_.value(*v).type;
+  const TensorType whole = wholeType(*v);
   std::map<std::string, std::pair<int64_t, int64_t>> cut;  // atom -> (dim, piece)
   for (const Rel* sl : {&outer, outer.args[0].get()}) {
     auto s = affineForm(sl->start, t.loopVar, dist_), e = affineForm(sl->end, t.loopVar, dist_);
@@ -1070,7 +1169,7 @@ std::optional<Fact> Folder::templateFact2(const InputRelation& t, const TensorTy
   if (dA == dB || local.shape.size() != whole.shape.size() || !(local.shape[size_t(dA)] == Dim(kA)) ||
       !(local.shape[size_t(dB)] == Dim(kB)))
     return std::nullopt;
-  Fact f{Lay::Split, dA, {ex_.intern("seq " + name, whole), 1.0}};
+  Fact f{Lay::Split, dA, {seqNode(*v), 1.0}};
   f.lay2 = Lay::Split;
   f.dim2 = dB;
   if (!(globalOf(local, f) == whole)) return std::nullopt;
@@ -1089,15 +1188,15 @@ std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType&
   for (RelPtr& r : rels) r = wholeIfTiles(r);
   if (std::all_of(rels.begin(), rels.end(), [&](const RelPtr& r) { return r->op == RelOp::Seq && r->name == rels[0]->name; })) {
     auto v = seqVal(rels[0]->name);
-    if (!v || !(seq_.value(*v).type == local)) return std::nullopt;
-    return Fact{Lay::Rep, 0, {ex_.intern("seq " + rels[0]->name, local), 1.0}};
+    if (!v || !(wholeType(*v) == local)) return std::nullopt;
+    return Fact{Lay::Rep, 0, {seqNode(*v), 1.0}};
   }
   const Rel& r0 = *rels[0];
   if (r0.op == RelOp::Concat) return blockedInputFact(rels, local);
   if (r0.op != RelOp::Slice || r0.args[0]->op != RelOp::Seq) return std::nullopt;
   auto v = seqVal(r0.args[0]->name);
   if (!v) return std::nullopt;
-  const TensorType& whole = seq_.value(*v).type;
+  const TensorType whole = wholeType(*v);
   auto d = ir::normAxis(r0.dim, int64_t(whole.shape.size()), "slice");
   if (!d.ok() || local.shape.size() != whole.shape.size() || !local.shape[size_t(*d)].isConcrete()) return std::nullopt;
   int64_t k = local.shape[size_t(*d)].value();
@@ -1111,7 +1210,7 @@ std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType&
       break;
     }
   if (inner == int64_t(rels.size()) || n_ % inner) return std::nullopt;
-  Fact f{Lay::Split, *d, {ex_.intern("seq " + r0.args[0]->name, whole), 1.0}};
+  Fact f{Lay::Split, *d, {seqNode(*v), 1.0}};
   f.inner = inner;
   if (!(globalOf(local, f) == whole)) return std::nullopt;
   for (size_t i = 0; i < rels.size(); ++i) {
@@ -1135,7 +1234,7 @@ std::optional<Fact> Folder::blockedInputFact(const std::vector<RelPtr>& rels, co
   const std::string& name = r0.args[0]->args[0]->name;
   auto v = seq_.findValue(name);
   if (!v) return std::nullopt;
-  const TensorType& whole = seq_.value(*v).type;
+  const TensorType whole = wholeType(*v);
   int64_t rank = int64_t(whole.shape.size());
   auto d = ir::normAxis(r0.dim, rank, "concat");
   if (!d.ok() || int64_t(local.shape.size()) != rank || !local.shape[size_t(*d)].isConcrete() ||
@@ -1162,7 +1261,7 @@ std::optional<Fact> Folder::blockedInputFact(const std::vector<RelPtr>& rels, co
         return std::nullopt;
     }
   }
-  return Fact{Lay::Split, *d, {ex_.intern("seq " + name, whole), 1.0}, blocks};
+  return Fact{Lay::Split, *d, {seqNode(*v), 1.0}, blocks};
 }
 
 // The last D value (classes and values in reverse order) whose layout
@@ -1205,16 +1304,66 @@ Fact secondaryView(const Fact& f) {
 // then S's types and the expression are checked and built once with both.
 std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& in) {
   std::vector<Fact> pin = in, sin;
-  for (auto& f : pin) f.lay2 = Lay::Rep, f.dim2 = 0;
-  for (const auto& f : in) sin.push_back(secondaryView(f));
-  decideOnly_ = true;
-  std::swap(n_, n2_);
-  decidedFactor_ = 1.0;
-  pick_ = 0;
-  std::vector<Fact> sec = rules(n, sin);
-  double f2 = decidedFactor_;
-  std::swap(n_, n2_);
-  decideOnly_ = false;
+  for (auto& f : pin) {
+    f.lay2 = Lay::Rep, f.dim2 = 0;
+    f.lay3 = Lay::Rep, f.dim3 = 0, f.idx3 = 0, f.cnt3 = 1, f.fam3 = -1;
+    f.terms3.clear();
+  }
+  std::vector<Fact> sec(n.outputs.size(), Fact{Lay::Rep, 0, {}});
+  double f2 = 1.0;
+  if (twoD_) {
+    for (const auto& f : in) sin.push_back(secondaryView(f));
+    decideOnly_ = true;
+    std::swap(n_, n2_);
+    decidedFactor_ = 1.0;
+    pick_ = 0;
+    sec = rules(n, sin);
+    f2 = decidedFactor_;
+    std::swap(n_, n2_);
+    decideOnly_ = false;
+  }
+  // The layout over micro-batch copies, decided the same way: the split
+  // operands are pieces of one count and index, the summed ones terms of
+  // one count and set.
+  std::optional<std::vector<Fact>> mb;
+  if (std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay3 != Lay::Rep; })) {
+    int64_t cnt = 0, idx = -1;
+    const std::vector<bool>* terms = nullptr;
+    std::vector<Fact> min;
+    for (const auto& f : in) {
+      if (f.lay3 != Lay::Rep) {
+        if (cnt && f.cnt3 != cnt) return {};
+        cnt = f.cnt3;
+      }
+      if (f.lay3 == Lay::Split) {
+        if (idx >= 0 && f.idx3 != idx) return {};
+        idx = f.idx3;
+      }
+      if (f.lay3 == Lay::Sum) {
+        if (terms && *terms != f.terms3) return {};
+        terms = &f.terms3;
+      }
+      min.push_back(microBatchView(f));
+    }
+    decideOnly_ = true;
+    int64_t saved = n_;
+    n_ = cnt;
+    decidedFactor_ = 1.0;
+    pick_ = 0;
+    mb = rules(n, min);
+    n_ = saved;
+    decideOnly_ = false;
+    if (mb->size() != n.outputs.size()) return {};
+    for (auto& o : *mb) {
+      if (o.lay == Lay::Split && (!o.plain() || o.innerDim >= 0 || idx < 0)) return {};
+      if (o.lay == Lay::Sum && !terms && idx < 0) return {};
+    }
+    f2 *= decidedFactor_;
+    mbCount_ = cnt, mbIndex_ = idx;
+    mbTerms_ = terms ? *terms : std::vector<bool>(size_t(cnt), false);
+    if (!terms) mbTerms_[size_t(idx)] = true;
+  }
+  mbDecided_ = mb ? &*mb : nullptr;
   // Where the first group's rules see several true layouts (an expand of KV
   // heads held by runs of ranks), the one S computes is kept (as splitRule
   // does with one group).
@@ -1230,9 +1379,9 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
     decideOnly_ = false;
     size_t before = ex_.size();
     std::vector<Fact> outs = combine2(n, in, pri, sec, decidedFactor_, f2);
-    if (!outs.empty() && (picks == 1 || ex_.size() == before)) return outs;
+    if (!outs.empty() && (picks == 1 || ex_.size() == before)) return mbDecided_ = nullptr, outs;
     if (first.empty()) first = std::move(outs);
-    if (pick + 1 >= picks) return first;
+    if (pick + 1 >= picks) return mbDecided_ = nullptr, first;
   }
 }
 
@@ -1254,10 +1403,38 @@ std::vector<Fact> Folder::combine2(const ir::Node& n, const std::vector<Fact>& i
     outs[o].dim2 = sec[o].dim;
     // Both groups splitting one dim would nest the pieces: not a layout here.
     if (outs[o].lay == Lay::Split && outs[o].lay2 == Lay::Split && outs[o].dim == outs[o].dim2) return {};
+    if (mbDecided_) {
+      // Copies are the outermost layer: their pieces may share a dim with
+      // a group's (the batch split over data parallel ranks and copies).
+      const Fact& m = (*mbDecided_)[o];
+      outs[o].lay3 = m.lay;
+      if (m.lay == Lay::Split) outs[o].dim3 = m.dim, outs[o].idx3 = mbIndex_, outs[o].cnt3 = mbCount_;
+      if (m.lay == Lay::Sum) outs[o].cnt3 = mbCount_, outs[o].terms3 = mbTerms_;
+    }
   }
   auto factor = exactTimes(f1, f2);
   if (!factor) return {};
-  return finalize(n, in, std::move(outs), *factor);
+  outs = finalize(n, in, std::move(outs), *factor);
+  if (!mbDecided_) return outs;
+  // A sum over the copies: its term family is the op on the operands'
+  // pieces (a contraction or reduction over the copies' dim), or on their
+  // families (an op linear in the summed operands), named with the result.
+  std::vector<int> kids;
+  for (const Fact& f : in) {
+    if (f.lay3 == Lay::Split)
+      kids.push_back(ex_.intern("piece " + std::to_string(f.dim3) + "/" + std::to_string(f.cnt3) + " " +
+                                    std::to_string(ex_.materialize(f.v)),
+                                ex_.type(f.v.node)));
+    else if (f.lay3 == Lay::Sum) kids.push_back(f.fam3);
+    else kids.push_back(ex_.materialize(f.v));
+  }
+  int64_t inRank = n.inputs.empty() ? 0 : int64_t(g_->value(n.inputs[0]).type.shape.size());
+  for (size_t o = 0; o < outs.size(); ++o)
+    if (outs[o].lay3 == Lay::Sum)
+      outs[o].fam3 = ex_.intern("terms " + std::to_string(ex_.materialize(outs[o].v)) + " " +
+                                    opKey(n.op, n.attrs, inRank, int(o), kids),
+                                g_->value(n.outputs[o]).type);
+  return outs;
 }
 
 // S's types of the operands and results must agree with the op's shape
@@ -1287,6 +1464,7 @@ std::vector<Fact> Folder::finalize(const ir::Node& n, const std::vector<Fact>& i
     int64_t mult = 1;
     if (ax.ok() && in[0].lay == Lay::Split && in[0].dim == *ax) mult *= n_;
     if (ax.ok() && in[0].lay2 == Lay::Split && in[0].dim2 == *ax) mult *= n2_;
+    if (ax.ok() && in[0].lay3 == Lay::Split && in[0].dim3 == *ax) mult *= in[0].cnt3;
     if (mult > 1) {
       std::vector<int64_t> sizes = ir::attrInts(attrs, "sizes");
       for (auto& z : sizes) z *= mult;
@@ -1495,12 +1673,12 @@ std::optional<Fact> Folder::splitOverBoth(const std::vector<RelPtr>& rels, const
   if (!dA || !dB || *dA == *dB) return std::nullopt;
   auto v = seq_.findValue(b00->first);
   if (!v) return std::nullopt;
-  const TensorType& whole = seq_.value(*v).type;
+  const TensorType whole = wholeType(*v);
   if (whole.shape.size() != local.shape.size() || whole.dtype != local.dtype || !ir::isConcrete(whole.shape) ||
       !ir::isConcrete(local.shape))
     return std::nullopt;
   int64_t a = local.shape[size_t(*dA)].value(), b = local.shape[size_t(*dB)].value();
-  Fact f{Lay::Split, *dA, {ex_.intern("seq " + b00->first, whole), 1.0}};
+  Fact f{Lay::Split, *dA, {seqNode(*v), 1.0}};
   f.lay2 = Lay::Split;
   f.dim2 = *dB;
   if (!(globalOf(local, f) == whole)) return std::nullopt;
@@ -1518,6 +1696,129 @@ std::optional<Fact> Folder::splitOverBoth(const std::vector<RelPtr>& rels, const
     }
   return f;
 }
+
+// Micro-batch copies. A D input's relation may cut, along one dim, a piece
+// that no folded group's rank moves: micro-batch m of M, the same slice on
+// every member, or a group's pieces offset by m times the group's span (the
+// batch split over copies, then over data parallel ranks). Peeled off, the
+// rest is read as any relation, about that copy's piece of S's tensor; the
+// fact adds the copy layout.
+std::optional<Fact> Folder::withCut(std::optional<Fact> f, const CopyCut& c, const std::string& name,
+                                    const TensorType& local) {
+  cut_.reset();
+  if (!f || (f->lay == Lay::Sum) || f->lay2 == Lay::Sum) return std::nullopt;
+  f->lay3 = Lay::Split, f->dim3 = c.dim, f->idx3 = c.idx, f->cnt3 = c.cnt;
+  copies_ = std::max(copies_, c.cnt);
+  auto v = seq_.findValue(name);
+  if (!v || !(globalOf(local, *f) == seq_.value(*v).type) || !use("copies-of-pieces")) return std::nullopt;
+  return f;
+}
+
+std::optional<Fact> Folder::copyTemplateFact(const InputRelation& t, const TensorType& local, const std::string& group) {
+  // The slices down to the S leaf, outermost first; each dim cut once.
+  std::vector<const Rel*> nest;
+  const Rel* r = t.expr.get();
+  while (r->op == RelOp::Slice) nest.push_back(r), r = r->args[0].get();
+  if (r->op != RelOp::Seq || nest.empty()) return std::nullopt;
+  auto v = seq_.findValue(r->name);
+  if (!v) return std::nullopt;
+  const Shape& sh = seq_.value(*v).type.shape;
+  std::optional<CopyCut> cut;
+  std::vector<std::pair<IntExpr, IntExpr>> bounds;
+  std::set<int64_t> dims;
+  for (const Rel* sl : nest) {
+    auto d = ir::normAxis(sl->dim, int64_t(sh.size()), "slice");
+    auto s = affineForm(sl->start, t.loopVar, dist_), e = affineForm(sl->end, t.loopVar, dist_);
+    if (!d.ok() || !dims.insert(*d).second || !s || !e || s->k != e->k || !sh[size_t(*d)].isConcrete())
+      return std::nullopt;
+    int64_t size = sh[size_t(*d)].value(), w = e->c - s->c, span = w;
+    bounds.emplace_back(sl->start, sl->end);
+    if (!s->k.empty()) {
+      // one group's pieces of width w: their span is the group's size times w
+      if (s->k.size() != 1 || s->k.begin()->second != w) continue;
+      const std::string& atom = s->k.begin()->first;
+      if (atom == "idx:" + group) span = n_ * w;
+      else if (twoD_ && atom == "idx:" + groupB_) span = n2_ * w;
+      else continue;
+    }
+    if (w <= 0 || span >= size || size % span || s->c % span || s->c < 0) continue;
+    if (cut) return std::nullopt;
+    cut = CopyCut{*d, s->c / span, size / span};
+    bounds.back() = {sl->start - IntExpr::constant(s->c), sl->end - IntExpr::constant(s->c)};
+  }
+  if (!cut) return std::nullopt;
+  // The relation without the cut: a constant slice goes, a group's is
+  // shifted to the copy's piece.
+  RelPtr x = Rel::seq(r->name);
+  for (size_t i = nest.size(); i-- > 0;) {
+    auto d = ir::normAxis(nest[i]->dim, int64_t(sh.size()), "slice");
+    auto s = affineForm(bounds[i].first, t.loopVar, dist_);
+    if (*d == cut->dim && s && s->k.empty()) continue;
+    x = Rel::slice(x, *d, bounds[i].first, bounds[i].second);
+  }
+  InputRelation peeled = t;
+  peeled.expr = x;
+  cut_ = cut;
+  std::optional<Fact> f = twoD_ ? templateFact2(peeled, local) : templateFact(peeled, local, group);
+  return withCut(f, *cut, r->name, local);
+}
+
+std::optional<Fact> Folder::copyInputFact(const std::string& name, const TensorType& local, const Bound& bound) {
+  auto it = bound.find(name);
+  if (it == bound.end()) return std::nullopt;
+  std::vector<int64_t> ranks = members_;
+  if (twoD_) {
+    ranks.clear();
+    for (const auto& row : grid_) ranks.insert(ranks.end(), row.begin(), row.end());
+  }
+  // Every rank's box of one S tensor; the one dim no rank's box covers
+  // whole, whose boxes together span one piece of it.
+  std::vector<std::map<int64_t, std::pair<int64_t, int64_t>>> boxes;
+  std::string leaf;
+  for (int64_t rk : ranks) {
+    if (!it->second[size_t(rk)]) return std::nullopt;
+    auto box = sliceBox(*it->second[size_t(rk)], seq_);
+    if (!box || (!leaf.empty() && box->first != leaf)) return std::nullopt;
+    leaf = box->first;
+    boxes.push_back(box->second);
+  }
+  auto v = seq_.findValue(leaf);
+  if (!v) return std::nullopt;
+  const Shape& sh = seq_.value(*v).type.shape;
+  std::optional<CopyCut> cut;
+  int64_t lo = 0;
+  for (size_t d = 0; d < sh.size(); ++d) {
+    if (!sh[d].isConcrete()) continue;
+    int64_t size = sh[d].value(), a = size, b = 0;
+    for (const auto& box : boxes) {
+      auto [s, e] = box.count(int64_t(d)) ? box.at(int64_t(d)) : std::make_pair(int64_t(0), size);
+      a = std::min(a, s), b = std::max(b, e);
+    }
+    int64_t span = b - a;
+    if (span <= 0 || span >= size || size % span || a % span) continue;
+    if (cut) return std::nullopt;
+    cut = CopyCut{int64_t(d), a / span, size / span};
+    lo = a;
+  }
+  if (!cut) return std::nullopt;
+  Bound peeled;
+  auto& rels = peeled[name];
+  rels.assign(it->second.size(), nullptr);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    RelPtr x = Rel::seq(leaf);
+    for (const auto& [d, range] : boxes[i]) {
+      int64_t s = range.first, e = range.second, size = sh[size_t(d)].value();
+      if (d == cut->dim) s -= lo, e -= lo, size /= cut->cnt;
+      if (s == 0 && e == size) continue;
+      x = Rel::slice(x, d, IntExpr::constant(s), IntExpr::constant(e));
+    }
+    rels[size_t(ranks[i])] = x;
+  }
+  cut_ = cut;
+  std::optional<Fact> f = twoD_ ? inputFact2(name, local, peeled) : inputFact(name, local, peeled);
+  return withCut(f, *cut, leaf, local);
+}
+
 
 // Two groups, each a partition of the world, whose groups cross: the ranks
 // joined by them fall into classes (pipeline stages of a [pp, dp, tp] mesh;
@@ -1727,6 +2028,7 @@ FoldOutcome Folder::run() {
           if (in_.templates->unrelated.count(name)) continue;
           const InputRelation& t = *in_.templates->byClass.at({cls, name});
           auto f = twoD_ ? templateFact2(t, g_->value(v).type) : templateFact(t, g_->value(v).type, res.group);
+          if (!f) f = copyTemplateFact(t, g_->value(v).type, res.group);
           if (!f) return res.needsRanks = true, res.why = "relation of '" + name + "' not read as a layout", res;
           (*facts_)[size_t(v)] = *f;
         }
@@ -1747,6 +2049,8 @@ FoldOutcome Folder::run() {
   std::string sumMisuse;
   std::vector<std::string> sumMisuseAt;
   std::string sumMisuseSeq;  // the S value that op computes from whole values, if S has it
+  std::string copyMisuse;    // that op mixing micro-batch copies
+  std::vector<std::string> copyMisuseAt;
   for (size_t c = 0; c < classes_.size() && in_.inputs; ++c) {
     enter(c);
     for (const auto* list : {&g_->inputs(), &g_->params()})
@@ -1754,6 +2058,8 @@ FoldOutcome Folder::run() {
         if (auto f = twoD_ ? inputFact2(g_->value(v).name, g_->value(v).type, bound)
                            : inputFact(g_->value(v).name, g_->value(v).type, bound))
           (*facts_)[size_t(v)] = *f;
+        else if (auto fc = copyInputFact(g_->value(v).name, g_->value(v).type, bound))
+          (*facts_)[size_t(v)] = *fc;
   }
   // Classes in turn until nothing changes: a stage's recv learns its layout
   // once the sending stage has run (each round settles at least one more).
@@ -1816,6 +2122,30 @@ FoldOutcome Folder::run() {
             break;
           }
       }
+      // Operands from different micro-batch copies: pieces of two copies,
+      // or partial sums over copies no sum joins (a term twice, terms of
+      // different values): the likely bug.
+      for (size_t i = 0; i < n.inputs.size() && copyMisuse.empty(); ++i)
+        for (size_t j = i + 1; j < n.inputs.size() && copyMisuse.empty(); ++j) {
+          const Fact &a = (*facts_)[size_t(n.inputs[i])], &b = (*facts_)[size_t(n.inputs[j])];
+          const std::string what = std::string(ir::opName(n.op)) + " '" + n.name + "' (" + n.loc.str() + ")";
+          const std::string& an = g_->value(n.inputs[i]).name;
+          const std::string& bn = g_->value(n.inputs[j]).name;
+          if (a.lay3 == Lay::Split && b.lay3 == Lay::Split && a.idx3 != b.idx3)
+            copyMisuse = what + " combines micro-batch " + std::to_string(a.idx3) + "'s piece ('" + an +
+                         "') with micro-batch " + std::to_string(b.idx3) + "'s ('" + bn + "')";
+          if (a.lay3 == Lay::Sum && b.lay3 == Lay::Sum && a.terms3.size() == b.terms3.size()) {
+            std::string twice;
+            for (size_t m = 0; m < a.terms3.size(); ++m)
+              if (a.terms3[m] && b.terms3[m]) twice += (twice.empty() ? "" : ", ") + std::to_string(m);
+            if (!twice.empty() && a.terms3 != b.terms3)
+              copyMisuse = what + " adds the terms of micro-batch " + twice + " twice ('" + an + "' and '" + bn + "')";
+          }
+          if (!copyMisuse.empty())
+            for (size_t k = 0; k < members_.size() && k < 8; ++k)
+              copyMisuseAt.push_back("r" + std::to_string(members_[k]) + ":" + an),
+                  copyMisuseAt.push_back("r" + std::to_string(members_[k]) + ":" + bn);
+        }
       break;
     }
   }
@@ -1825,13 +2155,26 @@ FoldOutcome Folder::run() {
   auto isSeqOutput = [&](ir::ValueId v) {
     return std::find(seq_.outputs().begin(), seq_.outputs().end(), v) != seq_.outputs().end();
   };
-  auto layoutText = [&](const Fact& f, const std::string& name, size_t cl) {
+  auto groupLayoutText = [&](const Fact& f, const std::string& name, size_t cl) -> std::string {
     std::string each = "dist[r]." + relName(name) + " for r in " + domains[cl].str();
     if (f.lay == Lay::Rep) return "replicated (every rank's " + relName(name) + ")";
     if (f.lay == Lay::Sum) return "the sum of " + each + " (partial sums over group " + res.group + ")";
     if (f.blocks != 1) return "split along dim " + std::to_string(f.dim) + " in " + std::to_string(f.blocks) + " blocks";
     if (f.inner != 1) return "split along dim " + std::to_string(f.dim) + " over runs of " + std::to_string(f.inner) + " ranks";
     return "the concat of " + each + " along dim " + std::to_string(f.dim);
+  };
+  auto layoutText = [&](const Fact& f, const std::string& name, size_t cl) {
+    std::string copies;
+    if (f.lay3 == Lay::Split)
+      copies = ", micro-batch " + std::to_string(f.idx3) + "'s piece (of " + std::to_string(f.cnt3) + " along dim " +
+               std::to_string(f.dim3) + ")";
+    if (f.lay3 == Lay::Sum) {
+      std::string some;
+      for (size_t m = 0; m < f.terms3.size(); ++m)
+        if (f.terms3[m]) some += (some.empty() ? "" : ", ") + std::to_string(m);
+      copies = ", summed over micro-batches " + some + " of " + std::to_string(f.cnt3) + " only";
+    }
+    return groupLayoutText(f, name, cl) + copies;
   };
   for (const auto& w : in_.wanted) {
     auto sv = seq_.findValue(w);
@@ -1842,6 +2185,52 @@ FoldOutcome Folder::run() {
     // A D output holding S's value in another layout than required (or
     // only partly), for the diagnosis.
     std::optional<std::pair<size_t, ir::ValueId>> other;
+    // How S's value is rebuilt from D value c in layout f (of class cl);
+    // asIs: a replicated value as the expect line names its rank.
+    auto rebuild = [&](const Fact& f, ir::ValueId c, size_t cl,
+                       bool asIs) -> std::optional<std::pair<RelPtr, RelPtr>> {
+      // a blocked split: rank r's piece of each block ([q_r | k_r | v_r])
+      const bool blocked = f.lay == Lay::Split && f.blocks > 1 && f.inner == 1 && f.innerDim < 0 &&
+                           (!twoD_ || f.lay2 == Lay::Rep);
+      if (!f.plain() && !blocked) return std::nullopt;
+      const std::string& name = g_->value(c).name;
+      RelPtr concrete, shown;
+      if (blocked) {
+        const Dim& ext = g_->value(c).type.shape[size_t(f.dim)];
+        if (!ext.isConcrete() || ext.value() % f.blocks) return std::nullopt;
+        int64_t k = ext.value() / f.blocks;
+        std::vector<RelPtr> parts;
+        for (int64_t b = 0; b < f.blocks; ++b)
+          for (int64_t r : twoD_ ? grid_[0] : members_)
+            parts.push_back(Rel::slice(Rel::dist(IntExpr::constant(r), name), f.dim, IntExpr::constant(b * k),
+                                       IntExpr::constant((b + 1) * k)));
+        concrete = shown = Rel::concat(f.dim, parts);
+      } else if (twoD_) {
+        concrete = shown = rebuild2(f, name);
+        if (asIs && exp != in_.expected.end() && f.lay == Lay::Rep && f.lay2 == Lay::Rep && exp->second->op == RelOp::Dist &&
+            exp->second->name == name && exp->second->rank.kind == IntExpr::Kind::Const &&
+            exp->second->rank.value >= 0 && exp->second->rank.value < dist_.worldSize())
+          concrete = exp->second;
+      } else if (f.lay == Lay::Rep) {
+        concrete = Rel::dist(IntExpr::constant(members_[0]), name);
+        shown = concrete;
+        if (asIs && exp != in_.expected.end() && exp->second->op == RelOp::Dist && exp->second->name == name &&
+            exp->second->rank.kind == IntExpr::Kind::Const &&
+            std::find(members_.begin(), members_.end(), exp->second->rank.value) != members_.end())
+          concrete = exp->second;
+      } else {
+        std::vector<RelPtr> parts;
+        for (int64_t r : members_) parts.push_back(Rel::dist(IntExpr::constant(r), name));
+        concrete = f.lay == Lay::Split ? Rel::concat(f.dim, parts) : Rel::sum(parts);
+        shown = concrete;
+        const RankDomain& dom = domains[cl];
+        if (!dom.isRange || dom.lo <= dom.hi) {
+          auto each = Rel::forEach("r", dom, Rel::dist(IntExpr::var("r"), name));
+          shown = f.lay == Lay::Split ? Rel::concat(f.dim, {each}) : Rel::sum({each});
+        }
+      }
+      return std::make_pair(concrete, shown);
+    };
     for (size_t cl = 0; cl < classes_.size() && !found; ++cl) {
       enter(cl);
       std::vector<ir::ValueId> cands;
@@ -1851,45 +2240,32 @@ FoldOutcome Folder::run() {
         const Fact& f = (*facts_)[size_t(c)];
         if (f.lay == Lay::None || f.v.node != target.node) continue;
         if (!other) other = std::make_pair(cl, c);
-        // a blocked split: rank r's piece of each block ([q_r | k_r | v_r])
-        const bool blocked = f.lay == Lay::Split && f.blocks > 1 && f.inner == 1 && f.innerDim < 0 &&
-                             (!twoD_ || f.lay2 == Lay::Rep);
-        if ((!f.plain() && !blocked) || !(f.v == target)) continue;
-        const std::string& name = g_->value(c).name;
+        if (f.lay3 == Lay::Sum || !(f.v == target)) continue;  // a sum over some micro-batches only
         RelPtr concrete, shown;
-        if (blocked) {
-          const Dim& ext = g_->value(c).type.shape[size_t(f.dim)];
-          if (!ext.isConcrete() || ext.value() % f.blocks) continue;
-          int64_t k = ext.value() / f.blocks;
-          std::vector<RelPtr> parts;
-          for (int64_t b = 0; b < f.blocks; ++b)
-            for (int64_t r : twoD_ ? grid_[0] : members_)
-              parts.push_back(Rel::slice(Rel::dist(IntExpr::constant(r), name), f.dim, IntExpr::constant(b * k),
-                                         IntExpr::constant((b + 1) * k)));
-          concrete = shown = Rel::concat(f.dim, parts);
-        } else if (twoD_) {
-          concrete = shown = rebuild2(f, name);
-          if (exp != in_.expected.end() && f.lay == Lay::Rep && f.lay2 == Lay::Rep && exp->second->op == RelOp::Dist &&
-              exp->second->name == name && exp->second->rank.kind == IntExpr::Kind::Const &&
-              exp->second->rank.value >= 0 && exp->second->rank.value < dist_.worldSize())
-            concrete = exp->second;
-        } else if (f.lay == Lay::Rep) {
-          concrete = Rel::dist(IntExpr::constant(members_[0]), name);
-          shown = concrete;
-          if (exp != in_.expected.end() && exp->second->op == RelOp::Dist && exp->second->name == name &&
-              exp->second->rank.kind == IntExpr::Kind::Const &&
-              std::find(members_.begin(), members_.end(), exp->second->rank.value) != members_.end())
-            concrete = exp->second;
-        } else {
-          std::vector<RelPtr> parts;
-          for (int64_t r : members_) parts.push_back(Rel::dist(IntExpr::constant(r), name));
-          concrete = f.lay == Lay::Split ? Rel::concat(f.dim, parts) : Rel::sum(parts);
-          shown = concrete;
-          const RankDomain& dom = domains[cl];
-          if (!dom.isRange || dom.lo <= dom.hi) {
-            auto each = Rel::forEach("r", dom, Rel::dist(IntExpr::var("r"), name));
-            shown = f.lay == Lay::Split ? Rel::concat(f.dim, {each}) : Rel::sum({each});
+        if (f.lay3 == Lay::Split) {
+          // S's value is the concat of the copies' pieces, each rebuilt
+          // over the groups (a part already a concat along the same dim
+          // is spliced in: the data parallel ranks' pieces of one copy).
+          if (f.idx3 != 0) continue;
+          std::vector<RelPtr> parts(size_t(f.cnt3));
+          for (ir::ValueId c2 : cands) {
+            const Fact& g = (*facts_)[size_t(c2)];
+            if (g.lay3 != Lay::Split || !(g.v == f.v) || g.dim3 != f.dim3 || g.cnt3 != f.cnt3 ||
+                !g.sameGroupLayout(f) || parts[size_t(g.idx3)])
+              continue;
+            if (auto b = rebuild(g, c2, cl, false)) parts[size_t(g.idx3)] = b->first;
           }
+          if (std::any_of(parts.begin(), parts.end(), [](const RelPtr& p) { return !p; })) continue;
+          std::vector<RelPtr> flat;
+          for (const auto& p : parts) {
+            if (p->op == RelOp::Concat && p->dim == f.dim3) flat.insert(flat.end(), p->args.begin(), p->args.end());
+            else flat.push_back(p);
+          }
+          concrete = shown = Rel::concat(f.dim3, flat);
+        } else {
+          auto b = rebuild(f, c, cl, true);
+          if (!b) continue;
+          std::tie(concrete, shown) = *b;
         }
         if (exp != in_.expected.end()) {
           if (!equal(*concrete, *exp->second)) continue;
@@ -1907,7 +2283,12 @@ FoldOutcome Folder::run() {
     res.unmatched.push_back(w);
     if (res.unmatched.size() > 1) continue;
     std::string want = exp != in_.expected.end() ? " as expected, " + str(*exp->second) : "";
-    if (other) {
+    if (!copyMisuse.empty()) {
+      res.layoutMismatch = true;
+      res.diagnosis = "no D " + std::string(isSeqOutput(*sv) ? "output" : "value") + " holds S's '" + w + "'" + want +
+                      ": " + copyMisuse;
+      res.closest = copyMisuseAt;
+    } else if (other) {
       enter(other->first);
       const Fact& f = (*facts_)[size_t(other->second)];
       const std::string& name = g_->value(other->second).name;
@@ -1919,6 +2300,7 @@ FoldOutcome Folder::run() {
         res.diagnosis += ", which D never adds up: missing sum over group " + res.group;
         res.missingSumGroups.push_back(res.group);
       }
+      if (f.lay3 == Lay::Sum) res.diagnosis += ": the other micro-batches' terms are never added";
       for (size_t i = 0; i < members_.size() && i < 8; ++i)
         res.closest.push_back("r" + std::to_string(members_[i]) + ":" + name);
     } else if (!sumMisuse.empty()) {
@@ -1945,6 +2327,7 @@ FoldOutcome Folder::run() {
       res.layoutMismatch = stuckCollective;
     }
   }
+  res.copies = copies_;
   if (!res.unmatched.empty()) {
     res.why = res.diagnosis;
     return res;

@@ -66,6 +66,7 @@ struct FoldOutcome {
   std::vector<OutputResult> outputs; // verified: one per wanted value, in order
   std::string group;                 // the folded group ("tp"; with two, the first)
   int64_t groupSize = 0;             // ranks folded into one
+  int64_t copies = 1;                // micro-batch copies folded into one (rank graphs repeating the step)
   std::string foldedOver;            // two groups: "groups dp x tp (8 x 8 ranks)"
   int64_t steps = 0;                 // layout rule applications
   std::vector<std::string> schemas;  // the schemas used, with the lemmas each lifts

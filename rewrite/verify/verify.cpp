@@ -499,7 +499,8 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
                               schemas);
     return std::optional<VerifyReport>(std::move(rep));
   }
-  if (!fold.layoutMismatch || fold.groupSize < kFoldedRefutationRanks || opts.witnessWorkLimit <= 0)
+  // Micro-batch copies grow the per-rank search as ranks do.
+  if (!fold.layoutMismatch || fold.groupSize * fold.copies < kFoldedRefutationRanks || opts.witnessWorkLimit <= 0)
     return std::optional<VerifyReport>();
   const ir::Graph& seq = *in.seq;
   const ir::Value& val = seq.value(*seq.findValue(fold.failedAt.empty() ? fold.unmatched[0] : fold.failedAt));
@@ -1175,15 +1176,20 @@ Result<VerifyReport> verifyUnguarded(const ir::Graph& seq, const ir::Program& di
         }
   }
   std::set<std::string> tried;
+  // Each walk gets an equal share of the time left (at least 5 s); one that
+  // runs out ends the re-walks: the others would fare no better.
+  std::vector<size_t> again;
   for (size_t i = 0; i < rep.outputs.size(); ++i) {
-    const std::string name = rep.outputs[i].name;
-    auto v = seq.findValue(name);
-    if (rep.outputs[i].expr || !v || down[size_t(*v)] || !tried.insert(name).second) continue;
+    auto v = seq.findValue(rep.outputs[i].name);
+    if (!rep.outputs[i].expr && v && !down[size_t(*v)] && tried.insert(rep.outputs[i].name).second) again.push_back(i);
+  }
+  for (size_t k = 0; k < again.size(); ++k) {
+    const std::string name = rep.outputs[again[k]].name;
     double left = opts.timeLimitSeconds - elapsed();
     if (left <= 0) break;
     VerifyOptions sub = opts;
     sub.outputs = {name};
-    sub.timeLimitSeconds = left;
+    sub.timeLimitSeconds = std::min(left, std::max(5.0, left / double(again.size() - k)));
     sub.witnessWorkLimit = 0;  // relations only: the first walk's failure is the one reported
     sub.witnessProgress = nullptr;
     bool ignored = false;
@@ -1193,6 +1199,7 @@ Result<VerifyReport> verifyUnguarded(const ir::Graph& seq, const ir::Program& di
     if (more.outputs.size() == 1 && more.outputs[0].expr)
       for (auto& mine : rep.outputs)
         if (mine.name == name) mine = more.outputs[0];
+    if (timedOut(more)) break;
   }
   if (rep.verdict == Verdict::Refuted && opts.repairSeconds > 0) {
     double budget = std::min(opts.repairSeconds, opts.timeLimitSeconds - elapsed());
