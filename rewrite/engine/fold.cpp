@@ -241,6 +241,29 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
 std::optional<std::pair<std::string, std::map<int64_t, std::pair<int64_t, int64_t>>>> sliceBox(const Rel& r,
                                                                                                const ir::Graph& seq);
 
+// r with every concat inside a concat along the same dim spliced into it
+// (concat is associative): one form for relations that nest the pieces
+// differently.
+RelPtr flatConcats(const RelPtr& r) {
+  if (r->args.empty()) return r;
+  std::vector<RelPtr> args;
+  bool changed = false;
+  for (const auto& a : r->args) {
+    RelPtr f = flatConcats(a);
+    changed = changed || f != a;
+    if (r->op == RelOp::Concat && f->op == RelOp::Concat && f->dim == r->dim) {
+      args.insert(args.end(), f->args.begin(), f->args.end());
+      changed = true;
+    } else {
+      args.push_back(f);
+    }
+  }
+  if (!changed) return r;
+  auto out = std::make_shared<Rel>(*r);
+  out->args = std::move(args);
+  return out;
+}
+
 class Folder {
  public:
   // `second`: a mesh axis folded as the second group although no collective
@@ -2268,7 +2291,7 @@ FoldOutcome Folder::run() {
           std::tie(concrete, shown) = *b;
         }
         if (exp != in_.expected.end()) {
-          if (!equal(*concrete, *exp->second)) continue;
+          if (!equal(*flatConcats(concrete), *flatConcats(exp->second))) continue;
           shown = exp->second;
         }
         found = OutputResult{w, str(*shown), shown};

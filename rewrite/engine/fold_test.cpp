@@ -602,3 +602,233 @@ TEST(FoldTemplates, BoundsAreCheckedForEveryRank) {
 
 }  // namespace
 }  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
+// A tensor-parallel MLP's forward and weight gradients over M micro-batch
+// copies of 2 rows each in one rank graph (gradient accumulation): copy m
+// reads rows [2m, 2m + 2) of S's batch, its gradients are added up across
+// the copies in order. `mutate` edits D's text (a twin).
+Case microBatchMlp(int64_t n, int64_t m, const std::function<std::string(std::string)>& mutate = nullptr) {
+  auto S = [](int64_t v) { return std::to_string(v); };
+  Case c;
+  std::string b = S(2 * m), h = S(4 * n);
+  c.seq = "graph mlp {\n  input %x: f32[" + b + ", 16]\n  input %dy: f32[" + b + ", 16]\n" +
+          "  param %w1: f32[16, " + h + "]\n  param %w2: f32[" + h + ", 16]\n" +
+          "  %h: f32[" + b + ", " + h + "] = matmul(%x, %w1)\n" +
+          "  %g: f32[" + b + ", " + h + "] = tanh(%h)\n" +
+          "  %y: f32[" + b + ", 16] = matmul(%g, %w2)\n" +
+          "  %gt: f32[" + h + ", " + b + "] = transpose(%g) {perm = [1, 0]}\n" +
+          "  %dw2: f32[" + h + ", 16] = matmul(%gt, %dy)\n" +
+          "  %w2t: f32[16, " + h + "] = transpose(%w2) {perm = [1, 0]}\n" +
+          "  %dg: f32[" + b + ", " + h + "] = matmul(%dy, %w2t)\n" +
+          "  %xt: f32[16, " + b + "] = transpose(%x) {perm = [1, 0]}\n" +
+          "  %dw1: f32[16, " + h + "] = matmul(%xt, %dg)\n" +
+          "  output %y\n  output %dw1\n  output %dw2\n}\n";
+  std::string d = "program mlp {\n  world " + S(n) + "\n  mesh [tp = " + S(n) + "]\n  rank 0..." + S(n - 1) + " {\n";
+  d = replaceAll(d, "0...", "0..");
+  for (int64_t k = 0; k < m; ++k) d += "    input %x" + S(k) + ": f32[2, 16]\n    input %dy" + S(k) + ": f32[2, 16]\n";
+  d += "    param %w1: f32[16, 4]\n    param %w2: f32[4, 16]\n";
+  d += "    %w2t: f32[16, 4] = transpose(%w2) {perm = [1, 0]}\n";
+  for (int64_t k = 0; k < m; ++k) {
+    std::string K = S(k);
+    d += "    %h" + K + ": f32[2, 4] = matmul(%x" + K + ", %w1)\n";
+    d += "    %g" + K + ": f32[2, 4] = tanh(%h" + K + ")\n";
+    d += "    %o" + K + ": f32[2, 16] = matmul(%g" + K + ", %w2)\n";
+    d += "    %y" + K + ": f32[2, 16] = all_reduce(%o" + K + ") {group = \"tp\"}\n";
+    d += "    %gt" + K + ": f32[4, 2] = transpose(%g" + K + ") {perm = [1, 0]}\n";
+    d += "    %dw2_" + K + ": f32[4, 16] = matmul(%gt" + K + ", %dy" + K + ")\n";
+    d += "    %dg" + K + ": f32[2, 4] = matmul(%dy" + K + ", %w2t)\n";
+    d += "    %xt" + K + ": f32[16, 2] = transpose(%x" + K + ") {perm = [1, 0]}\n";
+    d += "    %dw1_" + K + ": f32[16, 4] = matmul(%xt" + K + ", %dg" + K + ")\n";
+  }
+  for (const char* w : {"dw1", "dw2"}) {
+    std::string acc = std::string("%") + w + "_0";
+    std::string t = std::string(w) == "dw1" ? "f32[16, 4]" : "f32[4, 16]";
+    for (int64_t k = 1; k < m; ++k) {
+      std::string next = std::string("%") + w + "_acc" + S(k);
+      d += "    " + next + ": " + t + " = add(" + acc + ", %" + w + "_" + S(k) + ")\n";
+      acc = next;
+    }
+    d += "    %" + std::string(w) + ": " + t + " = identity(" + acc + ")\n";
+  }
+  for (int64_t k = 0; k < m; ++k) d += "    output %y" + S(k) + "\n";
+  d += "    output %dw1\n    output %dw2\n  }\n}\n";
+  c.dist = mutate ? mutate(d) : d;
+  for (int64_t k = 0; k < m; ++k)
+    for (const char* x : {"x", "dy"})
+      c.rel += "dist[*]." + std::string(x) + S(k) + " = slice(seq." + x + ", dim=0, start=" + S(2 * k) +
+               ", end=" + S(2 * k + 2) + ")\n";
+  c.rel += "for r in tp: dist[r].w1 = slice(seq.w1, dim=1, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)\n";
+  c.rel += "for r in tp: dist[r].w2 = slice(seq.w2, dim=0, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)\n";
+  c.rel += "expect seq.y = concat(dim=0";
+  for (int64_t k = 0; k < m; ++k) c.rel += ", dist[0].y" + S(k);
+  c.rel += ")\nexpect seq.dw1 = concat(dim=1, for r in tp: dist[r].dw1)\n";
+  c.rel += "expect seq.dw2 = concat(dim=0, for r in tp: dist[r].dw2)\n";
+  return c;
+}
+
+bool mentions(const VerifyReport& r, const std::string& what) {
+  return std::any_of(r.assumptions.begin(), r.assumptions.end(),
+                     [&](const std::string& a) { return a.find(what) != std::string::npos; });
+}
+
+// Micro-batch copies fold: one pass over the copies' ops, whatever their
+// count, odd counts included, at any group size; the copies' gradients are
+// joined by sum-of-terms.
+TEST(FoldCopies, MicroBatchedStepVerifiesFolded) {
+  for (auto [n, m] : {std::pair<int64_t, int64_t>{2, 2}, {4, 3}, {64, 5}, {2, 16}}) {
+    SCOPED_TRACE("tp " + std::to_string(n) + ", " + std::to_string(m) + " micro-batches");
+    auto rep = check(microBatchMlp(n, m));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep));
+    EXPECT_TRUE(mentions(rep, "sum-of-terms (add-is-sum)"));
+    ASSERT_EQ(rep.outputs.size(), 3u);
+  }
+}
+
+// Twins: a copy's gradient added twice (another left out), a copy reading
+// another copy's rows, the last copy left out of the sum. Folding never
+// verifies them; each is refuted, and the report names the op that mixes
+// the copies.
+TEST(FoldCopies, WrongAccumulationIsNotVerified) {
+  struct T {
+    const char* what;
+    std::function<std::string(std::string)> edit;
+    const char* says;
+  };
+  std::vector<T> twins = {
+      {"a copy's gradient twice",
+       [](std::string d) { return replaceAll(d, "add(%dw2_acc1, %dw2_2)", "add(%dw2_acc1, %dw2_1)"); },
+       "adds the terms of micro-batch 1 twice"},
+      {"copy 1 reads copy 0's rows",
+       [](std::string d) { return replaceAll(d, "matmul(%x1, %w1)", "matmul(%x0, %w1)"); }, ""},
+      {"last copy left out",
+       [](std::string d) { return replaceAll(d, "identity(%dw1_acc2)", "identity(%dw1_acc1)"); },
+       "summed over micro-batches 0, 1 of 3 only"},
+  };
+  for (const auto& t : twins) {
+    SCOPED_TRACE(t.what);
+    // 8 ranks x 3 copies: past kFoldedRefutationRanks, the fold's
+    // diagnosis leads and the witness refutes at once.
+    Case c = microBatchMlp(8, 3, t.edit);
+    ASSERT_NE(c.dist, microBatchMlp(8, 3).dist);
+    auto rep = check(c);
+    EXPECT_EQ(rep.verdict, Verdict::Refuted) << why(rep);
+    ASSERT_TRUE(rep.failure.has_value());
+    if (*t.says) EXPECT_NE(rep.failure->message.find(t.says), std::string::npos) << rep.failure->message;
+  }
+}
+
+// Sums over copies join only within one family of terms: S's e = (b c) z,
+// D's copies computing its terms two ways, (b_m c_m) z (a sum over copies
+// of b c, then times z) and (b c)_m z_m (pieces of b c along its columns,
+// contracted with z's rows). Each family sums to e; a term of one plus a
+// term of the other does not, and folding must not join them.
+TEST(FoldCopies, TermsOfDifferentFamiliesDoNotJoin) {
+  auto program = [](const std::string& sum) {
+    Case c;
+    c.seq = R"(graph fam {
+  input %b: f32[4, 6]
+  input %c: f32[6, 4]
+  input %z: f32[4, 3]
+  %a: f32[4, 4] = matmul(%b, %c)
+  %e: f32[4, 3] = matmul(%a, %z)
+  output %e
+}
+)";
+    c.dist = R"(program fam {
+  world 2
+  mesh [tp = 2]
+  rank 0..1 {
+    input %b0: f32[4, 3]
+    input %b1: f32[4, 3]
+    input %cr0: f32[3, 4]
+    input %cr1: f32[3, 4]
+    input %bw: f32[4, 6]
+    input %cc0: f32[6, 2]
+    input %cc1: f32[6, 2]
+    input %z0: f32[2, 3]
+    input %z1: f32[2, 3]
+    input %zw: f32[4, 3]
+    %a0: f32[4, 4] = matmul(%b0, %cr0)
+    %a1: f32[4, 4] = matmul(%b1, %cr1)
+    %u0: f32[4, 3] = matmul(%a0, %zw)
+    %u1: f32[4, 3] = matmul(%a1, %zw)
+    %ap0: f32[4, 2] = matmul(%bw, %cc0)
+    %ap1: f32[4, 2] = matmul(%bw, %cc1)
+    %p0: f32[4, 3] = matmul(%ap0, %z0)
+    %p1: f32[4, 3] = matmul(%ap1, %z1)
+    %e: f32[4, 3] = add()" + sum + R"()
+    output %e
+  }
+}
+)";
+    c.rel = R"(dist[*].b0 = slice(seq.b, dim=1, start=0, end=3)
+dist[*].b1 = slice(seq.b, dim=1, start=3, end=6)
+dist[*].cr0 = slice(seq.c, dim=0, start=0, end=3)
+dist[*].cr1 = slice(seq.c, dim=0, start=3, end=6)
+dist[*].bw = seq.b
+dist[*].cc0 = slice(seq.c, dim=1, start=0, end=2)
+dist[*].cc1 = slice(seq.c, dim=1, start=2, end=4)
+dist[*].z0 = slice(seq.z, dim=0, start=0, end=2)
+dist[*].z1 = slice(seq.z, dim=0, start=2, end=4)
+dist[*].zw = seq.z
+expect seq.e = dist[0].e
+)";
+    return c;
+  };
+  for (const char* same : {"%u0, %u1", "%p0, %p1"}) {
+    auto rep = check(program(same));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << same << ": " << why(rep);
+    EXPECT_TRUE(folded(rep)) << same;
+  }
+  for (const char* mixed : {"%p0, %u1", "%u0, %p1"}) {
+    auto rep = check(program(mixed));
+    EXPECT_EQ(rep.verdict, Verdict::Refuted) << mixed << ": " << why(rep);
+    EXPECT_FALSE(folded(rep)) << mixed;
+  }
+}
+
+// Data parallel ranks and copies cut the same batch dim (copy outermost:
+// copy m's rows for dp rank j are [(m dp + j) k, ...)), and the gradients
+// are summed over the copies, then over dp.
+TEST(FoldCopies, DataParallelAndCopiesShareTheBatchDim) {
+  const int64_t dp = 2, m = 3;
+  auto S = [](int64_t v) { return std::to_string(v); };
+  Case c;
+  c.seq = "graph s {\n  input %x: f32[" + S(2 * dp * m) + ", 8]\n  param %w: f32[8, 4]\n" +
+          "  %y: f32[" + S(2 * dp * m) + ", 4] = matmul(%x, %w)\n" +
+          "  %xt: f32[8, " + S(2 * dp * m) + "] = transpose(%x) {perm = [1, 0]}\n" +
+          "  %dw: f32[8, 4] = matmul(%xt, %y)\n  output %y\n  output %dw\n}\n";
+  c.dist = "program d {\n  world " + S(dp) + "\n  mesh [dp = " + S(dp) + "]\n  rank 0.." + S(dp - 1) + " {\n";
+  for (int64_t k = 0; k < m; ++k) c.dist += "    input %x" + S(k) + ": f32[2, 8]\n";
+  c.dist += "    param %w: f32[8, 4]\n";
+  for (int64_t k = 0; k < m; ++k) {
+    std::string K = S(k);
+    c.dist += "    %y" + K + ": f32[2, 4] = matmul(%x" + K + ", %w)\n    %xt" + K + ": f32[8, 2] = transpose(%x" + K +
+              ") {perm = [1, 0]}\n    %dw" + K + ": f32[8, 4] = matmul(%xt" + K + ", %y" + K + ")\n";
+  }
+  c.dist += "    %a1: f32[8, 4] = add(%dw0, %dw1)\n    %a2: f32[8, 4] = add(%a1, %dw2)\n";
+  c.dist += "    %dw: f32[8, 4] = all_reduce(%a2) {group = \"dp\"}\n";
+  for (int64_t k = 0; k < m; ++k) c.dist += "    output %y" + S(k) + "\n";
+  c.dist += "    output %dw\n  }\n}\n";
+  for (int64_t k = 0; k < m; ++k)
+    c.rel += "for r in dp: dist[r].x" + S(k) + " = slice(seq.x, dim=0, start=(" + S(k * dp) + "+idx(r,dp))*2, end=(" +
+             S(k * dp + 1) + "+idx(r,dp))*2)\n";
+  c.rel += "dist[*].w = seq.w\nexpect seq.y = concat(dim=0";
+  for (int64_t k = 0; k < m; ++k) c.rel += ", concat(dim=0, for r in dp: dist[r].y" + S(k) + ")";
+  c.rel += ")\nexpect seq.dw = dist[0].dw\n";
+  auto rep = check(c);
+  EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+  EXPECT_TRUE(folded(rep));
+  // Copy 1 reading dp rank j's rows of copy 2 instead: refuted.
+  c.rel = replaceAll(c.rel, "start=(" + S(dp) + "+idx(r,dp))*2, end=(" + S(dp + 1) + "+idx(r,dp))*2",
+                     "start=(" + S(2 * dp) + "+idx(r,dp))*2, end=(" + S(2 * dp + 1) + "+idx(r,dp))*2");
+  auto twin = check(c);
+  EXPECT_EQ(twin.verdict, Verdict::Refuted) << why(twin);
+}
+
+}  // namespace
+}  // namespace sp::rewrite
