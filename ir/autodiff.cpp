@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 #include <tuple>
 
 #include "ir/infer_util.h"
@@ -81,7 +83,8 @@ class Differ {
   const GradOptions& o_;
   RankCtx* rc_;
   GraphSpec out_;
-  std::set<std::string> used_;
+  std::unordered_set<std::string> used_;
+  std::unordered_map<std::string, int> nextSuffix_;
   std::map<std::string, TensorType> types_;
   std::map<std::string, int> uses_;
   std::map<std::pair<int, double>, std::string> constants_;
@@ -94,9 +97,14 @@ class Differ {
   const std::string& nameOf(ValueId v) const { return g_.value(v).name; }
   const TensorType& type(const std::string& n) const { return types_.at(n); }
 
+  // base, else base_k for the least k not taken (names only accumulate, so
+  // the search resumes where the last one for this base stopped).
   std::string fresh(const std::string& hint) {
     std::string base = "bw_" + hint, n = base;
-    for (int k = 1; used_.count(n); ++k) n = base + "_" + std::to_string(k);
+    int& k = nextSuffix_[base];
+    if (used_.count(n))
+      do n = base + "_" + std::to_string(++k);
+      while (used_.count(n));
     used_.insert(n);
     return n;
   }

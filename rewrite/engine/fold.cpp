@@ -1962,8 +1962,15 @@ FoldOutcome Folder::run() {
     res.foldedOver = "groups " + groupB_ + " x " + groupA_ + " (" + std::to_string(n2_) + " x " + std::to_string(n_) +
                      " ranks" + (classes_.size() > 1 ? ", in " + std::to_string(classes_.size()) + " pipeline stages" : "") +
                      ")";
+  } else if (groups.empty() && p2p) {
+    // Pipeline stages and no group collective (tp = 1): each rank a class
+    // of its own, its values' layouts whole, its recvs what its peer sent.
+    for (int64_t r = 0; r < world; ++r) {
+      classes_.push_back({r});
+      domains.push_back(RankDomain{true, r, r, ""});
+    }
+    res.group = "each rank";
   } else if (groups.empty()) {
-    if (p2p) return res.why = "point-to-point transfers and no group collective", res;
     std::vector<int64_t> all;
     for (int64_t r = 0; r < world; ++r) all.push_back(r);
     classes_.push_back(all);

@@ -483,7 +483,8 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
   if (needsRanks) *needsRanks = fold.needsRanks;
   spdlog::debug("rank folding: {} in {:.3f} s", fold.verified ? "verified" : fold.why,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  std::string folded = fold.foldedOver.empty()
+  std::string folded = fold.groupSize == 1 ? "layouts decided rank by rank (pipeline stages, no group collective)"
+                       : fold.foldedOver.empty()
                            ? "ranks folded: one symbolic rank of group " + fold.group + " (" +
                                  std::to_string(fold.groupSize) + " ranks)"
                            : "ranks folded: one symbolic rank of " + fold.foldedOver;
