@@ -103,6 +103,15 @@ TEST(OnnxGqa, RepeatKvPrograms) {
               (a.find("ranks folded") != std::string::npos && a.find("reshape-of-split") != std::string::npos);
     EXPECT_TRUE(named) << d;
   }
+  // TP 4: the ranks' graphs differ only in the bounds of the slices that cut
+  // their KV head (and in exporter-numbered names): folded, each slice read
+  // as the rank's piece, shared by runs of two ranks.
+  auto tp4 = verifyFixture(gqa("gqa.seq.onnx"), gqa("gqa_tp4"), gqa("gqa_tp4.rel"));
+  ASSERT_TRUE(tp4.ok());
+  bool sliced = false;
+  for (const auto& a : tp4->assumptions)
+    sliced = sliced || (a.find("ranks folded") != std::string::npos && a.find("slice-by-rank") != std::string::npos);
+  EXPECT_TRUE(sliced) << describe(*tp4);
   auto inferred = verifyFixture(gqa("gqa.seq.onnx"), gqa("gqa_tp2"));
   ASSERT_TRUE(inferred.ok()) << inferred.error().str();
   EXPECT_EQ(inferred->verdict, Verdict::Verified) << describe(*inferred);

@@ -130,15 +130,23 @@ bool sameAttrs(const ir::AttrMap& a, const ir::AttrMap& b) {
   return true;
 }
 
-// Rank graphs that are the same program: same values, nodes and attributes.
-bool sameGraph(const ir::Graph& a, const ir::Graph& b) {
+// Rank graphs that are the same program: same values, nodes and attributes;
+// with `bySlice`, slices may differ in their bounds (a rank picking its
+// piece of a replicated value), and those slices are added to it.
+bool sameGraph(const ir::Graph& a, const ir::Graph& b, std::set<ir::NodeId>* bySlice = nullptr) {
   if (a.values().size() != b.values().size() || a.nodes().size() != b.nodes().size() || a.outputs() != b.outputs() ||
       a.inputs() != b.inputs() || a.params() != b.params())
     return false;
+  // Names matter where relations and reports name values (inputs, params,
+  // outputs); an intermediate's is only a label (exporters number them
+  // per file).
+  std::vector<bool> named(a.values().size(), false);
+  for (ir::ValueId v : a.outputs()) named[size_t(v)] = true;
   for (size_t i = 0; i < a.values().size(); ++i) {
     const auto& x = a.values()[i];
     const auto& y = b.values()[i];
-    if (x.name != y.name || !(x.type == y.type) || x.kind != y.kind) return false;
+    bool label = x.kind == ir::ValueKind::NodeOutput && !named[i];
+    if ((!label && x.name != y.name) || !(x.type == y.type) || x.kind != y.kind) return false;
   }
   for (size_t i = 0; i < a.nodes().size(); ++i) {
     const auto& x = a.nodes()[i];
@@ -148,9 +156,14 @@ bool sameGraph(const ir::Graph& a, const ir::Graph& b) {
       if (p2p) m.erase("peer");  // rank-relative: checked against the class layout (Folder::run)
       return m;
     };
-    if (x.op != y.op || x.inputs != y.inputs || x.outputs != y.outputs ||
-        !(p2p ? sameAttrs(strip(x.attrs), strip(y.attrs)) : sameAttrs(x.attrs, y.attrs)))
-      return false;
+    if (x.op != y.op || x.inputs != y.inputs || x.outputs != y.outputs) return false;
+    if (p2p ? sameAttrs(strip(x.attrs), strip(y.attrs)) : sameAttrs(x.attrs, y.attrs)) continue;
+    auto bounds = [](ir::AttrMap m) {
+      m.erase("starts"), m.erase("ends");
+      return m;
+    };
+    if (!bySlice || x.op != OpKind::Slice || !sameAttrs(bounds(x.attrs), bounds(y.attrs))) return false;
+    bySlice->insert(ir::NodeId(i));
   }
   return true;
 }
@@ -229,6 +242,9 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       // An input relation's slice read as a piece of its S tensor, one
       // micro-batch copy's: the relation's own semantics, no lemma.
       {"copies-of-pieces", {}},
+      // Each member's slice of a value all hold, its piece: slice's own
+      // semantics, no lemma.
+      {"slice-by-rank", {}},
       {"linear-over-sum", {"add-of-sums", "mul-over-sum", "neg-over-sum", "scale-over-sum", "matmul-over-sum-left",
                            "matmul-over-sum-right", "reduce-sum-of-sum", "concat-of-sums", "sum-of-merged-first"}},
       {"scale-algebra", {"scale-through-add", "scale-through-concat", "matmul-scale-left", "matmul-scale-right",
@@ -344,6 +360,9 @@ class Folder {
   std::vector<std::vector<int64_t>> classes_;
   std::vector<std::pair<int64_t, int64_t>> where_;  // rank -> (class, position)
   std::vector<const ir::Graph*> graphs_;
+  // Per class: the slices whose bounds differ between its members.
+  std::map<size_t, std::set<ir::NodeId>> bySlice_;
+  std::optional<Fact> sliceByRank(const ir::Node& n, const Fact& x);
   std::vector<std::vector<Fact>> allFacts_;
   void enter(size_t c) {
     g_ = graphs_[c];
@@ -951,6 +970,11 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
   if (cat == OpCategory::Collective && oneMemberEach(n) &&
       g_->value(n.inputs[0]).type == g_->value(n.outputs[0]).type)
     return in;
+  if (n.op == OpKind::Slice && bySlice_.count(cls_) && bySlice_.at(cls_).count(ir::NodeId(&n - g_->nodes().data()))) {
+    auto f = sliceByRank(n, in[0]);
+    if (!f) return {};
+    return {*f};
+  }
   bool copies = std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay3 != Lay::Rep; });
   if (cat == OpCategory::Collective) {
     auto outs = twoD_ ? collective2(n, in) : collective(n, in);
@@ -969,6 +993,55 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
   }
   if (twoD_) return transfer2(n, in);
   return rules(n, in);
+}
+
+// A slice whose bounds differ between the members, of a value every member
+// holds whole: member i's piece along one axis, of equal width k, at
+// (i / q) k, the pieces tiling the axis (q consecutive members holding
+// each: KV heads shared by the ranks of their query heads) is a split of
+// the value, by the slice's own semantics (slice-by-rank).
+std::optional<Fact> Folder::sliceByRank(const ir::Node& n, const Fact& x) {
+  if (x.lay != Lay::Rep || x.lay2 != Lay::Rep || x.lay3 != Lay::Rep || n.inputs.size() != 1 || n.outputs.size() != 1)
+    return std::nullopt;
+  const TensorType& whole = g_->value(n.inputs[0]).type;
+  const TensorType& out = g_->value(n.outputs[0]).type;
+  const int64_t rank = int64_t(whole.shape.size());
+  ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
+  std::optional<int64_t> axis;
+  std::vector<std::pair<int64_t, int64_t>> piece;  // per member: [start, end) on the axis
+  for (int64_t r : members_) {
+    const ir::AttrMap& a = dist_.rank(r).node(id).attrs;
+    const auto& starts = ir::attrInts(a, "starts");
+    const auto& ends = ir::attrInts(a, "ends");
+    std::vector<int64_t> axes = a.count("axes") ? ir::attrInts(a, "axes") : std::vector<int64_t>{};
+    if (axes.empty())
+      for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
+    if (a.count("steps"))
+      for (int64_t st : ir::attrInts(a, "steps"))
+        if (st != 1) return std::nullopt;
+    if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1) return std::nullopt;
+    int64_t ax = axes[0] < 0 ? axes[0] + rank : axes[0];
+    if (ax < 0 || ax >= rank || !whole.shape[size_t(ax)].isConcrete() || (axis && *axis != ax)) return std::nullopt;
+    axis = ax;
+    int64_t size = whole.shape[size_t(ax)].value();
+    auto clampAt = [&](int64_t v) { return std::clamp(v < 0 ? v + size : v, int64_t(0), size); };
+    piece.emplace_back(clampAt(starts[0]), clampAt(ends[0]));
+  }
+  if (!axis || piece.empty()) return std::nullopt;
+  int64_t k = piece[0].second - piece[0].first, size = whole.shape[size_t(*axis)].value();
+  int64_t inner = n_;
+  for (size_t i = 1; i < piece.size(); ++i)
+    if (piece[i].first != piece[0].first) {
+      inner = int64_t(i);
+      break;
+    }
+  if (k <= 0 || inner >= n_ || n_ % inner || (n_ / inner) * k != size) return std::nullopt;
+  for (size_t i = 0; i < piece.size(); ++i)
+    if (piece[i].first != int64_t(i) / inner * k || piece[i].second - piece[i].first != k) return std::nullopt;
+  Fact f{Lay::Split, *axis, x.v};
+  f.inner = inner;
+  if (!(globalOf(out, f) == whole) || !use("slice-by-rank")) return std::nullopt;
+  return f;
 }
 
 // Gradients added up across micro-batches: two values holding disjoint
@@ -2009,7 +2082,8 @@ FoldOutcome Folder::run() {
   for (const auto& c : classes_) {
     graphs_.push_back(&dist_.rank(c[0]));
     for (int64_t r : c)
-      if (r != c[0] && !dist_.sameClass(r, c[0]) && !sameGraph(*graphs_.back(), dist_.rank(r)))
+      if (r != c[0] && !dist_.sameClass(r, c[0]) &&
+          !sameGraph(*graphs_.back(), dist_.rank(r), twoD_ ? nullptr : &bySlice_[graphs_.size() - 1]))
         return res.why = "ranks run different graphs", res;
     // Point-to-point peers: member i of this class with member i of one
     // other class (the same stage position), whatever the member.

@@ -832,3 +832,44 @@ TEST(FoldCopies, DataParallelAndCopiesShareTheBatchDim) {
 
 }  // namespace
 }  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
+// Every rank holds a weight whole and slices its own columns, at bounds
+// that differ by rank (ONNX exports of tensor parallel code): the ranks'
+// graphs differ only there, and the slice is the rank's piece. Folded at
+// any group size; the twin whose first two ranks swap pieces is not.
+Case slicedByRank(int64_t n, bool swapped = false) {
+  auto S = [](int64_t v) { return std::to_string(v); };
+  int64_t cols = 4 * n;
+  Case c;
+  c.seq = "graph s {\n  input %x: f32[8, 16]\n  param %w: f32[16, " + S(cols) + "]\n" +
+          "  %h: f32[8, " + S(cols) + "] = matmul(%x, %w)\n  %y: f32[8, " + S(cols) + "] = tanh(%h)\n  output %y\n}\n";
+  c.dist = "program d {\n  world " + S(n) + "\n  mesh [tp = " + S(n) + "]\n";
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t p = swapped && r < 2 ? 1 - r : r;
+    c.dist += "  rank " + S(r) + " {\n    input %x: f32[8, 16]\n    param %w: f32[16, " + S(cols) + "]\n" +
+              "    %wr: f32[16, 4] = slice(%w) {starts = [" + S(4 * p) + "], ends = [" + S(4 * p + 4) + "], axes = [1]}\n" +
+              "    %h: f32[8, 4] = matmul(%x, %wr)\n    %t: f32[8, 4] = tanh(%h)\n" +
+              "    %y: f32[8, " + S(cols) + "] = all_gather(%t) {group = \"tp\", dim = 1}\n    output %y\n  }\n";
+  }
+  c.dist += "}\n";
+  c.rel = "dist[*].x = seq.x\ndist[*].w = seq.w\nexpect seq.y = dist[0].y\n";
+  return c;
+}
+
+TEST(FoldSliceByRank, EachRankSlicingItsPieceFolds) {
+  for (int64_t n : {2, 8, 64}) {
+    SCOPED_TRACE("tp " + std::to_string(n));
+    auto rep = check(slicedByRank(n));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep));
+    EXPECT_TRUE(mentions(rep, "slice-by-rank"));
+    auto twin = check(slicedByRank(n, true));
+    EXPECT_EQ(twin.verdict, Verdict::Refuted) << why(twin);
+  }
+}
+
+}  // namespace
+}  // namespace sp::rewrite
