@@ -79,15 +79,17 @@ struct Fact {
   }
 };
 
-// The micro-batch layout of f as a one-group fact (the rules read a fact's
-// first layout).
-Fact microBatchView(const Fact& f) {
+// One of f's layouts as a one-group fact (the rules and the collectives
+// read a fact's first layout): the second group's, the micro-batch copies'.
+Fact layoutView(Lay lay, int64_t dim, Val v) {
   Fact t;
-  t.lay = f.lay3;
-  t.dim = f.dim3;
-  t.v = f.v;
+  t.lay = lay;
+  t.dim = dim;
+  t.v = v;
   return t;
 }
+Fact secondaryView(const Fact& f) { return layoutView(f.lay2, f.dim2, f.v); }
+Fact microBatchView(const Fact& f) { return layoutView(f.lay3, f.dim3, f.v); }
 
 // f * g and f / g stored exactly (the factor kept is the real product).
 std::optional<double> exactTimes(double f, double g) {
@@ -1384,15 +1386,6 @@ std::optional<std::pair<std::string, std::vector<std::string>>> Folder::lastScal
   return std::nullopt;
 }
 
-// The second group's layout of f as a one-group fact (the rules and the
-// collectives read a fact's first layout).
-Fact secondaryView(const Fact& f) {
-  Fact t;
-  t.lay = f.lay2;
-  t.dim = f.dim2;
-  t.v = f.v;
-  return t;
-}
 
 // 2-D folding. Each group's layout is decided by the same schemas, the
 // other group's held fixed (a value split over A and over B along other dims
