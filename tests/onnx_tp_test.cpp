@@ -128,6 +128,27 @@ TEST(OnnxGqa, RepeatKvPrograms) {
       << noSum->failure->message;
 }
 
+// TP 8 over 8 query heads and 2 KV heads: one query head a rank, so the
+// exporter leaves no KV repeat in a rank, while S repeats K and V. Folded:
+// each rank's slice is its KV head shared by a run of four ranks, read at
+// the scores as a plain split of the repeat S computes (runs-as-repeat; the
+// layout chains compared by their index maps, view-algebra). Cutting KV
+// head r % 2 instead is refuted at the scores.
+TEST(OnnxGqa, OneQueryHeadPerRankMeetsSsRepeat) {
+  auto r = verifyFixture(gqa("gqa.seq.onnx"), gqa("gqa_tp8"), gqa("gqa_tp8.rel"));
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r->verdict, Verdict::Verified) << describe(*r);
+  bool repeat = false;
+  for (const auto& a : r->assumptions)
+    repeat = repeat || (a.find("ranks folded") != std::string::npos && a.find("runs-as-repeat") != std::string::npos &&
+                        a.find("slice-by-rank") != std::string::npos);
+  EXPECT_TRUE(repeat) << describe(*r);
+  auto wrongKv = verifyFixture(gqa("gqa.seq.onnx"), gqa("gqa_tp8_wrong_kv"), gqa("gqa_tp8.rel"));
+  ASSERT_TRUE(wrongKv.ok()) << wrongKv.error().str();
+  ASSERT_EQ(wrongKv->verdict, Verdict::Refuted) << describe(*wrongKv);
+  EXPECT_EQ(wrongKv->failure->seqOp.rfind("matmul '/MatMul_3/", 0), 0u) << wrongKv->failure->seqOp;
+}
+
 // S refines S: S as a one-rank program with replicated inputs (as in
 // verify_cases_test.cpp).
 TEST(OnnxTp, SequentialModelsRefineThemselves) {

@@ -244,6 +244,12 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       // An input relation's slice read as a piece of its S tensor, one
       // micro-batch copy's: the relation's own semantics, no lemma.
       {"copies-of-pieces", {}},
+      // Chains of reshapes, transposes and expands compared by their index
+      // maps (a normal form of the re-indexing): the ops' own semantics.
+      {"view-algebra", {}},
+      // Runs of members sharing a piece, as a plain split of the block
+      // repeat: expand's own semantics.
+      {"runs-as-repeat", {}},
       // Each member's slice of a value all hold, its piece: slice's own
       // semantics, no lemma.
       {"slice-by-rank", {}},
@@ -253,6 +259,142 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
                          "mul-scale-right", "scale-through-transpose"}},
   };
   return m;
+}
+
+
+// Layout views (reshape, squeeze, unsqueeze, transpose, expand): each a
+// re-indexing of one tensor that is not itself a view. A view names the
+// base's elements by atoms, runs of the base's row-major order; each result
+// dim is a list of atoms, major first, or broadcasts (a copy of size n).
+// Kept in normal form: atoms consecutive in the base and in one result dim
+// are one atom, broadcasts next to each other one broadcast, size 1 gone;
+// the identity is the base itself. Two chains of layout ops are the same
+// tensor exactly when their normal forms are equal (their index maps are),
+// so S's and D's expressions meet whatever order their layout ops took.
+struct View {
+  int base = -1;
+  std::vector<int64_t> atoms;               // sizes (> 1), in the base's order
+  std::vector<std::vector<int64_t>> dims;   // >= 0: an atom; < 0: a broadcast of size -x
+};
+
+std::optional<View> identityView(int base, const Shape& shape) {
+  if (!ir::isConcrete(shape)) return std::nullopt;
+  View v;
+  v.base = base;
+  for (int64_t d : ir::concreteDims(shape)) {
+    v.dims.emplace_back();
+    if (d != 1) {
+      v.dims.back().push_back(int64_t(v.atoms.size()));
+      v.atoms.push_back(d);
+    }
+  }
+  return v;
+}
+
+int64_t atomSize(const View& v, int64_t a) { return a >= 0 ? v.atoms[size_t(a)] : -a; }
+
+// Splits entry `at` of the flat list (atom or broadcast) into a major part
+// of size `major` and the rest.
+void splitAtom(View& v, int64_t a, int64_t major, std::vector<int64_t>& flat, size_t at) {
+  int64_t minor = atomSize(v, a) / major;
+  if (a < 0) {
+    flat[at] = -major;
+    flat.insert(flat.begin() + std::ptrdiff_t(at) + 1, -minor);
+    return;
+  }
+  v.atoms[size_t(a)] = major;
+  v.atoms.insert(v.atoms.begin() + a + 1, minor);
+  for (auto& x : flat)
+    if (x > a) ++x;
+  flat.insert(flat.begin() + std::ptrdiff_t(at) + 1, a + 1);
+}
+
+// Row-major reshape to `shape`: the result dims take the atoms in order,
+// splitting one where a dim ends inside it.
+bool reshapeView(View& v, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> flat;
+  for (const auto& d : v.dims) flat.insert(flat.end(), d.begin(), d.end());
+  std::vector<std::vector<int64_t>> dims;
+  size_t at = 0;
+  for (int64_t s : shape) {
+    dims.emplace_back();
+    int64_t have = 1;
+    while (have < s) {
+      if (at >= flat.size()) return false;
+      int64_t z = atomSize(v, flat[at]);
+      if (have * z > s) {
+        if (s % have || z % (s / have)) return false;
+        splitAtom(v, flat[at], s / have, flat, at);
+        z = s / have;
+      }
+      dims.back().push_back(flat[at++]);
+      have *= z;
+    }
+    if (have != s) return false;
+  }
+  if (at != flat.size()) return false;
+  // atom ids may have shifted while splitting: re-read them from flat
+  size_t k = 0;
+  for (auto& d : dims)
+    for (auto& x : d) x = flat[k++];
+  v.dims = std::move(dims);
+  return true;
+}
+
+// numpy broadcasting to `shape`: new leading dims and size-1 dims widened
+// are broadcasts.
+bool expandView(View& v, const std::vector<int64_t>& shape) {
+  if (shape.size() < v.dims.size()) return false;
+  std::vector<std::vector<int64_t>> dims(shape.size() - v.dims.size());
+  dims.insert(dims.end(), v.dims.begin(), v.dims.end());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t have = 1;
+    for (int64_t x : dims[i]) have *= atomSize(v, x);
+    if (have == shape[i]) continue;
+    if (have != 1) return false;
+    dims[i] = {-shape[i]};
+  }
+  v.dims = std::move(dims);
+  return true;
+}
+
+void normalizeView(View& v) {
+  for (bool merged = true; merged;) {
+    merged = false;
+    for (auto& d : v.dims)
+      for (size_t i = 0; i + 1 < d.size() && !merged; ++i) {
+        int64_t x = d[i], y = d[i + 1];
+        if (x >= 0 && y == x + 1) {
+          v.atoms[size_t(x)] *= v.atoms[size_t(y)];
+          v.atoms.erase(v.atoms.begin() + y);
+          d.erase(d.begin() + std::ptrdiff_t(i) + 1);
+          for (auto& e : v.dims)
+            for (auto& z : e)
+              if (z > y) --z;
+          merged = true;
+        } else if (x < 0 && y < 0) {
+          d[i] = x * -y;
+          d.erase(d.begin() + std::ptrdiff_t(i) + 1);
+          merged = true;
+        }
+      }
+    for (auto& d : v.dims) {
+      auto unit = std::remove(d.begin(), d.end(), int64_t(-1));
+      if (unit != d.end()) d.erase(unit, d.end()), merged = true;
+    }
+  }
+}
+
+std::string viewKey(const View& v) {
+  std::string k = "view " + std::to_string(v.base) + " [";
+  for (int64_t a : v.atoms) k += std::to_string(a) + " ";
+  k += "]";
+  for (const auto& d : v.dims) {
+    k += " (";
+    for (int64_t x : d) k += (x >= 0 ? "a" + std::to_string(x) : "b" + std::to_string(-x)) + " ";
+    k += ")";
+  }
+  return k;
 }
 
 // The box a relation cuts out of one S tensor (defined below).
@@ -296,6 +438,15 @@ class Folder {
   std::string opKey(OpKind op, const ir::AttrMap& attrs, int64_t inRank, int out, const std::vector<int>& kids);
   Val canon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& in, int out, const TensorType& t,
             int64_t inRank);
+  // The node a layout op on `x` makes, in view normal form (nullopt: not a
+  // view of concrete shapes).
+  std::optional<int> viewNode(OpKind op, const ir::AttrMap& attrs, int x, const TensorType& t);
+  std::optional<int> internView(View v, const TensorType& t);
+  std::unordered_map<int, View> views_;
+  // A split shared by runs of q members as a plain split of the block
+  // repeat of its value (member i's piece i / q of E is piece i of E with
+  // each of its N / q pieces repeated q times).
+  std::optional<Fact> runsAsRepeat(const Fact& f, const TensorType& local);
   std::optional<TensorType> inferGlobal(OpKind op, const ir::AttrMap& attrs, const std::vector<TensorType>& ins,
                                         int out);
   // S's type of a D value: the local type scaled by each split (the second
@@ -447,6 +598,13 @@ Val Folder::canon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& i
   }
   if (scaleOk && op == OpKind::Neg) return {in[0].node, -in[0].k};
   bool layoutLinear = ir::opInfo(op).category == OpCategory::Layout && in.size() == 1;
+  bool viewOp = op == OpKind::Reshape || op == OpKind::Squeeze || op == OpKind::Unsqueeze ||
+                op == OpKind::Transpose || op == OpKind::Expand;
+  if (viewOp && in.size() == 1 && use("view-algebra")) {
+    Val x = in[0];
+    if (!scaleOk) x = {ex_.materialize(x), 1.0};
+    if (auto n = viewNode(op, attrs, x.node, t)) return {*n, x.k};
+  }
   if (scaleOk && (layoutLinear || op == OpKind::Identity || op == OpKind::ReduceSum || op == OpKind::ReduceMean)) {
     if (op == OpKind::Identity) return in[0];
     return {node({in[0].node}), in[0].k};
@@ -469,6 +627,51 @@ Val Folder::canon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& i
     if (value.numel() == 1) ex_.scalar(n) = value.getAsDouble(0);
   }
   return {n, 1.0};
+}
+
+std::optional<int> Folder::internView(View v, const TensorType& t) {
+  normalizeView(v);
+  const TensorType& bt = ex_.type(v.base);
+  // the identity: the base itself
+  std::vector<int64_t> flat;
+  for (const auto& d : v.dims) flat.insert(flat.end(), d.begin(), d.end());
+  bool ordered = true;
+  for (size_t i = 0; i < flat.size(); ++i) ordered = ordered && flat[i] == int64_t(i);
+  if (ordered && flat.size() == v.atoms.size() && bt == t) return v.base;
+  int n = ex_.intern(viewKey(v), t);
+  views_.emplace(n, std::move(v));
+  return n;
+}
+
+std::optional<int> Folder::viewNode(OpKind op, const ir::AttrMap& attrs, int x, const TensorType& t) {
+  if (!ir::isConcrete(t.shape)) return std::nullopt;
+  std::optional<View> v;
+  if (auto it = views_.find(x); it != views_.end()) v = it->second;
+  else v = identityView(x, ex_.type(x).shape);
+  if (!v || ex_.type(x).dtype != t.dtype) return std::nullopt;
+  auto out = ir::concreteDims(t.shape);
+  if (op == OpKind::Transpose) {
+    const auto& perm = ir::attrInts(attrs, "perm");
+    if (perm.size() != v->dims.size()) return std::nullopt;
+    std::vector<std::vector<int64_t>> dims;
+    for (int64_t p : perm) {
+      if (p < 0 || p >= int64_t(v->dims.size())) return std::nullopt;
+      dims.push_back(v->dims[size_t(p)]);
+    }
+    v->dims = std::move(dims);
+  } else if (op == OpKind::Expand) {
+    if (!expandView(*v, out)) return std::nullopt;
+  } else if (!reshapeView(*v, out)) {
+    return std::nullopt;
+  }
+  // the result's sizes are the op's
+  for (size_t i = 0; i < v->dims.size(); ++i) {
+    int64_t have = 1;
+    for (int64_t a : v->dims[i]) have *= atomSize(*v, a);
+    if (i >= out.size() || have != out[i]) return std::nullopt;
+  }
+  if (v->dims.size() != out.size()) return std::nullopt;
+  return internView(std::move(*v), t);
 }
 
 std::optional<TensorType> Folder::inferGlobal(OpKind op, const ir::AttrMap& attrs,
@@ -1111,8 +1314,54 @@ std::vector<Fact> Folder::rules(const ir::Node& n, const std::vector<Fact>& in) 
   if (!anySum) {
     auto s = splitRule(n, in);
     if (!s.empty()) return s;
+    // A batched matmul of a plain split and a split shared by runs (query
+    // heads against the KV head their run shares): the runs' operand as a
+    // plain split of its repeat, as S repeats KV heads.
+    if (n.op == OpKind::MatMul && in.size() == 2 && !decideOnly_ && !twoD_ && in[0].lay == Lay::Split &&
+        in[1].lay == Lay::Split && (in[0].inner == 1) != (in[1].inner == 1)) {
+      std::vector<Fact> plain = in;
+      size_t runs = in[0].inner == 1 ? 1 : 0;
+      if (auto f = runsAsRepeat(in[runs], g_->value(n.inputs[runs]).type)) {
+        plain[runs] = *f;
+        auto r = splitRule(n, plain);
+        if (!r.empty()) return r;
+      }
+    }
   }
   return sumRule(n, in);
+}
+
+std::optional<Fact> Folder::runsAsRepeat(const Fact& f, const TensorType& local) {
+  if (f.lay != Lay::Split || f.inner <= 1 || f.innerDim >= 0 || f.blocks != 1 || f.lay2 != Lay::Rep ||
+      f.lay3 != Lay::Rep || size_t(f.dim) >= local.shape.size() || !local.shape[size_t(f.dim)].isConcrete())
+    return std::nullopt;
+  TensorType g = globalOf(local, f);
+  if (!ir::isConcrete(g.shape) || !(ex_.type(f.v.node) == g)) return std::nullopt;
+  auto shape = ir::concreteDims(g.shape);
+  const size_t d = size_t(f.dim);
+  const int64_t q = f.inner, p = n_ / q, k = local.shape[d].value();
+  std::optional<View> v;
+  if (auto it = views_.find(f.v.node); it != views_.end()) v = it->second;
+  else v = identityView(f.v.node, g.shape);
+  if (!v) return std::nullopt;
+  auto with = [&](std::vector<int64_t> mid) {
+    std::vector<int64_t> s2(shape.begin(), shape.begin() + std::ptrdiff_t(d));
+    s2.insert(s2.end(), mid.begin(), mid.end());
+    s2.insert(s2.end(), shape.begin() + std::ptrdiff_t(d) + 1, shape.end());
+    return s2;
+  };
+  // E's dim as [p, k], a unit dim after p widened to q, then merged back
+  if (!reshapeView(*v, with({p, k})) || !reshapeView(*v, with({p, 1, k})) || !expandView(*v, with({p, q, k})) ||
+      !reshapeView(*v, with({p * q * k})))
+    return std::nullopt;
+  TensorType t = g;
+  t.shape[d] = Dim(p * q * k);
+  if (!use("runs-as-repeat") || !use("view-algebra")) return std::nullopt;
+  auto node = internView(std::move(*v), t);
+  if (!node) return std::nullopt;
+  Fact out{Lay::Split, f.dim, {*node, f.v.k}};
+  if (!(globalOf(local, out) == t)) return std::nullopt;
+  return out;
 }
 
 // A D input's layout from its relation on every member: the same S tensor

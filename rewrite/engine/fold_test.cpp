@@ -873,3 +873,44 @@ TEST(FoldSliceByRank, EachRankSlicingItsPieceFolds) {
 
 }  // namespace
 }  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
+// Chains of layout ops meet by their index maps (view-algebra): S transposes
+// twice and reshapes, D transposes once after an unsqueeze and reshapes, to
+// the same re-indexing; a twin with another re-indexing of the same shape is
+// not verified.
+TEST(FoldViews, LayoutChainsMeetByTheirIndexMaps) {
+  auto program = [](const std::string& body) {
+    Case c;
+    c.seq = R"(graph s {
+  input %x: f32[4, 4, 8]
+  %a: f32[4, 4, 8] = transpose(%x) {perm = [1, 0, 2]}
+  %b: f32[4, 8, 4] = transpose(%a) {perm = [0, 2, 1]}
+  %c: f32[4, 32] = reshape(%b) {shape = [4, 32]}
+  %y: f32[4, 32] = tanh(%c)
+  output %y
+}
+)";
+    c.dist = "program d {\n  world 2\n  mesh [tp = 2]\n  rank 0..1 {\n    input %x: f32[4, 4, 8]\n" + body +
+             "    %y: f32[4, 32] = tanh(%c)\n    output %y\n  }\n}\n";
+    c.rel = "dist[*].x = seq.x\nexpect seq.y = dist[0].y\n";
+    return c;
+  };
+  auto same = program(
+      "    %u: f32[1, 4, 4, 8] = unsqueeze(%x) {axes = [0]}\n"
+      "    %t: f32[1, 4, 8, 4] = transpose(%u) {perm = [0, 2, 3, 1]}\n"
+      "    %c: f32[4, 32] = reshape(%t) {shape = [4, 32]}\n");
+  auto rep = check(same);
+  EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+  EXPECT_TRUE(folded(rep));
+  EXPECT_TRUE(mentions(rep, "view-algebra"));
+  auto twin = check(program(
+      "    %t: f32[4, 8, 4] = transpose(%x) {perm = [0, 2, 1]}\n"
+      "    %c: f32[4, 32] = reshape(%t) {shape = [4, 32]}\n"));
+  EXPECT_EQ(twin.verdict, Verdict::Refuted) << why(twin);
+}
+
+}  // namespace
+}  // namespace sp::rewrite
