@@ -443,6 +443,7 @@ class Folder {
   std::optional<int> viewNode(OpKind op, const ir::AttrMap& attrs, int x, const TensorType& t);
   std::optional<int> internView(View v, const TensorType& t);
   std::unordered_map<int, View> views_;
+  std::unordered_map<int, int> flatOf_;  // a reshape that is no view -> the node it reshapes
   // A split shared by runs of q members as a plain split of the block
   // repeat of its value (member i's piece i / q of E is piece i of E with
   // each of its N / q pieces repeated q times).
@@ -645,6 +646,10 @@ std::optional<int> Folder::internView(View v, const TensorType& t) {
 
 std::optional<int> Folder::viewNode(OpKind op, const ir::AttrMap& attrs, int x, const TensorType& t) {
   if (!ir::isConcrete(t.shape)) return std::nullopt;
+  const bool reshape = op == OpKind::Reshape || op == OpKind::Squeeze || op == OpKind::Unsqueeze;
+  // A reshape of a reshape is one reshape (row-major both): of the value
+  // the first one reshaped, where that one was not a view in normal form.
+  if (auto it = flatOf_.find(x); reshape && it != flatOf_.end()) x = it->second;
   std::optional<View> v;
   if (auto it = views_.find(x); it != views_.end()) v = it->second;
   else v = identityView(x, ex_.type(x).shape);
@@ -662,7 +667,10 @@ std::optional<int> Folder::viewNode(OpKind op, const ir::AttrMap& attrs, int x, 
   } else if (op == OpKind::Expand) {
     if (!expandView(*v, out)) return std::nullopt;
   } else if (!reshapeView(*v, out)) {
-    return std::nullopt;
+    // regroups runs no atom boundary matches: a reshape of x, named so
+    int n = ex_.intern("reshape-of " + std::to_string(x), t);
+    flatOf_.emplace(n, x);
+    return n;
   }
   // the result's sizes are the op's
   for (size_t i = 0; i < v->dims.size(); ++i) {
@@ -1277,7 +1285,15 @@ std::optional<Fact> Folder::accumulated(const ir::Node& n, const std::vector<Fac
 
 std::vector<Fact> Folder::rules(const ir::Node& n, const std::vector<Fact>& in) {
   bool allRep = std::all_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::Rep; });
+  bool sComputesRep = false;
   if (allRep && n.op == OpKind::Expand && !decideOnly_) {
+    // S computes the broadcast as every rank does: replicated (below).
+    size_t before = ex_.size();
+    int64_t inRank = int64_t(g_->value(n.inputs[0]).type.shape.size());
+    canon(n.op, n.attrs, {in[0].v}, 0, g_->value(n.outputs[0]).type, inRank);
+    sComputesRep = ex_.size() == before;
+  }
+  if (allRep && n.op == OpKind::Expand && !decideOnly_ && !sComputesRep) {
     // A replicated value broadcast along a unit dim: every member's copies
     // are its piece of S's broadcast to n times the size (a KV head held by
     // every rank of the group, expanded to each rank's query heads), when
