@@ -443,6 +443,12 @@ class Folder {
   std::optional<int> viewNode(OpKind op, const ir::AttrMap& attrs, int x, const TensorType& t);
   std::optional<int> internView(View v, const TensorType& t);
   std::unordered_map<int, View> views_;
+  // Nodes below sCount_ are S's (interned first, before any of D's): where
+  // a rule sees several true layouts, it keeps the one S computes.
+  int sCount_ = 0;
+  bool sComputes(const std::vector<Fact>& outs) const {
+    return std::all_of(outs.begin(), outs.end(), [&](const Fact& f) { return f.v.node >= 0 && f.v.node < sCount_; });
+  }
   std::unordered_map<int, int> flatOf_;  // a reshape that is no view -> the node it reshapes
   // A split shared by runs of q members as a plain split of the block
   // repeat of its value (member i's piece i / q of E is piece i of E with
@@ -864,6 +870,20 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
       if (perm[o] == in[0].dim) od = int64_t(o);
   } else if (reshapeLike(n.op) && use("reshape-of-split")) {
     candidates = reshapeSplitDims(local(0).shape, out0.shape, in[0].dim);
+    // Grouped on S's shapes as well: where the rank's own dims of size 1
+    // read the groups otherwise (a rank's one KV head of one repeat,
+    // merged in S into the heads), the dim that leads the split dim's
+    // group in S, N times larger there, takes the pieces.
+    if (in[0].plain() && in[0].innerDim < 0 && ir::isConcrete(out0.shape)) {
+      Shape gi = globalOf(local(0), in[0]).shape;
+      for (int64_t o = 0; o < R; ++o) {
+        if (std::find(candidates.begin(), candidates.end(), o) != candidates.end()) continue;
+        Shape go = out0.shape;
+        go[size_t(o)] = Dim(n_) * go[size_t(o)];
+        auto inS = reshapeSplitDims(gi, go, in[0].dim);
+        if (std::find(inS.begin(), inS.end(), o) != inS.end()) candidates.push_back(o);
+      }
+    }
   } else if (n.op == OpKind::Expand && use("expand-of-split")) {
     int64_t o = in[0].dim + R - int64_t(local(0).shape.size());
     if (sizeAt(local(0), in[0].dim) == sizeAt(out0, o)) od = o;
@@ -995,7 +1015,6 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
       else attrs = ir::AttrMap{{"shape", g}};
     }
     OpKind op = n.op == OpKind::Squeeze || n.op == OpKind::Unsqueeze ? OpKind::Reshape : n.op;
-    size_t before = ex_.size();
     std::vector<Fact> outs;
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       TensorType expect = globalOf(vals[size_t(n.outputs[o])].type, want);
@@ -1005,7 +1024,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
       outs.push_back(want);
     }
     if (outs.size() != n.outputs.size()) continue;
-    if (candidates.size() == 1 || ex_.size() == before) return outs;  // S computes it
+    if (candidates.size() == 1 || sComputes(outs)) return outs;
     if (first.empty()) first = outs;
   }
   return first;
@@ -1288,10 +1307,11 @@ std::vector<Fact> Folder::rules(const ir::Node& n, const std::vector<Fact>& in) 
   bool sComputesRep = false;
   if (allRep && n.op == OpKind::Expand && !decideOnly_) {
     // S computes the broadcast as every rank does: replicated (below).
-    size_t before = ex_.size();
     int64_t inRank = int64_t(g_->value(n.inputs[0]).type.shape.size());
-    canon(n.op, n.attrs, {in[0].v}, 0, g_->value(n.outputs[0]).type, inRank);
-    sComputesRep = ex_.size() == before;
+    // (not a broadcast of nothing: an expand to its own shape is the
+    // operand, which S computes trivially)
+    int rep = canon(n.op, n.attrs, {in[0].v}, 0, g_->value(n.outputs[0]).type, inRank).node;
+    sComputesRep = rep < sCount_ && rep != in[0].v.node;
   }
   if (allRep && n.op == OpKind::Expand && !decideOnly_ && !sComputesRep) {
     // A replicated value broadcast along a unit dim: every member's copies
@@ -1310,9 +1330,8 @@ std::vector<Fact> Folder::rules(const ir::Node& n, const std::vector<Fact>& in) 
       attrs["shape"] = expect.shape;
       auto got = inferGlobal(n.op, attrs, {si}, 0);
       if (!got || !(*got == expect)) continue;
-      size_t before = ex_.size();
       want.v = canon(n.op, attrs, {in[0].v}, 0, expect, inRank);
-      if (ex_.size() == before) return {want};  // S computes it
+      if (want.v.node < sCount_) return {want};  // S computes it
     }
   }
   if (allRep) {
@@ -1718,6 +1737,23 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
     if (!terms) mbTerms_[size_t(idx)] = true;
   }
   mbDecided_ = mb ? &*mb : nullptr;
+  // A value every member of the first group holds, broadcast along a unit
+  // dim: replicated where S broadcasts it so, else each member's copies as
+  // its piece of S's broadcast to n times the size where S computes that
+  // (as rules' expand-of-replicated does with one group and no copies).
+  if (n.op == OpKind::Expand && n.inputs.size() == 1 && pin[0].lay == Lay::Rep) {
+    std::vector<Fact> rep = combine2(n, in, {Fact{Lay::Rep, 0, {}}}, sec, 1.0, f2);
+    if (!rep.empty() && sComputes(rep) && rep[0].v.node != in[0].v.node) return mbDecided_ = nullptr, rep;
+    const TensorType& si = g_->value(n.inputs[0]).type;
+    const int64_t R = int64_t(g_->value(n.outputs[0]).type.shape.size()), inRank = int64_t(si.shape.size());
+    for (int64_t o = 0; o < R && use("expand-of-replicated"); ++o) {
+      int64_t at = o - (R - inRank);
+      if (at >= 0 && si.shape[size_t(at)] != Dim(1)) continue;
+      std::vector<Fact> piece = combine2(n, in, {Fact{Lay::Split, o, {}}}, sec, 1.0, f2);
+      if (!piece.empty() && sComputes(piece)) return mbDecided_ = nullptr, piece;
+    }
+    if (!rep.empty()) return mbDecided_ = nullptr, rep;
+  }
   // Where the first group's rules see several true layouts (an expand of KV
   // heads held by runs of ranks), the one S computes is kept (as splitRule
   // does with one group).
@@ -1731,9 +1767,8 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
     size_t picks = picks_;
     pick_ = 0;
     decideOnly_ = false;
-    size_t before = ex_.size();
     std::vector<Fact> outs = combine2(n, in, pri, sec, decidedFactor_, f2);
-    if (!outs.empty() && (picks == 1 || ex_.size() == before)) return mbDecided_ = nullptr, outs;
+    if (!outs.empty() && (picks == 1 || sComputes(outs))) return mbDecided_ = nullptr, outs;
     if (first.empty()) first = std::move(outs);
     if (pick + 1 >= picks) return mbDecided_ = nullptr, first;
   }
@@ -2375,6 +2410,8 @@ FoldOutcome Folder::run() {
       sval[size_t(n.outputs[o])] = canon(n.op, n.attrs, vin, int(o), seq_.value(n.outputs[o]).type, inRank);
   }
 
+  sCount_ = int(ex_.size());
+
   // D's inputs from the relations, then its ops in order.
   if (in_.templates) {
     for (size_t c = 0; c < classes_.size(); ++c) {
@@ -2476,9 +2513,8 @@ FoldOutcome Folder::run() {
         std::vector<Val> vin;
         for (ir::ValueId v : n.inputs) vin.push_back((*facts_)[size_t(v)].v);
         int64_t inRank = n.inputs.empty() ? 0 : int64_t(g_->value(n.inputs[0]).type.shape.size());
-        size_t before = ex_.size();
         Val at = canon(n.op, n.attrs, vin, 0, g_->value(n.outputs[0]).type, inRank);
-        for (size_t v = 0; ex_.size() == before && v < sval.size(); ++v)
+        for (size_t v = 0; at.node < sCount_ && v < sval.size(); ++v)
           if (sval[v] == at) {
             sumMisuseSeq = seq_.value(ir::ValueId(v)).name;
             break;
