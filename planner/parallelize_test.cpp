@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <random>
 
+#include "ir/interpreter.h"
+#include "ir/text.h"
 #include "planner/parallelize.h"
 #include "rewrite/verify/verify.h"
 
@@ -574,6 +577,64 @@ TEST(Parallelize, WhatIsNotGeneratedSaysSo) {
   auto uneven = parallelize(spec("llama3-8b", 12, false));
   ASSERT_FALSE(uneven.ok());
   EXPECT_NE(uneven.error().message.find("tp 12 above 8 KV heads"), std::string::npos) << uneven.error().str();
+}
+
+}  // namespace
+}  // namespace sp::planner
+
+namespace sp::planner {
+namespace {
+
+// Random twins of a micro-batched training step: one operand naming a value
+// of micro-batch 1 renamed to the same value of micro-batch 2 (same type).
+// Some such twins are the same program (a value every copy computes alike,
+// as cos of the RoPE angles); the rest must never be verified. The oracle:
+// a verified twin computes what D computes, on the same random inputs.
+TEST(Parallelize, CrossedMicroBatchOperandsAreVerifiedOnlyWhenHarmless) {
+  ProgramSpec s = smallTraining(2, true, 1);
+  s.layers = 1;
+  s.batch = 1;
+  s.microBatches = 3;
+  auto p = parallelize(s);
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  // operand occurrences "%name_mb1" after the '=' of an op line
+  std::vector<size_t> uses;
+  for (size_t at = p->dist.find("_mb1"); at != std::string::npos; at = p->dist.find("_mb1", at + 1)) {
+    size_t bol = p->dist.rfind('\n', at) + 1;
+    size_t eq = p->dist.find(" = ", bol);
+    char next = at + 4 < p->dist.size() ? p->dist[at + 4] : ' ';
+    if (eq != std::string::npos && eq < at && p->dist.find('\n', bol) > at && (next == ',' || next == ')'))
+      uses.push_back(at);
+  }
+  ASSERT_GT(uses.size(), 50u);
+  auto run = [](const std::string& text) {
+    auto prog = ir::parseProgram(text, "dist.sp");
+    EXPECT_TRUE(prog.ok()) << (prog.ok() ? "" : prog.error().str());
+    ir::RunOptions o;
+    o.seed = 3;
+    o.threads = 1;
+    auto out = ir::runProgram(*prog, {}, o);
+    EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().str());
+    return out.ok() ? *out : std::vector<ir::TensorMap>{};
+  };
+  const auto base = run(p->dist);
+  std::mt19937 rng(17);
+  int harmful = 0;
+  for (int k = 0; k < 8; ++k) {
+    size_t at = uses[rng() % uses.size()];
+    std::string d = p->dist;
+    d.replace(at, 4, "_mb2");
+    auto rep = rewrite::verifyTexts(p->seq, d, p->relations, {});
+    ASSERT_TRUE(rep.ok()) << rep.error().str();
+    auto got = run(d);
+    bool same = got.size() == base.size();
+    for (size_t r = 0; same && r < got.size(); ++r)
+      for (const auto& [name, t] : base[r]) same = same && got[r].count(name) && got[r].at(name).toFloatVector() == t.toFloatVector();
+    harmful += !same;
+    size_t bol = d.rfind('\n', at) + 1;
+    if (!same) EXPECT_NE(rep->verdict, rewrite::Verdict::Verified) << d.substr(bol, d.find('\n', at) - bol);
+  }
+  EXPECT_GT(harmful, 2);
 }
 
 }  // namespace
