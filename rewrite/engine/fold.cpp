@@ -73,6 +73,11 @@ struct Fact {
   int fam3 = -1;
   std::vector<bool> terms3 = {};
   bool plain() const { return blocks == 1 && inner == 1; }
+  // The copy layout: o's, or the whole (over the copies, E itself).
+  void copiesAs(const Fact& o) {
+    lay3 = o.lay3, dim3 = o.dim3, idx3 = o.idx3, cnt3 = o.cnt3, fam3 = o.fam3, terms3 = o.terms3;
+  }
+  void whole() { copiesAs(Fact{}); }
   bool sameGroupLayout(const Fact& o) const {
     return lay == o.lay && dim == o.dim && blocks == o.blocks && inner == o.inner && innerDim == o.innerDim &&
            lay2 == o.lay2 && dim2 == o.dim2;
@@ -442,6 +447,7 @@ class Folder {
   // view of concrete shapes).
   std::optional<int> viewNode(OpKind op, const ir::AttrMap& attrs, int x, const TensorType& t);
   std::optional<int> internView(View v, const TensorType& t);
+  std::optional<View> viewOf(int node) const;  // its view, or the identity view of it
   std::unordered_map<int, View> views_;
   // Nodes below sCount_ are S's (interned first, before any of D's): where
   // a rule sees several true layouts, it keeps the one S computes.
@@ -650,15 +656,18 @@ std::optional<int> Folder::internView(View v, const TensorType& t) {
   return n;
 }
 
+std::optional<View> Folder::viewOf(int x) const {
+  if (auto it = views_.find(x); it != views_.end()) return it->second;
+  return identityView(x, ex_.type(x).shape);
+}
+
 std::optional<int> Folder::viewNode(OpKind op, const ir::AttrMap& attrs, int x, const TensorType& t) {
   if (!ir::isConcrete(t.shape)) return std::nullopt;
   const bool reshape = op == OpKind::Reshape || op == OpKind::Squeeze || op == OpKind::Unsqueeze;
   // A reshape of a reshape is one reshape (row-major both): of the value
   // the first one reshaped, where that one was not a view in normal form.
   if (auto it = flatOf_.find(x); reshape && it != flatOf_.end()) x = it->second;
-  std::optional<View> v;
-  if (auto it = views_.find(x); it != views_.end()) v = it->second;
-  else v = identityView(x, ex_.type(x).shape);
+  std::optional<View> v = viewOf(x);
   if (!v || ex_.type(x).dtype != t.dtype) return std::nullopt;
   auto out = ir::concreteDims(t.shape);
   if (op == OpKind::Transpose) {
@@ -1213,17 +1222,16 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
     // A collective acts on the members' values within one copy: what they
     // combine into, and so the layout over the copies, carries over.
     if (copies && in.size() != 1) return {};
-    for (auto& o : outs) {
-      o.lay3 = in[0].lay3, o.dim3 = in[0].dim3, o.idx3 = in[0].idx3, o.cnt3 = in[0].cnt3;
-      o.fam3 = in[0].fam3, o.terms3 = in[0].terms3;
-    }
+    for (auto& o : outs) o.copiesAs(in[0]);
     return outs;
   }
   if (copies) {
     if (auto acc = accumulated(n, in)) return {*acc};
     return transfer2(n, in);
   }
-  if (twoD_) return transfer2(n, in);
+  // A replicated value's expand: which of its true layouts S computes is
+  // decided there (with one group as with two).
+  if (twoD_ || (n.op == OpKind::Expand && in.size() == 1 && in[0].lay == Lay::Rep)) return transfer2(n, in);
   return rules(n, in);
 }
 
@@ -1295,45 +1303,12 @@ std::optional<Fact> Folder::accumulated(const ir::Node& n, const std::vector<Fac
     out.terms3[m] = a.terms3[m] || b.terms3[m];
   }
   if (!use("sum-of-terms")) return std::nullopt;
-  if (std::all_of(out.terms3.begin(), out.terms3.end(), [](bool x) { return x; })) {
-    out.lay3 = Lay::Rep, out.dim3 = 0, out.idx3 = 0, out.cnt3 = 1, out.fam3 = -1;
-    out.terms3.clear();
-  }
+  if (std::all_of(out.terms3.begin(), out.terms3.end(), [](bool x) { return x; })) out.whole();
   return out;
 }
 
 std::vector<Fact> Folder::rules(const ir::Node& n, const std::vector<Fact>& in) {
   bool allRep = std::all_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::Rep; });
-  bool sComputesRep = false;
-  if (allRep && n.op == OpKind::Expand && !decideOnly_) {
-    // S computes the broadcast as every rank does: replicated (below).
-    int64_t inRank = int64_t(g_->value(n.inputs[0]).type.shape.size());
-    // (not a broadcast of nothing: an expand to its own shape is the
-    // operand, which S computes trivially)
-    int rep = canon(n.op, n.attrs, {in[0].v}, 0, g_->value(n.outputs[0]).type, inRank).node;
-    sComputesRep = rep < sCount_ && rep != in[0].v.node;
-  }
-  if (allRep && n.op == OpKind::Expand && !decideOnly_ && !sComputesRep) {
-    // A replicated value broadcast along a unit dim: every member's copies
-    // are its piece of S's broadcast to n times the size (a KV head held by
-    // every rank of the group, expanded to each rank's query heads), when
-    // S broadcasts so; else the same op on every rank (below).
-    const TensorType& si = g_->value(n.inputs[0]).type;
-    const TensorType& so = g_->value(n.outputs[0]).type;
-    int64_t R = int64_t(so.shape.size()), inRank = int64_t(si.shape.size());
-    for (int64_t o = 0; o < R; ++o) {
-      int64_t at = o - (R - inRank);
-      if ((at >= 0 && si.shape[size_t(at)] != Dim(1)) || !use("expand-of-replicated")) continue;
-      Fact want{Lay::Split, o, {}};
-      TensorType expect = globalOf(so, want);
-      ir::AttrMap attrs = n.attrs;
-      attrs["shape"] = expect.shape;
-      auto got = inferGlobal(n.op, attrs, {si}, 0);
-      if (!got || !(*got == expect)) continue;
-      want.v = canon(n.op, attrs, {in[0].v}, 0, expect, inRank);
-      if (want.v.node < sCount_) return {want};  // S computes it
-    }
-  }
   if (allRep) {
     // Every rank computes the same op on the same values.
     std::vector<Val> vin;
@@ -1375,9 +1350,7 @@ std::optional<Fact> Folder::runsAsRepeat(const Fact& f, const TensorType& local)
   auto shape = ir::concreteDims(g.shape);
   const size_t d = size_t(f.dim);
   const int64_t q = f.inner, p = n_ / q, k = local.shape[d].value();
-  std::optional<View> v;
-  if (auto it = views_.find(f.v.node); it != views_.end()) v = it->second;
-  else v = identityView(f.v.node, g.shape);
+  std::optional<View> v = viewOf(f.v.node);
   if (!v) return std::nullopt;
   auto with = [&](std::vector<int64_t> mid) {
     std::vector<int64_t> s2(shape.begin(), shape.begin() + std::ptrdiff_t(d));
@@ -1679,8 +1652,7 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
   std::vector<Fact> pin = in, sin;
   for (auto& f : pin) {
     f.lay2 = Lay::Rep, f.dim2 = 0;
-    f.lay3 = Lay::Rep, f.dim3 = 0, f.idx3 = 0, f.cnt3 = 1, f.fam3 = -1;
-    f.terms3.clear();
+    f.whole();
   }
   std::vector<Fact> sec(n.outputs.size(), Fact{Lay::Rep, 0, {}});
   double f2 = 1.0;
@@ -1738,9 +1710,11 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
   }
   mbDecided_ = mb ? &*mb : nullptr;
   // A value every member of the first group holds, broadcast along a unit
-  // dim: replicated where S broadcasts it so, else each member's copies as
-  // its piece of S's broadcast to n times the size where S computes that
-  // (as rules' expand-of-replicated does with one group and no copies).
+  // dim: replicated where S broadcasts it so (and the expand does
+  // something: to its own shape it is the operand, which S computes
+  // trivially), else each member's copies as its piece of S's broadcast to
+  // n times the size where S computes that (a KV head held by every rank of
+  // the group, expanded to each rank's query heads), else replicated.
   if (n.op == OpKind::Expand && n.inputs.size() == 1 && pin[0].lay == Lay::Rep) {
     std::vector<Fact> rep = combine2(n, in, {Fact{Lay::Rep, 0, {}}}, sec, 1.0, f2);
     if (!rep.empty() && sComputes(rep) && rep[0].v.node != in[0].v.node) return mbDecided_ = nullptr, rep;
