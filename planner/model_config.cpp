@@ -72,11 +72,14 @@ Result<ModelConfig> parseModelConfig(const std::string& text, const std::string&
       c.experts = r.get("num_local_experts");
       c.topK = r.get("num_experts_per_tok");
       c.moeFfn = c.ffn;
+      c.normTopK = true;  // softmax over the top-k logits: the top-k probabilities renormalized
     } else if (t == "qwen2_moe") {
       c.experts = r.get("num_experts");
       c.topK = r.get("num_experts_per_tok");
       c.moeFfn = r.get("moe_intermediate_size");
       c.sharedFfn = r.get("shared_expert_intermediate_size", 0);
+      c.normTopK = r.flag("norm_topk_prob", false);
+      c.sharedGate = c.sharedFfn > 0;
       // decoder_sparse_step 1 and no mlp_only_layers: every layer is MoE.
       int64_t step = r.get("decoder_sparse_step", 1);
       auto mlpOnly = j.find("mlp_only_layers");
@@ -90,6 +93,11 @@ Result<ModelConfig> parseModelConfig(const std::string& text, const std::string&
       c.moeFfn = r.get("moe_intermediate_size");
       c.sharedFfn = r.get("n_shared_experts", 0) * c.moeFfn;
       c.denseLayers = r.get("first_k_dense_replace", 0);
+      c.normTopK = r.flag("norm_topk_prob", true);
+      c.sigmoidRouter = j.value("scoring_func", std::string("sigmoid")) == "sigmoid";
+      c.selectionBias = j.value("topk_method", std::string("noaux_tc")) == "noaux_tc";
+      if (auto f = j.find("routed_scaling_factor"); f != j.end() && f->is_number()) c.routedScale = f->get<double>();
+      else c.routedScale = 2.5;
       c.qLoraRank = r.get("q_lora_rank", 0);
       c.kvLoraRank = r.get("kv_lora_rank");
       c.qkNopeDim = r.get("qk_nope_head_dim");

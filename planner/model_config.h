@@ -27,6 +27,12 @@ struct ModelConfig {
   // Mixture of experts; experts == 0 for dense models.
   int64_t experts = 0, topK = 0, moeFfn = 0, sharedFfn = 0;
   int64_t denseLayers = 0;  // leading dense layers (deepseek first_k_dense_replace)
+  // Routing: top-k of softmax (sigmoid: deepseek_v3's scoring_func) scores,
+  // renormalized over the k (norm_topk_prob), times routed_scaling_factor;
+  // deepseek_v3 selects on the scores plus a per-expert bias
+  // (e_score_correction_bias); qwen2_moe gates its shared expert by a sigmoid.
+  bool normTopK = true, sigmoidRouter = false, selectionBias = false, sharedGate = false;
+  double routedScale = 1.0;
 
   bool mla() const { return kvLoraRank > 0; }
   bool moe() const { return experts > 0; }

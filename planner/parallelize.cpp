@@ -66,6 +66,16 @@ std::variant<Plan, std::string> planCell(const ProgramSpec& c) {
   if (m.llama && (m.kvHeads < 1 || m.heads % m.kvHeads))
     bad.push_back(S(m.heads) + " query heads not a multiple of " + S(m.kvHeads) + " KV heads");
   if (m.ffn < tp) bad.push_back("ffn " + S(m.ffn) + " below tp " + S(tp));
+  if (c.ep < 1 || c.dp % c.ep) bad.push_back("ep " + S(c.ep) + " does not divide dp " + S(c.dp) + " (expert parallel groups are made of data-parallel replicas)");
+  if (c.ep > 1 && c.experts < 1) bad.push_back("ep " + S(c.ep) + " without experts");
+  if (c.experts > 0) {
+    if (!m.llama) bad.push_back("experts in a GPT (GELU) model");
+    if (c.topK < 1 || c.topK > c.experts) bad.push_back("top-k " + S(c.topK) + " not in 1.." + S(c.experts));
+    if (c.ep >= 1 && c.experts % c.ep) bad.push_back(S(c.experts) + " experts not divisible by ep " + S(c.ep));
+    if (c.moeFfn < 1 || c.moeFfn % tp) bad.push_back("expert ffn " + S(c.moeFfn) + " not divisible by tp " + S(tp));
+    if (c.sharedFfn < 0 || (c.sharedFfn > 0 && c.sharedFfn < tp)) bad.push_back("shared expert ffn " + S(c.sharedFfn) + " below tp " + S(tp));
+    if (c.denseLayers < 0) bad.push_back("negative dense layers");
+  }
   p.ffn = blocks(m.ffn, c.tp);
   if (!m.llama) {
     if (c.attention && m.heads < tp) bad.push_back(S(m.heads) + " heads below tp " + S(tp));
@@ -133,6 +143,17 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
   const int64_t H = m.hidden, F = m.ffn, nh = m.heads, nkv = m.kvHeads, hd = H / nh;
   const int64_t B = -1, T = pl.seq, tp = c.tp;  // B: the batch marker (see L)
   const int dp = c.dp;
+  // Expert parallel: the dp replicas split into dp / ep groups of ep
+  // consecutive ones (Megatron's expert group, inside data parallel), mesh
+  // axes edp x ep; replica d = idx(r,edp) * ep + idx(r,ep).
+  const int ep = c.ep, edp = dp / ep;
+  const std::string dpMesh = ep > 1 ? (edp > 1 ? "edp = " + S(edp) + ", " : "") + "ep = " + S(ep) + ", "
+                                    : dp > 1 ? "dp = " + S(dp) + ", " : "";
+  const std::string dpIdx = ep > 1 ? (edp > 1 ? "(idx(r,edp)*" + S(ep) + "+idx(r,ep))" : "idx(r,ep)") : "idx(r,dp)";
+  std::vector<std::string> dpAxes;
+  if (ep > 1 && edp > 1) dpAxes.push_back("edp");
+  if (ep > 1) dpAxes.push_back("ep");
+  else if (dp > 1) dpAxes.push_back("dp");
   // Megatron's rank order: tp fastest, then dp, then pp.
   auto rankOf = [&](int stage, int d, int64_t t) { return (int64_t(stage) * dp + d) * tp + t; };
   Generated out;
@@ -196,23 +217,24 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
   std::ostringstream seqText, distText, relText;
   distText << "program " << m.name << "_tp" << tp << (dp > 1 ? "_dp" + S(dp) : "") << (c.pp > 1 ? "_pp" + S(c.pp) : "")
            << " {\n  world " << tp * dp * c.pp << "\n  mesh [" << (c.pp > 1 ? "pp = " + S(c.pp) + ", " : "")
-           << (dp > 1 ? "dp = " + S(dp) + ", " : "") << "tp = " << tp << "]\n";
+           << dpMesh << "tp = " << tp << "]\n";
   // Backward relations: per differentiated leaf, its stage and layout.
   struct LeafLayout {
     int stage = 0;
     int dim = -1;  // -1: replicated
     std::vector<std::vector<std::pair<int64_t, int64_t>>> blocks;  // per tp index: (S offset, extent), S order
+    std::string rebuilt;  // else: the gradient's expect expression (expert weights, over ep and tp)
   };
   std::map<std::string, LeafLayout> layouts;
   int curStage = 0;
   auto replicated = [&](const std::string& n) {
     out.varies[n] = {};
-    layouts[n] = LeafLayout{curStage, -1, {}};
+    layouts[n] = LeafLayout{curStage, -1, {}, {}};
   };
   auto sharded = [&](const std::string& n, int dim, const Blocks& b, std::vector<int64_t> bases) {
     if (tp == 1) return replicated(n);  // one shard: the whole weight
     out.varies[n] = {"tp"};
-    LeafLayout l{curStage, dim, {}};
+    LeafLayout l{curStage, dim, {}, {}};
     for (int64_t t = 0; t < tp; ++t) {
       l.blocks.emplace_back();
       for (int64_t base0 : bases) l.blocks.back().push_back({base0 + b.off[size_t(t)], b.size[size_t(t)]});
@@ -232,14 +254,13 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     for (int i = 0; i < mbs; ++i) {
       std::string e = "seq." + seqName, dn = mbName(n, i);
       if (dp > 1 || mbs > 1) {
-        std::string lo = "(" + S(i * dp) + "+idx(r,dp))*" + S(Bl), hi = "(" + S(i * dp + 1) + "+idx(r,dp))*" + S(Bl);
-        if (i == 0) lo = "idx(r,dp)*" + S(Bl), hi = "(idx(r,dp)+1)*" + S(Bl);
+        std::string lo = "(" + S(i * dp) + "+" + dpIdx + ")*" + S(Bl), hi = "(" + S(i * dp + 1) + "+" + dpIdx + ")*" + S(Bl);
+        if (i == 0) lo = dpIdx + "*" + S(Bl), hi = "(" + dpIdx + "+1)*" + S(Bl);
         if (dp == 1) lo = S(i * Bl), hi = S((i + 1) * Bl);
         e = "slice(" + e + ", dim=1, start=" + lo + ", end=" + hi + ")";
       }
       if (sp) e = "slice(" + e + ", dim=0, start=idx(r,tp)*" + S(Tl0) + ", end=(idx(r,tp)+1)*" + S(Tl0) + ")";
-      std::vector<std::string> ax;
-      if (dp > 1) ax.push_back("dp");
+      std::vector<std::string> ax = dpAxes;
       if (sp) ax.push_back("tp");
       out.varies[dn] = ax;
       if (dp == 1 && !sp) lines += every(dn) + " = " + e + "\n";
@@ -312,7 +333,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
       sqIn << sI << "input %x0: " << t3(T, H) << "\n";
       ds << dI << "input %x0: " << t3(Tl, H) << "\n";
       rl << tokensRelation("x0", "x0");
-      layouts["x0"] = LeafLayout{0, -2, {}};
+      layouts["x0"] = LeafLayout{0, -2, {}, {}};
     } else {
       std::string shape = L({Tl, B, H});
       ds << dI << "%" << x << ": " << t3(Tl, H) << " = recv() {group = \"pp\", peer = " << stage - 1
@@ -392,7 +413,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     // rank holds it; adding it before the all_reduce would count it tp
     // times). `in` is the reduced value on both sides, `out` the result.
     auto rowBias = [&](const std::string& b, const std::string& in, const std::string& out) {
-      if (!c.biases) return;
+      if (!c.biases || m.llama) return;  // (qwen2: biases on q, k and v only)
       sq << sI << "param %" << b << ": f32[" << H << "]\n";
       ds << dI << "param %" << b << ": f32[" << H << "]\n";
       repl(b);
@@ -401,6 +422,159 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     auto param2 = [&](const std::string& n, int64_t r, int64_t cc, int64_t dr, int64_t dc) {
       sq << sI << "param %" << n << ": f32[" << r << ", " << cc << "]\n";
       ds << dI << "param %" << n << ": f32[" << dr << ", " << dc << "]\n";
+    };
+
+    // A routed mixture of experts in place of the MLP (Megatron's MoE layer,
+    // dropless): the router's top-k of softmax (sigmoid) scores, the gates
+    // those scores (renormalized over the k), every expert run on every
+    // token and weighted by its gate (zero where not routed: the same sum as
+    // dispatching the routed tokens only), summed over the experts; shared
+    // experts a SwiGLU MLP added (qwen2_moe: times a sigmoid gate). D: each
+    // tp rank routes its replica's tokens (gathered under sequence
+    // parallel) itself; the experts' ffn is split over tp like the MLP's
+    // (expert tensor parallel = tp); with ep > 1 each rank of the ep group
+    // holds experts / ep experts, all_to_all sends each expert's copy of the
+    // tokens and gates to its rank (concatenated on the batch dim, the ep
+    // group's replicas' sequences) and the weighted outputs back. What it
+    // leaves, partial over tp, goes to the MLP's reduction ("mp").
+    auto moeMlp = [&](const std::string& p, const std::string& sin_, const std::string& din) {
+      const int64_t E = c.experts, K = c.topK, Fe = c.moeFfn, El = E / ep, Fel = Fe / tp;
+      const int lastAx = c.flat ? 1 : 2;  // the hidden (expert) dim of [T, B, *]
+      auto w3 = [&](const std::string& n, int64_t a, int64_t b, int64_t cc, int64_t da, int64_t db, int64_t dc) {
+        sq << sI << "param %" << n << ": f32[" << a << ", " << b << ", " << cc << "]\n";
+        ds << dI << "param %" << n << ": f32[" << da << ", " << db << ", " << dc << "]\n";
+      };
+      // ---- router ----
+      param2(p + "wr", H, E, H, E);
+      repl(p + "wr");
+      both(p + "lg", t3(T, E), t3(T, E), "matmul(%" + sin_ + ", %" + p + "wr)", "matmul(%" + din + ", %" + p + "wr)");
+      both(p + "rp", t3(T, E), t3(T, E), std::string(c.sigmoidRouter ? "sigmoid" : "softmax") + "(%" + p + "lg)");
+      std::string sel = p + "rp";
+      if (c.selectionBias) {  // selection only: the gates stay the scores
+        sq << sI << "param %" << p << "eb: f32[" << E << "]\n";
+        ds << dI << "param %" << p << "eb: f32[" << E << "]\n";
+        repl(p + "eb");
+        both(p + "rb", t3(T, E), t3(T, E), "add(%" + p + "rp, %" + p + "eb)");
+        sel = p + "rb";
+      }
+      std::string tk = L({T, B, K});
+      for (auto* o : {&sq, &ds})
+        *o << (o == &sq ? sI : dI) << "%" << p << "tv: f32" << tk << ", %" << p << "ti: i64" << tk << " = topk(%" << sel
+           << ") {k = " << K << "}\n";
+      both(p + "oh", "f32" + L({T, B, K, E}), "f32" + L({T, B, K, E}), "one_hot(%" + p + "ti) {depth = " + S(E) + "}");
+      both(p + "mk", t3(T, E), t3(T, E), "reduce_sum(%" + p + "oh) {axes = [" + ax(2) + "], keepdims = 0}");
+      both(p + "gt", t3(T, E), t3(T, E), "mul(%" + p + "rp, %" + p + "mk)");
+      std::string g = p + "gt";
+      if (c.normTopK) {
+        both(p + "gs", t3(T, 1), t3(T, 1), "reduce_sum(%" + g + ") {axes = [" + S(lastAx) + "], keepdims = 1}");
+        both(p + "gn", t3(T, E), t3(T, E), "div(%" + g + ", %" + p + "gs)");
+        g = p + "gn";
+      }
+      if (c.routedScale != 1.0) {
+        std::ostringstream v;
+        v.precision(17);
+        v << c.routedScale;
+        both(p + "rsc", "f32[]", "f32[]", "constant() {value = dense<f32[], [" + v.str() + "]>}");
+        both(p + "gsc", t3(T, E), t3(T, E), "mul(%" + g + ", %" + p + "rsc)");
+        g = p + "gsc";
+      }
+      // gates expert-major [E, T, B, 1]
+      std::string ge = L({E, T, B}), g4 = L({E, T, B, 1});
+      both(p + "ge", "f32" + ge, "f32" + ge, "transpose(%" + g + ") {perm = " + perm("[2, 0, 1]", "[1, 0]") + "}");
+      both(p + "g4", "f32" + g4, "f32" + g4, "unsqueeze(%" + p + "ge) {axes = [" + S(lastAx + 1) + "]}");
+      // ---- experts ----
+      w3(p + "we1", E, H, Fe, El, H, Fel);
+      w3(p + "we3", E, H, Fe, El, H, Fel);
+      w3(p + "we2", E, Fe, H, El, Fel, H);
+      auto expertRel = [&](const std::string& n, int fdim, int64_t fe) {
+        std::string e = "seq." + n;
+        if (ep > 1) e = "slice(" + e + ", dim=0, start=idx(r,ep)*" + S(El) + ", end=(idx(r,ep)+1)*" + S(El) + ")";
+        if (tp > 1)
+          e = "slice(" + e + ", dim=" + S(fdim) + ", start=idx(r,tp)*" + S(fe / tp) + ", end=(idx(r,tp)+1)*" + S(fe / tp) + ")";
+        rl << "for r in " << stageRanks() << ": dist[r]." << n << " = " << e << "\n";
+        std::vector<std::string> v;
+        if (ep > 1) v.push_back("ep");
+        if (tp > 1) v.push_back("tp");
+        out.varies[n] = v;
+        // the gradient: experts over ep on dim 0, each expert's ffn over tp
+        auto overTp = [&](int e2) {
+          if (tp == 1) return "dist[" + S(rankOf(curStage, e2, 0)) + "].grad_" + n;
+          std::string cat = "concat(dim=" + S(fdim);
+          for (int64_t t = 0; t < tp; ++t) cat += ", dist[" + S(rankOf(curStage, e2, t)) + "].grad_" + n;
+          return cat + ")";
+        };
+        std::string rebuilt = overTp(0);
+        if (ep > 1) {
+          rebuilt = "concat(dim=0";
+          for (int e2 = 0; e2 < ep; ++e2) rebuilt += ", " + overTp(e2);
+          rebuilt += ")";
+        }
+        layouts[n] = LeafLayout{curStage, 0, {}, rebuilt};
+      };
+      expertRel(p + "we1", 2, Fe);
+      expertRel(p + "we3", 2, Fe);
+      expertRel(p + "we2", 1, Fe);
+      const int64_t Bd = c.batch * ep;  // D's batch after the dispatch (ep > 1: never flat)
+      auto dx = [&](int64_t last) { return ep > 1 ? "f32[" + S(El) + ", " + S(T) + ", " + S(Bd) + ", " + S(last) + "]" : "f32" + L({E, T, B, last}); };
+      both(p + "x1", "f32" + L({1, T, B, H}), "f32" + L({1, T, B, H}), "unsqueeze(%" + sin_ + ") {axes = [0]}",
+           "unsqueeze(%" + din + ") {axes = [0]}");
+      both(p + "xe", "f32" + L({E, T, B, H}), "f32" + L({E, T, B, H}), "expand(%" + p + "x1) {shape = " + L({E, T, B, H}) + "}");
+      std::string xin = p + "xe", gin = p + "g4";
+      if (ep > 1) {
+        ds << dI << "%" << p << "xa: " << dx(H) << " = all_to_all(%" << p << "xe) {group = \"ep\", split_dim = 0, concat_dim = 2}\n";
+        ds << dI << "%" << p << "ga: " << dx(1) << " = all_to_all(%" << p << "g4) {group = \"ep\", split_dim = 0, concat_dim = 2}\n";
+      }
+      std::string dxin = ep > 1 ? p + "xa" : xin, dgin = ep > 1 ? p + "ga" : gin;
+      // the expert weights with a unit token dim: [E, 1, H, F] against [E, T, B, H]
+      std::string wsh = c.flat ? "" : "u";
+      for (auto [n, a, b2, da, db] : {std::tuple{"we1", H, Fe, H, Fel}, std::tuple{"we3", H, Fe, H, Fel},
+                                      std::tuple{"we2", Fe, H, Fel, H}}) {
+        if (c.flat) continue;
+        both(p + n + "u", "f32[" + S(E) + ", 1, " + S(a) + ", " + S(b2) + "]",
+             "f32[" + S(El) + ", 1, " + S(da) + ", " + S(db) + "]", "unsqueeze(%" + p + n + ") {axes = [1]}");
+      }
+      std::string sF = "f32" + L({E, T, B, Fe}), sH = "f32" + L({E, T, B, H});
+      both(p + "h1", sF, dx(Fel), "matmul(%" + xin + ", %" + p + "we1" + wsh + ")", "matmul(%" + dxin + ", %" + p + "we1" + wsh + ")");
+      both(p + "h3", sF, dx(Fel), "matmul(%" + xin + ", %" + p + "we3" + wsh + ")", "matmul(%" + dxin + ", %" + p + "we3" + wsh + ")");
+      both(p + "a1", sF, dx(Fel), "silu(%" + p + "h1)");
+      both(p + "ah", sF, dx(Fel), "mul(%" + p + "a1, %" + p + "h3)");
+      both(p + "ye", sH, dx(H), "matmul(%" + p + "ah, %" + p + "we2" + wsh + ")");
+      both(p + "yw", sH, dx(H), "mul(%" + p + "ye, %" + gin + ")", "mul(%" + p + "ye, %" + dgin + ")");
+      std::string yback = p + "yw";
+      if (ep > 1) {
+        ds << dI << "%" << p << "yb: " << sH << " = all_to_all(%" << p << "yw) {group = \"ep\", split_dim = 2, concat_dim = 0}\n";
+      }
+      std::string dyback = ep > 1 ? p + "yb" : yback;
+      std::string routed = c.sharedFfn > 0 ? "ys" : "m";
+      sq << sI << "%" << p << routed << ": " << t3(T, H) << " = reduce_sum(%" << yback << ") {axes = [0], keepdims = 0}\n";
+      ds << dI << "%" << p << (c.sharedFfn > 0 ? "ys" : "mp") << ": " << t3(T, H) << " = reduce_sum(%" << dyback
+         << ") {axes = [0], keepdims = 0}\n";
+      if (c.sharedFfn > 0) {
+        const int64_t Fs = c.sharedFfn, Fsl = Fs / tp;
+        param2(p + "wsg", H, Fs, H, Fsl);
+        param2(p + "wsu", H, Fs, H, Fsl);
+        param2(p + "wsd", Fs, H, Fsl, H);
+        Blocks bs = blocks(Fs, c.tp);
+        shard(p + "wsg", 1, bs);
+        shard(p + "wsu", 1, bs);
+        shard(p + "wsd", 0, bs);
+        both(p + "sgate", t3(T, Fs), t3(T, Fsl), "matmul(%" + sin_ + ", %" + p + "wsg)", "matmul(%" + din + ", %" + p + "wsg)");
+        both(p + "sup", t3(T, Fs), t3(T, Fsl), "matmul(%" + sin_ + ", %" + p + "wsu)", "matmul(%" + din + ", %" + p + "wsu)");
+        both(p + "sact", t3(T, Fs), t3(T, Fsl), "silu(%" + p + "sgate)");
+        both(p + "sgu", t3(T, Fs), t3(T, Fsl), "mul(%" + p + "sact, %" + p + "sup)");
+        both(p + "sh", t3(T, H), t3(T, H), "matmul(%" + p + "sgu, %" + p + "wsd)");
+        std::string sh = p + "sh";
+        if (c.sharedGate) {  // qwen2_moe: sigmoid(x @ w) [T, B, 1] times the shared expert's output
+          param2(p + "wsq", H, 1, H, 1);
+          repl(p + "wsq");
+          both(p + "sql", t3(T, 1), t3(T, 1), "matmul(%" + sin_ + ", %" + p + "wsq)", "matmul(%" + din + ", %" + p + "wsq)");
+          both(p + "sqg", t3(T, 1), t3(T, 1), "sigmoid(%" + p + "sql)");
+          both(p + "shg", t3(T, H), t3(T, H), "mul(%" + p + "sh, %" + p + "sqg)");
+          sh = p + "shg";
+        }
+        sq << sI << "%" << p << "m: " << t3(T, H) << " = add(%" << p << "ys, %" << sh << ")\n";
+        ds << dI << "%" << p << "mp: " << t3(T, H) << " = add(%" << p << "ys, %" << sh << ")\n";
+      }
     };
 
     for (int l = firstLayer[size_t(stage)]; l < firstLayer[size_t(stage) + 1]; ++l) {
@@ -457,12 +631,33 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
               shard(p + w, 1, pl.kv);
             }
           }
-          both(p + "q", t3(T, H), t3(T, Hl), "matmul(%" + sin_ + ", %" + p + "wq)",
+          // qwen2's q/k/v biases: column-parallel, sharded like their weights' columns
+          const std::string mm = c.biases ? "m" : "";
+          both(p + "q" + mm, t3(T, H), t3(T, Hl), "matmul(%" + sin_ + ", %" + p + "wq)",
                "matmul(%" + din + ", %" + p + "wq)");
-          both(p + "k", t3(T, nkv * hd), t3(T, nkvl * hd), "matmul(%" + sin_ + ", %" + p + "wk)",
+          both(p + "k" + mm, t3(T, nkv * hd), t3(T, nkvl * hd), "matmul(%" + sin_ + ", %" + p + "wk)",
                "matmul(%" + din + ", %" + p + "wk)");
-          both(p + "v", t3(T, nkv * hd), t3(T, nkvl * hd), "matmul(%" + sin_ + ", %" + p + "wv)",
+          both(p + "v" + mm, t3(T, nkv * hd), t3(T, nkvl * hd), "matmul(%" + sin_ + ", %" + p + "wv)",
                "matmul(%" + din + ", %" + p + "wv)");
+          if (c.biases) {
+            for (auto [w, n, dn] : {std::tuple{"q", H, Hl}, std::tuple{"k", nkv * hd, nkvl * hd},
+                                    std::tuple{"v", nkv * hd, nkvl * hd}}) {
+              std::string b = p + "b" + w;
+              sq << sI << "param %" << b << ": f32[" << n << "]\n";
+              ds << dI << "param %" << b << ": f32[" << dn << "]\n";
+              if (std::string(w) == "q") {
+                shard(b, 0, pl.heads);
+              } else if (kvRepl) {
+                int64_t per = tp / nkv;
+                rl << "for r in " << stageRanks() << ": dist[r]." << b << " = slice(seq." << b << ", dim=0, start=(idx(r,tp)/"
+                   << per << ")*" << hd << ", end=(idx(r,tp)/" << per << ")*" << hd << "+" << hd << ")\n";
+                out.varies[b] = {"tp"};
+              } else {
+                shard(b, 0, pl.kv);
+              }
+              both(p + w, t3(T, n), t3(T, dn), "add(%" + p + w + "m, %" + b + ")");
+            }
+          }
         }
         q = p + "q", k = p + "k", v = p + "v";
         both(q + "4", t4(T, B, nh, hd), t4(T, B, nhl, hd),
@@ -556,9 +751,10 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
              "reshape(%" + p + "at) {shape = " + L({T, B, Hl}) + "}");
         param2(p + "wo", H, H, Hl, H);
         shard(p + "wo", 0, pl.heads);
-        sq << sI << "%" << p << (c.biases ? "om" : "o") << ": " << t3(T, H) << " = matmul(%" << p << "a3, %" << p << "wo)\n";
+        const bool ob = c.biases && !m.llama;
+        sq << sI << "%" << p << (ob ? "om" : "o") << ": " << t3(T, H) << " = matmul(%" << p << "a3, %" << p << "wo)\n";
         ds << dI << "%" << p << "op: " << t3(T, H) << " = matmul(%" << p << "a3, %" << p << "wo)\n";
-        reduceOut(p + "op", p + (c.biases ? "om" : "o"));
+        reduceOut(p + "op", p + (ob ? "om" : "o"));
         rowBias(p + "bo", p + "om", p + "o");
         both(p + "r1", t3(T, H), t3(Tl, H), "add(%" + x + ", %" + p + "o)");
         y = p + "r1";
@@ -568,7 +764,9 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
       std::string din = gatherIn(p + "n2");
       std::string sin_ = p + "n2";
       std::string yo = p + "y";
-      if (!m.llama) {
+      if (c.experts > 0 && l >= c.denseLayers) {
+        moeMlp(p, sin_, din);
+      } else if (!m.llama) {
         param2(p + "w1", H, F, H, Fl);
         param2(p + "w2", F, H, Fl, H);
         shard(p + "w1", 1, pl.ffn);
@@ -631,8 +829,9 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
   // rank order; a replicated one from the stage's first rank, every rank
   // holding the same after the gradient all_reduces).
   for (const auto& [n, l] : layouts) {
-    std::string e;
-    if (l.dim == -2) {
+    std::string e = l.rebuilt;
+    if (!e.empty()) {
+    } else if (l.dim == -2) {
       e = tokensRebuilt(0, "grad_" + n);
     } else if (l.dim == -1) {
       e = "dist[" + S(rankOf(l.stage, 0, 0)) + "].grad_" + n;
@@ -736,7 +935,8 @@ Result<ParallelProgram> withBackward(const Generated& gen, const ir::Program& di
 
 std::string layoutPhrase(const ProgramSpec& spec) {
   return "tp " + S(spec.tp) + (spec.sequenceParallel ? " + sequence parallel" : "") +
-         (spec.dp > 1 ? ", dp " + S(spec.dp) : "") + (spec.pp > 1 ? ", pp " + S(spec.pp) : "");
+         (spec.dp > 1 ? ", dp " + S(spec.dp) : "") + (spec.ep > 1 ? ", ep " + S(spec.ep) : "") +
+         (spec.pp > 1 ? ", pp " + S(spec.pp) : "");
 }
 
 Result<ParallelProgram> parallelize(const ProgramSpec& spec) {
@@ -781,18 +981,15 @@ Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout,
                                    int64_t layers) {
   std::vector<std::string> missing;
   if (layout.cp > 1) missing.push_back("context parallel (cp " + S(layout.cp) + ")");
-  if (layout.ep > 1) missing.push_back("expert parallel (ep " + S(layout.ep) + ")");
-  if (cfg.moe()) missing.push_back("mixture-of-experts layers (" + S(cfg.experts) + " experts)");
   if (cfg.mla()) missing.push_back("multi-head latent attention");
   if (!cfg.gated && cfg.kvHeads != cfg.heads) missing.push_back("GQA with a GELU MLP");
-  if (cfg.gated && cfg.biases) missing.push_back("q/k/v biases of a gated (" + cfg.modelType + ") model");
   if (cfg.headDim * cfg.heads != cfg.hidden)
     missing.push_back("head dim " + S(cfg.headDim) + " x " + S(cfg.heads) + " heads != hidden " + S(cfg.hidden));
   if (!missing.empty()) {
     std::string m;
     for (size_t i = 0; i < missing.size(); ++i) m += (i ? ", " : "") + missing[i];
     return makeError("parallelize-unsupported", "parallelize: not generated yet: " + m +
-                                                    " (tensor, sequence and pipeline parallel of dense GQA/MHA layers only)");
+                                                    " (tensor, sequence, data, expert and pipeline parallel of GQA/MHA layers, dense or MoE)");
   }
   ProgramSpec s;
   s.name = cfg.name;
@@ -812,6 +1009,13 @@ Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout,
   s.batch = batch;
   s.causal = true;
   s.biases = cfg.biases;
+  s.ep = int(layout.ep);
+  if (cfg.moe()) {
+    s.experts = cfg.experts, s.topK = cfg.topK, s.moeFfn = cfg.moeFfn, s.sharedFfn = cfg.sharedFfn;
+    s.denseLayers = int(cfg.denseLayers);
+    s.normTopK = cfg.normTopK, s.sigmoidRouter = cfg.sigmoidRouter, s.sharedGate = cfg.sharedGate;
+    s.selectionBias = cfg.selectionBias, s.routedScale = cfg.routedScale;
+  }
   return s;
 }
 

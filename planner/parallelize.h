@@ -53,6 +53,18 @@ struct ProgramSpec {
   RopeForm rope = RopeForm::Megatron;
   bool causal = false;             // an additive mask input [seq, seq] on the attention scores
   bool biases = false;             // GPT: linear biases (column-parallel sharded, row-parallel after the reduction)
+  // Mixture of experts (experts > 0, Llama form): the MLP of every layer
+  // from `denseLayers` on is a routed MoE of `experts` SwiGLU experts of
+  // ffn `moeFfn`, top `topK` of the router's softmax (sigmoidRouter:
+  // sigmoid) scores, renormalized over the k when normTopK, times
+  // routedScale; plus a shared SwiGLU expert of ffn `sharedFfn` (times a
+  // sigmoid gate when sharedGate, qwen2_moe).
+  int64_t experts = 0, topK = 0, moeFfn = 0, sharedFfn = 0;
+  int denseLayers = 0;
+  bool normTopK = true, sigmoidRouter = false, sharedGate = false;
+  bool selectionBias = false;      // deepseek_v3: top-k of the scores plus a per-expert bias (gates: the scores)
+  double routedScale = 1.0;
+  int ep = 1;                      // expert parallel: experts / ep per rank, ep consecutive dp replicas (dp % ep == 0)
 };
 
 struct ParallelProgram {

@@ -45,6 +45,10 @@ int64_t Interner::attrs(ir::OpKind op, const ir::AttrMap& a, int64_t inRank) {
         for (int64_t d = 0; d < inRank; ++d) v.push_back(d);
     }
   }
+  // one_hot counts its axis in its output (the new axis).
+  if (op == ir::OpKind::OneHot)
+    if (auto it = m.find("axis"); it != m.end() && std::holds_alternative<int64_t>(it->second))
+      if (int64_t& v = std::get<int64_t>(it->second); v < 0) v += inRank + 1;
   // squeeze counts axes in its input, unsqueeze in its output.
   if (op == ir::OpKind::Squeeze || op == ir::OpKind::Unsqueeze)
     if (auto it = m.find("axes"); it != m.end() && std::holds_alternative<std::vector<int64_t>>(it->second)) {
@@ -199,7 +203,7 @@ std::optional<ClassId> Engine::sum(const std::vector<ClassId>& parts) {
 
 std::optional<ClassId> Engine::slice(ClassId x, int64_t dim, int64_t start, int64_t end) {
   int64_t d = normDim(dim, int64_t(g_.type(x).shape.size()));
-  const ir::Dim& ext = g_.type(x).shape.at(size_t(std::max<int64_t>(d, 0)));
+  const ir::Dim ext = g_.type(x).shape.at(size_t(std::max<int64_t>(d, 0)));
   if (start == 0 && ext.isConcrete() && end == ext.value()) return g_.find(x);  // whole-dim slice is x
   return relNode(kOpSlice, {d, start, end}, {x});
 }
@@ -272,7 +276,7 @@ void Engine::bridge(ir::OpKind op, const ir::AttrMap& a, const std::vector<Class
                     ClassId out) {
   using K = ir::OpKind;
   std::optional<ClassId> eq;
-  const ir::TensorType& outT = g_.type(out);
+  const ir::TensorType outT = g_.type(out);  // a copy: the bridges add classes (g_ may reallocate)
   switch (op) {
     case K::Identity: eq = kids[0]; break;
     case K::Transpose: eq = permute(kids[0], ir::attrInts(a, "perm")); break;
@@ -296,7 +300,7 @@ void Engine::bridge(ir::OpKind op, const ir::AttrMap& a, const std::vector<Class
         if (s != 1) return;
       if (axes.empty())
         for (size_t i = 0; i < st.size(); ++i) axes.push_back(int64_t(i));
-      const auto& inT = g_.type(kids[0]);
+      const ir::TensorType inT = g_.type(kids[0]);  // a copy: slice() adds classes
       std::optional<ClassId> cur = kids[0];
       for (size_t i = 0; i < axes.size() && cur; ++i) {
         int64_t d = normDim(axes[i], int64_t(inT.shape.size()));

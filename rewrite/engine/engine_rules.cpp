@@ -724,7 +724,7 @@ int Engine::dropZeroTerms() {
   int changed = 0;
   for (ClassId c : classes) {
     if (isZero(c)) continue;
-    const ir::TensorType& t = g_.type(c);
+    const ir::TensorType t = g_.type(c);  // a copy: sum() adds classes
     std::vector<ClassId> keep;
     bool dropped = false;
     for (const ENode& n : g_.nodes(c)) {
@@ -759,7 +759,7 @@ int Engine::tileSlices() {
       if (n.op == kOpSlice) pieces[{g_.find(n.kids[0]), n.data[0]}][n.data[1]][n.data[2]] = c;
   int changed = 0;
   for (const auto& [key, byStart] : pieces) {
-    const ir::Dim& ext = g_.type(key.first).shape.at(size_t(key.second));
+    const ir::Dim ext = g_.type(key.first).shape.at(size_t(key.second));  // a copy: concat() adds classes
     if (!ext.isConcrete()) continue;
     for (bool finest : {true, false}) {
       std::vector<ClassId> parts;

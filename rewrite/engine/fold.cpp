@@ -249,9 +249,17 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       // An input relation's slice read as a piece of its S tensor, one
       // micro-batch copy's: the relation's own semantics, no lemma.
       {"copies-of-pieces", {}},
+      // Adds of one type as one n-ary sum of their terms, in any order and
+      // grouping (the relation sum is n-ary, commutative and associative).
+      {"sum-algebra", {"add-is-sum", "add-comm"}},
       // Chains of reshapes, transposes and expands compared by their index
       // maps (a normal form of the re-indexing): the ops' own semantics.
       {"view-algebra", {}},
+      // topk on each row along its axis, one_hot on each index (a new
+      // axis): a split on another dim carries over, both outputs of topk
+      // alike. The ops' own semantics: the prover gives topk and one_hot
+      // no meaning yet, so no lemma states it (listed in the report).
+      {"rows-over-other-split", {}},
       // Runs of members sharing a piece, as a plain split of the block
       // repeat: expand's own semantics.
       {"runs-as-repeat", {}},
@@ -518,6 +526,7 @@ class Folder {
   std::vector<int64_t> members_;
   int64_t n_ = 1;
   Exprs ex_;
+  std::unordered_map<int, std::vector<int>> sums_;  // sum-algebra nodes: their terms, sorted
   Interner interner_;
   std::vector<Fact>* facts_ = nullptr;  // per value of *g_
   // The ranks in classes: the parts of the collectives' group (pipeline
@@ -624,6 +633,24 @@ Val Folder::canon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& i
   }
   if (scaleOk && op == OpKind::MatMul && in.size() == 2)
     if (auto k = exactTimes(in[0].k, in[1].k)) return {node({in[0].node, in[1].node}), *k};
+  // Adds of one type: one n-ary sum of the terms, in a fixed order
+  // (sum-algebra), so gradients accumulated in another order meet.
+  if (op == OpKind::Add && in.size() == 2 && ex_.type(in[0].node) == t && ex_.type(in[1].node) == t &&
+      use("sum-algebra")) {
+    bool sameK = scaleOk && in[0].k == in[1].k;
+    std::vector<int> terms;
+    for (const Val& v : in) {
+      int m = sameK ? v.node : ex_.materialize(v);
+      if (auto it = sums_.find(m); it != sums_.end()) terms.insert(terms.end(), it->second.begin(), it->second.end());
+      else terms.push_back(m);
+    }
+    std::sort(terms.begin(), terms.end());
+    std::string key = "sum+";
+    for (int k : terms) key += " " + std::to_string(k);
+    int n = ex_.intern(key, t);
+    sums_.emplace(n, std::move(terms));
+    return {n, sameK ? in[0].k : 1.0};
+  }
   if (scaleOk && (op == OpKind::Add || op == OpKind::Sub || op == OpKind::Concat) && !in.empty()) {
     bool same = std::all_of(in.begin(), in.end(), [&](const Val& v) { return v.k == in[0].k; });
     if (same) {
@@ -869,6 +896,15 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     int64_t axis = ir::attrInt(norm, "axis");
     if (axis == R - 1 && in[0].dim < R - 1) od = in[0].dim;
     else if (axis != in[0].dim && use("softmax-over-other-split")) od = in[0].dim;  // any axis but the split one
+  } else if (n.op == OpKind::TopK && use("rows-over-other-split")) {
+    // Each row along the axis on its own: both outputs (values, indices)
+    // split where the input is, when that is not the axis.
+    if (in[0].dim != ir::attrInt(norm, "axis")) od = in[0].dim;
+  } else if (n.op == OpKind::OneHot && use("rows-over-other-split")) {
+    // Elementwise on the indices with a new axis (counted in the output):
+    // the split dim moves past it when the axis comes first.
+    int64_t axis = ir::attrInt(norm, "axis");
+    if (axis >= 0 && axis < R) od = in[0].dim < axis ? in[0].dim : in[0].dim + 1;
   } else if ((n.op == OpKind::LayerNorm || n.op == OpKind::RmsNorm) && use("norm-over-split")) {
     int64_t axis = ir::attrInt(norm, "axis");
     bool restRep = std::all_of(in.begin() + 1, in.end(), [](const Fact& f) { return f.lay == Lay::Rep; });
@@ -1241,14 +1277,16 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
 // each: KV heads shared by the ranks of their query heads) is a split of
 // the value, by the slice's own semantics (slice-by-rank).
 std::optional<Fact> Folder::sliceByRank(const ir::Node& n, const Fact& x) {
-  if (x.lay != Lay::Rep || x.lay2 != Lay::Rep || x.lay3 != Lay::Rep || n.inputs.size() != 1 || n.outputs.size() != 1)
-    return std::nullopt;
+  if (x.lay != Lay::Rep || !x.plain() || n.inputs.size() != 1 || n.outputs.size() != 1) return std::nullopt;
   const TensorType& whole = g_->value(n.inputs[0]).type;
   const TensorType& out = g_->value(n.outputs[0]).type;
   const int64_t rank = int64_t(whole.shape.size());
   ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
   std::optional<int64_t> axis;
   std::vector<std::pair<int64_t, int64_t>> piece;  // per member: [start, end) on the axis
+  // Two groups: members row-major over the grid, group A's position
+  // fastest; the piece must depend on that position alone.
+  std::vector<std::pair<int64_t, int64_t>> all;
   for (int64_t r : members_) {
     const ir::AttrMap& a = dist_.rank(r).node(id).attrs;
     const auto& starts = ir::attrInts(a, "starts");
@@ -1265,8 +1303,15 @@ std::optional<Fact> Folder::sliceByRank(const ir::Node& n, const Fact& x) {
     axis = ax;
     int64_t size = whole.shape[size_t(ax)].value();
     auto clampAt = [&](int64_t v) { return std::clamp(v < 0 ? v + size : v, int64_t(0), size); };
-    piece.emplace_back(clampAt(starts[0]), clampAt(ends[0]));
+    all.emplace_back(clampAt(starts[0]), clampAt(ends[0]));
   }
+  if (twoD_) {
+    if (int64_t(all.size()) != n_ * n2_) return std::nullopt;
+    for (size_t p = 0; p < all.size(); ++p)
+      if (all[p] != all[p % size_t(n_)]) return std::nullopt;
+    all.resize(size_t(n_));
+  }
+  piece = all;
   if (!axis || piece.empty()) return std::nullopt;
   int64_t k = piece[0].second - piece[0].first, size = whole.shape[size_t(*axis)].value();
   int64_t inner = n_;
@@ -1280,7 +1325,15 @@ std::optional<Fact> Folder::sliceByRank(const ir::Node& n, const Fact& x) {
     if (piece[i].first != int64_t(i) / inner * k || piece[i].second - piece[i].first != k) return std::nullopt;
   Fact f{Lay::Split, *axis, x.v};
   f.inner = inner;
-  if (!(globalOf(out, f) == whole) || !use("slice-by-rank")) return std::nullopt;
+  if (!(globalOf(out, f) == whole)) return std::nullopt;
+  // The layouts over a second group and over the copies are about the
+  // value each member slices (its pieces along the axis make it whole
+  // again): they carry over, unless they cut the axis too.
+  if ((x.lay2 == Lay::Split && x.dim2 == *axis) || (x.lay3 == Lay::Split && x.dim3 == *axis) ||
+      !use("slice-by-rank"))
+    return std::nullopt;
+  f.lay2 = x.lay2, f.dim2 = x.dim2;
+  f.copiesAs(x);
   return f;
 }
 
@@ -2350,7 +2403,7 @@ FoldOutcome Folder::run() {
     graphs_.push_back(&dist_.rank(c[0]));
     for (int64_t r : c)
       if (r != c[0] && !dist_.sameClass(r, c[0]) &&
-          !sameGraph(*graphs_.back(), dist_.rank(r), twoD_ ? nullptr : &bySlice_[graphs_.size() - 1]))
+          !sameGraph(*graphs_.back(), dist_.rank(r), &bySlice_[graphs_.size() - 1]))
         return res.why = "ranks run different graphs", res;
     // Point-to-point peers: member i of this class with member i of one
     // other class (the same stage position), whatever the member.
@@ -2729,6 +2782,7 @@ FoldOutcome verifyFolded(const FoldInput& in) {
   for (const auto& a : in.dist->mesh().axes) {
     if (a.size < 2 || a.name == one.group) continue;
     FoldOutcome two = Folder(in, a.name).run();
+    spdlog::debug("rank folding: with group {} as well: {}", a.name, two.verified ? "verified" : two.why);
     if (two.verified) return two;
     needsRanks = needsRanks || two.needsRanks;
     if (two.layoutMismatch && !one.layoutMismatch && !mismatch) mismatch = std::move(two);
