@@ -393,6 +393,29 @@ const PendingOp* Emitter::producer(const std::string& name) const {
   return nullptr;
 }
 
+std::optional<double> Emitter::uniformValue(const TRef& x) const {
+  std::string name = x.name;
+  for (int hops = 0; hops < 64; ++hops) {
+    const PendingOp* p = producer(name);
+    if (!p) return std::nullopt;
+    switch (p->op) {
+      case OpKind::Constant: {
+        const ir::Tensor& v = ir::attrTensor(p->attrs, "value");
+        if (v.numel() != 1) return std::nullopt;
+        return v.getAsDouble(0);
+      }
+      case OpKind::Expand: case OpKind::Reshape: case OpKind::Squeeze: case OpKind::Unsqueeze:
+      case OpKind::Identity:
+        if (p->inputs.empty()) return std::nullopt;
+        name = p->inputs[0];
+        break;
+      default:
+        return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
 // ---------------------------------------------------------------- promotion
 
 static int category(DType t) { return t == DType::Bool ? 0 : ir::isFloat(t) ? 2 : 1; }

@@ -115,6 +115,12 @@ class Emitter {
   std::map<std::string, std::string> syms;       // FX name -> SymInt text ("s0", "u0 >= 0")
   std::vector<PendingLeaf> leaves;
   std::vector<PendingOp> ops;
+  // IR values that are repeat_interleave indices [0,..,0, 1,..,1, ...] (each
+  // of n positions `times` times): index_select by one is a repeat view.
+  struct RepeatIndex {
+    int64_t times = 1, n = 0;
+  };
+  std::map<std::string, RepeatIndex> repeatIndices;
   const FxOptions& opts;
   const int64_t rank;
   int64_t worldSize = 1;  // ranks of the program (1 for a single graph)
@@ -128,6 +134,9 @@ class Emitter {
   Result<int64_t> groupSize(const std::string& group) const;
   // The pending op that defines IR value `name`; nullptr for leaves.
   const PendingOp* producer(const std::string& name) const;
+  // The value every element of an IR value holds when it is a scalar
+  // constant broadcast, viewed or cast (empty/full/fill_ buffers), else none.
+  std::optional<double> uniformValue(const TRef& x) const;
 
  private:
   std::set<std::string> names_;

@@ -31,6 +31,8 @@ const OpMapping kOps[] = {
     {"aten.index.Tensor", mapIndex, 0},
     {"aten.index_put.default", mapIndexPut, 0},
     {"aten.index_select.default", mapIndexSelect, 0},
+    {"aten.repeat_interleave.Tensor", mapRepeatInterleave, 0},
+    {"aten.repeat_interleave.self_int", mapRepeatInterleave, 0},
     {"aten.embedding.default", mapEmbedding, 0},
     // ---- copies (identity in a functional graph) ----
     {"aten.clone.default", mapIdentity, 0},
@@ -140,6 +142,7 @@ const OpMapping kOps[] = {
     {"aten.new_full.default", mapFactory, 0},
     {"aten.scalar_tensor.default", mapFactory, 0},
     {"aten.fill.Scalar", mapFactory, 0},
+    {"aten.fill_.Scalar", mapFillInPlace, 0},
     {"aten.arange.default", mapArange, 0},
     {"aten.arange.start", mapArange, 0},
     {"aten.arange.start_step", mapArange, 0},

@@ -40,6 +40,7 @@ Status mapSelect(Emitter&);
 Status mapIndex(Emitter&);
 Status mapIndexPut(Emitter&);
 Status mapIndexSelect(Emitter&);
+Status mapRepeatInterleave(Emitter&);
 Status mapEmbedding(Emitter&);
 Status mapIdentity(Emitter&);
 Status mapCopy(Emitter&);
@@ -74,6 +75,7 @@ Status mapLinear(Emitter&);
 Status mapLayerNorm(Emitter&);
 Status mapDropout(Emitter&);
 Status mapFactory(Emitter&);
+Status mapFillInPlace(Emitter&);
 Status mapArange(Emitter&);
 Status mapCollective(Emitter&);
 

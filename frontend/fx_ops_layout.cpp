@@ -377,12 +377,59 @@ Status mapIndexPut(Emitter& e) {
                {{"axis", int64_t(0)}, {"reduction", std::string(acc ? "add" : "none")}});
 }
 
+// x repeated `times` times along dim d, each position's copies together
+// (torch.repeat_interleave with an int): unsqueeze after d, expand, merge:
+// the view form of Megatron's and Hugging Face's KV-head repeat.
+static Status repeatView(Emitter& e, const TRef& x, int64_t d, int64_t times) {
+  ir::Shape ex = x.type.shape;
+  ex.insert(ex.begin() + d + 1, ir::Dim(times));
+  ir::Shape merged = x.type.shape;
+  merged[size_t(d)] = merged[size_t(d)] * ir::Dim(times);
+  TRef u = e.unsqueeze(x, {d + 1});
+  return e.out(0, OpKind::Reshape, {e.expand(u, ex)}, {{"shape", merged}});
+}
+
 Status mapIndexSelect(Emitter& e) {
   SP_ASSIGN(TRef x, e.tensor(0, "self"));
   SP_ASSIGN(int64_t d, e.integer(1, "dim"));
   SP_ASSIGN(d, normDim(e, d, x.rank()));
   SP_ASSIGN(TRef idx, e.tensor(2, "index"));
+  if (auto it = e.repeatIndices.find(idx.name); it != e.repeatIndices.end() &&
+                                                x.type.shape[size_t(d)] == ir::Dim(it->second.n))
+    return repeatView(e, x, d, it->second.times);
   return e.out(0, OpKind::Gather, {x, idx}, {{"axis", d}});
+}
+
+// repeat_interleave.self_int(x, repeats, dim): the repeat view (a tensor of
+// repeats or no dim: not supported). repeat_interleave.Tensor(repeats), the
+// index form torch 1.13's decomposition makes: where every repeat is one
+// constant r (an empty buffer filled, viewed, expanded), the index
+// [0]*r + [1]*r + ... as arange / r, remembered for index_select.
+Status mapRepeatInterleave(Emitter& e) {
+  if (overloadName(e.op) == "self_int") {
+    SP_ASSIGN(TRef x, e.tensor(0, "self"));
+    SP_ASSIGN(int64_t times, e.integer(1, "repeats"));
+    SP_ASSIGN(std::optional<int64_t> dim, e.optInteger(2, "dim"));
+    if (!dim) return e.error("fx-unsupported", "repeat_interleave without a dim (the flattened form) is not supported");
+    SP_ASSIGN(int64_t d, normDim(e, *dim, x.rank()));
+    if (times < 1) return e.error("fx-arg", "repeat_interleave repeats must be positive");
+    return repeatView(e, x, d, times);
+  }
+  SP_ASSIGN(TRef reps, e.tensor(0, "repeats"));
+  SP_ASSIGN(ir::TensorType t, e.outType(0));
+  std::optional<double> r = e.uniformValue(reps);
+  if (reps.rank() != 1 || !reps.type.shape[0].isConcrete() || !r || *r < 1 || *r != double(int64_t(*r)) ||
+      t.shape.size() != 1 || !t.shape[0].isConcrete())
+    return e.error("fx-unsupported",
+                   "repeat_interleave of a repeats tensor that is not one constant repeat count is not supported");
+  int64_t n = reps.type.shape[0].value(), times = int64_t(*r);
+  if (t.shape[0].value() != n * times)
+    return e.error("fx-arg", "repeat_interleave: declared " + std::to_string(t.shape[0].value()) + " elements, not " +
+                                 std::to_string(n) + " x " + std::to_string(times));
+  TRef ramp = e.emit(OpKind::Range, {}, {{"start", 0.0}, {"limit", double(n * times)}, {"delta", 1.0}, {"dtype", t.dtype}}, t);
+  SP_TRY(e.out(0, OpKind::Div, {ramp, e.expand(e.constant(t.dtype, double(times)), t.shape)}));
+  e.repeatIndices[e.outNames[0]] = {times, n};
+  return okStatus();
 }
 
 Status mapEmbedding(Emitter& e) {

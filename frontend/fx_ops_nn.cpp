@@ -145,10 +145,19 @@ Status mapFactory(Emitter& e) {
   else if (n == "full_like") { SP_ASSIGN(v, e.number(1, "fill_value")); }
   else if (n == "new_full") { SP_ASSIGN(v, e.number(2, "fill_value")); }
   else if (n == "scalar_tensor") { SP_ASSIGN(v, e.number(0, "s")); }
-  else if (n == "fill") { SP_ASSIGN(v, e.number(1, "value")); }
+  else if (n == "fill" || n == "fill_") { SP_ASSIGN(v, e.number(1, "value")); }
   if (t.shape.empty())
     return e.out(0, OpKind::Constant, {}, {{"value", ir::Tensor::scalar(t.dtype, v)}});
   return e.out(0, OpKind::Expand, {e.constant(t.dtype, v)}, {{"shape", t.shape}});
+}
+
+// fill_(self, value): the filled buffer, which `self` names from here on
+// too (a later read of the buffer sees the value, as in eager mode).
+Status mapFillInPlace(Emitter& e) {
+  const Expr* a = e.arg(0, "self");
+  SP_TRY(mapFactory(e));
+  if (a && a->kind == Expr::Kind::Name && e.wanted(0)) e.env[a->s] = e.env[e.outNames[0]];
+  return okStatus();
 }
 
 Status mapArange(Emitter& e) {

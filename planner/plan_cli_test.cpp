@@ -75,13 +75,22 @@ TEST(LaunchCli, ExitCodesAndFormats) {
   EXPECT_EQ(junit.code, 1);
   EXPECT_NE(junit.out.find("<testcase classname=\"check-launch\" name=\"layers-dropped\">"), std::string::npos);
   EXPECT_NE(junit.out.find("<testcase classname=\"check-launch\" name=\"layer-verification\">"), std::string::npos);
-  // A layout parallelize does not generate says so, and why.
+  // Expert parallel: the MoE layer generated at the launch's degrees and
+  // verified (forward only at seq 4096: S's per-token expert weight gradient
+  // passes the IR's element limit, said so).
   auto moe = runCli({"check-launch", "--model", cfg("mixtral-8x7b"), "--plan", "tp=2,ep=8,gbs=64,seq=4096",
                      "--gpus", "16", "--gpu", "h100-sxm"});
-  EXPECT_NE(moe.out.find("verify: one mixtral-8x7b layer: not generated: parallelize: not generated yet: expert "
-                         "parallel (ep 8), mixture-of-experts layers (8 experts)"),
+  EXPECT_NE(moe.out.find("verify: one mixtral-8x7b layer (attention + MLP, forward), tp 2, dp 8, ep 8, seq 4096, "
+                         "micro-batch 1: verified"),
             std::string::npos)
       << moe.out << moe.err;
+  // A layout parallelize does not generate says so, and why.
+  auto mla = runCli({"check-launch", "--model", cfg("deepseek-v3"), "--plan", "tp=2,ep=8,gbs=64,seq=4096",
+                     "--gpus", "16", "--gpu", "h100-sxm"});
+  EXPECT_NE(mla.out.find("verify: one deepseek-v3 layer: not generated: parallelize: not generated yet: multi-head "
+                         "latent attention"),
+            std::string::npos)
+      << mla.out << mla.err;
   auto missing = runCli({"check-launch", "--model", cfg("llama3-405b"), "--plan", "tp=8", "--gpus", "8192",
                          "--gpu", "h100-sxm"});
   EXPECT_EQ(missing.code, 3);
@@ -139,8 +148,8 @@ TEST(ParallelizeCli, WritesAndVerifies) {
   auto cp = runCli({"parallelize", "--model", cfg("llama3-8b"), "--plan", "tp=4,cp=2", "--seq", "32", "--out", out});
   EXPECT_EQ(cp.code, 3);
   EXPECT_EQ(cp.err,
-            "error: parallelize: not generated yet: context parallel (cp 2) (tensor, sequence and pipeline parallel of "
-            "dense GQA/MHA layers only)\n");
+            "error: parallelize: not generated yet: context parallel (cp 2) (tensor, sequence, data, expert and "
+            "pipeline parallel of GQA/MHA layers, dense or MoE)\n");
   auto odd = runCli({"parallelize", "--model", cfg("gpt2"), "--plan", "tp=4", "--seq", "30", "--out", out});
   EXPECT_EQ(odd.code, 3);
   EXPECT_NE(odd.err.find("seq 30 not divisible by tp 4"), std::string::npos) << odd.err;

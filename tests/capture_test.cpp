@@ -160,6 +160,30 @@ bool havePythonTorch() {
   return std::system("/usr/bin/python3 -c 'import torch, torch.distributed' >/dev/null 2>&1") == 0;
 }
 
+// GQA captures (tests/fixtures/capture/gqa/README): KV heads repeated by
+// repeat_interleave (torch 1.13's index form: an empty buffer filled, its
+// repeat index, index_select), and each KV head held by a run of 4 ranks.
+// Both verify with inferred relations (runs_tp8 folded; ri_tp6, batch 2,
+// per rank: a run-split merged with the batch dim is not folded yet); their
+// twins are refuted.
+TEST(CaptureGqa, RepeatedKvHeadsVerifyAndTwinsAreRefuted) {
+  for (const char* name : {"ri_tp6", "runs_tp8"}) {
+    SCOPED_TRACE(name);
+    std::string dir = fixture(std::string("gqa/") + name);
+    auto r = verifyCapture(dir, dir + "/dist");
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["verdict"], "verified");
+    if (std::string(name) == "runs_tp8") EXPECT_NE(r.out.find("ranks folded"), std::string::npos) << r.out;
+  }
+  for (const char* name : {"ri_tp6_noar", "runs_tp8_biasall"}) {
+    SCOPED_TRACE(name);
+    std::string dir = fixture(std::string("gqa/") + name);
+    auto r = verifyCapture(dir, dir + "/dist");
+    EXPECT_EQ(r.code, 1) << r.out << r.err;
+  }
+}
+
 TEST(CaptureHelper, CapturesOnGlooAndVerifies) {
   if (!havePythonTorch()) GTEST_SKIP() << "/usr/bin/python3 with torch not found";
   auto out = tempDir("capture-helper");

@@ -106,8 +106,11 @@ planner::LayerCheck checkLayer(const planner::ModelConfig& model, const planner:
   const int64_t dp = std::max<int64_t>(rep.layout.dp, 1);
   planner::LayerCheck all = checkLayerAt(model, rep, dp, dp > 1 ? 10 : 120);
   if (dp == 1 || all.verdict != "inconclusive") return all;
-  planner::LayerCheck one = checkLayerAt(model, rep, 1, 120);
-  one.detail += std::string(one.detail.empty() ? "" : "; ") + "one data-parallel replica: with dp " +
+  // one replica, or with expert parallel one group of ep replicas (the experts' all_to_all spans them)
+  planner::LayerCheck one = checkLayerAt(model, rep, std::max<int64_t>(rep.layout.ep, 1), 120);
+  one.detail += std::string(one.detail.empty() ? "" : "; ") +
+                (rep.layout.ep > 1 ? "one expert-parallel group of " + std::to_string(rep.layout.ep) + " replicas: with dp "
+                                   : std::string("one data-parallel replica: with dp ")) +
                 std::to_string(dp) + " " + all.verdict + " (" + all.detail.substr(0, 300) + ")";
   one.seconds += all.seconds;
   return one;
@@ -151,6 +154,7 @@ int cmdPlan(const PlanArgs& a) {
   if (stage.sequenceParallel && stage.tp > 1) seq -= seq % stage.tp;
   auto spec = planner::specFromConfig(*model, stage, seq, best.microBatch, a.emitLayers);
   if (!spec) return fail(makeError(spec.error().id, "plan --emit: " + spec.error().message));
+  spec->dp = int(std::max<int64_t>(stage.ep, 1));  // with expert parallel, one group of ep replicas
   auto prog = planner::parallelize(*spec);
   if (!prog) return fail(makeError(prog.error().id, "plan --emit: " + prog.error().message));
   namespace fs = std::filesystem;

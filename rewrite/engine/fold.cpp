@@ -249,6 +249,9 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       // An input relation's slice read as a piece of its S tensor, one
       // micro-batch copy's: the relation's own semantics, no lemma.
       {"copies-of-pieces", {}},
+      // A replicated operand added on every member of a sum: n times in the
+      // sum (sum(a + c, b + c) = sum(a, b) + sum(c, c)).
+      {"replicated-into-sum", {"add-of-sums"}},
       // Adds of one type as one n-ary sum of their terms, in any order and
       // grouping (the relation sum is n-ary, commutative and associative).
       {"sum-algebra", {"add-is-sum", "add-comm"}},
@@ -619,6 +622,28 @@ Val Folder::canon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& i
     }
   }
   if (scaleOk && op == OpKind::Neg) return {in[0].node, -in[0].k};
+  // A slice taking every element (step 1, [0, size) on each axis) is its
+  // operand (view-algebra: the identity view).
+  if (op == OpKind::Slice && in.size() == 1 && ex_.type(in[0].node) == t && use("view-algebra")) {
+    const auto& starts = ir::attrInts(attrs, "starts");
+    const auto& ends = ir::attrInts(attrs, "ends");
+    bool whole = starts.size() == ends.size();
+    if (attrs.count("steps"))
+      for (int64_t st : ir::attrInts(attrs, "steps")) whole = whole && st == 1;
+    std::vector<int64_t> axes = attrs.count("axes") ? ir::attrInts(attrs, "axes") : std::vector<int64_t>{};
+    if (axes.empty())
+      for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
+    whole = whole && axes.size() == starts.size();
+    for (size_t k = 0; whole && k < starts.size(); ++k) {
+      int64_t a = axes[k] < 0 ? axes[k] + int64_t(t.shape.size()) : axes[k];
+      whole = a >= 0 && a < int64_t(t.shape.size()) && t.shape[size_t(a)].isConcrete();
+      if (!whole) break;
+      int64_t n = t.shape[size_t(a)].value();
+      auto clampAt = [&](int64_t v) { return std::clamp(v < 0 ? v + n : v, int64_t(0), n); };
+      whole = clampAt(starts[k]) == 0 && clampAt(ends[k]) == n;
+    }
+    if (whole) return in[0];
+  }
   bool layoutLinear = ir::opInfo(op).category == OpCategory::Layout && in.size() == 1;
   bool viewOp = op == OpKind::Reshape || op == OpKind::Squeeze || op == OpKind::Unsqueeze ||
                 op == OpKind::Transpose || op == OpKind::Expand;
@@ -919,15 +944,21 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     // read the groups otherwise (a rank's one KV head of one repeat,
     // merged in S into the heads), the dim that leads the split dim's
     // group in S, N times larger there, takes the pieces.
-    if (in[0].plain() && in[0].innerDim < 0 && ir::isConcrete(out0.shape)) {
+    // Runs (a KV head per run of ranks) are n / inner pieces in S.
+    // S's grouping comes first: it is the one S's own reshape makes (where
+    // S computes neither, the one kept).
+    if (in[0].blocks == 1 && in[0].innerDim < 0 && n_ % in[0].inner == 0 && ir::isConcrete(out0.shape)) {
       Shape gi = globalOf(local(0), in[0]).shape;
+      std::vector<int64_t> bySeq;
       for (int64_t o = 0; o < R; ++o) {
-        if (std::find(candidates.begin(), candidates.end(), o) != candidates.end()) continue;
         Shape go = out0.shape;
-        go[size_t(o)] = Dim(n_) * go[size_t(o)];
+        go[size_t(o)] = Dim(n_ / in[0].inner) * go[size_t(o)];
         auto inS = reshapeSplitDims(gi, go, in[0].dim);
-        if (std::find(inS.begin(), inS.end(), o) != inS.end()) candidates.push_back(o);
+        if (std::find(inS.begin(), inS.end(), o) != inS.end()) bySeq.push_back(o);
       }
+      for (int64_t o : candidates)
+        if (std::find(bySeq.begin(), bySeq.end(), o) == bySeq.end()) bySeq.push_back(o);
+      candidates = bySeq;
     }
   } else if (n.op == OpKind::Expand && use("expand-of-split")) {
     int64_t o = in[0].dim + R - int64_t(local(0).shape.size());
@@ -1020,10 +1051,12 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     // A dim the expand may broadcast (size 1 in, even if 1 out) takes the
     // runs' pieces, `inner` times larger in S; or the runs keep copies.
     // Every candidate is a true layout; the one S computes is kept.
+    // The runs keeping their copies comes first: it is what stands when S
+    // computes none of them (an expand to its own shape is the identity).
     const Shape& si = local(0).shape;
     int64_t d = candidates[0];
-    candidates.clear();
-    innerDims.clear();
+    candidates = {d};
+    innerDims = {-1};
     for (int64_t o = 0; o < R; ++o) {
       int64_t at = o - (R - int64_t(si.size()));
       if (o != d && (at < 0 || si[size_t(at)] == Dim(1))) {
@@ -1031,8 +1064,6 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
         innerDims.push_back(o);
       }
     }
-    candidates.push_back(d);
-    innerDims.push_back(-1);
   }
   std::vector<TensorType> gin;
   std::vector<Val> vin;
@@ -1098,6 +1129,24 @@ std::vector<Fact> Folder::sumRule(const ir::Node& n, const std::vector<Fact>& in
   };
   int64_t sums = count(Lay::Sum), splits = count(Lay::Split);
   if (std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::Split && f.inner != 1; })) return {};
+  // A replicated operand added (or subtracted) on every member: the sum
+  // over the group holds it n times, a value kept only where S computes it
+  // (a bias pre-divided by the group size); else it stays the bug it
+  // usually is (a bias added on every rank), for the diagnosis below.
+  if (sums == 1 && splits == 0 && !decideOnly_ && in.size() == 2 && (n.op == OpKind::Add || n.op == OpKind::Sub) &&
+      in[0].lay != in[1].lay && (in[0].lay == Lay::Rep || in[1].lay == Lay::Rep) && n.outputs.size() == 1 &&
+      use("replicated-into-sum")) {
+    size_t ri = in[0].lay == Lay::Rep ? 0 : 1;
+    std::vector<Val> v2 = vin;
+    if (auto k = exactTimes(v2[ri].k, double(n_))) {
+      v2[ri].k = *k;
+      auto got = inferGlobal(n.op, n.attrs, gin, 0);
+      if (got && *got == out0) {
+        std::vector<Fact> f{Fact{Lay::Sum, 0, canon(n.op, n.attrs, v2, 0, out0, inRank)}};
+        if (sComputes(f)) return f;
+      }
+    }
+  }
   if (sums > 0 && splits == 0 && use("linear-over-sum")) {
     bool linear = false;
     switch (n.op) {
@@ -1247,6 +1296,15 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
   if (cat == OpCategory::Collective && oneMemberEach(n) &&
       g_->value(n.inputs[0]).type == g_->value(n.outputs[0]).type)
     return in;
+  // A slice taking every element of its operand (its type unchanged, step
+  // 1) is the operand, whatever its layout (view-algebra).
+  if (n.op == OpKind::Slice && n.inputs.size() == 1 && n.outputs.size() == 1 &&
+      g_->value(n.inputs[0]).type == g_->value(n.outputs[0]).type && use("view-algebra")) {
+    bool unit = true;
+    if (n.attrs.count("steps"))
+      for (int64_t st : ir::attrInts(n.attrs, "steps")) unit = unit && st == 1;
+    if (unit) return in;
+  }
   if (n.op == OpKind::Slice && bySlice_.count(cls_) && bySlice_.at(cls_).count(ir::NodeId(&n - g_->nodes().data()))) {
     auto f = sliceByRank(n, in[0]);
     if (!f) return {};
@@ -2452,9 +2510,12 @@ FoldOutcome Folder::run() {
         for (ir::ValueId v : *list) {
           const std::string& name = g_->value(v).name;
           if (in_.templates->unrelated.count(name)) continue;
-          const InputRelation& t = *in_.templates->byClass.at({cls, name});
+          InputRelation t = *in_.templates->byClass.at({cls, name});
+          double k = 1.0;  // scale(R, k): R's layout, its value times k
+          if (t.expr && t.expr->op == RelOp::Scale && t.expr->factor != 0) k = t.expr->factor, t.expr = t.expr->args[0];
           auto f = twoD_ ? templateFact2(t, g_->value(v).type) : templateFact(t, g_->value(v).type, res.group);
           if (!f) f = copyTemplateFact(t, g_->value(v).type, res.group);
+          if (f) f->v.k *= k;
           if (!f) return res.needsRanks = true, res.why = "relation of '" + name + "' not read as a layout", res;
           (*facts_)[size_t(v)] = *f;
         }
@@ -2480,12 +2541,38 @@ FoldOutcome Folder::run() {
   for (size_t c = 0; c < classes_.size() && in_.inputs; ++c) {
     enter(c);
     for (const auto* list : {&g_->inputs(), &g_->params()})
-      for (ir::ValueId v : *list)
-        if (auto f = twoD_ ? inputFact2(g_->value(v).name, g_->value(v).type, bound)
-                           : inputFact(g_->value(v).name, g_->value(v).type, bound))
+      for (ir::ValueId v : *list) {
+        const std::string& name = g_->value(v).name;
+        // scale(R, k) on every member, one k: R's layout, its value times k
+        // (a bias pre-divided by the group size, a weight pre-scaled).
+        double k = 1.0;
+        const Bound* use = &bound;
+        Bound peeled;
+        if (auto it = bound.find(name); it != bound.end() && !members_.empty()) {
+          const auto& byRank = it->second;
+          auto scaleOf = [&](int64_t r) -> const Rel* {
+            return size_t(r) < byRank.size() && byRank[size_t(r)] && byRank[size_t(r)]->op == RelOp::Scale
+                       ? byRank[size_t(r)].get() : nullptr;
+          };
+          const Rel* s0 = scaleOf(members_[0]);
+          bool all = s0 && std::all_of(members_.begin(), members_.end(), [&](int64_t r) {
+                       return scaleOf(r) && scaleOf(r)->factor == s0->factor;
+                     });
+          if (all && s0->factor != 0) {
+            peeled = bound;
+            for (auto& rel : peeled[name])
+              if (rel && rel->op == RelOp::Scale) rel = rel->args[0];
+            use = &peeled;
+            k = s0->factor;
+          }
+        }
+        std::optional<Fact> f = twoD_ ? inputFact2(name, g_->value(v).type, *use) : inputFact(name, g_->value(v).type, *use);
+        if (!f) f = copyInputFact(name, g_->value(v).type, *use);
+        if (f) {
+          f->v.k *= k;
           (*facts_)[size_t(v)] = *f;
-        else if (auto fc = copyInputFact(g_->value(v).name, g_->value(v).type, bound))
-          (*facts_)[size_t(v)] = *fc;
+        }
+      }
   }
   // Classes in turn until nothing changes: a stage's recv learns its layout
   // once the sending stage has run (each round settles at least one more).
@@ -2520,7 +2607,13 @@ FoldOutcome Folder::run() {
       for (ir::ValueId v : n.inputs) {
         const Fact& f = (*facts_)[size_t(v)];
         stuck += std::string(" ") + (f.lay == Lay::Rep ? "rep" : f.lay == Lay::Sum ? "sum" : "split") +
-                 (f.lay == Lay::Split ? "(" + std::to_string(f.dim) + ")" : "");
+                 (f.lay == Lay::Split ? "(" + std::to_string(f.dim) +
+                                            (f.blocks > 1 ? ", " + std::to_string(f.blocks) + " blocks" : "") +
+                                            (f.inner > 1 ? ", runs of " + std::to_string(f.inner) +
+                                                               (f.innerDim >= 0 ? " split on " + std::to_string(f.innerDim) : "")
+                                                         : "") +
+                                            ")"
+                                      : "");
         if (f.lay == Lay::Sum && sumMisuse.empty()) {
           const std::string& name = g_->value(v).name;
           sumMisuse = "D's '" + name + "' holds partial sums over group " + res.group + " (the sum of dist[r]." +

@@ -1095,3 +1095,53 @@ TEST(FoldViews, RandomLayoutChainsFoldExactlyWhenTheyReindexAlike) {
 
 }  // namespace
 }  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
+// Relations that scale what a rank holds (a row-parallel bias divided by the
+// group size, added on every rank before the all_reduce; the second weight
+// pre-multiplied by N with an averaging all_reduce), and a slice that takes
+// every element (the identity): verified folded at N = 2, 4 and 16; with the
+// bias divided by a factor other than N, refuted.
+TEST(FoldInputs, ScaledRelationsAndWholeSlices) {
+  for (int64_t n : {2, 4, 16}) {
+    SCOPED_TRACE("tp " + std::to_string(n));
+    const std::string inv = std::to_string(1.0 / double(n));
+    // bias b2 / N on every rank, summed N times by the all_reduce
+    Case pre = mlp(n, "%ob: f32[8, 16] = add(%o, %b2)\n    %y: f32[8, 16] = all_reduce(%ob) {group = \"tp\"}\n");
+    pre.rel = replaceAll(pre.rel, "dist[*].b2 = seq.b2", "dist[*].b2 = scale(seq.b2, " + inv + ")");
+    auto rep = check(pre);
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep)) << why(rep);
+    // the same with the bias halved at every N: refuted where N != 2
+    Case half = pre;
+    half.rel = replaceAll(pre.rel, "scale(seq.b2, " + inv + ")", "scale(seq.b2, 0.5)");
+    auto bad = check(half);
+    if (n == 2) EXPECT_EQ(bad.verdict, Verdict::Verified) << why(bad);
+    else EXPECT_EQ(bad.verdict, Verdict::Refuted) << why(bad);
+    // w2 pre-multiplied by N, the partial sums averaged; w1 read through a whole slice
+    Case avg = mlp(n, "%r: f32[8, 16] = all_reduce(%o) {group = \"tp\", reduce = \"avg\"}\n"
+                      "    %y: f32[8, 16] = add(%r, %b2)\n");
+    avg.rel = replaceAll(avg.rel, "dist[r].w2 = slice(seq.w2, dim=0, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)",
+                         "dist[r].w2 = scale(slice(seq.w2, dim=0, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4), " +
+                             std::to_string(n) + ")");
+    avg.dist = replaceAll(avg.dist, "%h: f32[8, 4] = matmul(%x, %w1)",
+                          "%w1a: f32[16, 4] = slice(%w1) {starts = [0, 0], ends = [16, 4]}\n    %h: f32[8, 4] = matmul(%x, %w1a)");
+    auto av = check(avg);
+    EXPECT_EQ(av.verdict, Verdict::Verified) << why(av);
+    EXPECT_TRUE(folded(av)) << why(av);
+    // a slice that drops a column is not the identity
+    Case cut = avg;
+    cut.dist = replaceAll(avg.dist, "ends = [16, 4]}", "ends = [16, 3]}");
+    cut.dist = replaceAll(cut.dist, "%w1a: f32[16, 4] = slice", "%w1c: f32[16, 3] = slice");
+    cut.dist = replaceAll(cut.dist, "%h: f32[8, 4] = matmul(%x, %w1a)",
+                          "%w1z: f32[16, 1] = slice(%w1) {starts = [0, 0], ends = [16, 1]}\n"
+                          "    %w1a: f32[16, 4] = concat(%w1z, %w1c) {axis = 1}\n    %h: f32[8, 4] = matmul(%x, %w1a)");
+    auto cv = check(cut);
+    EXPECT_NE(cv.verdict, Verdict::Verified) << why(cv);
+  }
+}
+
+}  // namespace
+}  // namespace sp::rewrite
