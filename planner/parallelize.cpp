@@ -62,8 +62,8 @@ std::variant<Plan, std::string> planCell(const ProgramSpec& c) {
   if (c.sequenceParallel && c.seq % tp)
     bad.push_back("seq " + S(c.seq) + " not divisible by tp " + S(tp) +
                   " (sequence parallel: all_gather and reduce_scatter need equal shards)");
-  if (m.hidden % m.heads) bad.push_back("hidden " + S(m.hidden) + " not divisible by " + S(m.heads) + " heads");
-  if (m.llama && (m.kvHeads < 1 || m.heads % m.kvHeads))
+  if (!m.mla() && m.hidden % m.heads) bad.push_back("hidden " + S(m.hidden) + " not divisible by " + S(m.heads) + " heads");
+  if (m.llama && !m.mla() && (m.kvHeads < 1 || m.heads % m.kvHeads))
     bad.push_back(S(m.heads) + " query heads not a multiple of " + S(m.kvHeads) + " KV heads");
   if (m.ffn < tp) bad.push_back("ffn " + S(m.ffn) + " below tp " + S(tp));
   if (c.ep < 1 || c.dp % c.ep) bad.push_back("ep " + S(c.ep) + " does not divide dp " + S(c.dp) + " (expert parallel groups are made of data-parallel replicas)");
@@ -77,7 +77,15 @@ std::variant<Plan, std::string> planCell(const ProgramSpec& c) {
     if (c.denseLayers < 0) bad.push_back("negative dense layers");
   }
   p.ffn = blocks(m.ffn, c.tp);
-  if (!m.llama) {
+  if (m.mla()) {
+    // whole heads per rank (Megatron's MLA), the blocks in value columns
+    if (!m.llama) bad.push_back("multi-head latent attention in a GPT (GELU) model");
+    if (m.qLoraRank < 0 || m.qkNope < 1 || m.qkRope < 2 || m.qkRope % 2 || m.vHeadDim < 1)
+      bad.push_back("MLA dims: q_lora_rank " + S(m.qLoraRank) + ", qk_nope " + S(m.qkNope) + ", qk_rope " +
+                    S(m.qkRope) + " (even), v_head_dim " + S(m.vHeadDim));
+    if (c.attention && m.heads % tp) bad.push_back(S(m.heads) + " heads not divisible by tp " + S(tp) + " (MLA)");
+    p.heads = p.kv = blocks(m.heads, c.tp, m.vHeadDim);
+  } else if (!m.llama) {
     if (c.attention && m.heads < tp) bad.push_back(S(m.heads) + " heads below tp " + S(tp));
     p.heads = p.kv = blocks(m.heads, c.tp, hd);
   } else if (tp <= m.kvHeads) {
@@ -141,6 +149,11 @@ struct Generated {
 Generated generate(const ProgramSpec& c, const Plan& pl) {
   const ProgramSpec& m = c;
   const int64_t H = m.hidden, F = m.ffn, nh = m.heads, nkv = m.kvHeads, hd = H / nh;
+  // Per head: query/key dim dk, value dim dv, RoPE dim rd (MLA: nope + rope,
+  // v_head_dim, rope; else hd each); Ha the attention's output width.
+  const bool mla = m.mla();
+  const int64_t dk = mla ? m.qkNope + m.qkRope : hd, dv = mla ? m.vHeadDim : hd, rd = mla ? m.qkRope : hd;
+  const int64_t Ha = nh * dv;
   const int64_t B = -1, T = pl.seq, tp = c.tp;  // B: the batch marker (see L)
   const int dp = c.dp;
   // Expert parallel: the dp replicas split into dp / ep groups of ep
@@ -163,7 +176,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
   int64_t Hl = 0, Fl = 0, nhl = 0, nkvl = 0;
   const bool kvRepl = pl.kvRepl;
   const int64_t grp = m.llama ? nh / nkv : 1;  // query heads per KV head
-  const std::string scale = "dense<f32[], [" + std::to_string(1.0 / std::sqrt(double(hd))) + "]>";
+  const std::string scale = "dense<f32[], [" + std::to_string(1.0 / std::sqrt(double(dk))) + "]>";
   // A dims list; B marks the batch dim: its size, or dropped in the flat layout.
   auto L = [&](std::initializer_list<int64_t> ds) {
     std::string o = "[";
@@ -306,8 +319,8 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
   // Data-parallel replicas run the same body.
   const int rep = 0;
   for (auto [first, last] : classes) {
-    Hl = pl.heads.size[size_t(first)], Fl = pl.ffn.size[size_t(first)], nhl = Hl / hd;
-    nkvl = kvRepl ? 1 : pl.kv.size[size_t(first)] / hd;
+    Hl = pl.heads.size[size_t(first)], Fl = pl.ffn.size[size_t(first)], nhl = Hl / dv;
+    nkvl = kvRepl ? 1 : pl.kv.size[size_t(first)] / dv;
     std::ostringstream sq, ds;
     rl.str("");
     std::ostringstream sqIn;  // S's inputs: written by the first stage only
@@ -340,8 +353,8 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
          << ", tag = 0, dtype = f32, shape = " << shape << "}\n";
     }
     if (c.attention && m.llama && c.rope == RopeForm::Halves) {
-      std::string ty = c.flat ? "f32[" + S(T) + ", 1, " + S(hd / 2) + "]"
-                              : "f32[" + S(T) + ", 1, 1, " + S(hd / 2) + "]";
+      std::string ty = c.flat ? "f32[" + S(T) + ", 1, " + S(rd / 2) + "]"
+                              : "f32[" + S(T) + ", 1, 1, " + S(rd / 2) + "]";
       if (firstStage) sqIn << sI << "input %cos: " << ty << "\n" << sI << "input %sin: " << ty << "\n";
       ds << dI << "input %cos: " << ty << "\n" << dI << "input %sin: " << ty << "\n";
       rl << every("cos") << " = seq.cos\n" << every("sin") << " = seq.sin\n";
@@ -349,7 +362,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     }
     if (c.attention && m.llama && c.rope == RopeForm::Megatron) {
       // Megatron's rotary_pos_emb: the angles of every position, emb = cat(freqs, freqs)
-      std::string ty = c.flat ? "f32[" + S(T) + ", 1, " + S(hd) + "]" : "f32[" + S(T) + ", 1, 1, " + S(hd) + "]";
+      std::string ty = c.flat ? "f32[" + S(T) + ", 1, " + S(rd) + "]" : "f32[" + S(T) + ", 1, 1, " + S(rd) + "]";
       if (firstStage) sqIn << sI << "input %freqs: " << ty << "\n";
       ds << dI << "input %freqs: " << ty << "\n";
       rl << every("freqs") << " = seq.freqs\n";
@@ -577,6 +590,112 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
       }
     };
 
+    // RoPE (rotate-half) on `a` [T, B, heads (S: sh, D: dh), rd]; the result n + "_rot".
+    auto rope = [&](const std::string& n, const std::string& a, int64_t sh, int64_t dh) {
+      const int64_t h2 = rd / 2;
+      if (c.rope == RopeForm::Megatron) {
+        // megatron/core/models/common/embeddings/rope_utils.py,
+        // _apply_rotary_pos_emb_bshd (unfused): per call
+        //   cos_ = cos(freqs); sin_ = sin(freqs)
+        //   t = t * cos_ + _rotate_half(t) * sin_,  _rotate_half(t) = cat(-t2, t1)
+        std::string fty = c.flat ? "f32[" + S(T) + ", 1, " + S(rd) + "]" : "f32[" + S(T) + ", 1, 1, " + S(rd) + "]";
+        both(n + "_cos", fty, fty, "cos(%freqs)");
+        both(n + "_sin", fty, fty, "sin(%freqs)");
+        auto full = [&](bool s) { return t4(T, B, s ? sh : dh, rd); };
+        auto half = [&](bool s) { return t4(T, B, s ? sh : dh, h2); };
+        both(n + "_c", full(true), full(false), "mul(%" + a + ", %" + n + "_cos)");
+        both(n + "_t1", half(true), half(false),
+             "slice(%" + a + ") {starts = [0], ends = [" + S(h2) + "], axes = [" + ax(3) + "]}");
+        both(n + "_t2", half(true), half(false),
+             "slice(%" + a + ") {starts = [" + S(h2) + "], ends = [" + S(rd) + "], axes = [" + ax(3) + "]}");
+        both(n + "_nt2", half(true), half(false), "neg(%" + n + "_t2)");
+        both(n + "_rh", full(true), full(false), "concat(%" + n + "_nt2, %" + n + "_t1) {axis = " + ax(3) + "}");
+        both(n + "_s", full(true), full(false), "mul(%" + n + "_rh, %" + n + "_sin)");
+        both(n + "_rot", full(true), full(false), "add(%" + n + "_c, %" + n + "_s)");
+        return;
+      }
+      // vLLM's _apply_rotary_emb_torch (neox style): cos/sin of the half
+      // angles, computed once and shared by every layer
+      //   o1 = x1 * cos - x2 * sin;  o2 = x2 * cos + x1 * sin;  cat(o1, o2)
+      auto ty = [&](bool s) { return t4(T, B, s ? sh : dh, h2); };
+      auto line = [&](const std::string& o, const std::string& rhs) { both(o, ty(true), ty(false), rhs); };
+      line(n + "_lo", "slice(%" + a + ") {starts = [0], ends = [" + S(h2) + "], axes = [" + ax(3) + "]}");
+      line(n + "_hi", "slice(%" + a + ") {starts = [" + S(h2) + "], ends = [" + S(rd) + "], axes = [" + ax(3) + "]}");
+      line(n + "_a", "mul(%" + n + "_lo, %cos)");
+      line(n + "_b", "mul(%" + n + "_hi, %sin)");
+      line(n + "_rlo", "sub(%" + n + "_a, %" + n + "_b)");
+      line(n + "_d", "mul(%" + n + "_hi, %cos)");
+      line(n + "_e", "mul(%" + n + "_lo, %sin)");
+      line(n + "_rhi", "add(%" + n + "_d, %" + n + "_e)");
+      both(n + "_rot", t4(T, B, sh, rd), t4(T, B, dh, rd), "concat(%" + n + "_rlo, %" + n + "_rhi) {axis = " + ax(3) + "}");
+    };
+    // Both sides: `in` split along its last dim into o1 (w1 wide) and o2 (w2
+    // wide); [T, B, heads, *] with S's heads sh and D's dh, or [T, B, *] when
+    // sh is 0.
+    auto split2 = [&](const std::string& o1, const std::string& o2, const std::string& in, int64_t sh, int64_t dh,
+                      int64_t w1, int64_t w2) {
+      auto ty = [&](int64_t heads, int64_t w) { return heads ? t4(T, B, heads, w) : t3(T, w); };
+      std::string attr = " = split(%" + in + ") {axis = " + ax(sh ? 3 : 2) + ", sizes = [" + S(w1) + ", " + S(w2) + "]}\n";
+      sq << sI << "%" << o1 << ": " << ty(sh, w1) << ", %" << o2 << ": " << ty(sh, w2) << attr;
+      ds << dI << "%" << o1 << ": " << ty(dh, w1) << ", %" << o2 << ": " << ty(dh, w2) << attr;
+    };
+    // Multi-head latent attention's queries, keys and values [T, B, heads,
+    // dk | dk | dv] (Megatron-core's MLASelfAttention, Hugging Face's
+    // DeepseekV3Attention). The latent down projections and their RMSNorms
+    // are replicated, reading the normed tokens (gathered under sequence
+    // parallel); the up projections are column-parallel by whole heads, each
+    // head's columns [q_nope | q_pe] and [k_nope | v] (the head the outer
+    // factor: a rank's heads are one contiguous block of columns); k_pe is
+    // one head, roped on every rank and expanded to the rank's heads.
+    auto mlaQkv = [&](const std::string& p, const std::string& sin_, const std::string& din) {
+      const int64_t Rq = m.qLoraRank, Rkv = m.kvLoraRank, dn = m.qkNope;
+      auto latentNorm = [&](const std::string& g, const std::string& o, const std::string& in, int64_t w) {
+        sq << sI << "param %" << g << ": f32[" << w << "]\n";
+        ds << dI << "param %" << g << ": f32[" << w << "]\n";
+        repl(g);
+        both(o, t3(T, w), t3(T, w), "rms_norm(%" + in + ", %" + g + ") {epsilon = 1e-5}");
+      };
+      // q = W_qb(rms_norm(W_qa x)), or W_q x without a query latent
+      std::string qs = sin_, qd = din, wq = p + "wq";  // the q projection's input on each side
+      if (Rq > 0) {
+        param2(p + "wqa", H, Rq, H, Rq);
+        repl(p + "wqa");
+        both(p + "qa", t3(T, Rq), t3(T, Rq), "matmul(%" + sin_ + ", %" + p + "wqa)", "matmul(%" + din + ", %" + p + "wqa)");
+        latentNorm(p + "qag", p + "qan", p + "qa", Rq);
+        qs = qd = p + "qan", wq = p + "wqb";
+      }
+      const int64_t qin = Rq > 0 ? Rq : H;
+      param2(wq, qin, nh * dk, qin, nhl * dk);
+      shard(wq, 1, blocks(nh, c.tp, dk));
+      both(p + "q", t3(T, nh * dk), t3(T, nhl * dk), "matmul(%" + qs + ", %" + wq + ")", "matmul(%" + qd + ", %" + wq + ")");
+      both(p + "q4", t4(T, B, nh, dk), t4(T, B, nhl, dk), "reshape(%" + p + "q) {shape = " + sh4(T, B, nh, dk) + "}",
+           "reshape(%" + p + "q) {shape = " + sh4(T, B, nhl, dk) + "}");
+      split2(p + "qnope", p + "qpe", p + "q4", nh, nhl, dn, rd);
+      // [c | k_pe] = W_kva x; each head's [k_nope | v] = W_kvb rms_norm(c)
+      param2(p + "wkva", H, Rkv + rd, H, Rkv + rd);
+      repl(p + "wkva");
+      both(p + "kva", t3(T, Rkv + rd), t3(T, Rkv + rd), "matmul(%" + sin_ + ", %" + p + "wkva)",
+           "matmul(%" + din + ", %" + p + "wkva)");
+      split2(p + "ckv", p + "kpe", p + "kva", 0, 0, Rkv, rd);
+      latentNorm(p + "kvg", p + "ckvn", p + "ckv", Rkv);
+      param2(p + "wkvb", Rkv, nh * (dn + dv), Rkv, nhl * (dn + dv));
+      shard(p + "wkvb", 1, blocks(nh, c.tp, dn + dv));
+      both(p + "kv", t3(T, nh * (dn + dv)), t3(T, nhl * (dn + dv)), "matmul(%" + p + "ckvn, %" + p + "wkvb)");
+      both(p + "kv4", t4(T, B, nh, dn + dv), t4(T, B, nhl, dn + dv),
+           "reshape(%" + p + "kv) {shape = " + sh4(T, B, nh, dn + dv) + "}",
+           "reshape(%" + p + "kv) {shape = " + sh4(T, B, nhl, dn + dv) + "}");
+      split2(p + "knope", p + "v", p + "kv4", nh, nhl, dn, dv);
+      // RoPE on q_pe and on k_pe's one head, which every head then uses
+      rope(p + "q", p + "qpe", nh, nhl);
+      both(p + "kpe4", t4(T, B, 1, rd), t4(T, B, 1, rd), "unsqueeze(%" + p + "kpe) {axes = [" + ax(2) + "]}");
+      rope(p + "k", p + "kpe4", 1, 1);
+      both(p + "kpee", t4(T, B, nh, rd), t4(T, B, nhl, rd), "expand(%" + p + "k_rot) {shape = " + sh4(T, B, nh, rd) + "}",
+           "expand(%" + p + "k_rot) {shape = " + sh4(T, B, nhl, rd) + "}");
+      both(p + "qf", t4(T, B, nh, dk), t4(T, B, nhl, dk), "concat(%" + p + "qnope, %" + p + "q_rot) {axis = " + ax(3) + "}");
+      both(p + "kf", t4(T, B, nh, dk), t4(T, B, nhl, dk), "concat(%" + p + "knope, %" + p + "kpee) {axis = " + ax(3) + "}");
+      return std::tuple{p + "qf", p + "kf", p + "v"};
+    };
+
     for (int l = firstLayer[size_t(stage)]; l < firstLayer[size_t(stage) + 1]; ++l) {
       std::string p = "l";  // (not "l" + S(l): GCC 12 -Wrestrict false positive)
       p += S(l) + "_";
@@ -586,155 +705,120 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
         norm(p + "n1", p + "n1", x, Tl);
         std::string din = gatherIn(p + "n1");
         std::string sin_ = p + "n1";
-        std::string q, k, v;  // names (same on both sides)
-        if (!m.llama) {
-          // fused QKV, column parallel: rank shard is [q_r | k_r | v_r]
-          param2(p + "wqkv", H, 3 * H, H, 3 * Hl);
-          perBlockRun(p + "wqkv", pl.heads, [&](int a) {
-            std::string e = "concat(dim=1";
-            for (int j = 0; j < 3; ++j) e += ", " + blockSlice(p + "wqkv", 1, pl.heads, a, j * H);
-            return e + ")";
-          });
-          sharded(p + "wqkv", 1, pl.heads, {0, H, 2 * H});
-          const std::string mm = c.biases ? "qkvm" : "qkv";
-          sq << sI << "%" << p << mm << ": " << t3(T, 3 * H) << " = matmul(%" << sin_ << ", %" << p << "wqkv)\n";
-          ds << dI << "%" << p << mm << ": " << t3(T, 3 * Hl) << " = matmul(%" << din << ", %" << p << "wqkv)\n";
-          if (c.biases) {  // the fused bias, sharded like the weight's columns: [bq_r | bk_r | bv_r]
-            sq << sI << "param %" << p << "bqkv: f32[" << 3 * H << "]\n";
-            ds << dI << "param %" << p << "bqkv: f32[" << 3 * Hl << "]\n";
-            perBlockRun(p + "bqkv", pl.heads, [&](int a) {
-              std::string e = "concat(dim=0";
-              for (int j = 0; j < 3; ++j) e += ", " + blockSlice(p + "bqkv", 0, pl.heads, a, j * H);
+        std::string q4, k4, v4;  // [T, B, heads, head dim], the same names on both sides
+        if (mla) {
+          std::tie(q4, k4, v4) = mlaQkv(p, sin_, din);
+        } else {
+          std::string q, k, v;  // names (same on both sides)
+          if (!m.llama) {
+            // fused QKV, column parallel: rank shard is [q_r | k_r | v_r]
+            param2(p + "wqkv", H, 3 * H, H, 3 * Hl);
+            perBlockRun(p + "wqkv", pl.heads, [&](int a) {
+              std::string e = "concat(dim=1";
+              for (int j = 0; j < 3; ++j) e += ", " + blockSlice(p + "wqkv", 1, pl.heads, a, j * H);
               return e + ")";
             });
-            sharded(p + "bqkv", 0, pl.heads, {0, H, 2 * H});
-            both(p + "qkv", t3(T, 3 * H), t3(T, 3 * Hl), "add(%" + p + "qkvm, %" + p + "bqkv)");
-          }
-          sq << sI << "%" << p << "q: " << t3(T, H) << ", %" << p << "k: " << t3(T, H) << ", %" << p
-             << "v: " << t3(T, H) << " = split(%" << p << "qkv) {axis = " << ax(2) << ", sizes = [" << H << ", " << H
-             << ", " << H << "]}\n";
-          ds << dI << "%" << p << "q: " << t3(T, Hl) << ", %" << p << "k: " << t3(T, Hl) << ", %" << p
-             << "v: " << t3(T, Hl) << " = split(%" << p << "qkv) {axis = " << ax(2) << ", sizes = [" << Hl << ", "
-             << Hl << ", " << Hl << "]}\n";
-        } else {
-          param2(p + "wq", H, H, H, Hl);
-          param2(p + "wk", H, nkv * hd, H, nkvl * hd);
-          param2(p + "wv", H, nkv * hd, H, nkvl * hd);
-          shard(p + "wq", 1, pl.heads);
-          for (const char* w : {"wk", "wv"}) {
-            if (kvRepl) {
-              int64_t per = tp / nkv;  // ranks per KV head
-              rl << "for r in " << stageRanks() << ": dist[r]." << p << w << " = slice(seq." << p << w
-                 << ", dim=1, start=(idx(r,tp)/" << per << ")*" << hd << ", end=(idx(r,tp)/" << per
-                 << ")*" << hd << "+" << hd << ")\n";
-            } else {
-              shard(p + w, 1, pl.kv);
+            sharded(p + "wqkv", 1, pl.heads, {0, H, 2 * H});
+            const std::string mm = c.biases ? "qkvm" : "qkv";
+            sq << sI << "%" << p << mm << ": " << t3(T, 3 * H) << " = matmul(%" << sin_ << ", %" << p << "wqkv)\n";
+            ds << dI << "%" << p << mm << ": " << t3(T, 3 * Hl) << " = matmul(%" << din << ", %" << p << "wqkv)\n";
+            if (c.biases) {  // the fused bias, sharded like the weight's columns: [bq_r | bk_r | bv_r]
+              sq << sI << "param %" << p << "bqkv: f32[" << 3 * H << "]\n";
+              ds << dI << "param %" << p << "bqkv: f32[" << 3 * Hl << "]\n";
+              perBlockRun(p + "bqkv", pl.heads, [&](int a) {
+                std::string e = "concat(dim=0";
+                for (int j = 0; j < 3; ++j) e += ", " + blockSlice(p + "bqkv", 0, pl.heads, a, j * H);
+                return e + ")";
+              });
+              sharded(p + "bqkv", 0, pl.heads, {0, H, 2 * H});
+              both(p + "qkv", t3(T, 3 * H), t3(T, 3 * Hl), "add(%" + p + "qkvm, %" + p + "bqkv)");
             }
-          }
-          // qwen2's q/k/v biases: column-parallel, sharded like their weights' columns
-          const std::string mm = c.biases ? "m" : "";
-          both(p + "q" + mm, t3(T, H), t3(T, Hl), "matmul(%" + sin_ + ", %" + p + "wq)",
-               "matmul(%" + din + ", %" + p + "wq)");
-          both(p + "k" + mm, t3(T, nkv * hd), t3(T, nkvl * hd), "matmul(%" + sin_ + ", %" + p + "wk)",
-               "matmul(%" + din + ", %" + p + "wk)");
-          both(p + "v" + mm, t3(T, nkv * hd), t3(T, nkvl * hd), "matmul(%" + sin_ + ", %" + p + "wv)",
-               "matmul(%" + din + ", %" + p + "wv)");
-          if (c.biases) {
-            for (auto [w, n, dn] : {std::tuple{"q", H, Hl}, std::tuple{"k", nkv * hd, nkvl * hd},
-                                    std::tuple{"v", nkv * hd, nkvl * hd}}) {
-              std::string b = p + "b" + w;
-              sq << sI << "param %" << b << ": f32[" << n << "]\n";
-              ds << dI << "param %" << b << ": f32[" << dn << "]\n";
-              if (std::string(w) == "q") {
-                shard(b, 0, pl.heads);
-              } else if (kvRepl) {
-                int64_t per = tp / nkv;
-                rl << "for r in " << stageRanks() << ": dist[r]." << b << " = slice(seq." << b << ", dim=0, start=(idx(r,tp)/"
-                   << per << ")*" << hd << ", end=(idx(r,tp)/" << per << ")*" << hd << "+" << hd << ")\n";
-                out.varies[b] = {"tp"};
+            sq << sI << "%" << p << "q: " << t3(T, H) << ", %" << p << "k: " << t3(T, H) << ", %" << p
+               << "v: " << t3(T, H) << " = split(%" << p << "qkv) {axis = " << ax(2) << ", sizes = [" << H << ", " << H
+               << ", " << H << "]}\n";
+            ds << dI << "%" << p << "q: " << t3(T, Hl) << ", %" << p << "k: " << t3(T, Hl) << ", %" << p
+               << "v: " << t3(T, Hl) << " = split(%" << p << "qkv) {axis = " << ax(2) << ", sizes = [" << Hl << ", "
+               << Hl << ", " << Hl << "]}\n";
+          } else {
+            param2(p + "wq", H, H, H, Hl);
+            param2(p + "wk", H, nkv * hd, H, nkvl * hd);
+            param2(p + "wv", H, nkv * hd, H, nkvl * hd);
+            shard(p + "wq", 1, pl.heads);
+            for (const char* w : {"wk", "wv"}) {
+              if (kvRepl) {
+                int64_t per = tp / nkv;  // ranks per KV head
+                rl << "for r in " << stageRanks() << ": dist[r]." << p << w << " = slice(seq." << p << w
+                   << ", dim=1, start=(idx(r,tp)/" << per << ")*" << hd << ", end=(idx(r,tp)/" << per
+                   << ")*" << hd << "+" << hd << ")\n";
               } else {
-                shard(b, 0, pl.kv);
+                shard(p + w, 1, pl.kv);
               }
-              both(p + w, t3(T, n), t3(T, dn), "add(%" + p + w + "m, %" + b + ")");
+            }
+            // qwen2's q/k/v biases: column-parallel, sharded like their weights' columns
+            const std::string mm = c.biases ? "m" : "";
+            both(p + "q" + mm, t3(T, H), t3(T, Hl), "matmul(%" + sin_ + ", %" + p + "wq)",
+                 "matmul(%" + din + ", %" + p + "wq)");
+            both(p + "k" + mm, t3(T, nkv * hd), t3(T, nkvl * hd), "matmul(%" + sin_ + ", %" + p + "wk)",
+                 "matmul(%" + din + ", %" + p + "wk)");
+            both(p + "v" + mm, t3(T, nkv * hd), t3(T, nkvl * hd), "matmul(%" + sin_ + ", %" + p + "wv)",
+                 "matmul(%" + din + ", %" + p + "wv)");
+            if (c.biases) {
+              for (auto [w, n, dn] : {std::tuple{"q", H, Hl}, std::tuple{"k", nkv * hd, nkvl * hd},
+                                      std::tuple{"v", nkv * hd, nkvl * hd}}) {
+                std::string b = p + "b" + w;
+                sq << sI << "param %" << b << ": f32[" << n << "]\n";
+                ds << dI << "param %" << b << ": f32[" << dn << "]\n";
+                if (std::string(w) == "q") {
+                  shard(b, 0, pl.heads);
+                } else if (kvRepl) {
+                  int64_t per = tp / nkv;
+                  rl << "for r in " << stageRanks() << ": dist[r]." << b << " = slice(seq." << b << ", dim=0, start=(idx(r,tp)/"
+                     << per << ")*" << hd << ", end=(idx(r,tp)/" << per << ")*" << hd << "+" << hd << ")\n";
+                  out.varies[b] = {"tp"};
+                } else {
+                  shard(b, 0, pl.kv);
+                }
+                both(p + w, t3(T, n), t3(T, dn), "add(%" + p + w + "m, %" + b + ")");
+              }
             }
           }
-        }
-        q = p + "q", k = p + "k", v = p + "v";
-        both(q + "4", t4(T, B, nh, hd), t4(T, B, nhl, hd),
-             "reshape(%" + q + ") {shape = " + sh4(T, B, nh, hd) + "}",
-             "reshape(%" + q + ") {shape = " + sh4(T, B, nhl, hd) + "}");
-        int64_t skv = m.llama ? nkv : nh, dkv = m.llama ? nkvl : nhl;
-        for (const std::string& n : {k, v}) {
-          both(n + "4", t4(T, B, skv, hd), t4(T, B, dkv, hd),
-               "reshape(%" + n + ") {shape = " + sh4(T, B, skv, hd) + "}",
-               "reshape(%" + n + ") {shape = " + sh4(T, B, dkv, hd) + "}");
-        }
-        std::string q4 = q + "4", k4 = k + "4", v4 = v + "4";
-        if (m.llama) {
-          // RoPE (rotate-half) on q and k
-          int64_t h2 = hd / 2;
-          for (auto [n, sh, dh] : {std::tuple{q, nh, nhl}, std::tuple{k, nkv, nkvl}}) {
-            if (c.rope == RopeForm::Megatron) {
-              // megatron/core/models/common/embeddings/rope_utils.py,
-              // _apply_rotary_pos_emb_bshd (unfused): per call
-              //   cos_ = cos(freqs); sin_ = sin(freqs)
-              //   t = t * cos_ + _rotate_half(t) * sin_,  _rotate_half(t) = cat(-t2, t1)
-              std::string a = n + "4";
-              std::string fty = c.flat ? "f32[" + S(T) + ", 1, " + S(hd) + "]" : "f32[" + S(T) + ", 1, 1, " + S(hd) + "]";
-              both(n + "_cos", fty, fty, "cos(%freqs)");
-              both(n + "_sin", fty, fty, "sin(%freqs)");
-              auto full = [&](bool s) { return t4(T, B, s ? sh : dh, hd); };
-              auto half = [&](bool s) { return t4(T, B, s ? sh : dh, h2); };
-              both(n + "_c", full(true), full(false), "mul(%" + a + ", %" + n + "_cos)");
-              both(n + "_t1", half(true), half(false),
-                   "slice(%" + a + ") {starts = [0], ends = [" + S(h2) + "], axes = [" + ax(3) + "]}");
-              both(n + "_t2", half(true), half(false),
-                   "slice(%" + a + ") {starts = [" + S(h2) + "], ends = [" + S(hd) + "], axes = [" + ax(3) + "]}");
-              both(n + "_nt2", half(true), half(false), "neg(%" + n + "_t2)");
-              both(n + "_rh", full(true), full(false), "concat(%" + n + "_nt2, %" + n + "_t1) {axis = " + ax(3) + "}");
-              both(n + "_s", full(true), full(false), "mul(%" + n + "_rh, %" + n + "_sin)");
-              both(n + "_rot", full(true), full(false), "add(%" + n + "_c, %" + n + "_s)");
-              continue;
-            }
-            // vLLM's _apply_rotary_emb_torch (neox style): cos/sin of the half
-            // angles, computed once and shared by every layer
-            //   o1 = x1 * cos - x2 * sin;  o2 = x2 * cos + x1 * sin;  cat(o1, o2)
-            std::string a = n + "4";
-            auto ty = [&](bool s) { return t4(T, B, s ? sh : dh, h2); };
-            auto line = [&](const std::string& o, const std::string& rhs) { both(o, ty(true), ty(false), rhs); };
-            line(n + "_lo", "slice(%" + a + ") {starts = [0], ends = [" + S(h2) + "], axes = [" + ax(3) + "]}");
-            line(n + "_hi", "slice(%" + a + ") {starts = [" + S(h2) + "], ends = [" + S(hd) + "], axes = [" + ax(3) + "]}");
-            line(n + "_a", "mul(%" + n + "_lo, %cos)");
-            line(n + "_b", "mul(%" + n + "_hi, %sin)");
-            line(n + "_rlo", "sub(%" + n + "_a, %" + n + "_b)");
-            line(n + "_d", "mul(%" + n + "_hi, %cos)");
-            line(n + "_e", "mul(%" + n + "_lo, %sin)");
-            line(n + "_rhi", "add(%" + n + "_d, %" + n + "_e)");
-            both(n + "_rot", t4(T, B, sh, hd), t4(T, B, dh, hd),
-                 "concat(%" + n + "_rlo, %" + n + "_rhi) {axis = " + ax(3) + "}");
-          }
-          q4 = q + "_rot";
-          // GQA: each KV head repeated for its query heads
-          int64_t dg = kvRepl ? nhl : grp;  // query heads per held KV head, on a rank
+          q = p + "q", k = p + "k", v = p + "v";
+          both(q + "4", t4(T, B, nh, hd), t4(T, B, nhl, hd),
+               "reshape(%" + q + ") {shape = " + sh4(T, B, nh, hd) + "}",
+               "reshape(%" + q + ") {shape = " + sh4(T, B, nhl, hd) + "}");
+          int64_t skv = m.llama ? nkv : nh, dkv = m.llama ? nkvl : nhl;
           for (const std::string& n : {k, v}) {
-            std::string src = n == k ? k + "_rot" : v4;
-            std::string s5 = "f32" + L({T, B, nkv, 1, hd});
-            std::string d5 = "f32" + L({T, B, nkvl, 1, hd});
-            both(n + "5", s5, d5, "unsqueeze(%" + src + ") {axes = [" + ax(3) + "]}");
-            std::string se = L({T, B, nkv, grp, hd});
-            std::string de = L({T, B, nkvl, dg, hd});
-            both(n + "e", "f32" + se, "f32" + de, "expand(%" + n + "5) {shape = " + se + "}",
-                 "expand(%" + n + "5) {shape = " + de + "}");
-            both(n + "g", t4(T, B, nh, hd), t4(T, B, nhl, hd),
-                 "reshape(%" + n + "e) {shape = " + sh4(T, B, nh, hd) + "}",
-                 "reshape(%" + n + "e) {shape = " + sh4(T, B, nhl, hd) + "}");
+            both(n + "4", t4(T, B, skv, hd), t4(T, B, dkv, hd),
+                 "reshape(%" + n + ") {shape = " + sh4(T, B, skv, hd) + "}",
+                 "reshape(%" + n + ") {shape = " + sh4(T, B, dkv, hd) + "}");
           }
-          k4 = k + "g", v4 = v + "g";
+          q4 = q + "4", k4 = k + "4", v4 = v + "4";
+          if (m.llama) {
+            // RoPE (rotate-half) on q and k
+            for (auto [n, sh, dh] : {std::tuple{q, nh, nhl}, std::tuple{k, nkv, nkvl}}) rope(n, n + "4", sh, dh);
+            q4 = q + "_rot";
+            // GQA: each KV head repeated for its query heads
+            int64_t dg = kvRepl ? nhl : grp;  // query heads per held KV head, on a rank
+            for (const std::string& n : {k, v}) {
+              std::string src = n == k ? k + "_rot" : v4;
+              std::string s5 = "f32" + L({T, B, nkv, 1, hd});
+              std::string d5 = "f32" + L({T, B, nkvl, 1, hd});
+              both(n + "5", s5, d5, "unsqueeze(%" + src + ") {axes = [" + ax(3) + "]}");
+              std::string se = L({T, B, nkv, grp, hd});
+              std::string de = L({T, B, nkvl, dg, hd});
+              both(n + "e", "f32" + se, "f32" + de, "expand(%" + n + "5) {shape = " + se + "}",
+                   "expand(%" + n + "5) {shape = " + de + "}");
+              both(n + "g", t4(T, B, nh, hd), t4(T, B, nhl, hd),
+                   "reshape(%" + n + "e) {shape = " + sh4(T, B, nh, hd) + "}",
+                   "reshape(%" + n + "e) {shape = " + sh4(T, B, nhl, hd) + "}");
+            }
+            k4 = k + "g", v4 = v + "g";
+          }
         }
-        // [T, B, n, hd] -> [B, n, T, hd] (Megatron's [s, b, h] layout)
-        both(p + "qh", t4(B, nh, T, hd), t4(B, nhl, T, hd), "transpose(%" + q4 + ") {perm = " + perm("[1, 2, 0, 3]", "[1, 0, 2]") + "}");
-        both(p + "kt", t4(B, nh, hd, T), t4(B, nhl, hd, T), "transpose(%" + k4 + ") {perm = " + perm("[1, 2, 3, 0]", "[1, 2, 0]") + "}");
-        both(p + "vh", t4(B, nh, T, hd), t4(B, nhl, T, hd), "transpose(%" + v4 + ") {perm = " + perm("[1, 2, 0, 3]", "[1, 0, 2]") + "}");
+        // [T, B, n, d] -> [B, n, T, d] (Megatron's [s, b, h] layout)
+        both(p + "qh", t4(B, nh, T, dk), t4(B, nhl, T, dk), "transpose(%" + q4 + ") {perm = " + perm("[1, 2, 0, 3]", "[1, 0, 2]") + "}");
+        both(p + "kt", t4(B, nh, dk, T), t4(B, nhl, dk, T), "transpose(%" + k4 + ") {perm = " + perm("[1, 2, 3, 0]", "[1, 2, 0]") + "}");
+        both(p + "vh", t4(B, nh, T, dv), t4(B, nhl, T, dv), "transpose(%" + v4 + ") {perm = " + perm("[1, 2, 0, 3]", "[1, 0, 2]") + "}");
         both(p + "sc", t4(B, nh, T, T), t4(B, nhl, T, T), "matmul(%" + p + "qh, %" + p + "kt)");
         both(p + "scale", "f32[]", "f32[]", "constant() {value = " + scale + "}");
         both(p + "ss", t4(B, nh, T, T), t4(B, nhl, T, T), "mul(%" + p + "sc, %" + p + "scale)");
@@ -744,12 +828,12 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
           logits = p + "sm";
         }
         both(p + "pr", t4(B, nh, T, T), t4(B, nhl, T, T), "softmax(%" + logits + ")");
-        both(p + "a", t4(B, nh, T, hd), t4(B, nhl, T, hd), "matmul(%" + p + "pr, %" + p + "vh)");
-        both(p + "at", t4(T, B, nh, hd), t4(T, B, nhl, hd), "transpose(%" + p + "a) {perm = " + perm("[2, 0, 1, 3]", "[1, 0, 2]") + "}");
-        both(p + "a3", t3(T, H), t3(T, Hl),
-             "reshape(%" + p + "at) {shape = " + L({T, B, H}) + "}",
+        both(p + "a", t4(B, nh, T, dv), t4(B, nhl, T, dv), "matmul(%" + p + "pr, %" + p + "vh)");
+        both(p + "at", t4(T, B, nh, dv), t4(T, B, nhl, dv), "transpose(%" + p + "a) {perm = " + perm("[2, 0, 1, 3]", "[1, 0, 2]") + "}");
+        both(p + "a3", t3(T, Ha), t3(T, Hl),
+             "reshape(%" + p + "at) {shape = " + L({T, B, Ha}) + "}",
              "reshape(%" + p + "at) {shape = " + L({T, B, Hl}) + "}");
-        param2(p + "wo", H, H, Hl, H);
+        param2(p + "wo", Ha, H, Hl, H);
         shard(p + "wo", 0, pl.heads);
         const bool ob = c.biases && !m.llama;
         sq << sI << "%" << p << (ob ? "om" : "o") << ": " << t3(T, H) << " = matmul(%" << p << "a3, %" << p << "wo)\n";
@@ -981,15 +1065,14 @@ Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout,
                                    int64_t layers) {
   std::vector<std::string> missing;
   if (layout.cp > 1) missing.push_back("context parallel (cp " + S(layout.cp) + ")");
-  if (cfg.mla()) missing.push_back("multi-head latent attention");
   if (!cfg.gated && cfg.kvHeads != cfg.heads) missing.push_back("GQA with a GELU MLP");
-  if (cfg.headDim * cfg.heads != cfg.hidden)
+  if (!cfg.mla() && cfg.headDim * cfg.heads != cfg.hidden)
     missing.push_back("head dim " + S(cfg.headDim) + " x " + S(cfg.heads) + " heads != hidden " + S(cfg.hidden));
   if (!missing.empty()) {
     std::string m;
     for (size_t i = 0; i < missing.size(); ++i) m += (i ? ", " : "") + missing[i];
     return makeError("parallelize-unsupported", "parallelize: not generated yet: " + m +
-                                                    " (tensor, sequence, data, expert and pipeline parallel of GQA/MHA layers, dense or MoE)");
+                                                    " (tensor, sequence, data, expert and pipeline parallel of GQA/MHA/MLA layers, dense or MoE)");
   }
   ProgramSpec s;
   s.name = cfg.name;
@@ -1015,6 +1098,10 @@ Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout,
     s.denseLayers = int(cfg.denseLayers);
     s.normTopK = cfg.normTopK, s.sigmoidRouter = cfg.sigmoidRouter, s.sharedGate = cfg.sharedGate;
     s.selectionBias = cfg.selectionBias, s.routedScale = cfg.routedScale;
+  }
+  if (cfg.mla()) {
+    s.qLoraRank = cfg.qLoraRank, s.kvLoraRank = cfg.kvLoraRank;
+    s.qkNope = cfg.qkNopeDim, s.qkRope = cfg.qkRopeDim, s.vHeadDim = cfg.vHeadDim;
   }
   return s;
 }

@@ -16,6 +16,15 @@
 // activations go from each rank to the same tp rank of the next stage by
 // send/recv).
 //
+// Multi-head latent attention (DeepSeek-V3; Megatron-core's
+// MLASelfAttention): the latent down projections (W_qa, W_kva) and their
+// RMSNorms replicated on every tp rank, reading the normed tokens (gathered
+// under sequence parallel); the up projections (W_qb, W_kvb) column-parallel
+// by whole heads (a rank's heads' [q_nope | q_pe] and [k_nope | v]
+// columns); the key's RoPE part one head, computed on every rank and
+// expanded to its heads; the output projection row-parallel. Heads must
+// divide by tp.
+//
 // Causal attention adds an input mask [seq, seq] to the scores (specFromConfig
 // sets it; the proof holds for any mask). Stated simplifications: the
 // transformer layers only (no embedding, final norm, LM head or loss),
@@ -65,6 +74,15 @@ struct ProgramSpec {
   bool selectionBias = false;      // deepseek_v3: top-k of the scores plus a per-expert bias (gates: the scores)
   double routedScale = 1.0;
   int ep = 1;                      // expert parallel: experts / ep per rank, ep consecutive dp replicas (dp % ep == 0)
+  // Multi-head latent attention (kvLoraRank > 0, Llama form: deepseek_v3):
+  // q = W_qb(rms_norm(W_qa x)) (qLoraRank > 0) or W_q x, each head's
+  // [q_nope (qkNope) | q_pe (qkRope)]; W_kva x = [c (kvLoraRank) | k_pe
+  // (qkRope)], W_kvb(rms_norm(c)) each head's [k_nope (qkNope) | v
+  // (vHeadDim)]; RoPE on q_pe and k_pe, k_pe one head shared by all;
+  // scores scaled by 1 / sqrt(qkNope + qkRope). `hidden` need not be
+  // heads x a head dim.
+  int64_t qLoraRank = 0, kvLoraRank = 0, qkNope = 0, qkRope = 0, vHeadDim = 0;
+  bool mla() const { return kvLoraRank > 0; }
 };
 
 struct ParallelProgram {
@@ -77,13 +95,15 @@ std::string layoutPhrase(const ProgramSpec& spec);
 // Generates S, D and the relations. Errors ("parallelize-unsupported") when
 // the layout cannot be built: fewer heads or ffn columns than ranks, tp above
 // the KV heads without splitting each KV head's query heads evenly, seq not
-// divisible by tp under sequence parallel, hidden not heads x head dim.
+// divisible by tp under sequence parallel, hidden not heads x head dim, MLA
+// heads not divisible by tp.
 Result<ParallelProgram> parallelize(const ProgramSpec& spec);
 
 // The spec of a Hugging Face config under a layout: tp and sequence
 // parallel from `layout`; `layers` 0 takes the config's. Errors
-// ("parallelize-unsupported") name what is not generated yet: context and
-// expert parallel, mixture-of-experts and MLA layers.
+// ("parallelize-unsupported") name what is not generated yet: context
+// parallel, GQA with a GELU MLP, a head dim that is not hidden / heads
+// (outside MLA).
 Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout, int64_t seq, int64_t batch,
                                    int64_t layers);
 

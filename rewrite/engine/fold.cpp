@@ -801,6 +801,64 @@ std::optional<int64_t> mergedDim(const Shape& in, const Shape& out, int64_t a) {
 // dim leading the same group, N times larger in S. Which one is ambiguous
 // where the group leads with size-1 dims ([16, 128] -> [16, 1, 128]): every
 // candidate is a true layout, and the caller keeps the one S computes.
+// The groups of a reshape of concrete shapes: input dims [i0, i1) becoming
+// output dims [j0, j1), equal products (size-1 dims joined greedily).
+struct ReshapeGroup {
+  size_t i0, i1, j0, j1;
+};
+std::vector<ReshapeGroup> reshapeGroups(const std::vector<int64_t>& li, const std::vector<int64_t>& lo) {
+  std::vector<ReshapeGroup> gs;
+  size_t i = 0, j = 0;
+  while (i < li.size() || j < lo.size()) {
+    size_t i0 = i, j0 = j;
+    int64_t pi = i < li.size() ? li[i++] : 1, po = j < lo.size() ? lo[j++] : 1;
+    while (pi != po) {
+      if (pi < po) {
+        if (i >= li.size()) return {};
+        pi *= li[i++];
+      } else {
+        if (j >= lo.size()) return {};
+        po *= lo[j++];
+      }
+    }
+    gs.push_back({i0, i, j0, j});
+  }
+  return gs;
+}
+
+// A reshape moving a split of dim d of the local input `in` to blocks (the
+// layout of Fact::blocks), read on S's shapes (dim d n times larger in,
+// the candidate output dim o n times larger out, so size-1 dims do not
+// blur the groups). A merge of d with `outer` non-unit dims before it into
+// one output dim o: rank r's piece of each of the outer blocks, the blocked
+// split of o into `outer` blocks (S's [b, heads, s, hd] -> [b*heads, s, hd]
+// with the heads split). Its inverse: a dim blocked `blocks` times split
+// into dims whose leading ones multiply to `blocks`, the next (o) taking
+// the pieces, plain. Returns {o, blocks of o}.
+std::optional<std::pair<int64_t, int64_t>> blockedReshape(const Shape& in, const Shape& out, int64_t d, int64_t n,
+                                                          int64_t blocks) {
+  if (!ir::isConcrete(in) || !ir::isConcrete(out)) return std::nullopt;
+  auto gi = ir::concreteDims(in);
+  gi[size_t(d)] *= n;
+  for (size_t o = 0; o < out.size(); ++o) {
+    auto go = ir::concreteDims(out);
+    go[o] *= n;
+    for (const ReshapeGroup& g : reshapeGroups(gi, go)) {
+      if (size_t(d) < g.i0 || size_t(d) >= g.i1 || o < g.j0 || o >= g.j1) continue;
+      if (blocks == 1 && g.j1 - g.j0 == 1) {  // merge
+        int64_t outer = 1;
+        for (size_t a = g.i0; a < size_t(d); ++a) outer *= gi[a];
+        if (outer > 1) return std::pair{int64_t(o), outer};
+      } else if (blocks > 1 && g.i1 - g.i0 == 1) {  // split of the blocked dim
+        int64_t lead = 1;
+        for (size_t b = g.j0; b < o; ++b) lead *= go[b];
+        if (lead == blocks) return std::pair{int64_t(o), int64_t(1)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<int64_t> reshapeSplitDims(const Shape& in, const Shape& out, int64_t d) {
   if (!ir::isConcrete(in) || !ir::isConcrete(out)) return {};
   auto li = ir::concreteDims(in), lo = ir::concreteDims(out);
@@ -1009,7 +1067,15 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
       inner = f.inner;
     }
   if (blocks > 1 && n.op == OpKind::Expand) return {};
-  if (blocks > 1 && reshapeLike(n.op)) {
+  // A reshape moving the split into or out of blocks (blockedReshape): a
+  // candidate of its own, with its blocks.
+  std::optional<std::pair<int64_t, int64_t>> blockedCand;
+  if (reshapeLike(n.op) && in[0].lay == Lay::Split && in[0].inner == 1 && in[0].innerDim < 0 &&
+      use("reshape-of-split"))
+    blockedCand = blockedReshape(local(0).shape, out0.shape, in[0].dim, n_, in[0].blocks);
+  if (blocks > 1 && reshapeLike(n.op) && blockedCand) {
+    candidates.clear();  // out of blocks: the blocked dim does not carry over whole
+  } else if (blocks > 1 && reshapeLike(n.op)) {
     // only unit dims added or dropped: the blocked dim carries over whole
     auto squeezed = [](const Shape& sh) {
       Shape o;
@@ -1051,12 +1117,12 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     // A dim the expand may broadcast (size 1 in, even if 1 out) takes the
     // runs' pieces, `inner` times larger in S; or the runs keep copies.
     // Every candidate is a true layout; the one S computes is kept.
-    // The runs keeping their copies comes first: it is what stands when S
-    // computes none of them (an expand to its own shape is the identity).
+    // (Where S computes none of them, the runs keeping their copies stand:
+    // below, after the loop.)
     const Shape& si = local(0).shape;
     int64_t d = candidates[0];
-    candidates = {d};
-    innerDims = {-1};
+    candidates.clear();
+    innerDims.clear();
     for (int64_t o = 0; o < R; ++o) {
       int64_t at = o - (R - int64_t(si.size()));
       if (o != d && (at < 0 || si[size_t(at)] == Dim(1))) {
@@ -1064,6 +1130,17 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
         innerDims.push_back(o);
       }
     }
+    candidates.push_back(d);
+    innerDims.push_back(-1);
+  }
+  // The blocked reading comes last: where S computes none, the plain ones
+  // stand as before (a unit dim on S's side blurs a merge too: [16, 2, h]
+  // -> [32, 1, ...] is a reshape of S's shapes as well).
+  std::vector<int64_t> candBlocks(candidates.size(), blocks);
+  if (blockedCand && in[0].innerDim < 0) {
+    candidates.push_back(blockedCand->first);
+    candBlocks.push_back(blockedCand->second);
+    innerDims.push_back(-1);
   }
   std::vector<TensorType> gin;
   std::vector<Val> vin;
@@ -1072,18 +1149,18 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     vin.push_back(in[i].v);
   }
   int64_t inRank = int64_t(local(0).shape.size());
-  std::vector<Fact> first;
+  std::vector<Fact> first, copiesOuts;
   bool merged = reshapeLike(n.op) && in[0].innerDim >= 0;
   if (decideOnly_) {
     if (candidates.empty()) return {};
     picks_ = candidates.size();  // transfer2 tries each in turn
     size_t k = std::min(pick_, candidates.size() - 1);
-    Fact want{Lay::Split, candidates[k], {}, blocks, merged ? 1 : inner, innerDims[k]};
+    Fact want{Lay::Split, candidates[k], {}, candBlocks[k], merged ? 1 : inner, innerDims[k]};
     return std::vector<Fact>(n.outputs.size(), want);
   }
   for (size_t ci = 0; ci < candidates.size(); ++ci) {
     int64_t d = candidates[ci];
-    Fact want{Lay::Split, d, {}, blocks, merged ? 1 : inner, innerDims[ci]};
+    Fact want{Lay::Split, d, {}, candBlocks[ci], merged ? 1 : inner, innerDims[ci]};
     if (reshapeLike(n.op) || n.op == OpKind::Expand) {
       Shape g = globalOf(out0, want).shape;
       attrs = n.attrs;
@@ -1102,8 +1179,12 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     if (outs.size() != n.outputs.size()) continue;
     if (candidates.size() == 1 || sComputes(outs)) return outs;
     if (first.empty()) first = outs;
+    // An expand S computes in none of its readings: the runs keep their
+    // copies (an expand to its own shape before a batched matmul, which
+    // takes the runs as its operand's repeat).
+    if (n.op == OpKind::Expand && inner > 1 && innerDims[ci] < 0) copiesOuts = outs;
   }
-  return first;
+  return copiesOuts.empty() ? first : copiesOuts;
 }
 
 // Operands summed over the group (and replicated ones): an op linear in
@@ -2847,6 +2928,7 @@ FoldOutcome Folder::run() {
   }
   res.copies = copies_;
   if (!res.unmatched.empty()) {
+    res.wholly = stuck.empty();
     res.why = res.diagnosis;
     return res;
   }

@@ -116,7 +116,8 @@ std::vector<Candidate> insertions(const ir::Program& dist, const std::vector<std
 }  // namespace
 
 std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
-                                        const VerifyOptions& opts, const Failure& failure, double seconds) {
+                                        const VerifyOptions& opts, const Failure& failure, double seconds,
+                                        bool foldsWholly) {
   auto t0 = std::chrono::steady_clock::now();
   auto left = [&] { return seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   VerifyOptions sub = opts;
@@ -126,16 +127,33 @@ std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program&
   sub.repairSeconds = 0;
   std::vector<Candidate> all = insertions(dist, failure.closestDist, failure.missingSumGroups);
   for (auto& c : candidates(dist)) all.push_back(std::move(c));
-  for (const Candidate& c : all) {
+  std::vector<std::optional<ir::Program>> built(all.size());
+  for (size_t i = 0; i < all.size(); ++i)
+    if (auto p = ir::buildProgram(all[i].spec); p.ok()) built[i] = std::move(*p);  // else ill-formed under this edit
+  // First every candidate by rank folding alone (a correct edit of an SPMD
+  // program folds in milliseconds, a wrong one is dropped as fast), then,
+  // with the time left, the per-rank engine on each; not when folding gave
+  // every op of D a layout: an edit that verifies would fold as well.
+  if (opts.fold) {
+    sub.perRank = false;
+    for (size_t i = 0; i < all.size() && left() > 0; ++i) {
+      if (!built[i]) continue;
+      sub.timeLimitSeconds = left();
+      auto r = verify(seq, *built[i], rel, sub);
+      if (r.ok() && r->verdict == Verdict::Verified) return all[i].what;
+    }
+    if (foldsWholly) return std::nullopt;
+    sub.perRank = true;
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
     if (left() <= 0) break;
-    auto p = ir::buildProgram(c.spec);
-    if (!p.ok()) continue;  // ill-formed under this edit (a shape no longer divides)
+    if (!built[i]) continue;
     // Each candidate gets at most an eighth of the budget: a correct edit
     // verifies about as fast as the program would, a wrong one may spend
     // its e-graph budgets before giving up.
     sub.timeLimitSeconds = std::min(left(), seconds / 8);
-    auto r = verify(seq, *p, rel, sub);
-    if (r.ok() && r->verdict == Verdict::Verified) return c.what;
+    auto r = verify(seq, *built[i], rel, sub);
+    if (r.ok() && r->verdict == Verdict::Verified) return all[i].what;
   }
   return std::nullopt;
 }

@@ -35,7 +35,8 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
 std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, const Rel& expected,
                                   std::string* sumGroup);
 std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
-                                        const VerifyOptions& opts, const Failure& failure, double seconds);
+                                        const VerifyOptions& opts, const Failure& failure, double seconds,
+                                        bool foldsWholly);
 Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
                          const VerifyOptions& opts, const std::vector<std::string>& unproven,
                          const std::map<std::string, RelPtr>& expected,
@@ -460,6 +461,10 @@ namespace {
 // Group size from which a failure found while folding goes to the witness
 // before the per-rank engine (verifyCone).
 constexpr int64_t kFoldedRefutationRanks = 16;
+// Below it, the per-rank engine's time before the fold's localization and
+// the witness take over (it localizes small programs in well under this;
+// sequence-parallel partial sums can keep it searching for a minute).
+constexpr double kPerRankFirstSeconds = 3.0;
 
 // Rank folding's verdict (rewrite/engine/fold.h), when it decides: verified, or,
 // folded over a large group with an S value not held as required, refuted
@@ -471,7 +476,9 @@ constexpr int64_t kFoldedRefutationRanks = 16;
 // *needsRanks: folding from templates left inputs it reads only per rank.
 Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibrary& lib, const VerifyOptions& opts,
                                                  std::chrono::steady_clock::time_point deadline,
-                                                 const VerifyReport& base, bool* needsRanks = nullptr) {
+                                                 const VerifyReport& base, bool* needsRanks = nullptr,
+                                                 bool* wholly = nullptr, bool* mismatch = nullptr,
+                                                 bool witnessFirst = false) {
   std::map<std::string, bool> provenByName;
   for (const auto& s : lib.status) provenByName[s.name] = s.proven;
   in.proven = [&](const std::string& n) {
@@ -481,6 +488,8 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
   auto t0 = std::chrono::steady_clock::now();
   FoldOutcome fold = verifyFolded(in);
   if (needsRanks) *needsRanks = fold.needsRanks;
+  if (wholly) *wholly = *wholly || fold.wholly;
+  if (mismatch) *mismatch = *mismatch || fold.layoutMismatch;
   spdlog::debug("rank folding: {} in {:.3f} s", fold.verified ? "verified" : fold.why,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   std::string folded = fold.groupSize == 1 ? "layouts decided rank by rank (pipeline stages, no group collective)"
@@ -501,7 +510,8 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
     return std::optional<VerifyReport>(std::move(rep));
   }
   // Micro-batch copies grow the per-rank search as ranks do.
-  if (!fold.layoutMismatch || fold.groupSize * fold.copies < kFoldedRefutationRanks || opts.witnessWorkLimit <= 0)
+  if (!fold.layoutMismatch || (!witnessFirst && fold.groupSize * fold.copies < kFoldedRefutationRanks) ||
+      opts.witnessWorkLimit <= 0)
     return std::optional<VerifyReport>();
   const ir::Graph& seq = *in.seq;
   const ir::Value& val = seq.value(*seq.findValue(fold.failedAt.empty() ? fold.unmatched[0] : fold.failedAt));
@@ -509,6 +519,7 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
   std::string what = computed ? std::string(ir::opName(seq.node(val.producer).op)) + " '" + seq.node(val.producer).name + "'"
                               : "input '" + val.name + "'";
   VerifyReport rep = base;
+  rep.foldsWholly = true;  // folding walked D up to the failure it localized
   rep.failure = Failure{what,          val.name, computed ? seq.node(val.producer).loc : val.loc,
                         fold.diagnosis, fold.closest, std::nullopt, {}, fold.missingSumGroups};
   rep.outputs = fold.outputs;
@@ -607,12 +618,15 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   // An SPMD program over one group is checked once for a symbolic rank
   // (rewrite/engine/fold.h); what folding does not decide goes to the per-rank
   // engine below, which also refutes.
+  bool wholly = false;  // folding gave every D op a layout, and no match
+  bool foldMismatch = false;  // folding found an S value held otherwise than required (a likely bug)
   if (opts.fold) {
     bool needsRanks = true;
     if (templates) {
       FoldInput fin{&seq, &dist, &relations, nullptr, uniform ? nullptr : &model, wanted, expected, nullptr};
       fin.templates = &*templates;
-      SP_ASSIGN(std::optional<VerifyReport> decided, decideFolded(fin, *lib, opts, deadline, rep, &needsRanks));
+      SP_ASSIGN(std::optional<VerifyReport> decided,
+                decideFolded(fin, *lib, opts, deadline, rep, &needsRanks, &wholly, &foldMismatch));
       if (decided) {
         decided->stats.seconds = elapsed();
         return std::move(*decided);
@@ -627,11 +641,21 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     }
     if (needsRanks) {
       FoldInput fin{&seq, &dist, &relations, &checkedInputs, &model, wanted, expected, nullptr};
-      SP_ASSIGN(std::optional<VerifyReport> decided, decideFolded(fin, *lib, opts, deadline, rep));
+      SP_ASSIGN(std::optional<VerifyReport> decided,
+                decideFolded(fin, *lib, opts, deadline, rep, nullptr, &wholly, &foldMismatch));
       if (decided) {
         decided->stats.seconds = elapsed();
         return std::move(*decided);
       }
+    }
+    // (a likely bug found while folding: a repair of it would fold too)
+    rep.foldsWholly = wholly || foldMismatch;
+    if (!opts.perRank) {
+      rep.verdict = Verdict::Inconclusive;
+      rep.reason = "rank folding did not decide, and the per-rank engine is off";
+      for (const auto& w : wanted) rep.outputs.push_back({w, "", nullptr});
+      rep.stats.seconds = elapsed();
+      return rep;
     }
   }
   if (lowerLater) {
@@ -672,11 +696,23 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       for (ir::ValueId in : n.inputs) neededValue[size_t(in)] = true;
   }
   size_t total = seq.nodes().size();
+  const VerifyReport beforeWalk = rep;
   for (size_t ni = 0; ni < total && !rep.failure; ++ni) {
     const ir::Node& node = seq.node(ir::NodeId(ni));
     if (!neededNode[ni]) continue;
     if (opts.progress) opts.progress(ni, total, node.name);
     std::string what = std::string(ir::opName(node.op)) + " '" + node.name + "'";
+    if (foldMismatch && elapsed() > kPerRankFirstSeconds) {
+      // Folding already saw a likely bug: its localization and the witness.
+      foldMismatch = false;
+      FoldInput fin{&seq, &dist, &relations, &checkedInputs, &model, wanted, expected, nullptr};
+      SP_ASSIGN(std::optional<VerifyReport> decided,
+                decideFolded(fin, *lib, opts, deadline, beforeWalk, nullptr, nullptr, nullptr, true));
+      if (decided) {
+        decided->stats.seconds = elapsed();
+        return std::move(*decided);
+      }
+    }
     if (elapsed() > opts.timeLimitSeconds) {
       rep.reason = "time limit of " + secondsStr(opts.timeLimitSeconds) + " s reached at " + what;
       rep.failure = Failure{what, seq.value(node.outputs[0]).name, node.loc, rep.reason, {}, std::nullopt, {}, {}};
@@ -1205,7 +1241,8 @@ Result<VerifyReport> verifyUnguarded(const ir::Graph& seq, const ir::Program& di
   if (rep.verdict == Verdict::Refuted && opts.repairSeconds > 0) {
     double budget = std::min(opts.repairSeconds, opts.timeLimitSeconds - elapsed());
     if (budget > 0)
-      if (auto fix = searchRepair(seq, dist, relations, opts, *rep.failure, budget)) rep.failure->repair = *fix;
+      if (auto fix = searchRepair(seq, dist, relations, opts, *rep.failure, budget, rep.foldsWholly))
+        rep.failure->repair = *fix;
   }
   rep.stats.seconds = elapsed();
   rep.stats.peakRssMb = peakRss();

@@ -30,6 +30,9 @@ struct VerifyOptions {
   // Rank folding (rewrite/engine/fold.h): an SPMD program over one group is
   // checked once for a symbolic rank; false: always per rank (--no-fold).
   bool fold = true;
+  // false (with fold): only rank folding decides; what it does not decide is
+  // inconclusive (the repair search's first, cheap pass).
+  bool perRank = true;
   bool memoize = true;               // layer memoization (verify.cpp); false: every S op saturated
   uint64_t seed = 0;                 // witness inputs
   double tolerance = 1e-4;           // witness: relative divergence that counts
@@ -122,6 +125,9 @@ struct VerifyReport {
   std::string reason;               // inconclusive: what ran out or is missing
   std::vector<std::string> assumptions;  // e.g. "real arithmetic (no rounding)"
   VerifyStats stats;
+  // Rank folding gave every op of D a layout and still found no match: the
+  // program folds, so a repair of it would (verify.cpp's repair search).
+  bool foldsWholly = false;
 };
 
 Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist,
