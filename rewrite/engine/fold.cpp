@@ -862,29 +862,16 @@ std::optional<std::pair<int64_t, int64_t>> blockedReshape(const Shape& in, const
 std::vector<int64_t> reshapeSplitDims(const Shape& in, const Shape& out, int64_t d) {
   if (!ir::isConcrete(in) || !ir::isConcrete(out)) return {};
   auto li = ir::concreteDims(in), lo = ir::concreteDims(out);
-  size_t i = 0, j = 0;
-  while (i < li.size() || j < lo.size()) {
-    size_t i0 = i, j0 = j;
-    int64_t pi = i < li.size() ? li[i++] : 1, po = j < lo.size() ? lo[j++] : 1;
-    while (pi != po) {
-      if (pi < po) {
-        if (i >= li.size()) return {};
-        pi *= li[i++];
-      } else {
-        if (j >= lo.size()) return {};
-        po *= lo[j++];
-      }
+  for (const ReshapeGroup& g : reshapeGroups(li, lo)) {
+    if (size_t(d) < g.i0 || size_t(d) >= g.i1) continue;
+    for (size_t a = g.i0; a < size_t(d); ++a)
+      if (li[a] != 1) return {};
+    std::vector<int64_t> dims;
+    for (size_t b = g.j0; b < g.j1 && b < lo.size(); ++b) {
+      dims.push_back(int64_t(b));
+      if (lo[b] != 1) break;
     }
-    if (size_t(d) >= i0 && size_t(d) < i) {
-      for (size_t a = i0; a < size_t(d); ++a)
-        if (li[a] != 1) return {};
-      std::vector<int64_t> dims;
-      for (size_t b = j0; b < j && b < lo.size(); ++b) {
-        dims.push_back(int64_t(b));
-        if (lo[b] != 1) break;
-      }
-      return dims;
-    }
+    return dims;
   }
   return {};
 }
@@ -2928,7 +2915,6 @@ FoldOutcome Folder::run() {
   }
   res.copies = copies_;
   if (!res.unmatched.empty()) {
-    res.wholly = stuck.empty();
     res.why = res.diagnosis;
     return res;
   }

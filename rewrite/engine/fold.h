@@ -89,9 +89,6 @@ struct FoldOutcome {
   // Folding from templates could not decide (an input relation it does not
   // read as a layout): fold again with the per-rank relations.
   bool needsRanks = false;
-  // Not verified, and every D op got a layout: the failure is D's, not a
-  // gap of folding (a corrected program would fold as well).
-  bool wholly = false;
 };
 
 FoldOutcome verifyFolded(const FoldInput& in);

@@ -116,8 +116,7 @@ std::vector<Candidate> insertions(const ir::Program& dist, const std::vector<std
 }  // namespace
 
 std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
-                                        const VerifyOptions& opts, const Failure& failure, double seconds,
-                                        bool foldsWholly) {
+                                        const VerifyOptions& opts, const Failure& failure, double seconds) {
   auto t0 = std::chrono::steady_clock::now();
   auto left = [&] { return seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   VerifyOptions sub = opts;
@@ -132,8 +131,8 @@ std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program&
     if (auto p = ir::buildProgram(all[i].spec); p.ok()) built[i] = std::move(*p);  // else ill-formed under this edit
   // First every candidate by rank folding alone (a correct edit of an SPMD
   // program folds in milliseconds, a wrong one is dropped as fast), then,
-  // with the time left, the per-rank engine on each; not when folding gave
-  // every op of D a layout: an edit that verifies would fold as well.
+  // with the time left, the per-rank engine on each (an edit may verify
+  // only per rank: ranks of different sizes, reductions folding lacks).
   if (opts.fold) {
     sub.perRank = false;
     for (size_t i = 0; i < all.size() && left() > 0; ++i) {
@@ -142,7 +141,6 @@ std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program&
       auto r = verify(seq, *built[i], rel, sub);
       if (r.ok() && r->verdict == Verdict::Verified) return all[i].what;
     }
-    if (foldsWholly) return std::nullopt;
     sub.perRank = true;
   }
   for (size_t i = 0; i < all.size(); ++i) {

@@ -35,8 +35,7 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
 std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, const Rel& expected,
                                   std::string* sumGroup);
 std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
-                                        const VerifyOptions& opts, const Failure& failure, double seconds,
-                                        bool foldsWholly);
+                                        const VerifyOptions& opts, const Failure& failure, double seconds);
 Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
                          const VerifyOptions& opts, const std::vector<std::string>& unproven,
                          const std::map<std::string, RelPtr>& expected,
@@ -477,7 +476,7 @@ constexpr double kPerRankFirstSeconds = 3.0;
 Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibrary& lib, const VerifyOptions& opts,
                                                  std::chrono::steady_clock::time_point deadline,
                                                  const VerifyReport& base, bool* needsRanks = nullptr,
-                                                 bool* wholly = nullptr, bool* mismatch = nullptr,
+                                                 bool* mismatch = nullptr,
                                                  bool witnessFirst = false) {
   std::map<std::string, bool> provenByName;
   for (const auto& s : lib.status) provenByName[s.name] = s.proven;
@@ -488,7 +487,6 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
   auto t0 = std::chrono::steady_clock::now();
   FoldOutcome fold = verifyFolded(in);
   if (needsRanks) *needsRanks = fold.needsRanks;
-  if (wholly) *wholly = *wholly || fold.wholly;
   if (mismatch) *mismatch = *mismatch || fold.layoutMismatch;
   spdlog::debug("rank folding: {} in {:.3f} s", fold.verified ? "verified" : fold.why,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -519,7 +517,6 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
   std::string what = computed ? std::string(ir::opName(seq.node(val.producer).op)) + " '" + seq.node(val.producer).name + "'"
                               : "input '" + val.name + "'";
   VerifyReport rep = base;
-  rep.foldsWholly = true;  // folding walked D up to the failure it localized
   rep.failure = Failure{what,          val.name, computed ? seq.node(val.producer).loc : val.loc,
                         fold.diagnosis, fold.closest, std::nullopt, {}, fold.missingSumGroups};
   rep.outputs = fold.outputs;
@@ -618,7 +615,6 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   // An SPMD program over one group is checked once for a symbolic rank
   // (rewrite/engine/fold.h); what folding does not decide goes to the per-rank
   // engine below, which also refutes.
-  bool wholly = false;  // folding gave every D op a layout, and no match
   bool foldMismatch = false;  // folding found an S value held otherwise than required (a likely bug)
   if (opts.fold) {
     bool needsRanks = true;
@@ -626,7 +622,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       FoldInput fin{&seq, &dist, &relations, nullptr, uniform ? nullptr : &model, wanted, expected, nullptr};
       fin.templates = &*templates;
       SP_ASSIGN(std::optional<VerifyReport> decided,
-                decideFolded(fin, *lib, opts, deadline, rep, &needsRanks, &wholly, &foldMismatch));
+                decideFolded(fin, *lib, opts, deadline, rep, &needsRanks, &foldMismatch));
       if (decided) {
         decided->stats.seconds = elapsed();
         return std::move(*decided);
@@ -642,14 +638,12 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     if (needsRanks) {
       FoldInput fin{&seq, &dist, &relations, &checkedInputs, &model, wanted, expected, nullptr};
       SP_ASSIGN(std::optional<VerifyReport> decided,
-                decideFolded(fin, *lib, opts, deadline, rep, nullptr, &wholly, &foldMismatch));
+                decideFolded(fin, *lib, opts, deadline, rep, nullptr, &foldMismatch));
       if (decided) {
         decided->stats.seconds = elapsed();
         return std::move(*decided);
       }
     }
-    // (a likely bug found while folding: a repair of it would fold too)
-    rep.foldsWholly = wholly || foldMismatch;
     if (!opts.perRank) {
       rep.verdict = Verdict::Inconclusive;
       rep.reason = "rank folding did not decide, and the per-rank engine is off";
@@ -707,7 +701,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       foldMismatch = false;
       FoldInput fin{&seq, &dist, &relations, &checkedInputs, &model, wanted, expected, nullptr};
       SP_ASSIGN(std::optional<VerifyReport> decided,
-                decideFolded(fin, *lib, opts, deadline, beforeWalk, nullptr, nullptr, nullptr, true));
+                decideFolded(fin, *lib, opts, deadline, beforeWalk, nullptr, nullptr, true));
       if (decided) {
         decided->stats.seconds = elapsed();
         return std::move(*decided);
@@ -1241,8 +1235,7 @@ Result<VerifyReport> verifyUnguarded(const ir::Graph& seq, const ir::Program& di
   if (rep.verdict == Verdict::Refuted && opts.repairSeconds > 0) {
     double budget = std::min(opts.repairSeconds, opts.timeLimitSeconds - elapsed());
     if (budget > 0)
-      if (auto fix = searchRepair(seq, dist, relations, opts, *rep.failure, budget, rep.foldsWholly))
-        rep.failure->repair = *fix;
+      if (auto fix = searchRepair(seq, dist, relations, opts, *rep.failure, budget)) rep.failure->repair = *fix;
   }
   rep.stats.seconds = elapsed();
   rep.stats.peakRssMb = peakRss();

@@ -125,9 +125,6 @@ struct VerifyReport {
   std::string reason;               // inconclusive: what ran out or is missing
   std::vector<std::string> assumptions;  // e.g. "real arithmetic (no rounding)"
   VerifyStats stats;
-  // Rank folding gave every op of D a layout and still found no match: the
-  // program folds, so a repair of it would (verify.cpp's repair search).
-  bool foldsWholly = false;
 };
 
 Result<VerifyReport> verify(const ir::Graph& seq, const ir::Program& dist,
