@@ -459,6 +459,7 @@ class Folder {
   std::optional<int> viewNode(OpKind op, const ir::AttrMap& attrs, int x, const TensorType& t);
   std::optional<int> internView(View v, const TensorType& t);
   std::optional<View> viewOf(int node) const;  // its view, or the identity view of it
+  int unbroadcastBatch(int node);
   std::unordered_map<int, View> views_;
   // Nodes below sCount_ are S's (interned first, before any of D's): where
   // a rule sees several true layouts, it keeps the one S computes.
@@ -656,6 +657,17 @@ Val Folder::canon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& i
     if (op == OpKind::Identity) return in[0];
     return {node({in[0].node}), in[0].k};
   }
+  // A batched matmul operand broadcast on its batch dims is the operand
+  // without those broadcasts: matmul broadcasts batch dims alike (an
+  // explicit expand of a KV head meets the implicit one; view-algebra).
+  std::vector<Val> inB = in;
+  if (op == OpKind::MatMul && in.size() == 2 && use("view-algebra"))
+    for (Val& v : inB) v.node = unbroadcastBatch(v.node);
+  if (op == OpKind::MatMul && in.size() == 2 && !(inB[0].node == in[0].node && inB[1].node == in[1].node)) {
+    std::vector<TensorType> bt{ex_.type(inB[0].node), ex_.type(inB[1].node)};
+    auto got = inferGlobal(op, attrs, bt, 0);
+    if (got && *got == t) return canon(op, attrs, inB, out, t, inRank);
+  }
   if (scaleOk && op == OpKind::MatMul && in.size() == 2)
     if (auto k = exactTimes(in[0].k, in[1].k)) return {node({in[0].node, in[1].node}), *k};
   // Adds of one type: one n-ary sum of the terms, in a fixed order
@@ -711,6 +723,27 @@ std::optional<int> Folder::internView(View v, const TensorType& t) {
 std::optional<View> Folder::viewOf(int x) const {
   if (auto it = views_.find(x); it != views_.end()) return it->second;
   return identityView(x, ex_.type(x).shape);
+}
+
+// x without the broadcasts on its dims before the last two (a batched
+// matmul operand: matmul broadcasts those dims alike), where x is a view
+// with some there; else x.
+int Folder::unbroadcastBatch(int x) {
+  auto it = views_.find(x);
+  if (it == views_.end()) return x;
+  View v = it->second;
+  TensorType t = ex_.type(x);
+  bool any = false;
+  for (size_t j = 0; j + 2 < v.dims.size(); ++j) {
+    auto& d = v.dims[j];
+    if (d.empty() || !std::all_of(d.begin(), d.end(), [](int64_t a) { return a < 0; })) continue;
+    d.clear();
+    t.shape[j] = Dim(1);
+    any = true;
+  }
+  if (!any) return x;
+  auto n = internView(v, t);
+  return n ? *n : x;
 }
 
 std::optional<int> Folder::viewNode(OpKind op, const ir::AttrMap& attrs, int x, const TensorType& t) {

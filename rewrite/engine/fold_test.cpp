@@ -1217,3 +1217,61 @@ TEST(FoldViews, HeadsMergedWithTheBatchAreBlocks) {
 
 }  // namespace
 }  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
+// One KV head broadcast to the query heads: S expands it explicitly
+// (unsqueeze, expand, reshape), each rank leaves it to the batched matmul's
+// broadcasting over its heads; the two meet (view-algebra), folded at TP 3
+// and 6. A rank using v in place of k is refuted.
+TEST(FoldViews, ExplicitAndImplicitBroadcastOfAKvHeadMeet) {
+  for (int64_t n : {3, 6}) {
+    SCOPED_TRACE("tp " + std::to_string(n));
+    const int64_t h = 6 / n;
+    auto H = std::to_string(h), N = std::to_string(n);
+    Case c;
+    c.seq = R"(graph attn {
+  input %q: f32[2, 6, 4, 2]
+  input %k: f32[2, 1, 4, 2]
+  %k5: f32[2, 1, 1, 4, 2] = unsqueeze(%k) {axes = [2]}
+  %ke: f32[2, 1, 6, 4, 2] = expand(%k5) {shape = [2, 1, 6, 4, 2]}
+  %kg: f32[2, 6, 4, 2] = reshape(%ke) {shape = [2, 6, 4, 2]}
+  %kt: f32[2, 6, 2, 4] = transpose(%kg) {perm = [0, 1, 3, 2]}
+  %sc: f32[2, 6, 4, 4] = matmul(%q, %kt)
+  %y: f32[2, 6, 4, 4] = softmax(%sc)
+  output %y
+}
+)";
+    std::string d = replaceAll(replaceAll(R"(program attn {
+  world N
+  mesh [tp = N]
+  rank 0..LAST {
+    input %q: f32[2, H, 4, 2]
+    input %k: f32[2, 1, 4, 2]
+    %kt: f32[2, 1, 2, 4] = transpose(%KEY) {perm = [0, 1, 3, 2]}
+    %sc: f32[2, H, 4, 4] = matmul(%q, %kt)
+    %y: f32[2, H, 4, 4] = softmax(%sc)
+    output %y
+  }
+}
+)", "LAST", std::to_string(n - 1)), ", H,", ", " + H + ",");
+    d = replaceAll(replaceAll(d, "world N", "world " + N), "[tp = N]", "[tp = " + N + "]");
+    c.dist = replaceAll(d, "%KEY", "%k");
+    c.rel = "for r in tp: dist[r].q = slice(seq.q, dim=1, start=idx(r,tp)*" + H + ", end=(idx(r,tp)+1)*" + H + ")\n" +
+            "dist[*].k = seq.k\nexpect seq.y = concat(dim=1, for r in tp: dist[r].y)\n";
+    auto rep = check(c);
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep)) << why(rep);
+    Case bad = c;
+    bad.seq = replaceAll(c.seq, "input %k: f32[2, 1, 4, 2]\n", "input %k: f32[2, 1, 4, 2]\n  input %v: f32[2, 1, 4, 2]\n");
+    bad.dist = replaceAll(replaceAll(d, "%KEY", "%v"), "    input %k: f32[2, 1, 4, 2]\n",
+                          "    input %k: f32[2, 1, 4, 2]\n    input %v: f32[2, 1, 4, 2]\n");
+    bad.rel = c.rel + "dist[*].v = seq.v\n";
+    auto r2 = check(bad);
+    EXPECT_EQ(r2.verdict, Verdict::Refuted) << why(r2);
+  }
+}
+
+}  // namespace
+}  // namespace sp::rewrite
