@@ -202,6 +202,15 @@ class Exprs {
   std::vector<std::optional<double>> scalars_;
 };
 
+// A slice of step 1 whose result has its operand's type takes every element.
+bool wholeSlice(const ir::AttrMap& attrs, const TensorType& in, const TensorType& out) {
+  if (!(in == out)) return false;
+  if (attrs.count("steps"))
+    for (int64_t st : ir::attrInts(attrs, "steps"))
+      if (st != 1) return false;
+  return true;
+}
+
 bool reshapeLike(OpKind op) {
   return op == OpKind::Reshape || op == OpKind::Squeeze || op == OpKind::Unsqueeze;
 }
@@ -623,28 +632,9 @@ Val Folder::canon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& i
     }
   }
   if (scaleOk && op == OpKind::Neg) return {in[0].node, -in[0].k};
-  // A slice taking every element (step 1, [0, size) on each axis) is its
-  // operand (view-algebra: the identity view).
-  if (op == OpKind::Slice && in.size() == 1 && ex_.type(in[0].node) == t && use("view-algebra")) {
-    const auto& starts = ir::attrInts(attrs, "starts");
-    const auto& ends = ir::attrInts(attrs, "ends");
-    bool whole = starts.size() == ends.size();
-    if (attrs.count("steps"))
-      for (int64_t st : ir::attrInts(attrs, "steps")) whole = whole && st == 1;
-    std::vector<int64_t> axes = attrs.count("axes") ? ir::attrInts(attrs, "axes") : std::vector<int64_t>{};
-    if (axes.empty())
-      for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
-    whole = whole && axes.size() == starts.size();
-    for (size_t k = 0; whole && k < starts.size(); ++k) {
-      int64_t a = axes[k] < 0 ? axes[k] + int64_t(t.shape.size()) : axes[k];
-      whole = a >= 0 && a < int64_t(t.shape.size()) && t.shape[size_t(a)].isConcrete();
-      if (!whole) break;
-      int64_t n = t.shape[size_t(a)].value();
-      auto clampAt = [&](int64_t v) { return std::clamp(v < 0 ? v + n : v, int64_t(0), n); };
-      whole = clampAt(starts[k]) == 0 && clampAt(ends[k]) == n;
-    }
-    if (whole) return in[0];
-  }
+  // A slice taking every element is its operand (view-algebra: the identity view).
+  if (op == OpKind::Slice && in.size() == 1 && wholeSlice(attrs, ex_.type(in[0].node), t) && use("view-algebra"))
+    return in[0];
   bool layoutLinear = ir::opInfo(op).category == OpCategory::Layout && in.size() == 1;
   bool viewOp = op == OpKind::Reshape || op == OpKind::Squeeze || op == OpKind::Unsqueeze ||
                 op == OpKind::Transpose || op == OpKind::Expand;
@@ -1397,15 +1387,11 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
   if (cat == OpCategory::Collective && oneMemberEach(n) &&
       g_->value(n.inputs[0]).type == g_->value(n.outputs[0]).type)
     return in;
-  // A slice taking every element of its operand (its type unchanged, step
-  // 1) is the operand, whatever its layout (view-algebra).
+  // A slice taking every element of its operand is the operand, whatever
+  // its layout (view-algebra).
   if (n.op == OpKind::Slice && n.inputs.size() == 1 && n.outputs.size() == 1 &&
-      g_->value(n.inputs[0]).type == g_->value(n.outputs[0]).type && use("view-algebra")) {
-    bool unit = true;
-    if (n.attrs.count("steps"))
-      for (int64_t st : ir::attrInts(n.attrs, "steps")) unit = unit && st == 1;
-    if (unit) return in;
-  }
+      wholeSlice(n.attrs, g_->value(n.inputs[0]).type, g_->value(n.outputs[0]).type) && use("view-algebra"))
+    return in;
   if (n.op == OpKind::Slice && bySlice_.count(cls_) && bySlice_.at(cls_).count(ir::NodeId(&n - g_->nodes().data()))) {
     auto f = sliceByRank(n, in[0]);
     if (!f) return {};

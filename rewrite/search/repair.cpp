@@ -132,26 +132,19 @@ std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program&
   // First every candidate by rank folding alone (a correct edit of an SPMD
   // program folds in milliseconds, a wrong one is dropped as fast), then,
   // with the time left, the per-rank engine on each (an edit may verify
-  // only per rank: ranks of different sizes, reductions folding lacks).
-  if (opts.fold) {
-    sub.perRank = false;
+  // only per rank: ranks of different sizes, reductions folding lacks),
+  // each at most an eighth of the budget: a correct edit verifies about as
+  // fast as the program would, a wrong one may spend its e-graph budgets
+  // before giving up.
+  for (bool perRank : {false, true}) {
+    if (!perRank && !opts.fold) continue;
+    sub.perRank = perRank;
     for (size_t i = 0; i < all.size() && left() > 0; ++i) {
       if (!built[i]) continue;
-      sub.timeLimitSeconds = left();
+      sub.timeLimitSeconds = perRank ? std::min(left(), seconds / 8) : left();
       auto r = verify(seq, *built[i], rel, sub);
       if (r.ok() && r->verdict == Verdict::Verified) return all[i].what;
     }
-    sub.perRank = true;
-  }
-  for (size_t i = 0; i < all.size(); ++i) {
-    if (left() <= 0) break;
-    if (!built[i]) continue;
-    // Each candidate gets at most an eighth of the budget: a correct edit
-    // verifies about as fast as the program would, a wrong one may spend
-    // its e-graph budgets before giving up.
-    sub.timeLimitSeconds = std::min(left(), seconds / 8);
-    auto r = verify(seq, *built[i], rel, sub);
-    if (r.ok() && r->verdict == Verdict::Verified) return all[i].what;
   }
   return std::nullopt;
 }
