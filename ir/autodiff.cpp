@@ -186,6 +186,39 @@ class Differ {
   Result<std::string> materialize(ValueId v) {
     Acc& a = acc_[size_t(v)];
     if (a.empty()) return std::string();
+    SP_TRY(joinPieces(v));
+    std::vector<std::string> parts = a.exact;
+    for (auto& [axes, list] : a.partial) {
+      SP_ASSIGN(std::string s, sum(list));
+      SP_ASSIGN(s, allReduce(s, axes));
+      parts.push_back(s);
+    }
+    SP_ASSIGN(std::string s, sum(parts));
+    a = Acc{};
+    a.exact = {s};
+    return s;
+  }
+  // When every contribution to v's gradient is partial over the same axes,
+  // their sum, not yet reduced, and the axes (*mask); else materialize(v)
+  // and *mask 0. A consumer whose adjoint shrinks the gradient (an
+  // expand's sum) reduces after it: the same total, a smaller all_reduce,
+  // and a value S computes (the reduced expanded gradient is a sum of
+  // head blocks, which no layout of S's gradient describes).
+  Result<std::string> materializePartial(ValueId v, Axes* mask) {
+    *mask = 0;
+    Acc& a = acc_[size_t(v)];
+    if (a.empty()) return std::string();
+    SP_TRY(joinPieces(v));
+    if (!a.exact.empty() || a.partial.size() != 1) return materialize(v);
+    Axes m = a.partial.begin()->first;
+    SP_ASSIGN(std::string s, sum(a.partial.begin()->second));
+    a = Acc{};
+    *mask = m;
+    return s;
+  }
+  // Concatenates the slice pieces of v's gradient into exact or partial parts.
+  Status joinPieces(ValueId v) {
+    Acc& a = acc_[size_t(v)];
     auto pieces = std::move(a.pieces);
     a.pieces.clear();
     for (auto& [key, list] : pieces) {
@@ -224,16 +257,7 @@ class Differ {
         (mask ? a.partial[mask] : a.exact).push_back(t);
       }
     }
-    std::vector<std::string> parts = a.exact;
-    for (auto& [axes, list] : a.partial) {
-      SP_ASSIGN(std::string s, sum(list));
-      SP_ASSIGN(s, allReduce(s, axes));
-      parts.push_back(s);
-    }
-    SP_ASSIGN(std::string s, sum(parts));
-    a = Acc{};
-    a.exact = {s};
-    return s;
+    return okStatus();
   }
 
   void contribute(ValueId in, const std::string& c, Axes from) {
@@ -355,6 +379,14 @@ Status Differ::vjp(const Node& n) {
   for (size_t i = 0; i < n.inputs.size(); ++i) anyIn = anyIn || need(i);
   if (!anyIn) return okStatus();
   if (n.op == OpKind::AllGather) return vjpAllGather(n);
+  if (n.op == OpKind::Expand) {  // summed back to the input's shape before any all_reduce
+    Axes mask = 0;
+    SP_ASSIGN(std::string ge, materializePartial(n.outputs[0], &mask));
+    if (ge.empty()) return okStatus();
+    SP_ASSIGN(auto r, sumTo(ge, inT(0)));
+    contribute(n.inputs[0], r, from | mask);
+    return okStatus();
+  }
 
   std::vector<std::string> go;
   bool anyOut = false;
@@ -699,11 +731,6 @@ Status Differ::vjp(const Node& n) {
         parts.push_back(z);
       }
       SP_ASSIGN(auto r, emit(OpKind::Concat, parts, {{"axis", attrInt(n.attrs, "axis")}}, "split"));
-      give(0, r);
-      return okStatus();
-    }
-    case OpKind::Expand: {
-      SP_ASSIGN(auto r, sumTo(g, inT(0)));
       give(0, r);
       return okStatus();
     }

@@ -809,7 +809,8 @@ TEST(ParallelizeMla, LatentAttentionVerifiesFolded) {
   for (Case c : {Case{1, 1, false}, Case{2, 1, false}, Case{2, 1, true}, Case{4, 1, true}, Case{4, 2, false},
                  Case{2, 2, true, 2}, Case{2, 1, true, 1, false, false}, Case{2, 2, true, 1, false, true, true},
                  Case{1, 2, false, 1, true}, Case{1, 2, false, 2, true}, Case{1, 2, false, 1, true, false},
-                 Case{1, 2, false, 1, true, true, true}}) {
+                 Case{1, 2, false, 1, true, true, true}, Case{2, 1, false, 1, true}, Case{2, 1, true, 1, true},
+                 Case{4, 2, true, 1, true}, Case{2, 1, true, 2, true, false}, Case{2, 2, false, 1, true, true, true}}) {
     SCOPED_TRACE("tp " + std::to_string(c.tp) + " dp " + std::to_string(c.dp) + (c.sp ? " sp" : "") + " pp " +
                  std::to_string(c.pp) + (c.backward ? " backward" : "") + (c.qLora ? "" : " no q latent") +
                  (c.moe ? " moe" : ""));
@@ -875,27 +876,33 @@ TEST(ParallelizeMla, WrongLatentAttentionIsRefuted) {
   expectRefuted(*t, dropReductionAt(d, ar));
 }
 
-// The training step with tp > 1 is not decided yet (the programs are
-// correct: the witness finds no divergence). The gradient of the expanded
-// k_pe, [T, B, heads of the rank, rope], is partial over tp (each rank's
-// heads' share) and autodiff all-reduces it before the expand's adjoint sums
-// it over the heads; the fold has no layout for an all_reduce of a
-// head-split value ("the first D op with no layout over the group is
-// all_reduce ... on split(2)"), and rank by rank the reduce_sum over the
-// heads of that all_reduce is "a sum over group tp where concat along dim 2
-// was needed". Verified once the verifier takes an all_reduce of a split
-// value summed over the split dim.
-TEST(ParallelizeMla, TrainingStepsWithTpAreNotDecidedYet) {
+// The training step with tp > 1: the gradient of the expanded k_pe, [T, B,
+// the rank's heads, rope], is partial over tp (each rank's heads' share);
+// autodiff sums it over the heads (the expand's adjoint) before the
+// all_reduce, so the reduced value is k_pe's gradient itself. That
+// all_reduce dropped is refuted.
+TEST(ParallelizeMla, TrainingStepWithoutTheRopeKeysReductionIsRefuted) {
   for (bool sp : {false, true}) {
     SCOPED_TRACE(sp ? "sp" : "no sp");
     ProgramSpec s = mlaSpec(2, 1, sp);
     s.backward = true;
     auto p = parallelize(s);
     ASSERT_TRUE(p.ok()) << p.error().str();
-    auto rep = verifyTexts(*p);
-    EXPECT_EQ(rep.verdict, rewrite::Verdict::Inconclusive) << why(rep);
-    EXPECT_NE(rep.reason.find("the witness (seeds 0..3) shows no divergence"), std::string::npos) << why(rep);
-    EXPECT_NE(rep.reason.find("'bw_sum_8'"), std::string::npos) << why(rep);
+    const std::string& d = p->dist;
+    // the reduction that follows the expand's adjoint (a reduce_sum of the
+    // expanded k_pe's gradient over the heads, then all_reduce)
+    size_t ex = d.find("= expand(%l0_k_rot)");
+    ASSERT_NE(ex, std::string::npos) << d;
+    // in every rank's body
+    std::vector<size_t> ars;
+    for (size_t at = d.find("= all_reduce("); at != std::string::npos; at = d.find("= all_reduce(", at + 1)) {
+      size_t ls = d.rfind('\n', at) + 1;
+      if (d.substr(ls, d.find('\n', at) - ls).find(": f32[8, 2, 1, 4]") != std::string::npos) ars.push_back(at);
+    }
+    ASSERT_FALSE(ars.empty()) << "no all_reduce of k_pe's gradient [8, 2, 1, 4] in\n" << d;
+    std::string bad = d;
+    for (size_t i = ars.size(); i-- > 0;) bad = dropReductionAt(bad, ars[i]);
+    expectRefuted(*p, bad);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <deque>
 #include <cstdio>
 #include <optional>
 #include <set>
@@ -198,8 +199,10 @@ class Exprs {
 
  private:
   std::unordered_map<std::string, int> ids_;
-  std::vector<TensorType> types_;
-  std::vector<std::optional<double>> scalars_;
+  // deques: a reference from type() or scalar() stays valid while interning
+  // grows them (a rule holding one across intern or materialize).
+  std::deque<TensorType> types_;
+  std::deque<std::optional<double>> scalars_;
 };
 
 // A slice of step 1 whose result has its operand's type takes every element.
@@ -240,6 +243,7 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       {"reduce-over-other-split", {"reduce-sum-keep-over-other-concat", "reduce-mean-keep-over-other-concat",
                                    "reduce-max-keep-over-other-concat"}},
       {"reduce-sum-over-split", {"reduce-sum-over-concat-drop", "reduce-sum-all-over-concat-first"}},
+      {"all-reduce-of-unit-split", {"reduce-sum-own-over-concat", "reduce-sum-of-unit"}},
       {"reduce-mean-over-split", {"reduce-mean-over-concat-halves", "reduce-mean-all-over-concat-halves"}},
       {"softmax-over-split", {"softmax-over-concat", "log-softmax-over-concat"}},
       {"softmax-over-other-split", {"softmax-over-other-concat", "log-softmax-over-other-concat"}},
@@ -1322,6 +1326,16 @@ std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>&
   switch (n.op) {
     case OpKind::AllReduce:
       if (auto v = reduced()) return {Fact{Lay::Rep, 0, *v}};
+      // A split of one slot per member summed: the sum over the split dim,
+      // kept (the gradient of a value expanded to every head, one head per
+      // rank).
+      if (x.lay == Lay::Split && inT.shape[size_t(x.dim)] == ir::Dim(1) && ir::attrStr(n.attrs, "reduce") == "sum" &&
+          !decideOnly_ && use("all-reduce-of-unit-split")) {
+        ir::AttrMap a{{"axes", std::vector<int64_t>{x.dim}}, {"keepdims", int64_t(1)}};
+        TensorType whole = ex_.type(x.v.node);  // a copy: canon may grow the types
+        whole.shape[size_t(x.dim)] = ir::Dim(1);
+        return {Fact{Lay::Rep, 0, canon(OpKind::ReduceSum, a, {x.v}, 0, whole, rank)}};
+      }
       return {};
     case OpKind::AllGather: {
       auto d = dimAttr("dim");
@@ -1982,10 +1996,13 @@ std::vector<Fact> Folder::combine2(const ir::Node& n, const std::vector<Fact>& i
   // families (an op linear in the summed operands), named with the result.
   std::vector<int> kids;
   for (const Fact& f : in) {
-    if (f.lay3 == Lay::Split)
-      kids.push_back(ex_.intern("piece " + std::to_string(f.dim3) + "/" + std::to_string(f.cnt3) + " " +
-                                    std::to_string(ex_.materialize(f.v)),
-                                ex_.type(f.v.node)));
+    if (f.lay3 == Lay::Split) {
+      // materialize may grow the types: no reference into them across it
+      const std::string key = "piece " + std::to_string(f.dim3) + "/" + std::to_string(f.cnt3) + " " +
+                              std::to_string(ex_.materialize(f.v));
+      const TensorType t = ex_.type(f.v.node);
+      kids.push_back(ex_.intern(key, t));
+    }
     else if (f.lay3 == Lay::Sum) kids.push_back(f.fam3);
     else kids.push_back(ex_.materialize(f.v));
   }

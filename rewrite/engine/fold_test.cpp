@@ -1273,5 +1273,96 @@ TEST(FoldViews, ExplicitAndImplicitBroadcastOfAKvHeadMeet) {
   }
 }
 
+// dp x tp: a loss all-reduced over both groups and a weight gradient over
+// dp, verified; each all_reduce over the wrong group refuted (a crash once:
+// a type reference held while the fold's expressions grew).
+TEST(FoldTwoGroups, AllReducesOverTheWrongGroupAreRefuted) {
+  Case c;
+  c.seq = R"(graph lin {
+  input %x: f32[4, 2]
+  param %w: f32[2, 2]
+  %y = matmul(%x, %w)
+  %y2 = mul(%y, %y)
+  %ssum = reduce_sum(%y2) {keepdims = 0}
+  %kn = constant() {value = dense<f32[], [0.25]>}
+  %loss = mul(%ssum, %kn)
+  %k2 = constant() {value = dense<f32[], [0.5]>}
+  %dy = mul(%y, %k2)
+  %xt = transpose(%x) {perm = [1, 0]}
+  %dw = matmul(%xt, %dy)
+  output %loss
+  output %dw
+}
+)";
+  c.dist = R"(program dptp {
+  world 4
+  mesh [dp = 2, tp = 2]
+  rank 0..3 {
+    input %x: f32[2, 2]
+    param %w: f32[2, 1]
+    %y = matmul(%x, %w)
+    %y2 = mul(%y, %y)
+    %sl = reduce_sum(%y2) {keepdims = 0}
+    %ssum = all_reduce(%sl) {group = "dp+tp"}
+    %kn = constant() {value = dense<f32[], [0.25]>}
+    %loss = mul(%ssum, %kn)
+    %k2 = constant() {value = dense<f32[], [0.5]>}
+    %dy = mul(%y, %k2)
+    %xt = transpose(%x) {perm = [1, 0]}
+    %dwl = matmul(%xt, %dy)
+    %dw = all_reduce(%dwl) {group = "dp"}
+    output %loss
+    output %dw
+  }
+}
+)";
+  c.rel = R"(for r in dp: dist[r].x = slice(seq.x, dim=0, start=idx(r,dp)*2, end=(idx(r,dp)+1)*2)
+for r in tp: dist[r].w = slice(seq.w, dim=1, start=idx(r,tp)*1, end=(idx(r,tp)+1)*1)
+expect seq.loss = dist[0].loss
+expect seq.dw = concat(dim=1, for r in tp: dist[r].dw)
+)";
+  auto rep = check(c);
+  EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+  for (auto [from, to] : {std::pair<std::string, std::string>{"%dw = all_reduce(%dwl) {group = \"dp\"}",
+                                                              "%dw = all_reduce(%dwl) {group = \"tp\"}"},
+                          {"%ssum = all_reduce(%sl) {group = \"dp+tp\"}", "%ssum = all_reduce(%sl) {group = \"tp\"}"}}) {
+    SCOPED_TRACE(to);
+    Case bad = c;
+    bad.dist = replaceAll(c.dist, from, to);
+    ASSERT_NE(bad.dist, c.dist);
+    auto r = check(bad);
+    EXPECT_EQ(r.verdict, Verdict::Refuted) << why(r);
+  }
+}
+
+// An all_reduce of a value split one slot per rank (a gradient of a value
+// expanded to every head, one head per rank) is S's sum over that dim, at
+// any group size; S summing over another dim is not verified.
+TEST(FoldCollectives, AllReduceOfUnitSlotsIsTheSumOverTheDim) {
+  for (int n : {2, 3, 4, 8}) {
+    SCOPED_TRACE(n);
+    const std::string N = std::to_string(n);
+    Case c;
+    c.seq = "graph s {\n  input %g: f32[2, " + N + ", 3]\n  %k = reduce_sum(%g) {axes = [1], keepdims = 1}\n"
+            "  %y = mul(%k, %k)\n  output %y\n}\n";
+    c.dist = "program d {\n  world " + N + "\n  mesh [tp = " + N + "]\n  rank 0.." + std::to_string(n - 1) +
+             " {\n    input %g: f32[2, 1, 3]\n    %k: f32[2, 1, 3] = all_reduce(%g) {group = \"tp\"}\n"
+             "    %y = mul(%k, %k)\n    output %y\n  }\n}\n";
+    c.rel = "for r in tp: dist[r].g = slice(seq.g, dim=1, start=idx(r,tp), end=idx(r,tp)+1)\n"
+            "expect seq.y = dist[0].y\n";
+    auto rep = check(c);
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep)) << why(rep);
+    Case bad = c;  // S sums over dim 2 instead
+    bad.seq = replaceAll(c.seq, "input %g: f32[2, " + N + ", 3]", "input %g: f32[2, " + N + ", 3]\n  input %h: f32[2, 1, 3]");
+    bad.seq = replaceAll(bad.seq, "%k = reduce_sum(%g) {axes = [1], keepdims = 1}",
+                         "%k0 = reduce_sum(%g) {axes = [2], keepdims = 1}\n  %k1 = slice(%k0) {starts = [0], ends = [1], axes = [1]}\n  %k = add(%k1, %h)");
+    bad.dist = replaceAll(c.dist, "    input %g: f32[2, 1, 3]\n", "    input %g: f32[2, 1, 3]\n    input %h: f32[2, 1, 3]\n");
+    bad.rel = c.rel + "dist[*].h = seq.h\n";
+    auto r = check(bad);
+    EXPECT_NE(r.verdict, Verdict::Verified) << why(r);
+  }
+}
+
 }  // namespace
 }  // namespace sp::rewrite

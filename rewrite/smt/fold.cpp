@@ -5,13 +5,15 @@
 //   hoist:   op_v ite(c, f, g) = ite(c, op_v f, op_v g) when c has no v;
 //   split:   op_[lo,hi) f = op_[lo,m) f (+|max|min) op_[m,hi) f, lo < m < hi;
 //   linear:  (sums only) sum_v (k * f + g) = k * sum_v f + sum_v g when k has no v;
-//   shift:   op_[lo,hi) f(v) = op_[0,hi-lo) f(u + lo).
+//   shift:   op_[lo,hi) f(v) = op_[0,hi-lo) f(u + lo);
+//   one:     op_[lo,hi) f(v) = f(lo) when the context implies hi = lo + 1.
 // What remains, op_[0,n) f(u, t1..tk) with t1..tk the maximal subterms of
 // the body free of u, is replaced by F_f(n, t1..tk) where F_f is an
 // uninterpreted function per (op, f) - a function of n and the values of
 // the t's, so bodies equal up to those subterms share F (congruence: the
 // second part of a concat, b(i - na, u), shifted to i = u' + na, meets the
 // part's own b(u', u)) and nothing else is assumed about it.
+#include <functional>
 #include <set>
 
 #include "ir/support.h"
@@ -204,8 +206,31 @@ struct FoldNormalizer {
     return total.simplify();
   }
 
+  // Whether hi - lo is 1, read off the context's equalities with a numeral
+  // (a lemma's `size(?a, ?d) == 1`) without a solver call: the common
+  // ranges are not one element, and a query each would slow every proof.
+  bool oneElement(const z3::expr& lo, const z3::expr& hi, const std::vector<z3::expr>& ctx) {
+    z3::expr n = (hi - lo).simplify();
+    int64_t k = 0;
+    if (numeral(n, &k)) return k == 1;
+    z3::expr_vector from(impl.z), to(impl.z);
+    std::function<void(const z3::expr&)> eqs = [&](const z3::expr& e) {
+      if (!e.is_app()) return;
+      if (e.decl().decl_kind() == Z3_OP_AND) {
+        for (unsigned i = 0; i < e.num_args(); ++i) eqs(e.arg(i));
+      } else if (e.decl().decl_kind() == Z3_OP_EQ && e.arg(0).is_int()) {
+        if (e.arg(1).is_numeral() && !e.arg(0).is_numeral()) from.push_back(e.arg(0)), to.push_back(e.arg(1));
+        else if (e.arg(0).is_numeral() && !e.arg(1).is_numeral()) from.push_back(e.arg(1)), to.push_back(e.arg(0));
+      }
+    };
+    for (const auto& c : ctx) eqs(c);
+    if (from.empty()) return false;
+    return numeral(n.substitute(from, to).simplify(), &k) && k == 1;
+  }
+
   z3::expr range(FoldOp op, const z3::expr& v, const z3::expr& lo, const z3::expr& hi,
                  z3::expr body, std::vector<z3::expr>& ctx, int depth) {
+    if (oneElement(lo, hi, ctx)) return subst1(body, v, lo).simplify();
     std::vector<z3::expr> inner = ctx;
     inner.push_back(lo <= v);
     inner.push_back(v < hi);
