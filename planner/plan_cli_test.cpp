@@ -148,11 +148,22 @@ TEST(ParallelizeCli, WritesAndVerifies) {
                               "under them"),
             std::string::npos)
       << inferred.out;
-  auto cp = runCli({"parallelize", "--model", cfg("llama3-8b"), "--plan", "tp=4,cp=2", "--seq", "32", "--out", out});
-  EXPECT_EQ(cp.code, 3);
-  EXPECT_EQ(cp.err,
-            "error: parallelize: not generated yet: context parallel (cp 2) (tensor, sequence, data, expert and "
-            "pipeline parallel of GQA/MHA/MLA layers, dense or MoE)\n");
+  // Context parallel: written and verified, and `verify` on the written
+  // files says the same; a chunk that tp does not divide is exit 3.
+  std::string c = out + "-cp";
+  auto cp = runCli({"parallelize", "--model", cfg("llama3-8b"), "--plan", "tp=2,cp=2", "--seq", "32", "--layers", "1",
+                    "--out", c, "--verify", "--format", "json"});
+  ASSERT_EQ(cp.code, 0) << cp.out << cp.err;
+  EXPECT_EQ(nlohmann::json::parse(cp.out)["verdict"], "verified");
+  EXPECT_NE(cp.err.find("tp 2, cp 2, seq 32"), std::string::npos) << cp.err;  // (auto: no sequence parallel with cp)
+  auto again = runCli({"verify", "--seq", c + "/seq.sp", "--dist", c + "/dist.sp", "--relation", c + "/relations.rel"});
+  EXPECT_EQ(again.code, 0) << again.out << again.err;
+  auto oddCp = runCli({"parallelize", "--model", cfg("llama3-8b"), "--plan", "tp=4,cp=2", "--seq", "36",
+                       "--sequence-parallel", "on", "--out", c});
+  EXPECT_EQ(oddCp.code, 3);
+  EXPECT_EQ(oddCp.err,
+            "error: parallelize: a context-parallel chunk of 18 tokens not divisible by tp 4 (sequence parallel: "
+            "all_gather and reduce_scatter need equal shards)\n");
   auto odd = runCli({"parallelize", "--model", cfg("gpt2"), "--plan", "tp=4", "--seq", "30", "--out", out});
   EXPECT_EQ(odd.code, 3);
   EXPECT_NE(odd.err.find("seq 30 not divisible by tp 4"), std::string::npos) << odd.err;
@@ -165,6 +176,14 @@ TEST(ParallelizeCli, WritesAndVerifies) {
   EXPECT_NE(train.err.find("1 layer (attention + MLP, forward + backward), tp 2 + sequence parallel, dp 2"),
             std::string::npos)
       << train.err;
+  // The training step with context parallel on pipeline stages (tp 2 x cp
+  // 2 x pp 2, 8 ranks), and gpt2's at cp 4: verified.
+  for (auto [model, plan] : {std::pair{"llama3-8b", "tp=2,cp=2,pp=2"}, std::pair{"gpt2", "tp=1,cp=4,dp=2"}}) {
+    auto cpTrain = runCli({"parallelize", "--model", cfg(model), "--plan", plan, "--seq", "16", "--layers", "2",
+                           "--out", t + "-cp", "--backward", "--verify", "--format", "json"});
+    ASSERT_EQ(cpTrain.code, 0) << plan << ": " << cpTrain.out << cpTrain.err;
+    EXPECT_EQ(nlohmann::json::parse(cpTrain.out)["verdict"], "verified") << plan;
+  }
 }
 
 }  // namespace

@@ -151,7 +151,9 @@ int cmdPlan(const PlanArgs& a) {
   planner::Layout stage = best;
   stage.pp = 1;
   int64_t seq = a.emitSeq > 0 ? a.emitSeq : std::min<int64_t>(a.seq, 256);
-  if (stage.sequenceParallel && stage.tp > 1) seq -= seq % stage.tp;
+  // equal context-parallel chunks, each split evenly over tp under sequence parallel
+  const int64_t unit = stage.cp * (stage.sequenceParallel && stage.tp > 1 ? stage.tp : 1);
+  seq = std::max(unit, seq - seq % unit);
   auto spec = planner::specFromConfig(*model, stage, seq, best.microBatch, a.emitLayers);
   if (!spec) return fail(makeError(spec.error().id, "plan --emit: " + spec.error().message));
   spec->dp = int(std::max<int64_t>(stage.ep, 1));  // with expert parallel, one group of ep replicas
@@ -209,7 +211,10 @@ int cmdParallelize(const ParallelizeArgs& a) {
   layout.pp = fix->pp.value_or(1);
   layout.cp = fix->cp.value_or(1);
   layout.ep = fix->ep.value_or(1);
-  layout.sequenceParallel = a.sequenceParallel != "off";
+  // auto: Megatron's sequence parallel wherever tp > 1, except inside
+  // context-parallel chunks (generated with `on`, not decided by the
+  // verifier yet: a rank's tokens split twice along one dim)
+  layout.sequenceParallel = a.sequenceParallel == "on" || (a.sequenceParallel == "auto" && layout.cp == 1);
   if (a.sequenceParallel == "on" && layout.tp < 2)
     return fail(makeError("parallelize-input", "sequence parallel needs tp > 1"));
   auto spec = planner::specFromConfig(*model, layout, a.seq, a.batch, a.layers);
