@@ -59,9 +59,10 @@ std::variant<Plan, std::string> planCell(const ProgramSpec& c) {
   Plan p;
   p.seq = c.seq;
   std::vector<std::string> bad;
-  if (c.cp < 1 || c.seq % c.cp)
-    bad.push_back("seq " + S(c.seq) + " not divisible by cp " + S(c.cp) +
-                  " (context parallel: each rank holds an equal chunk of the tokens)");
+  if (c.cp < 1 || c.seq % (c.cpBalanced && c.cp > 1 ? 2 * c.cp : c.cp))
+    bad.push_back("seq " + S(c.seq) + " not divisible by " + (c.cpBalanced && c.cp > 1 ? "2 x " : "") + "cp " + S(c.cp) +
+                  (c.cpBalanced && c.cp > 1 ? " (load-balanced context parallel: two equal halves per rank)"
+                                            : " (context parallel: each rank holds an equal chunk of the tokens)"));
   else if (c.sequenceParallel && (c.seq / c.cp) % tp)
     bad.push_back((c.cp > 1 ? "a context-parallel chunk of " + S(c.seq / c.cp) + " tokens" : "seq " + S(c.seq)) +
                   " not divisible by tp " + S(tp) + " (sequence parallel: all_gather and reduce_scatter need equal shards)");
@@ -161,6 +162,9 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
   // replica's batch; a context-parallel rank's chunk of the tokens, Tc).
   // Tn is the whole sequence, which D's gathered keys and values span.
   const int64_t B = -1, T = -2, Tn = pl.seq, tp = c.tp, cp = c.cp, Tc = Tn / cp;
+  // Load-balanced context parallel: halves of Th tokens, two per rank.
+  const bool bal = cp > 1 && c.cpBalanced;
+  const int64_t Th = Tn / (2 * cp);
   const int dp = c.dp;
   // Expert parallel: the dp replicas split into dp / ep groups of ep
   // consecutive ones (Megatron's expert group, inside data parallel), mesh
@@ -281,6 +285,16 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
   // chunk, and within it (shardTp: sequence parallel) its tp shard.
   auto tokenRows = [&](const std::string& e, bool shardTp) {
     if (cp == 1 && !shardTp) return e;
+    if (bal) {
+      // Megatron's load-balanced chunks: rank k holds halves k and 2 cp - 1 - k
+      auto half = [&](const std::string& lo, const std::string& hi) {
+        return "slice(" + e + ", dim=0, start=" + lo + ", end=" + hi + ")";
+      };
+      std::string rows = "concat(dim=0, " + half("idx(r,cp)*" + S(Th), "(idx(r,cp)+1)*" + S(Th)) + ", " +
+                         half(S((2 * cp - 1) * Th) + "-idx(r,cp)*" + S(Th), S(2 * cp * Th) + "-idx(r,cp)*" + S(Th)) + ")";
+      if (!shardTp) return rows;
+      return "slice(" + rows + ", dim=0, start=idx(r,tp)*" + S(Tl0) + ", end=(idx(r,tp)+1)*" + S(Tl0) + ")";
+    }
     std::string at = cp > 1 && shardTp ? "idx(r,cp)*" + S(Tc) + "+" : "";
     std::string ax = shardTp ? "tp" : "cp";
     int64_t w = shardTp ? Tl0 : Tc;
@@ -320,7 +334,15 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
           return part + ")";
         };
         std::string part = chunk(0);
-        if (cp > 1) {
+        if (bal) {  // S's halves in order: rank j's first for j < cp, then the second halves back
+          part = "concat(dim=0";
+          for (int64_t j = 0; j < 2 * cp; ++j) {
+            bool first = j < cp;
+            part += ", slice(" + chunk(first ? j : 2 * cp - 1 - j) + ", dim=0, start=" + S(first ? 0 : Th) +
+                    ", end=" + S(first ? Th : 2 * Th) + ")";
+          }
+          part += ")";
+        } else if (cp > 1) {
           part = "concat(dim=0";
           for (int64_t k = 0; k < cp; ++k) part += ", " + chunk(k);
           part += ")";
@@ -869,6 +891,23 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
           ds << dI << "%" << vh << "_cp: " << t4(B, nhl, Tn, dv) << " = all_gather(%" << vh << ") {group = \"cp\", dim = "
              << ax(2) << "}\n";
           kt += "_cp", vh += "_cp";
+          if (bal) {
+            // the gathered halves (rank 0's two, rank 1's, ...) put back in
+            // S's order: rank j's first halves, then the second ones back
+            for (auto [n, d, ty] : {std::tuple{&kt, 3, t4(B, nhl, dk, Th)}, std::tuple{&vh, 2, t4(B, nhl, Th, dv)}}) {
+              std::string sizes, outs, order;
+              for (int64_t j = 0; j < 2 * cp; ++j) {
+                sizes += (j ? ", " : "") + S(Th);
+                outs += std::string(j ? ", " : "") + "%" + *n + "_h" + S(j) + ": " + ty;
+              }
+              for (int64_t j = 0; j < 2 * cp; ++j)
+                order += std::string(j ? ", " : "") + "%" + *n + "_h" + S(j < cp ? 2 * j : 2 * (2 * cp - 1 - j) + 1);
+              ds << dI << outs << " = split(%" << *n << ") {axis = " << ax(d) << ", sizes = [" << sizes << "]}\n";
+              std::string full = d == 3 ? t4(B, nhl, dk, Tn) : t4(B, nhl, Tn, dv);
+              ds << dI << "%" << *n << "_s: " << full << " = concat(" << order << ") {axis = " << ax(d) << "}\n";
+              *n += "_s";
+            }
+          }
         }
         both(p + "sc", t4(B, nh, T, T), t4(B, nhl, T, Tn), "matmul(%" + p + "qh, %" + p + "kt)", "matmul(%" + p + "qh, %" + kt + ")");
         both(p + "scale", "f32[]", "f32[]", "constant() {value = " + scale + "}");

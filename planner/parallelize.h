@@ -52,6 +52,7 @@ struct ProgramSpec {
   bool sequenceParallel = false;   // tokens split over tp outside the TP regions
   int tp = 1;
   int cp = 1;                      // context parallel: each rank a chunk of seq / cp tokens, K and V all-gathered
+  bool cpBalanced = false;         // Megatron's load-balanced chunks: rank k holds halves k and 2 cp - 1 - k
   int pp = 1;                      // pipeline stages: layers / pp consecutive layers each, send/recv between
   int dp = 1;                      // data-parallel replicas, each `batch` sequences of S's batch * dp
   int microBatches = 1;            // per stage, one after the other (GPipe), `batch` sequences each

@@ -1022,6 +1022,35 @@ TEST(ParallelizeCp, SequenceParallelOrThreeGroupsAreNotDecidedYet) {
   }
 }
 
+// Megatron's load-balanced chunks (causal: rank k holds halves k and
+// 2 cp - 1 - k; the gathered halves put back in S's order before the
+// attention matmuls) are generated and correct (the witness finds no
+// divergence) but not decided yet: rank folding reads no layout from x0's
+// relation, a concat of two slices whose second offset falls as the rank
+// rises ("relation of 'x0' not read as a layout"), and rank by rank the
+// engine finds no relation for the first norm, 'l0_n1'.
+TEST(ParallelizeCp, LoadBalancedChunksAreNotDecidedYet) {
+  ProgramSpec s = smallCp(1, 2, false);
+  s.cpBalanced = true;
+  auto p = parallelize(s);
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  EXPECT_NE(p->relations.find("dist[r].x0 = concat(dim=0, slice(seq.x0, dim=0, start=idx(r,cp)*4, end=(idx(r,cp)+1)*4), "
+                              "slice(seq.x0, dim=0, start=12-idx(r,cp)*4, end=16-idx(r,cp)*4))"),
+            std::string::npos)
+      << p->relations;
+  EXPECT_NE(p->dist.find("= concat(%l0_kt_cp_h0, %l0_kt_cp_h2, %l0_kt_cp_h3, %l0_kt_cp_h1) {axis = 3}"),
+            std::string::npos)
+      << p->dist;
+  auto rep = verifyTexts(*p);
+  EXPECT_EQ(rep.verdict, rewrite::Verdict::Inconclusive) << why(rep);
+  EXPECT_NE(rep.reason.find("shows no divergence"), std::string::npos) << why(rep);
+  EXPECT_NE(rep.reason.find("'l0_n1'"), std::string::npos) << why(rep);
+  s.seq = 10;  // 2 x cp must divide it
+  auto odd = parallelize(s);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.error().message.find("seq 10 not divisible by 2 x cp 2"), std::string::npos) << odd.error().str();
+}
+
 // The bugs of context parallel, each refuted: every rank reading the first
 // chunk's mask rows or RoPE angles; the keys gathered over tp instead of cp
 // (the same size at tp = cp = 2); a rank's own keys and values in place of

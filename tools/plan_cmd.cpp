@@ -220,6 +220,7 @@ int cmdParallelize(const ParallelizeArgs& a) {
   auto spec = planner::specFromConfig(*model, layout, a.seq, a.batch, a.layers);
   if (!spec) return fail(spec.error());
   spec->attention = a.blocks != "mlp";
+  spec->cpBalanced = a.cpChunks == "balanced";
   spec->dp = int(fix->dp.value_or(layout.ep));  // expert parallel inside data parallel: dp defaults to ep
   if (a.microBatches < 1) return fail(makeError("parallelize-input", "--micro-batches must be positive"));
   spec->microBatches = int(a.microBatches);

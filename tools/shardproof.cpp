@@ -179,6 +179,10 @@ int main(int argc, char** argv) {
   pz->add_option("--blocks", par.blocks, "full (attention + MLP, default) or mlp")->check(CLI::IsMember({"full", "mlp"}));
   pz->add_option("--sequence-parallel", par.sequenceParallel, "auto (on when tp > 1 and cp = 1), on or off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  pz->add_option("--cp-chunks", par.cpChunks,
+                 "context parallel: contiguous (default: rank k the k-th chunk) or balanced (Megatron's causal load "
+                 "balance: rank k halves k and 2 cp - 1 - k)")
+      ->check(CLI::IsMember({"contiguous", "balanced"}));
   pz->add_option("--out", par.outDir, "directory for seq.sp, dist.sp, relations.rel")->required();
   pz->add_flag("--verify", par.verify, "verify the written program (as `verify`)");
   pz->add_option("--format", par.format, "with --verify: text, json or junit")->check(CLI::IsMember({"text", "json", "junit"}));
