@@ -94,6 +94,18 @@ TEST(LaunchCli, ExitCodesAndFormats) {
                                "seq 4096, micro-batch 1: ";
   EXPECT_NE(mla.out.find(mlaLayer), std::string::npos) << mla.out << mla.err;
   EXPECT_EQ(mla.out.find(mlaLayer + "refuted"), std::string::npos) << mla.out;
+  // Context parallel with sequence parallel (Megatron's usual launch): the
+  // layer checked at cp 2 x tp 2 without sequence parallel, saying so (with
+  // it, not decided yet: ParallelizeCp.SequenceParallelOrThreeGroupsAreNotDecidedYet).
+  auto cpLaunch = runCli({"check-launch", "--model", cfg("llama3-8b"), "--plan", "tp=2,cp=2,gbs=8,seq=4096,sp=1",
+                          "--gpus", "4", "--gpu", "h100-sxm"});
+  EXPECT_NE(cpLaunch.out.find("verify: one llama3-8b layer (attention + MLP, forward + backward), tp 2, cp 2, seq 4096, "
+                              "micro-batch 1: verified in "),
+            std::string::npos)
+      << cpLaunch.out << cpLaunch.err;
+  EXPECT_NE(cpLaunch.out.find("checked without sequence parallel (inside context-parallel chunks it is not decided yet)"),
+            std::string::npos)
+      << cpLaunch.out;
   auto missing = runCli({"check-launch", "--model", cfg("llama3-405b"), "--plan", "tp=8", "--gpus", "8192",
                          "--gpu", "h100-sxm"});
   EXPECT_EQ(missing.code, 3);
@@ -118,8 +130,12 @@ TEST(PlanCli, EmitWritesVerifiedPlansThatRun) {
   EXPECT_EQ(run.code, 0) << run.out << run.err;
   auto moe = runCli({"plan", "--model", cfg("mixtral-8x7b"), "--gpus", "64", "--gpu", "h100-sxm", "--seq", "4096",
                      "--global-batch", "64", "--top", "1", "--emit", dir + "/moe"});
-  EXPECT_EQ(moe.code, 3) << moe.out << moe.err;
-  EXPECT_NE(moe.err.find("error: plan --emit: parallelize: not generated yet: "), std::string::npos) << moe.err;
+  // Mixtral's best layout has context parallel (cp 4 x ep 4): generated (one
+  // group of ep replicas), verified folded, its plans written.
+  EXPECT_EQ(moe.code, 0) << moe.out << moe.err;
+  EXPECT_NE(moe.err.find("plan --emit: tp 1, cp 4, dp 4, ep 4 of the best layout, 1 layer, seq 256"), std::string::npos)
+      << moe.err;
+  EXPECT_NE(moe.out.find("assumes: ranks folded: one symbolic rank of groups ep x cp"), std::string::npos) << moe.out;
 }
 
 // parallelize writes the three files and --verify verifies them; what it
