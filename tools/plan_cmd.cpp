@@ -97,11 +97,11 @@ planner::LayerCheck checkLayerAt(const planner::ModelConfig& model, const planne
   if (!v) {
     c.verdict = "inconclusive";
     c.detail = v.error().str();
-    return c;
+  } else {
+    c.verdict = std::string(rewrite::verdictName(v->verdict));
+    if (v->failure) c.detail = (v->failure->seqOp.empty() ? "" : "at " + v->failure->seqOp + ": ") + v->failure->message;
+    else c.detail = v->reason;
   }
-  c.verdict = std::string(rewrite::verdictName(v->verdict));
-  if (v->failure) c.detail = (v->failure->seqOp.empty() ? "" : "at " + v->failure->seqOp + ": ") + v->failure->message;
-  else c.detail = v->reason;
   if (!forwardOnly.empty()) c.detail += (c.detail.empty() ? "" : "; ") + ("forward only: " + forwardOnly);
   if (!withoutSp.empty()) c.detail += (c.detail.empty() ? "" : "; ") + withoutSp;
   return c;
