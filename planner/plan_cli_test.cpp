@@ -128,6 +128,18 @@ TEST(PlanCli, EmitWritesVerifiedPlansThatRun) {
       << r.err;
   auto run = runCli({"exec", dir + "/plan", "--backend", "cpu", "--out-dir", dir + "/out"});
   EXPECT_EQ(run.code, 0) << run.out << run.err;
+  // Context parallel (tp 2 x cp 2, emitted without sequence parallel inside
+  // the chunks, said so): verified plans that run.
+  auto cp = runCli({"plan", "--model", cfg("gpt2"), "--gpus", "4", "--gpu", "h100-sxm", "--seq", "1024",
+                    "--global-batch", "8", "--fix", "tp=2,cp=2,pp=1", "--top", "1", "--emit", dir + "/cp",
+                    "--emit-seq", "16"});
+  ASSERT_EQ(cp.code, 0) << cp.out << cp.err;
+  EXPECT_NE(cp.err.find("plan --emit: tp 2, cp 2 of the best layout (without its sequence parallel inside the cp "
+                        "chunks: not decided yet), 1 layer, seq 16"),
+            std::string::npos)
+      << cp.err;
+  auto cpRun = runCli({"exec", dir + "/cp/plan", "--backend", "cpu", "--out-dir", dir + "/cp/out"});
+  EXPECT_EQ(cpRun.code, 0) << cpRun.out << cpRun.err;
   auto moe = runCli({"plan", "--model", cfg("mixtral-8x7b"), "--gpus", "64", "--gpu", "h100-sxm", "--seq", "4096",
                      "--global-batch", "64", "--top", "1", "--emit", dir + "/moe"});
   // Mixtral's best layout has context parallel (cp 4 x ep 4): generated (one
