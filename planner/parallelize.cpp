@@ -59,9 +59,13 @@ std::variant<Plan, std::string> planCell(const ProgramSpec& c) {
   Plan p;
   p.seq = c.seq;
   std::vector<std::string> bad;
-  if (c.sequenceParallel && c.seq % tp)
-    bad.push_back("seq " + S(c.seq) + " not divisible by tp " + S(tp) +
-                  " (sequence parallel: all_gather and reduce_scatter need equal shards)");
+  if (c.cp < 1 || c.seq % (c.cpBalanced && c.cp > 1 ? 2 * c.cp : c.cp))
+    bad.push_back("seq " + S(c.seq) + " not divisible by " + (c.cpBalanced && c.cp > 1 ? "2 x " : "") + "cp " + S(c.cp) +
+                  (c.cpBalanced && c.cp > 1 ? " (load-balanced context parallel: two equal halves per rank)"
+                                            : " (context parallel: each rank holds an equal chunk of the tokens)"));
+  else if (c.sequenceParallel && (c.seq / c.cp) % tp)
+    bad.push_back((c.cp > 1 ? "a context-parallel chunk of " + S(c.seq / c.cp) + " tokens" : "seq " + S(c.seq)) +
+                  " not divisible by tp " + S(tp) + " (sequence parallel: all_gather and reduce_scatter need equal shards)");
   if (!m.mla() && m.hidden % m.heads) bad.push_back("hidden " + S(m.hidden) + " not divisible by " + S(m.heads) + " heads");
   if (m.llama && !m.mla() && (m.kvHeads < 1 || m.heads % m.kvHeads))
     bad.push_back(S(m.heads) + " query heads not a multiple of " + S(m.kvHeads) + " KV heads");
@@ -154,7 +158,13 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
   const bool mla = m.mla();
   const int64_t dk = mla ? m.qkNope + m.qkRope : hd, dv = mla ? m.vHeadDim : hd, rd = mla ? m.qkRope : hd;
   const int64_t Ha = nh * dv;
-  const int64_t B = -1, T = pl.seq, tp = c.tp;  // B: the batch marker (see L)
+  // B and T mark the batch and token dims (see L): S's sizes, or D's (a
+  // replica's batch; a context-parallel rank's chunk of the tokens, Tc).
+  // Tn is the whole sequence, which D's gathered keys and values span.
+  const int64_t B = -1, T = -2, Tn = pl.seq, tp = c.tp, cp = c.cp, Tc = Tn / cp;
+  // Load-balanced context parallel: halves of Th tokens, two per rank.
+  const bool bal = cp > 1 && c.cpBalanced;
+  const int64_t Th = Tn / (2 * cp);
   const int dp = c.dp;
   // Expert parallel: the dp replicas split into dp / ep groups of ep
   // consecutive ones (Megatron's expert group, inside data parallel), mesh
@@ -167,11 +177,13 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
   if (ep > 1 && edp > 1) dpAxes.push_back("edp");
   if (ep > 1) dpAxes.push_back("ep");
   else if (dp > 1) dpAxes.push_back("dp");
-  // Megatron's rank order: tp fastest, then dp, then pp.
-  auto rankOf = [&](int stage, int d, int64_t t) { return (int64_t(stage) * dp + d) * tp + t; };
+  // Megatron's rank order: tp fastest, then cp, then dp (ep), then pp.
+  auto rankOf = [&](int stage, int d, int64_t t, int64_t k = 0) {
+    return ((int64_t(stage) * dp + d) * cp + k) * tp + t;
+  };
   Generated out;
   const bool sp = c.sequenceParallel;  // tokens sharded on dim 0
-  const int64_t Tl = sp ? T / tp : T;
+  const int64_t Tl = sp ? Tc / tp : T;
   // Per rank: set for each body below.
   int64_t Hl = 0, Fl = 0, nhl = 0, nkvl = 0;
   const bool kvRepl = pl.kvRepl;
@@ -182,7 +194,8 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     std::string o = "[";
     for (int64_t d : ds) {
       if (d == B && c.flat) continue;
-      o += (o.size() > 1 ? ", " : "") + (d == B ? std::string("@B@") : S(d));  // S's or D's batch, set at the end
+      // S's or D's batch and tokens, set at the end
+      o += (o.size() > 1 ? ", " : "") + (d == B ? std::string("@B@") : d == T ? std::string("@T@") : S(d));
     }
     return o + "]";
   };
@@ -208,12 +221,15 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
   };
   // One "for r in DOMAIN: dist[r].n = " line head per run of equal blocks; fn(a) the rest.
   std::ostringstream rl;
+  int curStage = 0;
   int64_t base = 0;  // the first rank of the pipeline stage being written
   // The stage's ranks as a comprehension domain: "tp", or "8..15".
-  auto stageRanks = [&] { return c.pp == 1 ? std::string("tp") : S(base) + ".." + S(base + dp * tp - 1); };
+  auto stageRanks = [&] {
+    return c.pp == 1 && cp == 1 ? std::string("tp") : S(base) + ".." + S(base + dp * cp * tp - 1);
+  };
   // "dist[*].n" without pipeline stages, else over the stage's ranks.
   auto every = [&](const std::string& n) {
-    return c.pp == 1 ? "dist[*]." + n : "for r in " + stageRanks() + ": dist[r]." + n;
+    return c.pp == 1 && cp == 1 ? "dist[*]." + n : "for r in " + stageRanks() + ": dist[r]." + n;
   };
   auto perBlockRun = [&](const std::string& n, const Blocks& b, const std::function<std::string(int)>& fn) {
     auto rs = runs(c.tp, [&](int r) { return b.size[size_t(r)]; });
@@ -222,15 +238,18 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
         rl << "for r in " << stageRanks() << ": dist[r]." << n << " = " << fn(a) << "\n";
         continue;
       }
-      for (int d = 0; d < dp; ++d)  // the run in each data-parallel replica
-        rl << "for r in " << base + d * tp + a << ".." << base + d * tp + z << ": dist[r]." << n << " = " << fn(a) << "\n";
+      for (int d = 0; d < dp; ++d)  // the run in each data-parallel replica and context-parallel rank
+        for (int64_t k = 0; k < cp; ++k)
+          rl << "for r in " << rankOf(curStage, d, a, k) << ".." << rankOf(curStage, d, z, k) << ": dist[r]." << n
+             << " = " << fn(a) << "\n";
     }
   };
 
   std::ostringstream seqText, distText, relText;
-  distText << "program " << m.name << "_tp" << tp << (dp > 1 ? "_dp" + S(dp) : "") << (c.pp > 1 ? "_pp" + S(c.pp) : "")
-           << " {\n  world " << tp * dp * c.pp << "\n  mesh [" << (c.pp > 1 ? "pp = " + S(c.pp) + ", " : "")
-           << dpMesh << "tp = " << tp << "]\n";
+  distText << "program " << m.name << "_tp" << tp << (cp > 1 ? "_cp" + S(cp) : "") << (dp > 1 ? "_dp" + S(dp) : "")
+           << (c.pp > 1 ? "_pp" + S(c.pp) : "") << " {\n  world " << tp * cp * dp * c.pp << "\n  mesh ["
+           << (c.pp > 1 ? "pp = " + S(c.pp) + ", " : "") << dpMesh << (cp > 1 ? "cp = " + S(cp) + ", " : "")
+           << "tp = " << tp << "]\n";
   // Backward relations: per differentiated leaf, its stage and layout.
   struct LeafLayout {
     int stage = 0;
@@ -239,7 +258,6 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     std::string rebuilt;  // else: the gradient's expect expression (expert weights, over ep and tp)
   };
   std::map<std::string, LeafLayout> layouts;
-  int curStage = 0;
   auto replicated = [&](const std::string& n) {
     out.varies[n] = {};
     layouts[n] = LeafLayout{curStage, -1, {}, {}};
@@ -254,14 +272,35 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     }
     layouts[n] = l;
   };
-  // x0 and the output's tangent: the batch over dp, the tokens over tp
-  // under sequence parallelism. `seqName` in S, laid out on `stage`'s ranks.
+  // x0 and the output's tangent: the batch over dp, the tokens over cp (a
+  // chunk each, rows rowsOf) and within a chunk over tp under sequence
+  // parallelism. `seqName` in S, laid out on `stage`'s ranks.
   // With micro-batches, micro-batch i of replica d is S's sequences
   // [(i dp + d) Bl, (i dp + d + 1) Bl) and D's tensors of it are named
   // <name>_mb<i> (replicateMicroBatches).
-  const int64_t Bl = c.batch, Tl0 = sp ? T / tp : T;
+  const int64_t Bl = c.batch, Tl0 = sp ? Tc / tp : Tc;
   const int mbs = c.microBatches;
   auto mbName = [&](const std::string& n, int i) { return mbs > 1 ? n + "_mb" + S(i) : n; };
+  // The rank's rows of S's expression `e` along dim 0: its context-parallel
+  // chunk, and within it (shardTp: sequence parallel) its tp shard.
+  auto tokenRows = [&](const std::string& e, bool shardTp) {
+    if (cp == 1 && !shardTp) return e;
+    if (bal) {
+      // Megatron's load-balanced chunks: rank k holds halves k and 2 cp - 1 - k
+      auto half = [&](const std::string& lo, const std::string& hi) {
+        return "slice(" + e + ", dim=0, start=" + lo + ", end=" + hi + ")";
+      };
+      std::string rows = "concat(dim=0, " + half("idx(r,cp)*" + S(Th), "(idx(r,cp)+1)*" + S(Th)) + ", " +
+                         half(S((2 * cp - 1) * Th) + "-idx(r,cp)*" + S(Th), S(2 * cp * Th) + "-idx(r,cp)*" + S(Th)) + ")";
+      if (!shardTp) return rows;
+      return "slice(" + rows + ", dim=0, start=idx(r,tp)*" + S(Tl0) + ", end=(idx(r,tp)+1)*" + S(Tl0) + ")";
+    }
+    std::string at = cp > 1 && shardTp ? "idx(r,cp)*" + S(Tc) + "+" : "";
+    std::string ax = shardTp ? "tp" : "cp";
+    int64_t w = shardTp ? Tl0 : Tc;
+    return "slice(" + e + ", dim=0, start=" + at + "idx(r," + ax + ")*" + S(w) + ", end=" + at + "(idx(r," + ax +
+           ")+1)*" + S(w) + ")";
+  };
   auto tokensRelation = [&](const std::string& n, const std::string& seqName) {
     std::string lines;
     for (int i = 0; i < mbs; ++i) {
@@ -272,11 +311,12 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
         if (dp == 1) lo = S(i * Bl), hi = S((i + 1) * Bl);
         e = "slice(" + e + ", dim=1, start=" + lo + ", end=" + hi + ")";
       }
-      if (sp) e = "slice(" + e + ", dim=0, start=idx(r,tp)*" + S(Tl0) + ", end=(idx(r,tp)+1)*" + S(Tl0) + ")";
+      e = tokenRows(e, sp);
       std::vector<std::string> ax = dpAxes;
+      if (cp > 1) ax.push_back("cp");
       if (sp) ax.push_back("tp");
       out.varies[dn] = ax;
-      if (dp == 1 && !sp) lines += every(dn) + " = " + e + "\n";
+      if (dp == 1 && !sp && cp == 1) lines += every(dn) + " = " + e + "\n";
       else lines += "for r in " + stageRanks() + ": dist[r]." + dn + " = " + e + "\n";
     }
     return lines;
@@ -286,13 +326,26 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     std::string o;
     for (int i = 0; i < mbs; ++i)
       for (int d = 0; d < dp; ++d) {
-        std::string part;
-        if (sp) {
+        // the chunk of context-parallel rank k, from its tp ranks' shards
+        auto chunk = [&](int64_t k) {
+          if (!sp) return "dist[" + S(rankOf(stage, d, 0, k)) + "]." + mbName(n, i);
+          std::string part = "concat(dim=0";
+          for (int64_t t = 0; t < tp; ++t) part += ", dist[" + S(rankOf(stage, d, t, k)) + "]." + mbName(n, i);
+          return part + ")";
+        };
+        std::string part = chunk(0);
+        if (bal) {  // S's halves in order: rank j's first for j < cp, then the second halves back
           part = "concat(dim=0";
-          for (int64_t t = 0; t < tp; ++t) part += ", dist[" + S(rankOf(stage, d, t)) + "]." + mbName(n, i);
+          for (int64_t j = 0; j < 2 * cp; ++j) {
+            bool first = j < cp;
+            part += ", slice(" + chunk(first ? j : 2 * cp - 1 - j) + ", dim=0, start=" + S(first ? 0 : Th) +
+                    ", end=" + S(first ? Th : 2 * Th) + ")";
+          }
           part += ")";
-        } else {
-          part = "dist[" + S(rankOf(stage, d, 0)) + "]." + mbName(n, i);
+        } else if (cp > 1) {
+          part = "concat(dim=0";
+          for (int64_t k = 0; k < cp; ++k) part += ", " + chunk(k);
+          part += ")";
         }
         o += (o.empty() ? "" : ", ") + part;
       }
@@ -332,11 +385,12 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
       // Replicas whose ranks follow each other share one `rank a..b` (one
       // graph for the whole range: ir::Program's rank classes).
       std::vector<std::pair<int64_t, int64_t>> spans;
-      for (int d = 0; d < dp; ++d) {
-        int64_t lo = rankOf(stage, d, first), hi = rankOf(stage, d, last);
-        if (!spans.empty() && spans.back().second + 1 == lo) spans.back().second = hi;
-        else spans.emplace_back(lo, hi);
-      }
+      for (int d = 0; d < dp; ++d)
+        for (int64_t k = 0; k < cp; ++k) {
+          int64_t lo = rankOf(stage, d, first, k), hi = rankOf(stage, d, last, k);
+          if (!spans.empty() && spans.back().second + 1 == lo) spans.back().second = hi;
+          else spans.emplace_back(lo, hi);
+        }
       for (auto [lo, hi] : spans) heads.push_back("  rank " + S(lo) + (hi > lo ? ".." + S(hi) : "") + " {\n");
     }
     std::string sI = "  ", dI = "    ";
@@ -352,29 +406,34 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
       ds << dI << "%" << x << ": " << t3(Tl, H) << " = recv() {group = \"pp\", peer = " << stage - 1
          << ", tag = 0, dtype = f32, shape = " << shape << "}\n";
     }
+    // Per-position inputs (RoPE angles or tables, the mask's rows): the
+    // same on every rank, or under context parallel the rank's chunk's rows
+    // (Megatron's get_pos_emb_on_this_cp_rank; the mask rows of its queries).
+    auto positional = [&](const std::string& n) {
+      if (cp == 1) rl << every(n) << " = seq." << n << "\n";
+      else rl << "for r in " << stageRanks() << ": dist[r]." << n << " = " << tokenRows("seq." + n, false) << "\n";
+      out.varies[n] = cp > 1 ? std::vector<std::string>{"cp"} : std::vector<std::string>{};
+    };
     if (c.attention && m.llama && c.rope == RopeForm::Halves) {
-      std::string ty = c.flat ? "f32[" + S(T) + ", 1, " + S(rd / 2) + "]"
-                              : "f32[" + S(T) + ", 1, 1, " + S(rd / 2) + "]";
+      std::string ty = "f32" + std::string(c.flat ? "[@T@, 1, " : "[@T@, 1, 1, ") + S(rd / 2) + "]";
       if (firstStage) sqIn << sI << "input %cos: " << ty << "\n" << sI << "input %sin: " << ty << "\n";
       ds << dI << "input %cos: " << ty << "\n" << dI << "input %sin: " << ty << "\n";
-      rl << every("cos") << " = seq.cos\n" << every("sin") << " = seq.sin\n";
-      out.varies["cos"] = out.varies["sin"] = {};
+      positional("cos");
+      positional("sin");
     }
     if (c.attention && m.llama && c.rope == RopeForm::Megatron) {
       // Megatron's rotary_pos_emb: the angles of every position, emb = cat(freqs, freqs)
-      std::string ty = c.flat ? "f32[" + S(T) + ", 1, " + S(rd) + "]" : "f32[" + S(T) + ", 1, 1, " + S(rd) + "]";
+      std::string ty = "f32" + std::string(c.flat ? "[@T@, 1, " : "[@T@, 1, 1, ") + S(rd) + "]";
       if (firstStage) sqIn << sI << "input %freqs: " << ty << "\n";
       ds << dI << "input %freqs: " << ty << "\n";
-      rl << every("freqs") << " = seq.freqs\n";
-      out.varies["freqs"] = {};
+      positional("freqs");
     }
     if (c.attention && c.causal) {
       // The additive causal mask (0 on and below the diagonal, -inf above),
       // an input: the same on every rank, and the proof holds for any mask.
-      if (firstStage) sqIn << sI << "input %mask: f32[" << T << ", " << T << "]\n";
-      ds << dI << "input %mask: f32[" << T << ", " << T << "]\n";
-      rl << every("mask") << " = seq.mask\n";
-      out.varies["mask"] = {};
+      if (firstStage) sqIn << sI << "input %mask: f32[" << Tn << ", " << Tn << "]\n";
+      ds << dI << "input %mask: f32[@T@, " << Tn << "]\n";
+      positional("mask");
     }
     auto shard = [&](const std::string& n, int dim, const Blocks& b) {
       perBlockRun(n, b, [&](int a) { return blockSlice(n, dim, b, a, 0); });
@@ -528,7 +587,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
       expertRel(p + "we3", 2, Fe);
       expertRel(p + "we2", 1, Fe);
       const int64_t Bd = c.batch * ep;  // D's batch after the dispatch (ep > 1: never flat)
-      auto dx = [&](int64_t last) { return ep > 1 ? "f32[" + S(El) + ", " + S(T) + ", " + S(Bd) + ", " + S(last) + "]" : "f32" + L({E, T, B, last}); };
+      auto dx = [&](int64_t last) { return ep > 1 ? "f32[" + S(El) + ", @T@, " + S(Bd) + ", " + S(last) + "]" : "f32" + L({E, T, B, last}); };
       both(p + "x1", "f32" + L({1, T, B, H}), "f32" + L({1, T, B, H}), "unsqueeze(%" + sin_ + ") {axes = [0]}",
            "unsqueeze(%" + din + ") {axes = [0]}");
       both(p + "xe", "f32" + L({E, T, B, H}), "f32" + L({E, T, B, H}), "expand(%" + p + "x1) {shape = " + L({E, T, B, H}) + "}");
@@ -598,7 +657,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
         // _apply_rotary_pos_emb_bshd (unfused): per call
         //   cos_ = cos(freqs); sin_ = sin(freqs)
         //   t = t * cos_ + _rotate_half(t) * sin_,  _rotate_half(t) = cat(-t2, t1)
-        std::string fty = c.flat ? "f32[" + S(T) + ", 1, " + S(rd) + "]" : "f32[" + S(T) + ", 1, 1, " + S(rd) + "]";
+        std::string fty = "f32" + std::string(c.flat ? "[@T@, 1, " : "[@T@, 1, 1, ") + S(rd) + "]";
         both(n + "_cos", fty, fty, "cos(%freqs)");
         both(n + "_sin", fty, fty, "sin(%freqs)");
         auto full = [&](bool s) { return t4(T, B, s ? sh : dh, rd); };
@@ -706,6 +765,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
         std::string din = gatherIn(p + "n1");
         std::string sin_ = p + "n1";
         std::string q4, k4, v4;  // [T, B, heads, head dim], the same names on both sides
+
         if (mla) {
           std::tie(q4, k4, v4) = mlaQkv(p, sin_, din);
         } else {
@@ -819,16 +879,46 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
         both(p + "qh", t4(B, nh, T, dk), t4(B, nhl, T, dk), "transpose(%" + q4 + ") {perm = " + perm("[1, 2, 0, 3]", "[1, 0, 2]") + "}");
         both(p + "kt", t4(B, nh, dk, T), t4(B, nhl, dk, T), "transpose(%" + k4 + ") {perm = " + perm("[1, 2, 3, 0]", "[1, 2, 0]") + "}");
         both(p + "vh", t4(B, nh, T, dv), t4(B, nhl, T, dv), "transpose(%" + v4 + ") {perm = " + perm("[1, 2, 0, 3]", "[1, 0, 2]") + "}");
-        both(p + "sc", t4(B, nh, T, T), t4(B, nhl, T, T), "matmul(%" + p + "qh, %" + p + "kt)");
+        // Context parallel: D's keys and values, its chunk of the tokens,
+        // gathered over cp as the attention's matmuls read them (after GQA's
+        // head expansion: the gradients out of the matmuls, partial over cp,
+        // meet the all_gather, whose adjoint is then a reduce_scatter); the
+        // queries and the scores' rows stay the chunk's.
+        std::string kt = p + "kt", vh = p + "vh";
+        if (cp > 1) {
+          ds << dI << "%" << kt << "_cp: " << t4(B, nhl, dk, Tn) << " = all_gather(%" << kt << ") {group = \"cp\", dim = "
+             << ax(3) << "}\n";
+          ds << dI << "%" << vh << "_cp: " << t4(B, nhl, Tn, dv) << " = all_gather(%" << vh << ") {group = \"cp\", dim = "
+             << ax(2) << "}\n";
+          kt += "_cp", vh += "_cp";
+          if (bal) {
+            // the gathered halves (rank 0's two, rank 1's, ...) put back in
+            // S's order: rank j's first halves, then the second ones back
+            for (auto [n, d, ty] : {std::tuple{&kt, 3, t4(B, nhl, dk, Th)}, std::tuple{&vh, 2, t4(B, nhl, Th, dv)}}) {
+              std::string sizes, outs, order;
+              for (int64_t j = 0; j < 2 * cp; ++j) {
+                sizes += (j ? ", " : "") + S(Th);
+                outs += std::string(j ? ", " : "") + "%" + *n + "_h" + S(j) + ": " + ty;
+              }
+              for (int64_t j = 0; j < 2 * cp; ++j)
+                order += std::string(j ? ", " : "") + "%" + *n + "_h" + S(j < cp ? 2 * j : 2 * (2 * cp - 1 - j) + 1);
+              ds << dI << outs << " = split(%" << *n << ") {axis = " << ax(d) << ", sizes = [" << sizes << "]}\n";
+              std::string full = d == 3 ? t4(B, nhl, dk, Tn) : t4(B, nhl, Tn, dv);
+              ds << dI << "%" << *n << "_s: " << full << " = concat(" << order << ") {axis = " << ax(d) << "}\n";
+              *n += "_s";
+            }
+          }
+        }
+        both(p + "sc", t4(B, nh, T, T), t4(B, nhl, T, Tn), "matmul(%" + p + "qh, %" + p + "kt)", "matmul(%" + p + "qh, %" + kt + ")");
         both(p + "scale", "f32[]", "f32[]", "constant() {value = " + scale + "}");
-        both(p + "ss", t4(B, nh, T, T), t4(B, nhl, T, T), "mul(%" + p + "sc, %" + p + "scale)");
+        both(p + "ss", t4(B, nh, T, T), t4(B, nhl, T, Tn), "mul(%" + p + "sc, %" + p + "scale)");
         std::string logits = p + "ss";
         if (c.causal) {
-          both(p + "sm", t4(B, nh, T, T), t4(B, nhl, T, T), "add(%" + p + "ss, %mask)");
+          both(p + "sm", t4(B, nh, T, T), t4(B, nhl, T, Tn), "add(%" + p + "ss, %mask)");
           logits = p + "sm";
         }
-        both(p + "pr", t4(B, nh, T, T), t4(B, nhl, T, T), "softmax(%" + logits + ")");
-        both(p + "a", t4(B, nh, T, dv), t4(B, nhl, T, dv), "matmul(%" + p + "pr, %" + p + "vh)");
+        both(p + "pr", t4(B, nh, T, T), t4(B, nhl, T, Tn), "softmax(%" + logits + ")");
+        both(p + "a", t4(B, nh, T, dv), t4(B, nhl, T, dv), "matmul(%" + p + "pr, %" + p + "vh)", "matmul(%" + p + "pr, %" + vh + ")");
         both(p + "at", t4(T, B, nh, dv), t4(T, B, nhl, dv), "transpose(%" + p + "a) {perm = " + perm("[2, 0, 1, 3]", "[1, 0, 2]") + "}");
         both(p + "a3", t3(T, Ha), t3(T, Hl),
              "reshape(%" + p + "at) {shape = " + L({T, B, Ha}) + "}",
@@ -891,7 +981,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     if (lastStage) {
       sq << sI << "output %" << x << "\n}\n";
       ds << dI << "output %" << x << "\n  }\n";
-      if (sp && c.pp == 1 && dp == 1 && mbs == 1)
+      if (sp && c.pp == 1 && dp == 1 && mbs == 1 && cp == 1)
         rl << "expect seq." << x << " = concat(dim=0, for r in tp: dist[r]." << x << ")\n";
       else
         rl << "expect seq." << x << " = " << tokensRebuilt(stage, x) << "\n";
@@ -937,17 +1027,22 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     out.backwardRelations += "expect seq.grad_" + n + " = " + e + "\n";
   }
   std::string st = seqText.str(), dt = distText.str();
-  auto batchIs = [](std::string& text, int64_t b) {  // one pass: the texts run to tens of MB
-    std::string out, bs = S(b);
+  // The batch (@B@) and token (@T@) markers: one pass, the texts run to tens of MB.
+  auto sizesAre = [](std::string& text, int64_t b, int64_t t) {
+    std::string out, bs = S(b), ts = S(t);
     out.reserve(text.size());
     size_t from = 0;
-    for (size_t at; (at = text.find("@B@", from)) != std::string::npos; from = at + 3)
-      out.append(text, from, at - from).append(bs);
+    for (size_t at; (at = text.find('@', from)) != std::string::npos;) {
+      out.append(text, from, at - from);
+      if (text.compare(at, 3, "@B@") == 0) out.append(bs), from = at + 3;
+      else if (text.compare(at, 3, "@T@") == 0) out.append(ts), from = at + 3;
+      else out.push_back('@'), from = at + 1;
+    }
     out.append(text, from, std::string::npos);
     text = std::move(out);
   };
-  batchIs(st, c.batch * dp * mbs);
-  batchIs(dt, c.batch);
+  sizesAre(st, c.batch * dp * mbs, Tn);
+  sizesAre(dt, c.batch, Tc);
   out.text = {st, dt, relText.str()};
   return out;
 }
@@ -1019,7 +1114,7 @@ Result<ParallelProgram> withBackward(const Generated& gen, const ir::Program& di
 
 std::string layoutPhrase(const ProgramSpec& spec) {
   return "tp " + S(spec.tp) + (spec.sequenceParallel ? " + sequence parallel" : "") +
-         (spec.dp > 1 ? ", dp " + S(spec.dp) : "") + (spec.ep > 1 ? ", ep " + S(spec.ep) : "") +
+         (spec.cp > 1 ? ", cp " + S(spec.cp) : "") + (spec.dp > 1 ? ", dp " + S(spec.dp) : "") + (spec.ep > 1 ? ", ep " + S(spec.ep) : "") +
          (spec.pp > 1 ? ", pp " + S(spec.pp) : "");
 }
 
@@ -1064,7 +1159,6 @@ Result<ParallelProgram> parallelize(const ProgramSpec& spec) {
 Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout, int64_t seq, int64_t batch,
                                    int64_t layers) {
   std::vector<std::string> missing;
-  if (layout.cp > 1) missing.push_back("context parallel (cp " + S(layout.cp) + ")");
   if (!cfg.gated && cfg.kvHeads != cfg.heads) missing.push_back("GQA with a GELU MLP");
   if (!cfg.mla() && cfg.headDim * cfg.heads != cfg.hidden)
     missing.push_back("head dim " + S(cfg.headDim) + " x " + S(cfg.heads) + " heads != hidden " + S(cfg.hidden));
@@ -1072,7 +1166,7 @@ Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout,
     std::string m;
     for (size_t i = 0; i < missing.size(); ++i) m += (i ? ", " : "") + missing[i];
     return makeError("parallelize-unsupported", "parallelize: not generated yet: " + m +
-                                                    " (tensor, sequence, data, expert and pipeline parallel of GQA/MHA/MLA layers, dense or MoE)");
+                                                    " (tensor, sequence, context, data, expert and pipeline parallel of GQA/MHA/MLA layers, dense or MoE)");
   }
   ProgramSpec s;
   s.name = cfg.name;
@@ -1086,6 +1180,7 @@ Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout,
   s.llama = cfg.gated;
   s.tp = int(layout.tp);
   s.pp = int(layout.pp);
+  s.cp = int(layout.cp);
   s.sequenceParallel = layout.sequenceParallel && layout.tp > 1;
   s.layers = int(layers > 0 ? layers : cfg.layers);
   s.seq = seq;

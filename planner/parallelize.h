@@ -14,7 +14,11 @@
 // are split in contiguous blocks differing by one unit. With pp > 1 the
 // layers are split into consecutive stages (one micro-batch, forward: the
 // activations go from each rank to the same tp rank of the next stage by
-// send/recv).
+// send/recv). Context parallel (Megatron's all-gather CP): each cp rank holds
+// a chunk of the tokens (contiguous, or Megatron's load-balanced halves k
+// and 2 cp - 1 - k), its rows of the RoPE angles and of the mask, and
+// all-gathers K^T and V over cp before the attention matmuls. Rank order
+// tp, cp, dp (ep), pp, tp fastest.
 //
 // Multi-head latent attention (DeepSeek-V3; Megatron-core's
 // MLASelfAttention): the latent down projections (W_qa, W_kva) and their
@@ -51,6 +55,8 @@ struct ProgramSpec {
   bool llama = false;              // GQA, RMSNorm, RoPE, SwiGLU; else GPT: LayerNorm, GELU, fused QKV
   bool sequenceParallel = false;   // tokens split over tp outside the TP regions
   int tp = 1;
+  int cp = 1;                      // context parallel: each rank a chunk of seq / cp tokens, K and V all-gathered
+  bool cpBalanced = false;         // Megatron's load-balanced chunks: rank k holds halves k and 2 cp - 1 - k
   int pp = 1;                      // pipeline stages: layers / pp consecutive layers each, send/recv between
   int dp = 1;                      // data-parallel replicas, each `batch` sequences of S's batch * dp
   int microBatches = 1;            // per stage, one after the other (GPipe), `batch` sequences each
@@ -100,10 +106,9 @@ std::string layoutPhrase(const ProgramSpec& spec);
 Result<ParallelProgram> parallelize(const ProgramSpec& spec);
 
 // The spec of a Hugging Face config under a layout: tp and sequence
-// parallel from `layout`; `layers` 0 takes the config's. Errors
-// ("parallelize-unsupported") name what is not generated yet: context
-// parallel, GQA with a GELU MLP, a head dim that is not hidden / heads
-// (outside MLA).
+// parallel and cp from `layout`; `layers` 0 takes the config's. Errors
+// ("parallelize-unsupported") name what is not generated yet: GQA with a
+// GELU MLP, a head dim that is not hidden / heads (outside MLA).
 Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout, int64_t seq, int64_t batch,
                                    int64_t layers);
 

@@ -94,6 +94,18 @@ TEST(LaunchCli, ExitCodesAndFormats) {
                                "seq 4096, micro-batch 1: ";
   EXPECT_NE(mla.out.find(mlaLayer), std::string::npos) << mla.out << mla.err;
   EXPECT_EQ(mla.out.find(mlaLayer + "refuted"), std::string::npos) << mla.out;
+  // Context parallel with sequence parallel (Megatron's usual launch): the
+  // layer checked at cp 2 x tp 2 without sequence parallel, saying so (with
+  // it, not decided yet: ParallelizeCp.SequenceParallelOrThreeGroupsAreNotDecidedYet).
+  auto cpLaunch = runCli({"check-launch", "--model", cfg("llama3-8b"), "--plan", "tp=2,cp=2,gbs=8,seq=4096,sp=1",
+                          "--gpus", "4", "--gpu", "h100-sxm"});
+  EXPECT_NE(cpLaunch.out.find("verify: one llama3-8b layer (attention + MLP, forward + backward), tp 2, cp 2, seq 4096, "
+                              "micro-batch 1: verified in "),
+            std::string::npos)
+      << cpLaunch.out << cpLaunch.err;
+  EXPECT_NE(cpLaunch.out.find("checked without sequence parallel (inside context-parallel chunks it is not decided yet)"),
+            std::string::npos)
+      << cpLaunch.out;
   auto missing = runCli({"check-launch", "--model", cfg("llama3-405b"), "--plan", "tp=8", "--gpus", "8192",
                          "--gpu", "h100-sxm"});
   EXPECT_EQ(missing.code, 3);
@@ -116,10 +128,26 @@ TEST(PlanCli, EmitWritesVerifiedPlansThatRun) {
       << r.err;
   auto run = runCli({"exec", dir + "/plan", "--backend", "cpu", "--out-dir", dir + "/out"});
   EXPECT_EQ(run.code, 0) << run.out << run.err;
+  // Context parallel (tp 2 x cp 2, emitted without sequence parallel inside
+  // the chunks, said so): verified plans that run.
+  auto cp = runCli({"plan", "--model", cfg("gpt2"), "--gpus", "4", "--gpu", "h100-sxm", "--seq", "1024",
+                    "--global-batch", "8", "--fix", "tp=2,cp=2,pp=1", "--top", "1", "--emit", dir + "/cp",
+                    "--emit-seq", "16"});
+  ASSERT_EQ(cp.code, 0) << cp.out << cp.err;
+  EXPECT_NE(cp.err.find("plan --emit: tp 2, cp 2 of the best layout (without its sequence parallel inside the cp "
+                        "chunks: not decided yet), 1 layer, seq 16"),
+            std::string::npos)
+      << cp.err;
+  auto cpRun = runCli({"exec", dir + "/cp/plan", "--backend", "cpu", "--out-dir", dir + "/cp/out"});
+  EXPECT_EQ(cpRun.code, 0) << cpRun.out << cpRun.err;
   auto moe = runCli({"plan", "--model", cfg("mixtral-8x7b"), "--gpus", "64", "--gpu", "h100-sxm", "--seq", "4096",
                      "--global-batch", "64", "--top", "1", "--emit", dir + "/moe"});
-  EXPECT_EQ(moe.code, 3) << moe.out << moe.err;
-  EXPECT_NE(moe.err.find("error: plan --emit: parallelize: not generated yet: "), std::string::npos) << moe.err;
+  // Mixtral's best layout has context parallel (cp 4 x ep 4): generated (one
+  // group of ep replicas), verified folded, its plans written.
+  EXPECT_EQ(moe.code, 0) << moe.out << moe.err;
+  EXPECT_NE(moe.err.find("plan --emit: tp 1, cp 4, dp 4, ep 4 of the best layout, 1 layer, seq 256"), std::string::npos)
+      << moe.err;
+  EXPECT_NE(moe.out.find("assumes: ranks folded: one symbolic rank of groups ep x cp"), std::string::npos) << moe.out;
 }
 
 // parallelize writes the three files and --verify verifies them; what it
@@ -148,11 +176,22 @@ TEST(ParallelizeCli, WritesAndVerifies) {
                               "under them"),
             std::string::npos)
       << inferred.out;
-  auto cp = runCli({"parallelize", "--model", cfg("llama3-8b"), "--plan", "tp=4,cp=2", "--seq", "32", "--out", out});
-  EXPECT_EQ(cp.code, 3);
-  EXPECT_EQ(cp.err,
-            "error: parallelize: not generated yet: context parallel (cp 2) (tensor, sequence, data, expert and "
-            "pipeline parallel of GQA/MHA/MLA layers, dense or MoE)\n");
+  // Context parallel: written and verified, and `verify` on the written
+  // files says the same; a chunk that tp does not divide is exit 3.
+  std::string c = out + "-cp";
+  auto cp = runCli({"parallelize", "--model", cfg("llama3-8b"), "--plan", "tp=2,cp=2", "--seq", "32", "--layers", "1",
+                    "--out", c, "--verify", "--format", "json"});
+  ASSERT_EQ(cp.code, 0) << cp.out << cp.err;
+  EXPECT_EQ(nlohmann::json::parse(cp.out)["verdict"], "verified");
+  EXPECT_NE(cp.err.find("tp 2, cp 2, seq 32"), std::string::npos) << cp.err;  // (auto: no sequence parallel with cp)
+  auto again = runCli({"verify", "--seq", c + "/seq.sp", "--dist", c + "/dist.sp", "--relation", c + "/relations.rel"});
+  EXPECT_EQ(again.code, 0) << again.out << again.err;
+  auto oddCp = runCli({"parallelize", "--model", cfg("llama3-8b"), "--plan", "tp=4,cp=2", "--seq", "36",
+                       "--sequence-parallel", "on", "--out", c});
+  EXPECT_EQ(oddCp.code, 3);
+  EXPECT_EQ(oddCp.err,
+            "error: parallelize: a context-parallel chunk of 18 tokens not divisible by tp 4 (sequence parallel: "
+            "all_gather and reduce_scatter need equal shards)\n");
   auto odd = runCli({"parallelize", "--model", cfg("gpt2"), "--plan", "tp=4", "--seq", "30", "--out", out});
   EXPECT_EQ(odd.code, 3);
   EXPECT_NE(odd.err.find("seq 30 not divisible by tp 4"), std::string::npos) << odd.err;
@@ -165,6 +204,14 @@ TEST(ParallelizeCli, WritesAndVerifies) {
   EXPECT_NE(train.err.find("1 layer (attention + MLP, forward + backward), tp 2 + sequence parallel, dp 2"),
             std::string::npos)
       << train.err;
+  // The training step with context parallel on pipeline stages (tp 2 x cp
+  // 2 x pp 2, 8 ranks), and gpt2's at cp 4: verified.
+  for (auto [model, plan] : {std::pair{"llama3-8b", "tp=2,cp=2,pp=2"}, std::pair{"gpt2", "tp=1,cp=4,dp=2"}}) {
+    auto cpTrain = runCli({"parallelize", "--model", cfg(model), "--plan", plan, "--seq", "16", "--layers", "2",
+                           "--out", t + "-cp", "--backward", "--verify", "--format", "json"});
+    ASSERT_EQ(cpTrain.code, 0) << plan << ": " << cpTrain.out << cpTrain.err;
+    EXPECT_EQ(nlohmann::json::parse(cpTrain.out)["verdict"], "verified") << plan;
+  }
 }
 
 }  // namespace

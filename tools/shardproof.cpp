@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
                                                "model and their relations as text IR (and --verify them).\n"
                                                "Exit codes: 0 written (or verified), 1 refuted, 2 inconclusive, 3 bad input");
   pz->add_option("--model", par.model, "Hugging Face config.json")->required();
-  pz->add_option("--plan", par.fix, "layout: tp=8,dp=2,ep=2,pp=4 (dp defaults to ep; cp > 1 is not generated yet)")->required();
+  pz->add_option("--plan", par.fix, "layout: tp=8,cp=2,dp=2,ep=2,pp=4 (dp defaults to ep)")->required();
   pz->add_option("--seq", par.seq, "sequence length")->required();
   pz->add_option("--batch", par.batch, "micro-batch size per data-parallel replica (default 1)");
   pz->add_flag("--backward", par.backward, "the training step: forward and backward, gradients of every weight");
@@ -177,8 +177,12 @@ int main(int argc, char** argv) {
                  "micro-batches per step, each --batch sequences per replica, run one after the other (GPipe)");
   pz->add_option("--layers", par.layers, "transformer layers (default: the config's)");
   pz->add_option("--blocks", par.blocks, "full (attention + MLP, default) or mlp")->check(CLI::IsMember({"full", "mlp"}));
-  pz->add_option("--sequence-parallel", par.sequenceParallel, "auto (on when tp > 1), on or off")
+  pz->add_option("--sequence-parallel", par.sequenceParallel, "auto (on when tp > 1 and cp = 1), on or off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  pz->add_option("--cp-chunks", par.cpChunks,
+                 "context parallel: contiguous (default: rank k the k-th chunk) or balanced (Megatron's causal load "
+                 "balance: rank k halves k and 2 cp - 1 - k)")
+      ->check(CLI::IsMember({"contiguous", "balanced"}));
   pz->add_option("--out", par.outDir, "directory for seq.sp, dist.sp, relations.rel")->required();
   pz->add_flag("--verify", par.verify, "verify the written program (as `verify`)");
   pz->add_option("--format", par.format, "with --verify: text, json or junit")->check(CLI::IsMember({"text", "json", "junit"}));
