@@ -89,6 +89,7 @@ std::string reportText(const rewrite::VerifyReport& r) {
                                          : errStr(w.atLocalized) + " (closest rebuild: " + w.atLocalizedRebuild + ")") +
            "\n";
       for (const auto& [name, e] : w.outputs) t += "    output " + name + ": " + errStr(e) + "\n";
+      if (!w.fault.empty()) t += "    D faults: " + w.fault + "\n";
     }
     if (!f.repair.empty()) t += "  repair: D verifies with " + f.repair + "\n";
   }
@@ -121,6 +122,7 @@ std::string reportJson(const rewrite::VerifyReport& r, const std::string& inputR
                                                                      : ordered_json(f.witness->atLocalizedRebuild);
       wj["outputs"] = ordered_json::object();
       for (const auto& [name, e] : f.witness->outputs) wj["outputs"][name] = errJson(e);
+      wj["fault"] = f.witness->fault.empty() ? ordered_json(nullptr) : ordered_json(f.witness->fault);
       fj["witness"] = wj;
     } else {
       fj["witness"] = nullptr;

@@ -90,6 +90,10 @@ struct Witness {
   // Nonempty: the run had S's row dims shrunk, and why that refutes the
   // program at its own size (rewrite/witness/witness_shrink.h).
   std::string shrunk;
+  // Nonempty: D faulted where S ran (an index out of range on a rank:
+  // "rank 0: gather 'g' (d.sp:16:5): index 2 is out of range for dim 2");
+  // D computes no value there, so it cannot hold S's.
+  std::string fault;
 };
 
 struct Failure {

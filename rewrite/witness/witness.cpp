@@ -201,6 +201,9 @@ Result<WitnessRun> runWitness(const ir::Graph& seq, const ir::Program& dist, con
   ir::RunOptions dopts = opts;
   dopts.fillMissing = false;
   auto dvals = ir::runProgramKeep(dist, std::move(din), dkeep, dopts);
+  // S ran on these inputs and D, on the inputs the relations give it,
+  // indexes out of range: a fault of D's, not of the witness.
+  if (!dvals.ok() && dvals.error().id == "index-out-of-range") return makeError("dist-fault", dvals.error().message);
   if (!dvals.ok()) return stopped(dvals.error(), "S done; D ");
   run.dist.resize(dvals->size());
   for (size_t r = 0; r < dvals->size(); ++r) {

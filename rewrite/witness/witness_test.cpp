@@ -331,5 +331,23 @@ TEST(Witness, WorkCountsOnlyTheConesThatRun) {
   EXPECT_LT(h.total(), a.total());
 }
 
+// A vocab-parallel embedding whose shard mask is off by one (ids > end
+// instead of >= end): the first id of the next shard indexes one row past
+// the rank's table. D faults where S runs, so it holds no value of S's:
+// refuted, the fault named; the correct mask verifies.
+TEST(Witness, DistIndexingOutOfRangeIsARefutation) {
+  Case ok = testutil::load("vocab_emb_seq.sp", "vocab_emb_tp2.sp", "vocab_emb_tp2.rel");
+  auto good = verify(ok.seq, ok.dist, ok.rel, {});
+  ASSERT_TRUE(good.ok()) << good.error().str();
+  EXPECT_EQ(good->verdict, Verdict::Verified) << good->reason;
+  Case bad = testutil::load("vocab_emb_seq.sp", "vocab_emb_tp2_mask_gt.sp", "vocab_emb_tp2.rel");
+  auto rep = verify(bad.seq, bad.dist, bad.rel, {});
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  EXPECT_EQ(rep->verdict, Verdict::Refuted) << rep->reason;
+  ASSERT_TRUE(rep->failure && rep->failure->witness);
+  EXPECT_NE(rep->failure->witness->fault.find("gather 'g'"), std::string::npos) << rep->failure->witness->fault;
+  EXPECT_NE(rep->failure->witness->fault.find("out of range"), std::string::npos) << rep->failure->witness->fault;
+}
+
 }  // namespace
 }  // namespace sp::rewrite

@@ -406,6 +406,16 @@ Status decideWithWitnessRun(const ir::Graph& seq, const ir::Program& dist, const
     const uint64_t seed = opts.seed + k;
     auto run = runWitness(seq, dist, rel, plan, seed, opts.witnessProgress, deadline);
     if (!run.ok() && run.error().id == "time-limit") return timedOut(run.error());
+    if (!run.ok() && run.error().id == "dist-fault") {
+      rep.verdict = Verdict::Refuted;
+      rep.reason.clear();
+      Witness w;
+      w.seed = seed;
+      w.fault = run.error().message;
+      f.message += "; on the witness's inputs D faults where S runs: " + w.fault;
+      f.witness = std::move(w);
+      return okStatus();
+    }
     if (!run.ok()) {
       rep.verdict = Verdict::Inconclusive;
       rep.reason = base + "; witness could not run: " + run.error().str();
