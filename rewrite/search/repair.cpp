@@ -5,6 +5,7 @@
 // the user as the likely fix next to the failure.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 
 #include "ir/program_edit.h"
@@ -17,14 +18,13 @@ namespace {
 
 struct Candidate {
   std::string what;  // "all_reduce 'se' (loc) reducing with sum instead of avg"
-  ir::ProgramSpec spec;
+  std::function<void(ir::ProgramSpec&)> edit;  // applied to D's spec when the candidate is tried
 };
 
 // Edits of every collective that keep the program well-formed in most
 // cases (the builder rejects the rest): another reduce mode, another dim,
 // another group. In program order of the first rank holding the node.
-std::vector<Candidate> candidates(const ir::Program& dist) {
-  const ir::ProgramSpec base = ir::toSpec(dist);
+std::vector<Candidate> candidates(const ir::Program& dist, const ir::ProgramSpec& base) {
   const std::vector<std::string> groups = ir::groupNames(base);
   struct Site {
     const ir::Node* node;  // on the first rank holding it
@@ -50,9 +50,9 @@ std::vector<Candidate> candidates(const ir::Program& dist) {
     const ir::Node& n = *s.node;
     std::string head = std::string(ir::opName(n.op)) + " '" + n.name + "'" + (n.loc.empty() ? "" : " (" + n.loc.str() + ")");
     auto edit = [&](const std::string& what, const std::string& attr, ir::AttrValue v) {
-      Candidate c{head + " " + what, base};
-      for (auto [r, i] : s.at) c.spec.ranks[r].nodes[i].attrs[attr] = v;
-      out.push_back(std::move(c));
+      out.push_back(Candidate{head + " " + what, [at = s.at, attr, v](ir::ProgramSpec& spec) {
+                                for (auto [r, i] : at) spec.ranks[r].nodes[i].attrs[attr] = v;
+                              }});
     };
     if (n.op != ir::OpKind::AllGather) {
       const std::string& mode = ir::attrStr(n.attrs, "reduce");
@@ -76,7 +76,6 @@ std::vector<Candidate> candidates(const ir::Program& dist) {
 // the sum). `closest` holds "r<rank>:<name>" entries.
 std::vector<Candidate> insertions(const ir::Program& dist, const std::vector<std::string>& closest,
                                   const std::vector<std::string>& groups) {
-  const ir::ProgramSpec base = ir::toSpec(dist);
   std::vector<std::string> names;
   for (const auto& c : closest) {
     auto colon = c.find(':');
@@ -93,22 +92,24 @@ std::vector<Candidate> insertions(const ir::Program& dist, const std::vector<std
       if (v && g.value(*v).producer >= 0 && !g.node(g.value(*v).producer).loc.empty())
         where = " (" + g.node(g.value(*v).producer).loc.str() + ")";
     }
-    for (const auto& group : groups) {
-      Candidate c{"an all_reduce over group " + group + " inserted after '" + name + "'" + where, base};
-      bool any = false;
-      for (size_t r = 0; r < c.spec.ranks.size(); ++r) {
-        const ir::Graph& g = dist.rank(int64_t(r));
-        auto v = g.findValue(name);
-        if (!v || !ir::isFloat(g.value(*v).type.dtype)) continue;
-        ir::GraphSpec& gs = c.spec.ranks[r];
-        std::string summed = gs.freshName(name + "_sum");
-        gs.renameUses(name, summed);
-        gs.nodes.push_back({ir::OpKind::AllReduce, {}, {name}, {summed},
-                            {{"group", group}, {"reduce", std::string("sum")}}, {}});
-        any = true;
-      }
-      if (any) out.push_back(std::move(c));
+    std::vector<size_t> holders;  // ranks holding a float `name`
+    for (int64_t r = 0; r < dist.worldSize(); ++r) {
+      const ir::Graph& g = dist.rank(r);
+      auto v = g.findValue(name);
+      if (v && ir::isFloat(g.value(*v).type.dtype)) holders.push_back(size_t(r));
     }
+    if (holders.empty()) continue;
+    for (const auto& group : groups)
+      out.push_back(Candidate{"an all_reduce over group " + group + " inserted after '" + name + "'" + where,
+                              [holders, name, group](ir::ProgramSpec& spec) {
+                                for (size_t r : holders) {
+                                  ir::GraphSpec& gs = spec.ranks[r];
+                                  std::string summed = gs.freshName(name + "_sum");
+                                  gs.renameUses(name, summed);
+                                  gs.nodes.push_back({ir::OpKind::AllReduce, {}, {name}, {summed},
+                                                      {{"group", group}, {"reduce", std::string("sum")}}, {}});
+                                }
+                              }});
   }
   return out;
 }
@@ -124,11 +125,13 @@ std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program&
   sub.witnessProgress = nullptr;
   sub.progress = nullptr;
   sub.repairSeconds = 0;
+  const ir::ProgramSpec base = ir::toSpec(dist);
   std::vector<Candidate> all = insertions(dist, failure.closestDist, failure.missingSumGroups);
-  for (auto& c : candidates(dist)) all.push_back(std::move(c));
-  std::vector<std::optional<ir::Program>> built(all.size());
-  for (size_t i = 0; i < all.size(); ++i)
-    if (auto p = ir::buildProgram(all[i].spec); p.ok()) built[i] = std::move(*p);  // else ill-formed under this edit
+  for (auto& c : candidates(dist, base)) all.push_back(std::move(c));
+  // Each edited program is built when it is tried and dropped after: all
+  // of them at once would hold a copy of D per candidate (gigabytes for a
+  // training step with a few hundred collective edits).
+  std::vector<bool> illFormed(all.size(), false);
   // First every candidate by rank folding alone (a correct edit of an SPMD
   // program folds in milliseconds, a wrong one is dropped as fast), then,
   // with the time left, the per-rank engine on each (an edit may verify
@@ -140,9 +143,16 @@ std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program&
     if (!perRank && !opts.fold) continue;
     sub.perRank = perRank;
     for (size_t i = 0; i < all.size() && left() > 0; ++i) {
-      if (!built[i]) continue;
+      if (illFormed[i]) continue;
+      ir::ProgramSpec spec = base;
+      all[i].edit(spec);
+      auto built = ir::buildProgram(spec);
+      if (!built.ok()) {  // ill-formed under this edit
+        illFormed[i] = true;
+        continue;
+      }
       sub.timeLimitSeconds = perRank ? std::min(left(), seconds / 8) : left();
-      auto r = verify(seq, *built[i], rel, sub);
+      auto r = verify(seq, *built, rel, sub);
       if (r.ok() && r->verdict == Verdict::Verified) return all[i].what;
     }
   }

@@ -457,6 +457,10 @@ Status prepareLemmaLibrary(const VerifyOptions& opts) {
 
 namespace {
 
+// After a failure, the time the per-rank engine gets in all for the
+// relations of the outputs that do not depend on the failing value.
+constexpr double kRewalkSeconds = 10.0;
+
 // Group size from which a failure found while folding goes to the witness
 // before the per-rank engine (verifyCone).
 constexpr int64_t kFoldedRefutationRanks = 16;
@@ -1207,21 +1211,23 @@ Result<VerifyReport> verifyUnguarded(const ir::Graph& seq, const ir::Program& di
         }
   }
   std::set<std::string> tried;
-  // Each walk gets an equal share of the time left (at least 5 s); one that
-  // runs out ends the re-walks: the others would fare no better.
   std::vector<size_t> again;
   for (size_t i = 0; i < rep.outputs.size(); ++i) {
     auto v = seq.findValue(rep.outputs[i].name);
     if (!rep.outputs[i].expr && v && !down[size_t(*v)] && tried.insert(rep.outputs[i].name).second) again.push_back(i);
   }
-  for (size_t k = 0; k < again.size(); ++k) {
+  // The other outputs' relations are information only (the first walk's
+  // failure decides): rank folding first, cheap, for each; then the
+  // per-rank engine for those still open within kRewalkSeconds in all, an
+  // equal share each (at least 2 s). A walk that runs out of time ends
+  // them: the others would fare no better.
+  auto rewalk = [&](size_t k, bool perRank, double seconds) -> Result<bool> {
     const std::string name = rep.outputs[again[k]].name;
-    double left = opts.timeLimitSeconds - elapsed();
-    if (left <= 0) break;
     VerifyOptions sub = opts;
     sub.outputs = {name};
-    sub.timeLimitSeconds = std::min(left, std::max(5.0, left / double(again.size() - k)));
-    sub.witnessWorkLimit = 0;  // relations only: the first walk's failure is the one reported
+    sub.timeLimitSeconds = seconds;
+    sub.perRank = perRank;
+    sub.witnessWorkLimit = 0;  // relations only
     sub.witnessProgress = nullptr;
     bool ignored = false;
     SP_ASSIGN(VerifyReport more, verifyCone(seq, dist, relations, sub, &ignored));
@@ -1230,7 +1236,27 @@ Result<VerifyReport> verifyUnguarded(const ir::Graph& seq, const ir::Program& di
     if (more.outputs.size() == 1 && more.outputs[0].expr)
       for (auto& mine : rep.outputs)
         if (mine.name == name) mine = more.outputs[0];
-    if (timedOut(more)) break;
+    return !timedOut(more);
+  };
+  auto open = [&](size_t k) { return !rep.outputs[again[k]].expr; };
+  if (opts.fold)
+    for (size_t k = 0; k < again.size(); ++k) {
+      double left = opts.timeLimitSeconds - elapsed();
+      if (left <= 0) break;
+      SP_ASSIGN(bool inTime, rewalk(k, false, left));
+      if (!inTime) break;
+    }
+  if (opts.perRank) {
+    const double until = std::min(opts.timeLimitSeconds, elapsed() + kRewalkSeconds);
+    size_t todo = 0;
+    for (size_t k = 0; k < again.size(); ++k) todo += open(k);
+    for (size_t k = 0; k < again.size(); ++k) {
+      if (!open(k)) continue;
+      double left = until - elapsed();
+      if (left <= 0) break;
+      SP_ASSIGN(bool inTime, rewalk(k, true, std::min(left, std::max(2.0, left / double(todo--)))));
+      if (!inTime) break;
+    }
   }
   if (rep.verdict == Verdict::Refuted && opts.repairSeconds > 0) {
     double budget = std::min(opts.repairSeconds, opts.timeLimitSeconds - elapsed());
