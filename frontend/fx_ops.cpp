@@ -31,6 +31,8 @@ const OpMapping kOps[] = {
     {"aten.index.Tensor", mapIndex, 0},
     {"aten.index_put.default", mapIndexPut, 0},
     {"aten.index_select.default", mapIndexSelect, 0},
+    {"aten.gather.default", mapGatherDim, 0},
+    {"aten.repeat.default", mapRepeat, 0},
     {"aten.repeat_interleave.Tensor", mapRepeatInterleave, 0},
     {"aten.repeat_interleave.self_int", mapRepeatInterleave, 0},
     {"aten.embedding.default", mapEmbedding, 0},
@@ -125,6 +127,7 @@ const OpMapping kOps[] = {
     {"aten.linear.default", mapLinear, 0},
     {"aten.native_layer_norm.default", mapLayerNorm, 3},
     {"aten.native_dropout.default", mapDropout, 2},
+    {"aten.nll_loss_forward.default", mapNllLossForward, 2},
     // ---- factories ----
     {"aten.zeros.default", mapFactory, 0},
     {"aten.ones.default", mapFactory, 0},
@@ -157,6 +160,7 @@ const OpMapping kOps[] = {
     {"aten.native_dropout_backward.default", mapDropoutBackward, 0},
     {"aten.native_layer_norm_backward.default", mapLayerNormBackward, 3},
     {"aten.embedding_dense_backward.default", mapEmbeddingBackward, 0},
+    {"aten.nll_loss_backward.default", mapNllLossBackward, 0},
     // ---- collectives (torch.distributed._functional_collectives) ----
     {"_c10d_functional.all_reduce.default", mapCollective, 0},
     {"_c10d_functional.all_gather_into_tensor.default", mapCollective, 0},

@@ -40,6 +40,8 @@ Status mapSelect(Emitter&);
 Status mapIndex(Emitter&);
 Status mapIndexPut(Emitter&);
 Status mapIndexSelect(Emitter&);
+Status mapGatherDim(Emitter&);
+Status mapRepeat(Emitter&);
 Status mapRepeatInterleave(Emitter&);
 Status mapEmbedding(Emitter&);
 Status mapIdentity(Emitter&);
@@ -78,6 +80,7 @@ Status mapFactory(Emitter&);
 Status mapFillInPlace(Emitter&);
 Status mapArange(Emitter&);
 Status mapCollective(Emitter&);
+Status mapNllLossForward(Emitter&);
 
 // ---- fx_ops_grad.cpp ----
 Status mapSoftmaxBackward(Emitter&);
@@ -90,6 +93,7 @@ Status mapThresholdBackward(Emitter&);
 Status mapDropoutBackward(Emitter&);
 Status mapLayerNormBackward(Emitter&);
 Status mapEmbeddingBackward(Emitter&);
+Status mapNllLossBackward(Emitter&);
 
 // The op name without namespace and overload: "aten.add.Tensor" -> "add".
 std::string baseName(const std::string& op);

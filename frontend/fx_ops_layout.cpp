@@ -389,6 +389,57 @@ static Status repeatView(Emitter& e, const TRef& x, int64_t d, int64_t times) {
   return e.out(0, OpKind::Reshape, {e.expand(u, ex)}, {{"shape", merged}});
 }
 
+// gather(x, dim, index): out[..., j, ...] = x[..., index[..., j, ...], ...]
+// along dim, the IR's gather_elements (the index no larger than x off dim,
+// as torch requires; torch rejects negative indices, which the IR wraps, so
+// the two agree wherever torch computes). sparse_grad changes only the
+// backward's layout.
+Status mapGatherDim(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(int64_t d, e.integer(1, "dim"));
+  SP_ASSIGN(TRef idx, e.tensor(2, "index"));
+  SP_ASSIGN(bool sparse, e.boolean(3, "sparse_grad", false));
+  (void)sparse;
+  if (x.rank() == 0 || idx.rank() != x.rank())
+    return e.error("fx-unsupported", "gather of " + x.type.str() + " by index " + idx.type.str() +
+                                         ": the index must have the input's rank (>= 1)");
+  if (!ir::isInteger(idx.dtype())) return e.error("fx-arg", "gather index must be an integer tensor");
+  SP_ASSIGN(d, normDim(e, d, x.rank()));
+  return e.out(0, OpKind::GatherElements, {x, idx}, {{"axis", d}});
+}
+
+// repeat(x, repeats): x tiled, out[..., j, ...] = x[..., j mod n, ...] on
+// each dim (len(repeats) >= rank; extra leading repeats add dims, as
+// torch). A repeat axis is unsqueezed *before* each repeated dim, expanded
+// and merged with it (ONNX Tile's form; repeat_interleave puts it after).
+Status mapRepeat(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(auto reps, e.ints(1, "repeats"));
+  if (int64_t(reps.size()) < x.rank())
+    return e.error("fx-arg", "repeat: " + std::to_string(reps.size()) + " repeat counts for a tensor of rank " +
+                                 std::to_string(x.rank()) + " (at least one per dim)");
+  for (int64_t r : reps)
+    if (r < 1) return e.error("fx-unsupported", "repeat count " + std::to_string(r) + " (an empty result) is not supported");
+  size_t lead = reps.size() - size_t(x.rank());
+  std::vector<int64_t> padAxes;
+  for (size_t i = 0; i < lead; ++i) padAxes.push_back(int64_t(i));
+  TRef xp = e.unsqueeze(x, padAxes);
+  std::vector<int64_t> axes;
+  ir::Shape wide, merged;
+  for (size_t i = 0; i < reps.size(); ++i) {
+    const ir::Dim& n = xp.type.shape[i];
+    if (reps[i] != 1) {
+      axes.push_back(int64_t(wide.size()));
+      wide.push_back(ir::Dim(reps[i]));
+    }
+    wide.push_back(n);
+    merged.push_back(ir::Dim(reps[i]) * n);
+  }
+  if (axes.empty()) return e.outValue(0, xp);
+  TRef u = e.unsqueeze(xp, axes);
+  return e.out(0, OpKind::Reshape, {e.expand(u, wide)}, {{"shape", merged}});
+}
+
 Status mapIndexSelect(Emitter& e) {
   SP_ASSIGN(TRef x, e.tensor(0, "self"));
   SP_ASSIGN(int64_t d, e.integer(1, "dim"));
