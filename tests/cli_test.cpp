@@ -387,6 +387,16 @@ TEST(CliTrust, GroupCycleDeadlockIsRefuted) {
       << run.err;
 }
 
+// Two ranks meet at one all_reduce, one summing and one averaging: NCCL
+// would mix them; the program is refuted naming both members (it was
+// rejected as bad input, exit 3).
+TEST(CliTrust, MismatchedCollectiveIsRefuted) {
+  auto r = runCli(trustArgs("mismatch_seq.sp", "mismatch_dist.sp", "mismatch.rel"));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict: refuted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("with reduce sum but rank 1 is at all_reduce 'y'"), std::string::npos) << r.out;
+}
+
 // Each rank floors its transposed column shard and outputs it flattened; S's
 // transposed floor is rebuilt from those by reshape and concat, so D refines
 // S. The witness used to refute it from its closest-rebuild guess at S's

@@ -550,7 +550,12 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   // is built only if the per-rank engine runs.
   const bool uniform = opts.fold && ir::uniformSpmd(dist);
   Result<DistModel> lowered = uniform ? Result<DistModel>(DistModel{}) : lowerProgram(dist);
-  if (!lowered && lowered.error().id == "deadlock") {
+  // So is one whose ranks meet at mismatched collectives (another op,
+  // reduction, dim or shape on one member: NCCL would hang or mix
+  // buffers) or whose send finds no receive.
+  const std::string lowerError = lowered ? std::string() : lowered.error().id;
+  if (lowerError == "deadlock" || lowerError == "collective-mismatch" || lowerError == "unreceived-send" ||
+      lowerError == "mismatched-send-recv") {
     rep.verdict = Verdict::Refuted;
     rep.failure = Failure{"D", "", {}, lowered.error().message, {}, std::nullopt, {}, {}};
     rep.stats.distOps = 0;

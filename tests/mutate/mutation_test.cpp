@@ -346,7 +346,13 @@ TEST(Mutation, Corpus) {
           ASSERT_TRUE(sr.ok()) << who << ": " << sr.error().str();
           auto we = outputErrorAt(c, *sr, rep->failure->witness->seed, m->dist, m->relations);
           atWitness = we.ok() ? *we : 0;
-          if (atWitness > kSame)
+          // A D that faults on the witness's inputs (an index out of range
+          // where S runs) holds no value of S's: confirmed when the rerun
+          // faults too.
+          if (!we.ok() && we.error().id == "index-out-of-range" && !rep->failure->witness->fault.empty()) {
+            atWitness = 1;
+            std::printf("[witness-fault] %s | %s\n", who.c_str(), we.error().str().c_str());
+          } else if (atWitness > kSame)
             std::printf("[witness-confirmed] %s | err %.2e on the test's seeds, %.2e on the witness\n", who.c_str(),
                         *err, atWitness);
         }
