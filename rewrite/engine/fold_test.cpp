@@ -1364,5 +1364,29 @@ TEST(FoldCollectives, AllReduceOfUnitSlotsIsTheSumOverTheDim) {
   }
 }
 
+// Softmax over a vocab split, computed as each shard's exponentials over
+// the all-reduced sum of the shards' sums (no max subtracted), at several
+// group sizes: verified; dividing by the rank's own sum is refuted.
+TEST(VocabSoftmax, ExponentialsOverTheReducedSumVerify) {
+  for (int n : {2, 3, 4}) {
+    SCOPED_TRACE(n);
+    const std::string N = std::to_string(n);
+    Case c;
+    c.seq = "graph sm {\n  input %x: f32[2, " + std::to_string(2 * n) +
+            "]\n  %p = softmax(%x) {axis = -1}\n  output %p\n}\n";
+    c.dist = "program vsm {\n  world " + N + "\n  mesh [tp = " + N + "]\n  rank 0.." + std::to_string(n - 1) +
+             " {\n    input %x: f32[2, 2]\n    %e = exp(%x)\n    %ls = reduce_sum(%e) {axes = [1]}\n"
+             "    %gs = all_reduce(%ls) {group = \"tp\"}\n    %p = div(%e, %gs)\n    output %p\n  }\n}\n";
+    c.rel = "for r in tp: dist[r].x = slice(seq.x, dim=1, start=idx(r,tp)*2, end=(idx(r,tp)+1)*2)\n"
+            "expect seq.p = concat(dim=1, for r in tp: dist[r].p)\n";
+    auto rep = check(c);
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+    Case bad = c;
+    bad.dist = replaceAll(c.dist, "%p = div(%e, %gs)", "%p = div(%e, %ls)");
+    auto r = check(bad);
+    EXPECT_EQ(r.verdict, Verdict::Refuted) << why(r);
+  }
+}
+
 }  // namespace
 }  // namespace sp::rewrite
