@@ -2109,6 +2109,120 @@ bool Folder::nestedOk(const ir::Node& n, const std::vector<Fact>& in, const std:
     return std::adjacent_find(dims.begin(), dims.end()) != dims.end();
   };
   if (std::none_of(in.begin(), in.end(), nested) && std::none_of(outs.begin(), outs.end(), nested)) return true;
+  // The groups splitting dim d of f, as a bit set (A: bit 0).
+  auto groupsOn = [&](const Fact& f, int64_t d) {
+    unsigned bits = f.lay == Lay::Split && f.dim == d ? 1u : 0u;
+    for (size_t k = 0; k < nB_.size(); ++k)
+      if (f.layB[k] == Lay::Split && f.dimB[k] == d) bits |= 2u << k;
+    return bits;
+  };
+  auto many = [](unsigned bits) { return (bits & (bits - 1)) != 0; };
+  // A layout op that moves each nested dim whole to one output dim (a
+  // transpose; a reshape where the dim is a factor group of its own, in
+  // the rank's shapes and in S's) re-indexes it alike at every position:
+  // the output must nest the same groups on it.
+  if ((n.op == OpKind::Transpose || reshapeLike(n.op)) && in.size() == 1 && outs.size() == 1) {
+    const TensorType& ti = g_->value(n.inputs[0]).type;
+    const TensorType& to = g_->value(n.outputs[0]).type;
+    if (!ir::isConcrete(ti.shape) || !ir::isConcrete(to.shape)) return false;
+    const int64_t ri = int64_t(ti.shape.size()), ro = int64_t(to.shape.size());
+    std::vector<int64_t> to_(size_t(ri), -1);  // input dim -> the output dim it becomes whole
+    if (n.op == OpKind::Transpose) {
+      const auto& perm = ir::attrInts(n.attrs, "perm");
+      if (int64_t(perm.size()) != ri) return false;
+      for (int64_t o = 0; o < ri; ++o)
+        if (perm[size_t(o)] >= 0 && perm[size_t(o)] < ri) to_[size_t(perm[size_t(o)])] = o;
+    } else {
+      auto single = [&](const TensorType& a, const TensorType& b) {
+        std::map<int64_t, int64_t> m;
+        for (const ReshapeGroup& gr : reshapeGroups(ir::concreteDims(a.shape), ir::concreteDims(b.shape)))
+          if (gr.i1 == gr.i0 + 1 && gr.j1 == gr.j0 + 1) m[int64_t(gr.i0)] = int64_t(gr.j0);
+        return m;
+      };
+      auto local = single(ti, to), global = single(globalOf(ti, in[0]), globalOf(to, outs[0]));
+      for (const auto& [i, o] : local)
+        if (global.count(i) && global.at(i) == o) to_[size_t(i)] = o;
+    }
+    std::vector<bool> covered(size_t(ro), false);
+    for (int64_t d = 0; d < ri; ++d) {
+      unsigned bits = groupsOn(in[0], d);
+      if (!many(bits)) continue;
+      if (to_[size_t(d)] < 0 || groupsOn(outs[0], to_[size_t(d)]) != bits) return false;
+      covered[size_t(to_[size_t(d)])] = true;
+    }
+    for (int64_t o = 0; o < ro; ++o)
+      if (many(groupsOn(outs[0], o)) && !covered[size_t(o)]) return false;
+    return true;
+  }
+  // An expand keeps each nested dim (numpy-aligned from the right) that it
+  // does not broadcast.
+  if (n.op == OpKind::Expand && in.size() == 1 && outs.size() == 1) {
+    const Shape& si = g_->value(n.inputs[0]).type.shape;
+    const Shape& so = g_->value(n.outputs[0]).type.shape;
+    const int64_t ri = int64_t(si.size()), ro = int64_t(so.size());
+    if (ro < ri) return false;
+    std::vector<bool> covered(size_t(ro), false);
+    for (int64_t d = 0; d < ri; ++d) {
+      unsigned bits = groupsOn(in[0], d);
+      if (!many(bits)) continue;
+      const int64_t o = d + ro - ri;
+      if (!(si[size_t(d)] == so[size_t(o)]) || groupsOn(outs[0], o) != bits) return false;
+      covered[size_t(o)] = true;
+    }
+    for (int64_t o = 0; o < ro; ++o)
+      if (many(groupsOn(outs[0], o)) && !covered[size_t(o)]) return false;
+    return true;
+  }
+  // A slice, concat or split along other dims keeps each nested dim as it
+  // is, in place: every value nests the same groups on it.
+  // A one_hot is elementwise on the indices, its new axis counted in the
+  // output: each nested dim moves past the axis when the axis comes first.
+  if (n.op == OpKind::OneHot && in.size() == 1 && outs.size() == 1) {
+    const int64_t ri = int64_t(g_->value(n.inputs[0]).type.shape.size()), ro = ri + 1;
+    int64_t axis = n.attrs.count("axis") ? ir::attrInt(n.attrs, "axis") : -1;
+    axis = axis < 0 ? axis + ro : axis;
+    if (axis < 0 || axis >= ro) return false;
+    std::vector<bool> covered(size_t(ro), false);
+    for (int64_t d = 0; d < ri; ++d) {
+      unsigned bits = groupsOn(in[0], d);
+      if (!many(bits)) continue;
+      const int64_t o = d < axis ? d : d + 1;
+      if (groupsOn(outs[0], o) != bits) return false;
+      covered[size_t(o)] = true;
+    }
+    for (int64_t o = 0; o < ro; ++o)
+      if (many(groupsOn(outs[0], o)) && !covered[size_t(o)]) return false;
+    return true;
+  }
+  // A top-k works on each row along its axis alone: a nested dim
+  // elsewhere stays, in both outputs.
+  if (n.op == OpKind::Slice || n.op == OpKind::Concat || n.op == OpKind::Split || n.op == OpKind::TopK) {
+    if (n.inputs.empty()) return false;
+    const int64_t R = int64_t(g_->value(n.inputs[0]).type.shape.size());
+    std::vector<int64_t> axes;
+    if (n.op == OpKind::TopK) {
+      axes.push_back(n.attrs.count("axis") ? ir::attrInt(n.attrs, "axis") : -1);
+    } else if (n.op == OpKind::Slice) {
+      axes = n.attrs.count("axes") ? ir::attrInts(n.attrs, "axes") : std::vector<int64_t>{};
+      if (!n.attrs.count("axes"))
+        for (size_t k = 0; k < ir::attrInts(n.attrs, "starts").size(); ++k) axes.push_back(int64_t(k));
+    } else {
+      axes.push_back(ir::attrInt(n.attrs, "axis"));
+    }
+    for (auto& a : axes) a = a < 0 ? a + R : a;
+    std::vector<const Fact*> all;
+    for (const Fact& f : in) all.push_back(&f);
+    for (const Fact& f : outs) all.push_back(&f);
+    for (int64_t d = 0; d < R; ++d) {
+      unsigned bits = 0;
+      for (const Fact* f : all) bits |= groupsOn(*f, d);
+      if (!many(bits)) continue;
+      if (std::find(axes.begin(), axes.end(), d) != axes.end()) return false;
+      for (const Fact* f : all)
+        if (groupsOn(*f, d) != bits) return false;
+    }
+    return true;
+  }
   switch (ir::opInfo(n.op).category) {
     case OpCategory::Unary:
     case OpCategory::Binary:
