@@ -1500,6 +1500,18 @@ TEST(Fold3D, WrongProgramsAreNotVerified) {
       EXPECT_FALSE(folded(*rep)) << at << " " << e.what;
     }
   }
+  // Gathering the nested dim over cp first, while tp's pieces inside each
+  // chunk are still apart, interleaves the rows: refuted, never folded.
+  Case k = dpCpTp(2, 2, 2, true);
+  for (auto [from, to] : {std::pair<std::string, std::string>{"all_gather(%y) {group = \"tp\"", "all_gather(%y) {group = \"cp\""},
+                          {"all_gather(%yt) {group = \"cp\"", "all_gather(%yt) {group = \"tp\""}}) {
+    auto pos = k.dist.find(from);
+    ASSERT_NE(pos, std::string::npos) << from;
+    k.dist.replace(pos, from.size(), to);
+  }
+  auto rep = check(k);
+  EXPECT_EQ(rep.verdict, Verdict::Refuted) << why(rep);
+  EXPECT_FALSE(folded(rep));
 }
 
 }  // namespace
