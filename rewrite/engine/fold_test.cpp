@@ -1514,5 +1514,57 @@ TEST(Fold3D, WrongProgramsAreNotVerified) {
   EXPECT_FALSE(folded(rep));
 }
 
+// Four groups, each splitting its own dim of a 4-D input (and two of them
+// nested on one dim when `nested`), relu'd and gathered back group by
+// group: folded over all four. A gather over the wrong group is never
+// verified.
+Case fourGroups(bool nested, const std::string& wrongGather = "") {
+  // mesh [a = 2, b = 2, c = 3, t = 2]: t fastest
+  Case k;
+  k.seq = "graph s {\n  input %x: f32[4, 6, 4, 8]\n  %y: f32[4, 6, 4, 8] = relu(%x)\n  output %y\n}\n";
+  // local: dim 0 over a (2), dim 1 over c (3), dim 2 over t (2), dim 3 over b (2) or, nested, dim 2 over t inside b
+  std::string local = nested ? "f32[2, 2, 1, 8]" : "f32[2, 2, 2, 4]";
+  k.dist = "program d {\n  world 24\n  mesh [a = 2, b = 2, c = 3, t = 2]\n  rank 0..23 {\n    input %x: " + local +
+           "\n    %h: " + local + " = relu(%x)\n";
+  std::vector<std::pair<std::string, std::string>> steps;  // group, type after
+  if (nested) steps = {{"t:2", "f32[2, 2, 2, 8]"}, {"b:2", "f32[2, 2, 4, 8]"}, {"c:1", "f32[2, 6, 4, 8]"}, {"a:0", "f32[4, 6, 4, 8]"}};
+  else steps = {{"t:2", "f32[2, 2, 4, 4]"}, {"b:3", "f32[2, 2, 4, 8]"}, {"c:1", "f32[2, 6, 4, 8]"}, {"a:0", "f32[4, 6, 4, 8]"}};
+  std::string prev = "%h";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::string g = steps[i].first.substr(0, 1), d = steps[i].first.substr(2);
+    if (g == wrongGather) g = g == "a" ? "b" : "a";
+    std::string v = "%g" + std::to_string(i);
+    k.dist += "    " + v + ": " + steps[i].second + " = all_gather(" + prev + ") {group = \"" + g + "\", dim = " + d + "}\n";
+    prev = v;
+  }
+  k.dist += "    output " + prev + "\n  }\n}\n";
+  std::string inner = "slice(slice(seq.x, dim=0, start=idx(r,a)*2, end=idx(r,a)*2+2), dim=1, start=idx(r,c)*2, end=idx(r,c)*2+2)";
+  if (nested)
+    k.rel = "for r in 0..23: dist[r].x = slice(" + inner + ", dim=2, start=idx(r,b)*2+idx(r,t), end=idx(r,b)*2+idx(r,t)+1)\n";
+  else
+    k.rel = "for r in 0..23: dist[r].x = slice(slice(" + inner +
+            ", dim=2, start=idx(r,t)*2, end=idx(r,t)*2+2), dim=3, start=idx(r,b)*4, end=idx(r,b)*4+4)\n";
+  k.rel += "expect seq.y = dist[0]." + prev.substr(1) + "\n";
+  return k;
+}
+
+TEST(Fold3D, FourGroupsFold) {
+  for (bool nested : {false, true}) {
+    auto rep = check(fourGroups(nested));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << nested << " " << why(rep);
+    EXPECT_TRUE(folded(rep)) << nested;
+    EXPECT_TRUE(saysGroups(rep, "groups a x b x c x t (2 x 2 x 3 x 2 ranks)")) << nested;
+    for (const char* g : {"b", "t"}) {
+      VerifyOptions o;
+      o.timeLimitSeconds = 60;
+      Case bad = fourGroups(nested, g);
+      auto wrong = verifyTexts(bad.seq, bad.dist, bad.rel, o);
+      ASSERT_TRUE(wrong.ok()) << wrong.error().str();
+      EXPECT_EQ(wrong->verdict, Verdict::Refuted) << nested << " " << g << " " << why(*wrong);
+      EXPECT_FALSE(folded(*wrong)) << nested << " " << g;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sp::rewrite
