@@ -297,6 +297,12 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       // Runs of members sharing a piece, as a plain split of the block
       // repeat: expand's own semantics.
       {"runs-as-repeat", {}},
+      // Several groups splitting one dim, their pieces nested in group
+      // order: the inner group's adjacent pieces make the outer group's
+      // piece, and the outer pieces the whole (the n-ary forms, by
+      // induction over each group); ops and collectives then carry each
+      // group's layout by its own schema with the others' held (nestedOk).
+      {"nested-splits", {"concat-adjacent-slices", "slice-full"}},
       // Each member's slice of a value all hold, its piece: slice's own
       // semantics, no lemma.
       {"slice-by-rank", {}},
@@ -515,7 +521,17 @@ class Folder {
   std::vector<Fact> transfer2(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> combine2(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& pri,
                              const std::vector<std::vector<Fact>>& secs, double f1, double f2);
-  bool nestedOk(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& outs) const;
+  bool nestedOk(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& outs);
+  // A dim split by two groups or more (nested-splits).
+  bool isNested(const Fact& f) const {
+    std::vector<int64_t> dims;
+    if (f.lay == Lay::Split) dims.push_back(f.dim);
+    for (size_t k = 0; k < nB_.size(); ++k)
+      if (f.layB[k] == Lay::Split) dims.push_back(f.dimB[k]);
+    std::sort(dims.begin(), dims.end());
+    return std::adjacent_find(dims.begin(), dims.end()) != dims.end();
+  }
+  bool nestedAllowed(const Fact& f) { return !isNested(f) || use("nested-splits"); }
   std::vector<Fact> collective2(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> finalize(const ir::Node& n, const std::vector<Fact>& in, std::vector<Fact> outs, double factor);
   bool instancesAreGroups(const ir::Node& n, int axis);
@@ -1806,6 +1822,7 @@ std::optional<Fact> Folder::templateFact2(const InputRelation& t, const TensorTy
         want *= g == 0 ? n_ : nB_[g - 1];
       }
   }
+  if (!nestedAllowed(f)) return std::nullopt;
   return f;
 }
 
@@ -2099,16 +2116,10 @@ std::vector<Fact> Folder::combine2(const ir::Node& n, const std::vector<Fact>& i
 // matmul rows or contraction): a schema of the outer group then applies to
 // the inner groups' concat as to any value. Ops that cut, move or reshape
 // the dim do not take them.
-bool Folder::nestedOk(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& outs) const {
-  auto nested = [&](const Fact& f) {
-    std::vector<int64_t> dims;
-    if (f.lay == Lay::Split) dims.push_back(f.dim);
-    for (size_t k = 0; k < nB_.size(); ++k)
-      if (f.layB[k] == Lay::Split) dims.push_back(f.dimB[k]);
-    std::sort(dims.begin(), dims.end());
-    return std::adjacent_find(dims.begin(), dims.end()) != dims.end();
-  };
+bool Folder::nestedOk(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& outs) {
+  auto nested = [&](const Fact& f) { return isNested(f); };
   if (std::none_of(in.begin(), in.end(), nested) && std::none_of(outs.begin(), outs.end(), nested)) return true;
+  if (!use("nested-splits")) return false;
   // The groups splitting dim d of f, as a bit set (A: bit 0).
   auto groupsOn = [&](const Fact& f, int64_t d) {
     unsigned bits = f.lay == Lay::Split && f.dim == d ? 1u : 0u;
@@ -2370,6 +2381,7 @@ std::vector<Fact> Folder::collective2(const ir::Node& n, const std::vector<Fact>
     if (r.size() != 1) return {};
     r[0].layB = x.layB;
     r[0].dimB = x.dimB;
+    if (!nestedAllowed(r[0])) return {};
     return r;
   }
   const size_t k = size_t(axis - 1);
@@ -2384,6 +2396,7 @@ std::vector<Fact> Folder::collective2(const ir::Node& n, const std::vector<Fact>
   out.layB[k] = r[0].lay;
   out.dimB[k] = r[0].dim;
   out.v = r[0].v;
+  if (!nestedAllowed(out)) return {};
   return {out};
 }
 
@@ -2500,6 +2513,7 @@ std::optional<Fact> Folder::splitOverGroups(const std::vector<RelPtr>& rels, con
         want *= sizeOf(g);
       }
   }
+  if (!nestedAllowed(f)) return std::nullopt;
   // Every rank's box is exactly its pieces.
   for (size_t j = 0; j < grid_.size(); ++j)
     for (size_t i = 0; i < grid_[j].size(); ++i) {
