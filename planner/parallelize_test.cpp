@@ -764,6 +764,44 @@ TEST(ParallelizeMoe, WrongDispatchGatesAndRouterGradientsAreRefuted) {
   expectRefuted(*t, dropReductionAt(t->dist, line));
 }
 
+// Data parallel above expert parallel (dp 4 = edp 2 x ep 2, tp 2: mesh
+// [edp, ep, tp], three groups; the tokens' batch split over edp and ep,
+// ep's pieces nested in edp's): forward and training step verified with
+// ranks folded over the three groups (once per rank: inconclusive, top-k
+// has no rule there). Twins refuted: the dispatch sent over edp instead of
+// ep, the router weight's gradient not summed over edp.
+TEST(ParallelizeMoe, DataParallelAboveExpertParallelVerifiesFolded) {
+  for (bool backward : {false, true}) {
+    SCOPED_TRACE(backward ? "backward" : "forward");
+    ProgramSpec s = moeSpec(2, 4, 2, false);
+    s.backward = backward;
+    auto p = parallelize(s);
+    ASSERT_TRUE(p.ok()) << p.error().str();
+    EXPECT_NE(p->dist.find("mesh [edp = 2, ep = 2, tp = 2]"), std::string::npos);
+    auto rep = verifyTexts(*p);
+    EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep)) << why(rep);
+    EXPECT_TRUE(std::any_of(rep.assumptions.begin(), rep.assumptions.end(), [](const std::string& a) {
+      return a.find("groups edp x ep x tp (2 x 2 x 2 ranks)") != std::string::npos;
+    })) << why(rep);
+  }
+  ProgramSpec s = moeSpec(2, 4, 2, false);
+  auto p = parallelize(s);
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  std::string d = p->dist;
+  const std::string from = "= all_to_all(%l0_g4) {group = \"ep\"";
+  size_t at = d.find(from);
+  ASSERT_NE(at, std::string::npos) << d;
+  d.replace(at, from.size(), "= all_to_all(%l0_g4) {group = \"edp\"");
+  expectRefuted(*p, d);
+  s.backward = true;
+  auto t = parallelize(s);
+  ASSERT_TRUE(t.ok()) << t.error().str();
+  size_t line = t->dist.find("%grad_l0_wr: ");
+  ASSERT_NE(line, std::string::npos);
+  expectRefuted(*t, dropReductionAt(t->dist, line));
+}
+
 // What cannot be built says so: experts that do not divide by ep, an ep
 // that does not divide dp, experts in a GELU model.
 TEST(ParallelizeMoe, UnbuildableLayoutsSaySo) {
@@ -1002,31 +1040,55 @@ ProgramSpec smallCp(int tp, int cp, bool sp, int dp = 1) {
   return s;
 }
 
-// Not decided yet (the programs are correct: the witness finds no
-// divergence). With sequence parallel inside tp, a rank's tokens are split
-// twice along the token dim (its cp chunk, then its tp shard: x0 rows
-// idx(r,cp)*8+idx(r,tp)*4), a layout rank folding has no form for
-// ("relation of 'x0' not read as a layout": its two-group layouts split
-// two different dims); with dp x cp x tp, three groups ("with group cp as
-// well: no second group to add"). Rank by rank the engine finds no relation
-// for the first column-parallel matmul, 'l0_q'. Verified once the fold
-// takes two groups splitting one dim (or three groups).
-TEST(ParallelizeCp, SequenceParallelOrThreeGroupsAreNotDecidedYet) {
-  for (auto [sp, dp] : {std::pair{true, 1}, std::pair{false, 2}}) {
-    SCOPED_TRACE(sp ? "tp 2 + sp, cp 2" : "dp 2, cp 2, tp 2");
-    auto p = parallelize(smallCp(2, 2, sp, dp));
-    ASSERT_TRUE(p.ok()) << p.error().str();
-    if (sp) {
-      EXPECT_NE(p->relations.find("dist[r].x0 = slice(seq.x0, dim=0, start=idx(r,cp)*8+idx(r,tp)*4, "
-                                  "end=idx(r,cp)*8+(idx(r,tp)+1)*4)"),
-                std::string::npos)
-          << p->relations;
+// Sequence parallel inside the cp chunks (a rank's tokens split twice
+// along the token dim: its cp chunk, then its tp shard, x0 rows
+// idx(r,cp)*8+idx(r,tp)*4: tp's pieces nested in cp's) and dp x cp x tp
+// (three groups), forward and training step: verified with ranks folded
+// (once not decided: the fold took two groups splitting two different
+// dims only). Their wrong twins are refuted: the nesting read the other
+// way (cp's pieces inside tp's), the keys gathered over dp instead of cp,
+// a weight gradient not summed over dp.
+TEST(ParallelizeCp, SequenceParallelAndThreeGroupsVerifyFolded) {
+  for (bool backward : {false, true})
+    for (auto [sp, dp] : {std::pair{true, 1}, std::pair{false, 2}, std::pair{true, 2}}) {
+      SCOPED_TRACE(std::string(sp ? "tp 2 + sp, cp 2" : "tp 2, cp 2") + (dp > 1 ? ", dp 2" : "") +
+                   (backward ? " backward" : ""));
+      ProgramSpec s = smallCp(2, 2, sp, dp);
+      s.backward = backward;
+      auto p = parallelize(s);
+      ASSERT_TRUE(p.ok()) << p.error().str();
+      if (sp) {
+        EXPECT_NE(p->relations.find("dim=0, start=idx(r,cp)*8+idx(r,tp)*4, end=idx(r,cp)*8+(idx(r,tp)+1)*4)"),
+                  std::string::npos)
+            << p->relations;
+      }
+      auto rep = verifyTexts(*p);
+      EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+      EXPECT_TRUE(folded(rep)) << why(rep);
     }
-    auto rep = verifyTexts(*p);
-    EXPECT_EQ(rep.verdict, rewrite::Verdict::Inconclusive) << why(rep);
-    EXPECT_NE(rep.reason.find("shows no divergence"), std::string::npos) << why(rep);
-    EXPECT_NE(rep.reason.find("'l0_q'"), std::string::npos) << why(rep);
-  }
+  auto p = parallelize(smallCp(2, 2, true, 2));
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  ParallelProgram swapped = *p;
+  const std::string from = "start=idx(r,cp)*8+idx(r,tp)*4, end=idx(r,cp)*8+(idx(r,tp)+1)*4";
+  size_t at = swapped.relations.find(from);
+  ASSERT_NE(at, std::string::npos) << swapped.relations;
+  swapped.relations.replace(at, from.size(), "start=idx(r,tp)*8+idx(r,cp)*4, end=idx(r,tp)*8+(idx(r,cp)+1)*4");
+  auto rep = rewrite::verifyTexts(swapped.seq, swapped.dist, swapped.relations, {});
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  EXPECT_EQ(rep->verdict, rewrite::Verdict::Refuted) << why(*rep);
+  std::string gathered = p->dist;
+  const std::string overCp = "= all_gather(%l0_kt) {group = \"cp\", dim = 3}";
+  at = gathered.find(overCp);
+  ASSERT_NE(at, std::string::npos) << gathered;
+  gathered.replace(at, overCp.size(), "= all_gather(%l0_kt) {group = \"dp\", dim = 3}");
+  expectRefuted(*p, gathered);
+  ProgramSpec s = smallCp(2, 2, true, 2);
+  s.backward = true;
+  auto t = parallelize(s);
+  ASSERT_TRUE(t.ok()) << t.error().str();
+  size_t line = t->dist.find("%grad_l0_wd: ");
+  ASSERT_NE(line, std::string::npos) << t->dist;
+  expectRefuted(*t, dropReductionAt(t->dist, line));
 }
 
 // Megatron's load-balanced chunks (causal: rank k holds halves k and

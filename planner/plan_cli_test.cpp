@@ -95,8 +95,9 @@ TEST(LaunchCli, ExitCodesAndFormats) {
   EXPECT_NE(mla.out.find(mlaLayer), std::string::npos) << mla.out << mla.err;
   EXPECT_EQ(mla.out.find(mlaLayer + "refuted"), std::string::npos) << mla.out;
   // Context parallel with sequence parallel (Megatron's usual launch): the
-  // layer checked at cp 2 x tp 2 without sequence parallel, saying so (with
-  // it, not decided yet: ParallelizeCp.SequenceParallelOrThreeGroupsAreNotDecidedYet).
+  // layer checked at cp 2 x tp 2 without sequence parallel, saying so (the
+  // fold decides it now, ParallelizeCp.SequenceParallelAndThreeGroupsVerifyFolded;
+  // check-launch still leaves it out).
   auto cpLaunch = runCli({"check-launch", "--model", cfg("llama3-8b"), "--plan", "tp=2,cp=2,gbs=8,seq=4096,sp=1",
                           "--gpus", "4", "--gpu", "h100-sxm"});
   EXPECT_NE(cpLaunch.out.find("verify: one llama3-8b layer (attention + MLP, forward + backward), tp 2, cp 2, seq 4096, "

@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
 #include <cstdio>
@@ -36,6 +38,10 @@ struct Val {
 
 enum class Lay : uint8_t { None, Rep, Split, Sum };
 
+// The most groups folded at once besides the first (a [pp, edp, ep, tp]
+// mesh folds three groups per stage).
+constexpr size_t kMaxMoreGroups = 3;
+
 // What every rank's copy of one D value is, as a whole (rewrite/engine/fold.h).
 struct Fact {
   Lay lay = Lay::None;
@@ -55,12 +61,24 @@ struct Fact {
   // piece i % inner of innerDim. inner == 1: a plain split.
   int64_t inner = 1;
   int64_t innerDim = -1;
-  // A second group (2-D folding: DP x TP, CP x TP): the layout over it, of
-  // the value the first group's layout is about (rep, a plain split along
-  // dim2, or partial sums). E = sum or concat over the second group of what
-  // the first group's layout combines.
-  Lay lay2 = Lay::Rep;
-  int64_t dim2 = 0;
+  // More groups (N-D folding: DP x TP, CP x TP, DP x CP x TP): the layout
+  // over each further group k (rep, a plain split along dimB[k], or partial
+  // sums), nested outside the first group's and the groups before it: E =
+  // the sum or concat over the last group of ... over group 1 of what the
+  // first group's layout combines. Groups splitting one dim nest in this
+  // order (the first group's pieces innermost: sequence parallel inside
+  // context parallel chunks).
+  std::array<Lay, kMaxMoreGroups> layB{Lay::Rep, Lay::Rep, Lay::Rep};
+  std::array<int64_t, kMaxMoreGroups> dimB{0, 0, 0};
+  bool moreRep() const {
+    return std::all_of(layB.begin(), layB.end(), [](Lay l) { return l == Lay::Rep; });
+  }
+  bool moreSplit(int64_t d) const {
+    for (size_t k = 0; k < kMaxMoreGroups; ++k)
+      if (layB[k] == Lay::Split && dimB[k] == d) return true;
+    return false;
+  }
+  void moreRepAll() { layB.fill(Lay::Rep), dimB.fill(0); }
   // Micro-batches: copies of the step in one rank graph, each on its piece
   // of the batch, gradients added up across them. The layout over the
   // copies of C, what the group layouts above combine the members' values
@@ -81,7 +99,7 @@ struct Fact {
   void whole() { copiesAs(Fact{}); }
   bool sameGroupLayout(const Fact& o) const {
     return lay == o.lay && dim == o.dim && blocks == o.blocks && inner == o.inner && innerDim == o.innerDim &&
-           lay2 == o.lay2 && dim2 == o.dim2;
+           layB == o.layB && dimB == o.dimB;
   }
 };
 
@@ -94,7 +112,7 @@ Fact layoutView(Lay lay, int64_t dim, Val v) {
   t.v = v;
   return t;
 }
-Fact secondaryView(const Fact& f) { return layoutView(f.lay2, f.dim2, f.v); }
+Fact secondaryView(const Fact& f, size_t k) { return layoutView(f.layB[k], f.dimB[k], f.v); }
 Fact microBatchView(const Fact& f) { return layoutView(f.lay3, f.dim3, f.v); }
 
 // f * g and f / g stored exactly (the factor kept is the real product).
@@ -279,6 +297,12 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       // Runs of members sharing a piece, as a plain split of the block
       // repeat: expand's own semantics.
       {"runs-as-repeat", {}},
+      // Several groups splitting one dim, their pieces nested in group
+      // order: the inner group's adjacent pieces make the outer group's
+      // piece, and the outer pieces the whole (the n-ary forms, by
+      // induction over each group); ops and collectives then carry each
+      // group's layout by its own schema with the others' held (nestedOk).
+      {"nested-splits", {"concat-adjacent-slices", "slice-full"}},
       // Each member's slice of a value all hold, its piece: slice's own
       // semantics, no lemma.
       {"slice-by-rank", {}},
@@ -496,12 +520,23 @@ class Folder {
   // S's types and one expression for the outputs.
   std::vector<Fact> transfer2(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> combine2(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& pri,
-                             const std::vector<Fact>& sec, double f1, double f2);
+                             const std::vector<std::vector<Fact>>& secs, double f1, double f2);
+  bool nestedOk(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& outs);
+  // A dim split by two groups or more (nested-splits).
+  bool isNested(const Fact& f) const {
+    std::vector<int64_t> dims;
+    if (f.lay == Lay::Split) dims.push_back(f.dim);
+    for (size_t k = 0; k < nB_.size(); ++k)
+      if (f.layB[k] == Lay::Split) dims.push_back(f.dimB[k]);
+    std::sort(dims.begin(), dims.end());
+    return std::adjacent_find(dims.begin(), dims.end()) != dims.end();
+  }
+  bool nestedAllowed(const Fact& f) { return !isNested(f) || use("nested-splits"); }
   std::vector<Fact> collective2(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> finalize(const ir::Node& n, const std::vector<Fact>& in, std::vector<Fact> outs, double factor);
   bool instancesAreGroups(const ir::Node& n, int axis);
   bool oneMemberEach(const ir::Node& n);
-  std::string setup2D(const std::vector<std::string>& groups);
+  std::string setupND(const std::vector<std::string>& groups);
   RelPtr rebuild2(const Fact& f, const std::string& name) const;
   std::vector<Fact> collective(const ir::Node& n, const std::vector<Fact>& in, bool checkMembers = true);
   std::optional<Fact> accumulated(const ir::Node& n, const std::vector<Fact>& in);
@@ -510,7 +545,7 @@ class Folder {
   // Each D input's checked relation, by name, then rank.
   using Bound = std::unordered_map<std::string, std::vector<RelPtr>>;
   std::optional<Fact> inputFact2(const std::string& name, const TensorType& local, const Bound& bound);
-  std::optional<Fact> splitOverBoth(const std::vector<RelPtr>& rels, const TensorType& local);
+  std::optional<Fact> splitOverGroups(const std::vector<RelPtr>& rels, const TensorType& local);
   std::optional<Fact> inputFact(const std::string& name, const TensorType& local, const Bound& bound);
   std::optional<Fact> blockedInputFact(const std::vector<RelPtr>& rels, const TensorType& local);
   RelPtr wholeIfTiles(const RelPtr& r) const;
@@ -568,11 +603,34 @@ class Folder {
   std::map<std::string, bool> schemaOk_;
   std::set<std::string> used_;
   int64_t steps_ = 0;
-  // 2-D folding: groups A (the first, n_ ranks) and B (n2_ ranks); grid_[j]
-  // is the A group holding B position j, in A order.
+  // N-D folding: group A (the first, n_ ranks) and groups B_k (nB_[k]
+  // ranks, k < groupsB_.size(), nested in this order outside A); grid_[j]
+  // is the A group holding the B positions j (mixed radix, B_0 fastest:
+  // position j_k = j / strideB_[k] % nB_[k]), in A order.
   bool twoD_ = false;
-  std::string groupA_, groupB_;
-  int64_t n2_ = 1;
+  std::string groupA_;
+  std::vector<std::string> groupsB_;
+  std::vector<int64_t> nB_, strideB_;
+  int64_t nAllB() const {
+    int64_t p = 1;
+    for (int64_t x : nB_) p *= x;
+    return p;
+  }
+  // The rank at A position i, B positions js.
+  int64_t rankAt(int64_t i, const std::vector<int64_t>& js) const {
+    int64_t j = 0;
+    for (size_t k = 0; k < js.size(); ++k) j += js[k] * strideB_[k];
+    return grid_[size_t(j)][size_t(i)];
+  }
+  // The ranks of group g's line through rank 0 of the class (g 0: A, k + 1: B_k).
+  std::vector<int64_t> lineOf(size_t g) const {
+    if (g == 0) return grid_[0];
+    std::vector<int64_t> line;
+    for (int64_t j = 0; j < nB_[g - 1]; ++j) line.push_back(grid_[size_t(j * strideB_[g - 1])][0]);
+    return line;
+  }
+  // Decides with group k + 1's size as the folded one.
+  void swapB(size_t k) { std::swap(n_, nB_[k]); }
   std::vector<std::vector<int64_t>> grid_;
   std::vector<std::vector<std::vector<int64_t>>> grids_;  // per class (pipeline stage)
   std::map<std::tuple<size_t, ir::NodeId, int>, bool> groupChecked_;
@@ -786,8 +844,9 @@ std::optional<TensorType> Folder::inferGlobal(OpKind op, const ir::AttrMap& attr
 
 TensorType Folder::globalOf(const TensorType& local, const Fact& f, bool primaryOnly) const {
   TensorType t = local;
-  if (!primaryOnly && f.lay2 == Lay::Split && size_t(f.dim2) < t.shape.size())
-    t.shape[size_t(f.dim2)] = Dim(n2_) * t.shape[size_t(f.dim2)];
+  for (size_t k = 0; k < nB_.size() && !primaryOnly; ++k)
+    if (f.layB[k] == Lay::Split && size_t(f.dimB[k]) < t.shape.size())
+      t.shape[size_t(f.dimB[k])] = Dim(nB_[k]) * t.shape[size_t(f.dimB[k])];
   if (!primaryOnly && f.lay3 == Lay::Split && size_t(f.dim3) < t.shape.size())
     t.shape[size_t(f.dim3)] = Dim(f.cnt3) * t.shape[size_t(f.dim3)];
   if (f.lay != Lay::Split) return t;
@@ -1465,7 +1524,7 @@ std::optional<Fact> Folder::sliceByRank(const ir::Node& n, const Fact& x) {
     all.emplace_back(clampAt(starts[0]), clampAt(ends[0]));
   }
   if (twoD_) {
-    if (int64_t(all.size()) != n_ * n2_) return std::nullopt;
+    if (int64_t(all.size()) != n_ * nAllB()) return std::nullopt;
     for (size_t p = 0; p < all.size(); ++p)
       if (all[p] != all[p % size_t(n_)]) return std::nullopt;
     all.resize(size_t(n_));
@@ -1488,10 +1547,10 @@ std::optional<Fact> Folder::sliceByRank(const ir::Node& n, const Fact& x) {
   // The layouts over a second group and over the copies are about the
   // value each member slices (its pieces along the axis make it whole
   // again): they carry over, unless they cut the axis too.
-  if ((x.lay2 == Lay::Split && x.dim2 == *axis) || (x.lay3 == Lay::Split && x.dim3 == *axis) ||
+  if (x.moreSplit(*axis) || (x.lay3 == Lay::Split && x.dim3 == *axis) ||
       !use("slice-by-rank"))
     return std::nullopt;
-  f.lay2 = x.lay2, f.dim2 = x.dim2;
+  f.layB = x.layB, f.dimB = x.dimB;
   f.copiesAs(x);
   return f;
 }
@@ -1554,7 +1613,7 @@ std::vector<Fact> Folder::rules(const ir::Node& n, const std::vector<Fact>& in) 
 }
 
 std::optional<Fact> Folder::runsAsRepeat(const Fact& f, const TensorType& local) {
-  if (f.lay != Lay::Split || f.inner <= 1 || f.innerDim >= 0 || f.blocks != 1 || f.lay2 != Lay::Rep ||
+  if (f.lay != Lay::Split || f.inner <= 1 || f.innerDim >= 0 || f.blocks != 1 || !f.moreRep() ||
       f.lay3 != Lay::Rep || size_t(f.dim) >= local.shape.size() || !local.shape[size_t(f.dim)].isConcrete())
     return std::nullopt;
   TensorType g = globalOf(local, f);
@@ -1669,13 +1728,13 @@ std::optional<Fact> Folder::templateFact(const InputRelation& t, const TensorTyp
 }
 
 namespace {
-// Replicated over group A, split over group B as `fb` (a fact over B alone)
-// splits.
-Fact splitOverB(const Fact& fb) {
+// Replicated over group A and all but B_k, split over B_k as `fb` (a fact
+// over B_k alone) splits.
+Fact splitOverB(const Fact& fb, size_t k) {
   Fact f;
   f.lay = Lay::Rep;
-  f.lay2 = Lay::Split;
-  f.dim2 = fb.dim;
+  f.layB[k] = Lay::Split;
+  f.dimB[k] = fb.dim;
   f.v = fb.v;
   return f;
 }
@@ -1693,53 +1752,77 @@ bool templateAtoms(const Rel& r, const InputRelation& t, const ir::Program& dist
 }
 }  // namespace
 
-// Two groups: a template that depends on neither group (replicated over
-// both), on one (split over it, replicated over the other), or nested
-// slices, one per group, on two dims (split over both).
+// Several groups: a template that depends on no group (replicated over
+// all), on one (split over it, replicated over the others), or slices of
+// one S tensor, nested on any dims (one dim more than once), each bound
+// affine in the groups' indices (split over several: per dim, the offset
+// is the sum of the slices' starts, the extent the outermost's; the
+// groups cutting one dim nest in group order, as splitOverGroups reads).
 std::optional<Fact> Folder::templateFact2(const InputRelation& t, const TensorType& local) {
   std::set<std::string> atoms;
   if (!templateAtoms(*t.expr, t, dist_, atoms)) return std::nullopt;
-  const std::string a = "idx:" + groupA_, b = "idx:" + groupB_;
+  const std::string a = "idx:" + groupA_;
   // An atom of group G: idx(r, G), or it divided (runs of ranks).
   auto allOf = [&](const std::string& g) {
     return std::all_of(atoms.begin(), atoms.end(),
                        [&](const std::string& x) { return x == g || x.rfind(g + "/", 0) == 0; });
   };
   if (atoms.empty() || allOf(a)) return templateFact(t, local, groupA_);
-  if (allOf(b)) {
-    std::swap(n_, n2_);
-    auto fb = templateFact(t, local, groupB_);
-    std::swap(n_, n2_);
-    if (!fb || fb->lay != Lay::Split || !fb->plain()) return std::nullopt;  // the second group's layouts are plain
-    return splitOverB(*fb);
+  for (size_t k = 0; k < groupsB_.size(); ++k) {
+    if (!allOf("idx:" + groupsB_[k])) continue;
+    swapB(k);
+    auto fb = templateFact(t, local, groupsB_[k]);
+    swapB(k);
+    if (!fb || fb->lay != Lay::Split || !fb->plain()) return std::nullopt;  // the further groups' layouts are plain
+    return splitOverB(*fb, k);
   }
-  if (atoms != std::set<std::string>{a, b}) return std::nullopt;
-  // slice(slice(seq.X, d1, k1*idx(r, G1), ...), d2, k2*idx(r, G2), ...)
-  const Rel& outer = *t.expr;
-  if (outer.op != RelOp::Slice || outer.args[0]->op != RelOp::Slice || outer.args[0]->args[0]->op != RelOp::Seq)
-    return std::nullopt;
-  const std::string& name = outer.args[0]->args[0]->name;
-  auto v = seq_.findValue(name);
+  std::vector<const Rel*> nest;
+  const Rel* r = t.expr.get();
+  while (r->op == RelOp::Slice) nest.push_back(r), r = r->args[0].get();
+  if (r->op != RelOp::Seq || nest.empty()) return std::nullopt;
+  auto v = seq_.findValue(r->name);
   if (!v) return std::nullopt;
   const TensorType whole = wholeType(*v);
-  std::map<std::string, std::pair<int64_t, int64_t>> cut;  // atom -> (dim, piece)
-  for (const Rel* sl : {&outer, outer.args[0].get()}) {
-    auto s = affineForm(sl->start, t.loopVar, dist_), e = affineForm(sl->end, t.loopVar, dist_);
-    if (!s || !e || s->k.size() != 1 || s->c != 0 || e->k != s->k) return std::nullopt;
-    int64_t k = s->k.begin()->second;
-    auto d = ir::normAxis(sl->dim, int64_t(whole.shape.size()), "slice");
-    if (k <= 0 || e->c != k || !d.ok() || !cut.emplace(s->k.begin()->first, std::make_pair(*d, k)).second)
-      return std::nullopt;
-  }
-  auto [dA, kA] = cut.at(a);
-  auto [dB, kB] = cut.at(b);
-  if (dA == dB || local.shape.size() != whole.shape.size() || !(local.shape[size_t(dA)] == Dim(kA)) ||
-      !(local.shape[size_t(dB)] == Dim(kB)))
+  const int64_t R = int64_t(whole.shape.size());
+  if (int64_t(local.shape.size()) != R || !ir::isConcrete(whole.shape) || !ir::isConcrete(local.shape))
     return std::nullopt;
-  Fact f{Lay::Split, dA, {seqNode(*v), 1.0}};
-  f.lay2 = Lay::Split;
-  f.dim2 = dB;
+  std::map<int64_t, std::map<std::string, int64_t>> coef;  // dim -> atom -> coefficient
+  std::map<int64_t, int64_t> offset, width;
+  for (const Rel* sl : nest) {
+    auto d = ir::normAxis(sl->dim, R, "slice");
+    auto st = affineForm(sl->start, t.loopVar, dist_), en = affineForm(sl->end, t.loopVar, dist_);
+    if (!d.ok() || !st || !en || st->k != en->k || en->c - st->c <= 0) return std::nullopt;
+    width.try_emplace(*d, en->c - st->c);  // the outermost slice's extent
+    offset[*d] += st->c;
+    for (const auto& [atom, k] : st->k) coef[*d][atom] += k;
+  }
+  // Each group's dim and step.
+  const size_t G = groupsB_.size() + 1;
+  std::vector<int64_t> dimOf(G, -1), step(G, 0);
+  for (const auto& [d, byAtom] : coef)
+    for (const auto& [atom, k] : byAtom) {
+      if (k == 0) continue;
+      size_t g = 0;
+      while (g < G && atom != "idx:" + (g == 0 ? groupA_ : groupsB_[g - 1])) ++g;
+      if (g == G || k < 0 || dimOf[g] >= 0) return std::nullopt;
+      dimOf[g] = d, step[g] = k;
+    }
+  Fact f{Lay::Rep, 0, {seqNode(*v), 1.0}};
+  if (dimOf[0] >= 0) f.lay = Lay::Split, f.dim = dimOf[0];
+  for (size_t k = 0; k + 1 < G; ++k)
+    if (dimOf[k + 1] >= 0) f.layB[k] = Lay::Split, f.dimB[k] = dimOf[k + 1];
   if (!(globalOf(local, f) == whole)) return std::nullopt;
+  for (int64_t d = 0; d < R; ++d) {
+    const int64_t ext = local.shape[size_t(d)].value();
+    if (offset[d] != 0 || (width.count(d) && width[d] != ext)) return std::nullopt;
+    int64_t want = ext;
+    for (size_t g = 0; g < G; ++g)
+      if (dimOf[g] == d) {
+        if (step[g] != want) return std::nullopt;
+        want *= g == 0 ? n_ : nB_[g - 1];
+      }
+  }
+  if (!nestedAllowed(f)) return std::nullopt;
   return f;
 }
 
@@ -1863,21 +1946,24 @@ std::optional<std::pair<std::string, std::vector<std::string>>> Folder::lastScal
 std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& in) {
   std::vector<Fact> pin = in, sin;
   for (auto& f : pin) {
-    f.lay2 = Lay::Rep, f.dim2 = 0;
+    f.moreRepAll();
     f.whole();
   }
-  std::vector<Fact> sec(n.outputs.size(), Fact{Lay::Rep, 0, {}});
+  std::vector<std::vector<Fact>> sec(nB_.size());
   double f2 = 1.0;
-  if (twoD_) {
-    for (const auto& f : in) sin.push_back(secondaryView(f));
+  for (size_t k = 0; k < nB_.size() && twoD_; ++k) {
+    sin.clear();
+    for (const auto& f : in) sin.push_back(secondaryView(f, k));
     decideOnly_ = true;
-    std::swap(n_, n2_);
+    swapB(k);
     decidedFactor_ = 1.0;
     pick_ = 0;
-    sec = rules(n, sin);
-    f2 = decidedFactor_;
-    std::swap(n_, n2_);
+    sec[k] = rules(n, sin);
+    auto prod = exactTimes(f2, decidedFactor_);
+    swapB(k);
     decideOnly_ = false;
+    if (!prod) return {};
+    f2 = *prod;
   }
   // The layout over micro-batch copies, decided the same way: the split
   // operands are pieces of one count and index, the summed ones terms of
@@ -1963,21 +2049,29 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
 // The first group's layouts `pri` and the second's `sec` of n's results, as
 // one fact each, checked against S (finalize).
 std::vector<Fact> Folder::combine2(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& pri,
-                                   const std::vector<Fact>& sec, double f1, double f2) {
-  if (pri.size() != n.outputs.size() || sec.size() != n.outputs.size() || pri.empty()) return {};
+                                   const std::vector<std::vector<Fact>>& secs, double f1, double f2) {
+  if (pri.size() != n.outputs.size() || pri.empty() || secs.size() != nB_.size()) return {};
+  for (const auto& sec : secs)
+    if (sec.size() != n.outputs.size()) return {};
   std::vector<Fact> outs = pri;
   for (size_t o = 0; o < outs.size(); ++o) {
-    // A blocked split over the first group (Megatron's fused QKV), or a
-    // two-level one (KV heads held by runs of ranks) whose dims the second
-    // group does not split: over each B position it is the one-group layout.
-    if (!sec[o].plain()) return {};
-    const bool twoLevel = outs[o].inner != 1 || outs[o].innerDim >= 0;
-    if (twoLevel && sec[o].lay == Lay::Split && (sec[o].dim == outs[o].dim || sec[o].dim == outs[o].innerDim))
-      return {};
-    outs[o].lay2 = sec[o].lay;
-    outs[o].dim2 = sec[o].dim;
-    // Both groups splitting one dim would nest the pieces: not a layout here.
-    if (outs[o].lay == Lay::Split && outs[o].lay2 == Lay::Split && outs[o].dim == outs[o].dim2) return {};
+    for (size_t k = 0; k < secs.size(); ++k) {
+      const Fact& sec = secs[k][o];
+      // A blocked split over the first group (Megatron's fused QKV), or a
+      // two-level one (KV heads held by runs of ranks) whose dims no other
+      // group splits: over each B position it is the one-group layout.
+      if (!sec.plain()) return {};
+      if (!outs[o].plain() && outs[o].lay == Lay::Split && sec.lay == Lay::Split &&
+          (sec.dim == outs[o].dim || sec.dim == outs[o].innerDim))
+        return {};
+      outs[o].layB[k] = sec.lay;
+      outs[o].dimB[k] = sec.dim;
+    }
+  }
+  // Groups splitting one dim nest their pieces (in group order): only ops
+  // acting on each position of that dim alike take them.
+  if (!nestedOk(n, in, outs)) return {};
+  for (size_t o = 0; o < outs.size(); ++o) {
     if (mbDecided_) {
       // Copies are the outermost layer: their pieces may share a dim with
       // a group's (the batch split over data parallel ranks and copies).
@@ -2015,6 +2109,144 @@ std::vector<Fact> Folder::combine2(const ir::Node& n, const std::vector<Fact>& i
   return outs;
 }
 
+// Facts naming a dim split by two groups or more (their pieces nested in
+// group order) are laid out by the rules of each group with the others
+// held fixed, which holds when the op acts on every position of that dim
+// alike (elementwise ops, norms and reductions over other dims or over it,
+// matmul rows or contraction): a schema of the outer group then applies to
+// the inner groups' concat as to any value. Ops that cut, move or reshape
+// the dim do not take them.
+bool Folder::nestedOk(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& outs) {
+  auto nested = [&](const Fact& f) { return isNested(f); };
+  if (std::none_of(in.begin(), in.end(), nested) && std::none_of(outs.begin(), outs.end(), nested)) return true;
+  if (!use("nested-splits")) return false;
+  // The groups splitting dim d of f, as a bit set (A: bit 0).
+  auto groupsOn = [&](const Fact& f, int64_t d) {
+    unsigned bits = f.lay == Lay::Split && f.dim == d ? 1u : 0u;
+    for (size_t k = 0; k < nB_.size(); ++k)
+      if (f.layB[k] == Lay::Split && f.dimB[k] == d) bits |= 2u << k;
+    return bits;
+  };
+  auto many = [](unsigned bits) { return (bits & (bits - 1)) != 0; };
+  // A layout op that moves each nested dim whole to one output dim (a
+  // transpose; a reshape where the dim is a factor group of its own, in
+  // the rank's shapes and in S's) re-indexes it alike at every position:
+  // the output must nest the same groups on it.
+  if ((n.op == OpKind::Transpose || reshapeLike(n.op)) && in.size() == 1 && outs.size() == 1) {
+    const TensorType& ti = g_->value(n.inputs[0]).type;
+    const TensorType& to = g_->value(n.outputs[0]).type;
+    if (!ir::isConcrete(ti.shape) || !ir::isConcrete(to.shape)) return false;
+    const int64_t ri = int64_t(ti.shape.size()), ro = int64_t(to.shape.size());
+    std::vector<int64_t> to_(size_t(ri), -1);  // input dim -> the output dim it becomes whole
+    if (n.op == OpKind::Transpose) {
+      const auto& perm = ir::attrInts(n.attrs, "perm");
+      if (int64_t(perm.size()) != ri) return false;
+      for (int64_t o = 0; o < ri; ++o)
+        if (perm[size_t(o)] >= 0 && perm[size_t(o)] < ri) to_[size_t(perm[size_t(o)])] = o;
+    } else {
+      auto single = [&](const TensorType& a, const TensorType& b) {
+        std::map<int64_t, int64_t> m;
+        for (const ReshapeGroup& gr : reshapeGroups(ir::concreteDims(a.shape), ir::concreteDims(b.shape)))
+          if (gr.i1 == gr.i0 + 1 && gr.j1 == gr.j0 + 1) m[int64_t(gr.i0)] = int64_t(gr.j0);
+        return m;
+      };
+      auto local = single(ti, to), global = single(globalOf(ti, in[0]), globalOf(to, outs[0]));
+      for (const auto& [i, o] : local)
+        if (global.count(i) && global.at(i) == o) to_[size_t(i)] = o;
+    }
+    std::vector<bool> covered(size_t(ro), false);
+    for (int64_t d = 0; d < ri; ++d) {
+      unsigned bits = groupsOn(in[0], d);
+      if (!many(bits)) continue;
+      if (to_[size_t(d)] < 0 || groupsOn(outs[0], to_[size_t(d)]) != bits) return false;
+      covered[size_t(to_[size_t(d)])] = true;
+    }
+    for (int64_t o = 0; o < ro; ++o)
+      if (many(groupsOn(outs[0], o)) && !covered[size_t(o)]) return false;
+    return true;
+  }
+  // An expand keeps each nested dim (numpy-aligned from the right) that it
+  // does not broadcast.
+  if (n.op == OpKind::Expand && in.size() == 1 && outs.size() == 1) {
+    const Shape& si = g_->value(n.inputs[0]).type.shape;
+    const Shape& so = g_->value(n.outputs[0]).type.shape;
+    const int64_t ri = int64_t(si.size()), ro = int64_t(so.size());
+    if (ro < ri) return false;
+    std::vector<bool> covered(size_t(ro), false);
+    for (int64_t d = 0; d < ri; ++d) {
+      unsigned bits = groupsOn(in[0], d);
+      if (!many(bits)) continue;
+      const int64_t o = d + ro - ri;
+      if (!(si[size_t(d)] == so[size_t(o)]) || groupsOn(outs[0], o) != bits) return false;
+      covered[size_t(o)] = true;
+    }
+    for (int64_t o = 0; o < ro; ++o)
+      if (many(groupsOn(outs[0], o)) && !covered[size_t(o)]) return false;
+    return true;
+  }
+  // A slice, concat or split along other dims keeps each nested dim as it
+  // is, in place: every value nests the same groups on it.
+  // A one_hot is elementwise on the indices, its new axis counted in the
+  // output: each nested dim moves past the axis when the axis comes first.
+  if (n.op == OpKind::OneHot && in.size() == 1 && outs.size() == 1) {
+    const int64_t ri = int64_t(g_->value(n.inputs[0]).type.shape.size()), ro = ri + 1;
+    int64_t axis = n.attrs.count("axis") ? ir::attrInt(n.attrs, "axis") : -1;
+    axis = axis < 0 ? axis + ro : axis;
+    if (axis < 0 || axis >= ro) return false;
+    std::vector<bool> covered(size_t(ro), false);
+    for (int64_t d = 0; d < ri; ++d) {
+      unsigned bits = groupsOn(in[0], d);
+      if (!many(bits)) continue;
+      const int64_t o = d < axis ? d : d + 1;
+      if (groupsOn(outs[0], o) != bits) return false;
+      covered[size_t(o)] = true;
+    }
+    for (int64_t o = 0; o < ro; ++o)
+      if (many(groupsOn(outs[0], o)) && !covered[size_t(o)]) return false;
+    return true;
+  }
+  // A top-k works on each row along its axis alone: a nested dim
+  // elsewhere stays, in both outputs.
+  if (n.op == OpKind::Slice || n.op == OpKind::Concat || n.op == OpKind::Split || n.op == OpKind::TopK) {
+    if (n.inputs.empty()) return false;
+    const int64_t R = int64_t(g_->value(n.inputs[0]).type.shape.size());
+    std::vector<int64_t> axes;
+    if (n.op == OpKind::TopK) {
+      axes.push_back(n.attrs.count("axis") ? ir::attrInt(n.attrs, "axis") : -1);
+    } else if (n.op == OpKind::Slice) {
+      axes = n.attrs.count("axes") ? ir::attrInts(n.attrs, "axes") : std::vector<int64_t>{};
+      if (!n.attrs.count("axes"))
+        for (size_t k = 0; k < ir::attrInts(n.attrs, "starts").size(); ++k) axes.push_back(int64_t(k));
+    } else {
+      axes.push_back(ir::attrInt(n.attrs, "axis"));
+    }
+    for (auto& a : axes) a = a < 0 ? a + R : a;
+    std::vector<const Fact*> all;
+    for (const Fact& f : in) all.push_back(&f);
+    for (const Fact& f : outs) all.push_back(&f);
+    for (int64_t d = 0; d < R; ++d) {
+      unsigned bits = 0;
+      for (const Fact* f : all) bits |= groupsOn(*f, d);
+      if (!many(bits)) continue;
+      if (std::find(axes.begin(), axes.end(), d) != axes.end()) return false;
+      for (const Fact* f : all)
+        if (groupsOn(*f, d) != bits) return false;
+    }
+    return true;
+  }
+  switch (ir::opInfo(n.op).category) {
+    case OpCategory::Unary:
+    case OpCategory::Binary:
+    case OpCategory::Compare:
+    case OpCategory::Ternary:
+    case OpCategory::Norm:
+    case OpCategory::Reduce:
+      return true;
+    default:
+      return n.op == OpKind::MatMul || n.op == OpKind::Identity;
+  }
+}
+
 // S's types of the operands and results must agree with the op's shape
 // function (reshape and expand at S's sizes), and each result is the op on
 // the operands' expressions, times `factor` (means over split groups).
@@ -2041,7 +2273,8 @@ std::vector<Fact> Folder::finalize(const ir::Node& n, const std::vector<Fact>& i
     auto ax = ir::normAxis(ir::attrInt(attrs, "axis"), inRank, "split");
     int64_t mult = 1;
     if (ax.ok() && in[0].lay == Lay::Split && in[0].dim == *ax) mult *= n_;
-    if (ax.ok() && in[0].lay2 == Lay::Split && in[0].dim2 == *ax) mult *= n2_;
+    for (size_t k = 0; k < nB_.size(); ++k)
+      if (ax.ok() && in[0].layB[k] == Lay::Split && in[0].dimB[k] == *ax) mult *= nB_[k];
     if (ax.ok() && in[0].lay3 == Lay::Split && in[0].dim3 == *ax) mult *= in[0].cnt3;
     if (mult > 1) {
       std::vector<int64_t> sizes = ir::attrInts(attrs, "sizes");
@@ -2094,11 +2327,12 @@ bool Folder::instancesAreGroups(const ir::Node& n, int axis) {
   ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
   auto key = std::make_tuple(cls_, id, axis);
   if (auto it = groupChecked_.find(key); it != groupChecked_.end()) return it->second;
-  if (!in_.model) return ir::attrStr(n.attrs, "group") == (axis == 0 ? groupA_ : groupB_);  // ir::uniformSpmd
+  const std::string& name = axis == 0 ? groupA_ : groupsB_[size_t(axis - 1)];
+  if (!in_.model) return ir::attrStr(n.attrs, "group") == name;  // ir::uniformSpmd
   const DistModel& m = *in_.model;
   auto [cached, fresh] = partsOf_.try_emplace(axis);
   if (fresh) {  // the group's parts, once per axis
-    auto part = dist_.partition(axis == 0 ? groupA_ : groupB_);
+    auto part = dist_.partition(name);
     if (part.ok()) cached->second.insert(part->begin(), part->end());
   }
   const std::set<std::vector<int64_t>>& parts = cached->second;
@@ -2122,7 +2356,9 @@ bool Folder::instancesAreGroups(const ir::Node& n, int axis) {
 // carries through, unless the collective cuts or joins the dim it splits.
 std::vector<Fact> Folder::collective2(const ir::Node& n, const std::vector<Fact>& in) {
   const std::string& group = ir::attrStr(n.attrs, "group");
-  int axis = group == groupA_ ? 0 : group == groupB_ ? 1 : -1;
+  int axis = group == groupA_ ? 0 : -1;
+  for (size_t k = 0; k < groupsB_.size(); ++k)
+    if (group == groupsB_[k]) axis = int(k + 1);
   if (axis < 0 || !instancesAreGroups(n, axis)) return {};
   const Fact& x = in[0];
   int64_t rank = int64_t(g_->value(n.inputs[0]).type.shape.size());
@@ -2133,78 +2369,77 @@ std::vector<Fact> Folder::collective2(const ir::Node& n, const std::vector<Fact>
   auto touches = [&](Lay l, int64_t d) {
     return l == Lay::Split && std::find(touched.begin(), touched.end(), d) != touched.end();
   };
+  // The groups nest in order (A innermost): a group's collective cuts or
+  // joins its own pieces of a dim whole when no inner group splits it
+  // (outer groups' pieces of it carry over: sequence parallel's
+  // all_gather over tp inside a cp chunk); an inner group's split of a
+  // touched dim would interleave the pieces.
   if (axis == 0) {
-    if (touches(x.lay2, x.dim2)) return {};
     Fact p = x;
-    p.lay2 = Lay::Rep;
+    p.moreRepAll();
     auto r = collective(n, {p}, false);
     if (r.size() != 1) return {};
-    r[0].lay2 = x.lay2;
-    r[0].dim2 = x.dim2;
+    r[0].layB = x.layB;
+    r[0].dimB = x.dimB;
+    if (!nestedAllowed(r[0])) return {};
     return r;
   }
-  if (touches(x.lay, x.dim)) return {};
-  std::swap(n_, n2_);
-  auto r = collective(n, {secondaryView(x)}, false);
-  std::swap(n_, n2_);
+  const size_t k = size_t(axis - 1);
+  if (touches(x.lay, x.dim) || (!x.plain() && x.lay == Lay::Split && touches(Lay::Split, x.innerDim))) return {};
+  for (size_t b = 0; b < k; ++b)
+    if (touches(x.layB[b], x.dimB[b])) return {};
+  swapB(k);
+  auto r = collective(n, {secondaryView(x, k)}, false);
+  swapB(k);
   if (r.size() != 1 || !r[0].plain()) return {};
   Fact out = x;
-  out.lay2 = r[0].lay;
-  out.dim2 = r[0].dim;
+  out.layB[k] = r[0].lay;
+  out.dimB[k] = r[0].dim;
   out.v = r[0].v;
+  if (!nestedAllowed(out)) return {};
   return {out};
 }
 
-// A D input's layout over both groups: split over at most one of them,
-// each rank's relation the one its position there gives.
+// A D input's layout over the groups: split over at most one of them (any
+// layout over A, a plain split over a B group), each rank's relation the
+// one its position there gives; or split over several (splitOverGroups).
 std::optional<Fact> Folder::inputFact2(const std::string& name, const TensorType& local, const Bound& bound) {
   auto it = bound.find(name);
   if (it == bound.end()) return std::nullopt;
   for (const auto& row : grid_)
     for (int64_t r : row)
       if (!it->second[size_t(r)]) return std::nullopt;
-  std::vector<int64_t> lineB;
-  for (const auto& row : grid_) lineB.push_back(row[0]);
   // Along each group's line through rank 0: the same relation everywhere
   // (replicated over that group, whatever it holds), or a layout.
   auto same = [&](const std::vector<int64_t>& line) {
     return std::all_of(line.begin(), line.end(),
                        [&](int64_t r) { return equal(*it->second[size_t(r)], *it->second[size_t(line[0])]); });
   };
-  bool sameA = same(grid_[0]), sameB = same(lineB);
-  if (!sameA && !sameB) return splitOverBoth(it->second, local);
+  std::vector<size_t> varying;
+  for (size_t g = 0; g <= nB_.size(); ++g)
+    if (!same(lineOf(g))) varying.push_back(g);
+  if (varying.size() > 1) return splitOverGroups(it->second, local);
+  const size_t g = varying.empty() ? 0 : varying[0];
   auto saved = members_;
-  std::optional<Fact> fa, fb;
-  if (sameA && sameB) {
-    members_ = grid_[0];
-    fa = inputFact(name, local, bound);  // the whole S tensor, or nothing
-    if (fa && fa->lay != Lay::Rep) fa.reset();
-    fb = fa;
-  } else if (!sameA && sameB) {
-    members_ = grid_[0];
-    fa = inputFact(name, local, bound);
-    fb = Fact{Lay::Rep, 0, {}};
-  } else if (sameA && !sameB) {
-    members_ = lineB;
-    std::swap(n_, n2_);
-    fb = inputFact(name, local, bound);
-    std::swap(n_, n2_);
-    fa = Fact{Lay::Rep, 0, {}};
-  }
+  members_ = lineOf(g);
+  if (g > 0) swapB(g - 1);
+  std::optional<Fact> f = inputFact(name, local, bound);
+  if (g > 0) swapB(g - 1);
   members_ = saved;
-  // A blocked or two-level split (Megatron's fused QKV) over the first
-  // group only: the secondary group's facts are plain.
-  if (!fa || !fb || !fb->plain() || (!fa->plain() && fb->lay != Lay::Rep)) return std::nullopt;
-  if (fa->lay == Lay::Split && fb->lay == Lay::Split) return std::nullopt;
-  // Every rank's relation is that of its A position (B-replicated) or of
-  // its B position (A-replicated).
+  if (!f || (varying.empty() && f->lay != Lay::Rep)) return std::nullopt;
+  if (g > 0) {
+    // the further groups' layouts are plain
+    if (f->lay != Lay::Split || !f->plain()) return std::nullopt;
+    f = splitOverB(*f, g - 1);
+  }
+  // Every rank's relation is that of its position on group g's line.
   for (size_t j = 0; j < grid_.size(); ++j)
     for (size_t i = 0; i < grid_[j].size(); ++i) {
-      int64_t like = fb->lay == Lay::Split ? grid_[j][0] : grid_[0][i];
+      int64_t like = g == 0 ? grid_[0][i]
+                            : grid_[size_t((int64_t(j) / strideB_[g - 1] % nB_[g - 1]) * strideB_[g - 1])][0];
       if (!equal(*it->second[size_t(grid_[j][i])], *it->second[size_t(like)])) return std::nullopt;
     }
-  if (fb->lay != Lay::Split) return fa;
-  return splitOverB(*fb);
+  return f;
 }
 
 // The box a relation cuts out of one S tensor: slices (nested, on any dims)
@@ -2228,49 +2463,76 @@ std::optional<std::pair<std::string, std::map<int64_t, std::pair<int64_t, int64_
   return inner;
 }
 
-// A D input split over both groups on two dims: rank (A position i, B
-// position j) holds piece i of S's tensor along one dim and piece j along
-// the other, every other dim whole; the relations may nest the slices in
-// either order (compared as boxes).
-std::optional<Fact> Folder::splitOverBoth(const std::vector<RelPtr>& rels, const TensorType& local) {
-  auto b00 = sliceBox(*rels[size_t(grid_[0][0])], seq_);
-  auto b01 = sliceBox(*rels[size_t(grid_[0][1])], seq_);
-  auto b10 = sliceBox(*rels[size_t(grid_[1][0])], seq_);
-  if (!b00 || !b01 || !b10) return std::nullopt;
-  // The dim each group cuts: where rank 0's neighbour along it differs.
-  auto movedDim = [&](const auto& a, const auto& b) -> std::optional<int64_t> {
-    std::optional<int64_t> moved;
-    for (const auto& [d, range] : b.second)
-      if (!a.second.count(d) || a.second.at(d) != range) {
-        if (moved) return std::nullopt;
-        moved = d;
-      }
-    return moved;
-  };
-  auto dA = movedDim(*b00, *b01), dB = movedDim(*b00, *b10);
-  if (!dA || !dB || *dA == *dB) return std::nullopt;
-  auto v = seq_.findValue(b00->first);
+// A D input split over several groups: the rank at A position i and B
+// positions j_k holds, along each dim, the piece its splitting groups'
+// positions give, groups splitting one dim nested in group order (A
+// innermost): offset the sum of step_g * position_g, the innermost's step
+// the local extent and each next one's the one before times its size (the
+// rows idx(r,cp)*8 + idx(r,tp)*4 of sequence parallel inside context
+// parallel chunks); every other dim whole. The relations may nest the
+// slices in any order (compared as boxes).
+std::optional<Fact> Folder::splitOverGroups(const std::vector<RelPtr>& rels, const TensorType& local) {
+  const size_t G = nB_.size() + 1;
+  auto box0 = sliceBox(*rels[size_t(grid_[0][0])], seq_);
+  if (!box0) return std::nullopt;
+  auto v = seq_.findValue(box0->first);
   if (!v) return std::nullopt;
   const TensorType whole = wholeType(*v);
-  if (whole.shape.size() != local.shape.size() || whole.dtype != local.dtype || !ir::isConcrete(whole.shape) ||
+  const int64_t R = int64_t(whole.shape.size());
+  if (int64_t(local.shape.size()) != R || whole.dtype != local.dtype || !ir::isConcrete(whole.shape) ||
       !ir::isConcrete(local.shape))
     return std::nullopt;
-  int64_t a = local.shape[size_t(*dA)].value(), b = local.shape[size_t(*dB)].value();
-  Fact f{Lay::Split, *dA, {seqNode(*v), 1.0}};
-  f.lay2 = Lay::Split;
-  f.dim2 = *dB;
+  using Box = std::map<int64_t, std::pair<int64_t, int64_t>>;
+  auto range = [&](const Box& box, int64_t d) {
+    return box.count(d) ? box.at(d) : std::make_pair(int64_t(0), whole.shape[size_t(d)].value());
+  };
+  auto sizeOf = [&](size_t g) { return g == 0 ? n_ : nB_[g - 1]; };
+  // The dim each group cuts and its step: where rank 0's neighbour along it differs.
+  std::vector<int64_t> dimOf(G, -1), step(G, 0);
+  for (size_t g = 0; g < G; ++g) {
+    int64_t r1 = g == 0 ? grid_[0][1] : grid_[size_t(strideB_[g - 1])][0];
+    auto b1 = sliceBox(*rels[size_t(r1)], seq_);
+    if (!b1 || b1->first != box0->first) return std::nullopt;
+    for (int64_t d = 0; d < R; ++d) {
+      auto x = range(box0->second, d), y = range(b1->second, d);
+      if (x == y) continue;
+      if (dimOf[g] >= 0 || y.first <= x.first || y.second - y.first != x.second - x.first) return std::nullopt;
+      dimOf[g] = d, step[g] = y.first - x.first;
+    }
+  }
+  Fact f{Lay::Rep, 0, {seqNode(*v), 1.0}};
+  if (dimOf[0] >= 0) f.lay = Lay::Split, f.dim = dimOf[0];
+  for (size_t k = 0; k + 1 < G; ++k)
+    if (dimOf[k + 1] >= 0) f.layB[k] = Lay::Split, f.dimB[k] = dimOf[k + 1];
   if (!(globalOf(local, f) == whole)) return std::nullopt;
+  for (int64_t d = 0; d < R; ++d) {
+    int64_t want = local.shape[size_t(d)].value();
+    for (size_t g = 0; g < G; ++g)
+      if (dimOf[g] == d) {
+        if (step[g] != want) return std::nullopt;
+        want *= sizeOf(g);
+      }
+  }
+  if (!nestedAllowed(f)) return std::nullopt;
   // Every rank's box is exactly its pieces.
   for (size_t j = 0; j < grid_.size(); ++j)
     for (size_t i = 0; i < grid_[j].size(); ++i) {
       auto box = sliceBox(*rels[size_t(grid_[j][i])], seq_);
-      if (!box || box->first != b00->first) return std::nullopt;
-      std::map<int64_t, std::pair<int64_t, int64_t>> want{{*dA, {int64_t(i) * a, int64_t(i + 1) * a}},
-                                                          {*dB, {int64_t(j) * b, int64_t(j + 1) * b}}};
-      for (const auto& [d, range] : box->second)
-        if (!want.count(d) && range != std::make_pair(int64_t(0), whole.shape[size_t(d)].value())) return std::nullopt;
-      for (const auto& [d, range] : want)
-        if (!box->second.count(d) || box->second.at(d) != range) return std::nullopt;
+      if (!box || box->first != box0->first) return std::nullopt;
+      std::vector<int64_t> start(size_t(R), 0);
+      for (size_t g = 0; g < G; ++g) {
+        if (dimOf[g] < 0) continue;
+        int64_t pos = g == 0 ? int64_t(i) : int64_t(j) / strideB_[g - 1] % nB_[g - 1];
+        start[size_t(dimOf[g])] += step[g] * pos;
+      }
+      for (int64_t d = 0; d < R; ++d) {
+        bool split = std::find(dimOf.begin(), dimOf.end(), d) != dimOf.end();
+        auto want = split ? std::make_pair(start[size_t(d)], start[size_t(d)] + local.shape[size_t(d)].value())
+                          : std::make_pair(int64_t(0), whole.shape[size_t(d)].value());
+        if (range(box->second, d) != want) return std::nullopt;
+      }
+      for (const auto& [d, _] : box->second)
+        if (d < 0 || d >= R) return std::nullopt;
     }
   return f;
 }
@@ -2284,7 +2546,7 @@ std::optional<Fact> Folder::splitOverBoth(const std::vector<RelPtr>& rels, const
 std::optional<Fact> Folder::withCut(std::optional<Fact> f, const CopyCut& c, const std::string& name,
                                     const TensorType& local) {
   cut_.reset();
-  if (!f || (f->lay == Lay::Sum) || f->lay2 == Lay::Sum) return std::nullopt;
+  if (!f || (f->lay == Lay::Sum) || std::count(f->layB.begin(), f->layB.end(), Lay::Sum)) return std::nullopt;
   f->lay3 = Lay::Split, f->dim3 = c.dim, f->idx3 = c.idx, f->cnt3 = c.cnt;
   copies_ = std::max(copies_, c.cnt);
   auto v = seq_.findValue(name);
@@ -2316,8 +2578,12 @@ std::optional<Fact> Folder::copyTemplateFact(const InputRelation& t, const Tenso
       if (s->k.size() != 1 || s->k.begin()->second != w) continue;
       const std::string& atom = s->k.begin()->first;
       if (atom == "idx:" + group) span = n_ * w;
-      else if (twoD_ && atom == "idx:" + groupB_) span = n2_ * w;
-      else continue;
+      else {
+        size_t k = 0;
+        while (k < groupsB_.size() && atom != "idx:" + groupsB_[k]) ++k;
+        if (!twoD_ || k == groupsB_.size()) continue;
+        span = nB_[k] * w;
+      }
     }
     if (w <= 0 || span >= size || size % span || s->c % span || s->c < 0) continue;
     if (cut) return std::nullopt;
@@ -2398,67 +2664,93 @@ std::optional<Fact> Folder::copyInputFact(const std::string& name, const TensorT
 }
 
 
-// Two groups, each a partition of the world, whose groups cross: the ranks
-// joined by them fall into classes (pipeline stages of a [pp, dp, tp] mesh;
-// the whole world without send/recv), each a product of A's groups (n_
-// ranks) and B's (n2_): grids_[c][j][i] is the rank at A position i and B
-// position j of class c. A is the group of consecutive ranks when one is.
-std::string Folder::setup2D(const std::vector<std::string>& groups) {
-  int64_t world = dist_.worldSize();
-  auto pa = dist_.partition(groups[0]), pb = dist_.partition(groups[1]);
-  if (!pa.ok() || !pb.ok() || pa->empty() || pb->empty())
-    return "groups " + groups[0] + " and " + groups[1] + " not found";
-  auto containing = [](const ir::GroupPartition& p, int64_t r) -> const std::vector<int64_t>* {
-    for (const auto& g : p)
-      if (std::find(g.begin(), g.end(), r) != g.end()) return &g;
-    return nullptr;
-  };
-  const auto* a0 = containing(*pa, 0);
-  const auto* b0 = containing(*pb, 0);
-  if (!a0 || !b0) return "rank 0 outside a group";
-  bool aContiguous = a0->back() - a0->front() + 1 == int64_t(a0->size());
-  bool bContiguous = b0->back() - b0->front() + 1 == int64_t(b0->size());
-  bool swap = bContiguous && !aContiguous;
-  groupA_ = swap ? groups[1] : groups[0];
-  groupB_ = swap ? groups[0] : groups[1];
-  const ir::GroupPartition& A = swap ? *pb : *pa;
-  const ir::GroupPartition& B = swap ? *pa : *pb;
-  n_ = int64_t(containing(A, 0)->size());
-  n2_ = int64_t(containing(B, 0)->size());
-  if (n_ < 2 || n2_ < 2 || world % (n_ * n2_) != 0)
-    return "groups " + groupA_ + " and " + groupB_ + " do not cross the world";
-  for (const auto& g : A)
-    if (int64_t(g.size()) != n_) return "groups of different sizes";
-  for (const auto& g : B)
-    if (int64_t(g.size()) != n2_) return "groups of different sizes";
+// Several groups, each a partition of the world, whose groups cross: the
+// ranks joined by them fall into classes (pipeline stages of a [pp, dp,
+// tp] mesh; the whole world without send/recv), each a product of one
+// group of each: grids_[c][j][i] is the rank at A position i and B
+// positions j (mixed radix) of class c. A is the first group of
+// consecutive ranks when one is (else the first); the further groups nest
+// outside it in the order of their ranks' stride (Megatron's tp, cp, dp).
+std::string Folder::setupND(const std::vector<std::string>& groups) {
+  const int64_t world = dist_.worldSize();
+  const size_t G = groups.size();
+  std::vector<ir::GroupPartition> parts;
+  // per group, rank -> (part, position)
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> at(G, std::vector<std::pair<int64_t, int64_t>>(size_t(world), {-1, -1}));
+  std::vector<int64_t> size(G), stride(G);
+  std::vector<bool> contiguous(G);
+  for (size_t g = 0; g < G; ++g) {
+    auto p = dist_.partition(groups[g]);
+    if (!p.ok() || p->empty()) return "group " + groups[g] + " not found";
+    parts.push_back(*p);
+    for (size_t q = 0; q < p->size(); ++q)
+      for (size_t i = 0; i < (*p)[q].size(); ++i) {
+        int64_t r = (*p)[q][i];
+        if (r < 0 || r >= world || at[g][size_t(r)].first >= 0) return "group " + groups[g] + " is no partition";
+        at[g][size_t(r)] = {int64_t(q), int64_t(i)};
+      }
+    for (int64_t r = 0; r < world; ++r)
+      if (at[g][size_t(r)].first < 0) return "rank " + std::to_string(r) + " outside group " + groups[g];
+    const auto& p0 = (*p)[size_t(at[g][0].first)];
+    size[g] = int64_t(p0.size());
+    stride[g] = size[g] > 1 ? p0[1] - p0[0] : 0;
+    contiguous[g] = p0.back() - p0.front() + 1 == size[g];
+    for (const auto& q : *p)
+      if (int64_t(q.size()) != size[g]) return "groups of different sizes";
+    if (size[g] < 2) return "group " + groups[g] + " of one rank";
+  }
+  std::vector<size_t> order(G);
+  for (size_t g = 0; g < G; ++g) order[g] = g;
+  auto first = std::find(contiguous.begin(), contiguous.end(), true);
+  size_t a = first == contiguous.end() ? 0 : size_t(first - contiguous.begin());
+  order.erase(order.begin() + long(a));
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return stride[x] < stride[y]; });
+  groupA_ = groups[a];
+  n_ = size[a];
+  groupsB_.clear(), nB_.clear(), strideB_.clear();
+  int64_t cells = n_, prod = 1;
+  for (size_t g : order) {
+    groupsB_.push_back(groups[g]);
+    nB_.push_back(size[g]);
+    strideB_.push_back(prod);
+    prod *= size[g];
+    cells *= size[g];
+  }
+  if (world % cells != 0) return "groups do not cross the world";
+  auto partOf = [&](size_t g, int64_t r) -> const std::vector<int64_t>& { return parts[g][size_t(at[g][size_t(r)].first)]; };
   std::vector<bool> placed(size_t(world), false);
   classes_.clear();
   grids_.clear();
   for (int64_t start = 0; start < world; ++start) {
     if (placed[size_t(start)]) continue;
-    const auto* lineB = containing(B, start);
-    if (!lineB || lineB->front() != start) return "group " + groupB_ + " does not start at rank " + std::to_string(start);
     std::vector<std::vector<int64_t>> grid;
-    for (int64_t r : *lineB) {
-      const auto* row = containing(A, r);
-      if (!row || row->front() != r) return "group " + groupA_ + " does not start at group " + groupB_ + "'s ranks";
-      grid.push_back(*row);
-    }
-    // B's group of A position i holds the grid's column i, in order.
-    for (int64_t i = 0; i < n_; ++i) {
-      const auto* col = containing(B, grid[0][size_t(i)]);
-      if (!col || int64_t(col->size()) != n2_) return "groups do not cross";
-      for (int64_t j = 0; j < n2_; ++j)
-        if ((*col)[size_t(j)] != grid[size_t(j)][size_t(i)])
-          return "groups " + groupA_ + " and " + groupB_ + " do not cross";
-    }
-    std::vector<int64_t> all;
-    for (const auto& row : grid)
-      for (int64_t r : row) {
-        if (r < 0 || r >= world || placed[size_t(r)]) return "groups do not cross";
-        placed[size_t(r)] = true;
-        all.push_back(r);
+    for (int64_t j = 0; j < prod; ++j) {
+      int64_t r = start;
+      for (size_t k = 0; k < order.size(); ++k) {
+        const auto& line = partOf(order[k], r);
+        int64_t jk = j / strideB_[k] % nB_[k];
+        if (at[order[k]][size_t(r)].second != 0) return "group " + groupsB_[k] + " does not start at rank " + std::to_string(r);
+        r = line[size_t(jk)];
       }
+      if (at[a][size_t(r)].second != 0) return "group " + groupA_ + " does not start at rank " + std::to_string(r);
+      grid.push_back(partOf(a, r));
+    }
+    // Each group's part through each cell is the cell's line along it, in order.
+    for (int64_t j = 0; j < prod; ++j)
+      for (int64_t i = 0; i < n_; ++i) {
+        int64_t r = grid[size_t(j)][size_t(i)];
+        if (placed[size_t(r)]) return "groups do not cross";
+        placed[size_t(r)] = true;
+        for (size_t k = 0; k < order.size(); ++k) {
+          int64_t jk = j / strideB_[k] % nB_[k];
+          const auto& line = partOf(order[k], r);
+          if (at[order[k]][size_t(r)].second != jk) return "groups do not cross";
+          for (int64_t p = 0; p < nB_[k]; ++p)
+            if (line[size_t(p)] != grid[size_t(j + (p - jk) * strideB_[k])][size_t(i)]) return "groups do not cross";
+        }
+      }
+    std::vector<int64_t> all;
+    for (const auto& row : grid) all.insert(all.end(), row.begin(), row.end());
     classes_.push_back(std::move(all));
     grids_.push_back(std::move(grid));
   }
@@ -2475,10 +2767,17 @@ RelPtr Folder::rebuild2(const Fact& f, const std::string& name) const {
     for (int64_t r : row) parts.push_back(Rel::dist(IntExpr::constant(r), name));
     return f.lay == Lay::Split ? Rel::concat(f.dim, parts) : Rel::sum(parts);
   };
-  if (f.lay2 == Lay::Rep) return overA(grid_[0]);
-  std::vector<RelPtr> parts;
-  for (const auto& row : grid_) parts.push_back(overA(row));
-  return f.lay2 == Lay::Split ? Rel::concat(f.dim2, parts) : Rel::sum(parts);
+  // Group B_k over the relations of the inner groups at B positions j
+  // (j_k = 0; the outer groups' positions fixed by j).
+  std::function<RelPtr(size_t, int64_t)> over = [&](size_t k, int64_t j) -> RelPtr {
+    if (k == 0) return overA(grid_[size_t(j)]);
+    const size_t b = k - 1;
+    if (f.layB[b] == Lay::Rep) return over(k - 1, j);
+    std::vector<RelPtr> parts;
+    for (int64_t p = 0; p < nB_[b]; ++p) parts.push_back(over(k - 1, j + p * strideB_[b]));
+    return f.layB[b] == Lay::Split ? Rel::concat(f.dimB[b], parts) : Rel::sum(parts);
+  };
+  return over(nB_.size(), 0);
 }
 
 FoldOutcome Folder::run() {
@@ -2502,21 +2801,24 @@ FoldOutcome Folder::run() {
     it = solo ? groups.erase(it) : std::next(it);
   }
   if (!second_.empty()) {
-    if (groups.size() != 1 || groups.count(second_)) return res.why = "no second group to add", res;
+    if (groups.empty() || groups.size() > kMaxMoreGroups || groups.count(second_))
+      return res.why = "no group to add", res;
     groups.insert(second_);
   }
-  if (groups.size() > 2) return res.why = "collectives over more than two groups", res;
+  if (groups.size() > kMaxMoreGroups + 1)
+    return res.why = "collectives over more than " + std::to_string(kMaxMoreGroups + 1) + " groups", res;
   std::vector<RankDomain> domains;
-  if (groups.size() == 2) {
-    std::string bad = setup2D(std::vector<std::string>(groups.begin(), groups.end()));
+  if (groups.size() >= 2) {
+    std::string bad = setupND(std::vector<std::string>(groups.begin(), groups.end()));
     if (!bad.empty()) return res.why = bad, res;
     RankDomain d;
     d.group = groupA_;
     domains.assign(classes_.size(), d);
     res.group = groupA_;
-    res.foldedOver = "groups " + groupB_ + " x " + groupA_ + " (" + std::to_string(n2_) + " x " + std::to_string(n_) +
-                     " ranks" + (classes_.size() > 1 ? ", in " + std::to_string(classes_.size()) + " pipeline stages" : "") +
-                     ")";
+    std::string names, sizes;
+    for (size_t k = groupsB_.size(); k-- > 0;) names += groupsB_[k] + " x ", sizes += std::to_string(nB_[k]) + " x ";
+    res.foldedOver = "groups " + names + groupA_ + " (" + sizes + std::to_string(n_) + " ranks" +
+                     (classes_.size() > 1 ? ", in " + std::to_string(classes_.size()) + " pipeline stages" : "") + ")";
   } else if (groups.empty() && p2p) {
     // Pipeline stages and no group collective (tp = 1): each rank a class
     // of its own, its values' layouts whole, its recvs what its peer sent.
@@ -2557,7 +2859,7 @@ FoldOutcome Folder::run() {
   if (!twoD_) n_ = int64_t(classes_[0].size());
   for (const auto& c : classes_)
     if (!twoD_ && int64_t(c.size()) != n_) return res.why = "groups of different sizes", res;
-  res.groupSize = twoD_ ? n_ * n2_ : n_;
+  res.groupSize = twoD_ ? n_ * nAllB() : n_;
   where_.assign(size_t(world), {-1, -1});
   for (size_t c = 0; c < classes_.size(); ++c)
     for (size_t i = 0; i < classes_[c].size(); ++i) where_[size_t(classes_[c][i])] = {int64_t(c), int64_t(i)};
@@ -2813,7 +3115,7 @@ FoldOutcome Folder::run() {
                        bool asIs) -> std::optional<std::pair<RelPtr, RelPtr>> {
       // a blocked split: rank r's piece of each block ([q_r | k_r | v_r])
       const bool blocked = f.lay == Lay::Split && f.blocks > 1 && f.inner == 1 && f.innerDim < 0 &&
-                           (!twoD_ || f.lay2 == Lay::Rep);
+                           (!twoD_ || f.moreRep());
       if (!f.plain() && !blocked) return std::nullopt;
       const std::string& name = g_->value(c).name;
       RelPtr concrete, shown;
@@ -2829,7 +3131,7 @@ FoldOutcome Folder::run() {
         concrete = shown = Rel::concat(f.dim, parts);
       } else if (twoD_) {
         concrete = shown = rebuild2(f, name);
-        if (asIs && exp != in_.expected.end() && f.lay == Lay::Rep && f.lay2 == Lay::Rep && exp->second->op == RelOp::Dist &&
+        if (asIs && exp != in_.expected.end() && f.lay == Lay::Rep && f.moreRep() && exp->second->op == RelOp::Dist &&
             exp->second->name == name && exp->second->rank.kind == IntExpr::Kind::Const &&
             exp->second->rank.value >= 0 && exp->second->rank.value < dist_.worldSize())
           concrete = exp->second;

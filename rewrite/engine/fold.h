@@ -18,11 +18,17 @@
 // exactly its expression. Nothing here depends on N: the cost of a layer is
 // the same at TP 2 and TP 1024.
 //
-// Two groups whose groups cross (DP x TP on a [dp, tp] mesh) fold the same
-// way with a layout over each (Fact::lay2): each group's layout is decided
-// by the schemas with the other's held fixed, and S's types and the
-// expression are checked once with both. With send/recv ([pp, dp, tp]),
-// each pipeline stage is a product of the two groups, folded on its own.
+// Several groups whose groups cross (DP x TP on a [dp, tp] mesh, DP x CP x
+// TP, up to four) fold the same way with a layout over each (Fact::layB):
+// each group's layout is decided by the schemas with the others held
+// fixed, and S's types and the expression are checked once with all. The
+// groups nest in one order (the group of consecutive ranks innermost, the
+// others by their ranks' stride), which is also the order of the pieces
+// when two groups split one dim (sequence parallel inside context parallel
+// chunks); such nested splits are taken by ops acting on each position of
+// the dim alike and by collectives over a group no inner group's split of
+// the dim interleaves. With send/recv ([pp, dp, tp]), each pipeline stage is
+// a product of the groups, folded on its own.
 //
 // Folding only ever says "verified" or "not decided": a program it cannot
 // fold, an op with no schema or an S op computed differently in D leaves the
@@ -64,10 +70,10 @@ struct FoldOutcome {
   bool verified = false;
   std::string why;                   // not verified: why folding did not decide
   std::vector<OutputResult> outputs; // verified: one per wanted value, in order
-  std::string group;                 // the folded group ("tp"; with two, the first)
+  std::string group;                 // the folded group ("tp"; with several, the innermost)
   int64_t groupSize = 0;             // ranks folded into one
   int64_t copies = 1;                // micro-batch copies folded into one (rank graphs repeating the step)
-  std::string foldedOver;            // two groups: "groups dp x tp (8 x 8 ranks)"
+  std::string foldedOver;            // several groups: "groups dp x cp x tp (2 x 2 x 8 ranks)"
   int64_t steps = 0;                 // layout rule applications
   std::vector<std::string> schemas;  // the schemas used, with the lemmas each lifts
   // Not verified, after the whole program was folded: the wanted values no

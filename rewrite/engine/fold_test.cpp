@@ -1390,3 +1390,205 @@ TEST(VocabSoftmax, ExponentialsOverTheReducedSumVerify) {
 
 }  // namespace
 }  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
+// Three groups ([dp, cp, tp], Megatron's order: tp fastest): an MLP block on
+// the batch split over dp, the sequence over cp and the hidden columns
+// over tp, the row-parallel partial sums all-reduced over tp, a residual,
+// the column sums reduced over cp and dp, and the output gathered over cp
+// then dp. With `nested`, sequence parallel inside the cp chunks as well:
+// each rank holds tp's piece of its cp chunk of the sequence (rows
+// idx(r,cp)*C + idx(r,tp)*c), all-gathered over tp before the MLP and
+// reduce-scattered back after it.
+Case dpCpTp(int64_t dp, int64_t cp, int64_t tp, bool nested = false) {
+  auto S = [](int64_t v) { return std::to_string(v); };
+  const int64_t b = 2, B = b * dp, H = 8, f = 4, F = f * tp, world = dp * cp * tp;
+  const int64_t c = 2, chunk = nested ? c * tp : c, Sq = chunk * cp;  // rows a rank holds, a cp chunk's, S's
+  auto T = [&](int64_t x, int64_t y, int64_t z) { return "f32[" + S(x) + ", " + S(y) + ", " + S(z) + "]"; };
+  Case k;
+  k.seq = "graph s {\n  input %x: " + T(B, Sq, H) + "\n  param %w1: f32[" + S(H) + ", " + S(F) + "]\n  param %w2: f32[" +
+          S(F) + ", " + S(H) + "]\n  %h: " + T(B, Sq, F) + " = matmul(%x, %w1)\n  %g: " + T(B, Sq, F) +
+          " = gelu(%h)\n  %o: " + T(B, Sq, H) + " = matmul(%g, %w2)\n  %y: " + T(B, Sq, H) +
+          " = add(%o, %x)\n  %s: f32[" + S(H) + "] = reduce_sum(%y) {axes = [0, 1], keepdims = 0}\n  output %y\n  output %s\n}\n";
+  k.dist = "program d {\n  world " + S(world) + "\n  mesh [dp = " + S(dp) + ", cp = " + S(cp) + ", tp = " + S(tp) +
+           "]\n  rank 0.." + S(world - 1) + " {\n    input %x: " + T(b, c, H) + "\n    param %w1: f32[" + S(H) + ", " +
+           S(f) + "]\n    param %w2: f32[" + S(f) + ", " + S(H) + "]\n";
+  std::string xin = "%x";
+  if (nested) {
+    k.dist += "    %xc: " + T(b, chunk, H) + " = all_gather(%x) {group = \"tp\", dim = 1}\n";
+    xin = "%xc";
+  }
+  k.dist += "    %h: " + T(b, chunk, f) + " = matmul(" + xin + ", %w1)\n    %g: " + T(b, chunk, f) +
+            " = gelu(%h)\n    %p: " + T(b, chunk, H) + " = matmul(%g, %w2)\n";
+  if (nested) k.dist += "    %o: " + T(b, c, H) + " = reduce_scatter(%p) {group = \"tp\", dim = 1}\n";
+  else k.dist += "    %o: " + T(b, c, H) + " = all_reduce(%p) {group = \"tp\"}\n";
+  // the column sums: partial over every group splitting y's rows
+  k.dist += "    %y: " + T(b, c, H) + " = add(%o, %x)\n    %sp: f32[" + S(H) +
+            "] = reduce_sum(%y) {axes = [0, 1], keepdims = 0}\n";
+  if (nested) k.dist += "    %st: f32[" + S(H) + "] = all_reduce(%sp) {group = \"tp\"}\n";
+  k.dist += "    %sc: f32[" + S(H) + "] = all_reduce(" + std::string(nested ? "%st" : "%sp") +
+            ") {group = \"cp\"}\n    %s: f32[" + S(H) + "] = all_reduce(%sc) {group = \"dp\"}\n";
+  std::string last = "%y";
+  if (nested) {
+    k.dist += "    %yt: " + T(b, chunk, H) + " = all_gather(%y) {group = \"tp\", dim = 1}\n";
+    last = "%yt";
+  }
+  k.dist += "    %yc: " + T(b, Sq, H) + " = all_gather(" + last + ") {group = \"cp\", dim = 1}\n    %yd: " + T(B, Sq, H) +
+            " = all_gather(%yc) {group = \"dp\", dim = 0}\n    output %yd\n    output %s\n  }\n}\n";
+  const std::string all = "for r in 0.." + S(world - 1) + ": ";
+  std::string rows = "start=idx(r,cp)*" + S(chunk) + (nested ? "+idx(r,tp)*" + S(c) : "") + ", end=idx(r,cp)*" +
+                     S(chunk) + (nested ? "+idx(r,tp)*" + S(c) : "") + "+" + S(c);
+  k.rel = all + "dist[r].x = slice(slice(seq.x, dim=0, start=idx(r,dp)*" + S(b) + ", end=(idx(r,dp)+1)*" + S(b) +
+          "), dim=1, " + rows + ")\n" + all + "dist[r].w1 = slice(seq.w1, dim=1, start=idx(r,tp)*" + S(f) +
+          ", end=(idx(r,tp)+1)*" + S(f) + ")\n" + all + "dist[r].w2 = slice(seq.w2, dim=0, start=idx(r,tp)*" + S(f) +
+          ", end=(idx(r,tp)+1)*" + S(f) + ")\nexpect seq.y = dist[0].yd\nexpect seq.s = dist[0].s\n";
+  return k;
+}
+
+bool saysGroups(const VerifyReport& r, const std::string& groups) {
+  return std::any_of(r.assumptions.begin(), r.assumptions.end(),
+                     [&](const std::string& a) { return a.find(groups) != std::string::npos; });
+}
+
+// dp x cp x tp folds over the three groups at once, at any group sizes,
+// from the relation templates; the report names the groups, outermost
+// first.
+TEST(Fold3D, DpCpTpVerifiesOverThreeGroups) {
+  for (auto [dp, cp, tp] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{2, 2, 2}, {2, 3, 2}, {4, 2, 2}, {8, 4, 8}}) {
+    const std::string at = std::to_string(dp) + " x " + std::to_string(cp) + " x " + std::to_string(tp);
+    auto rep = check(dpCpTp(dp, cp, tp));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << at << " " << why(rep);
+    EXPECT_TRUE(folded(rep)) << at;
+    EXPECT_TRUE(saysGroups(rep, "groups dp x cp x tp (" + at + " ranks)")) << at;
+    EXPECT_TRUE(fromTemplates(rep)) << at;
+  }
+}
+
+// Sequence parallel inside context parallel chunks: tp's pieces nested in
+// cp's along one dim (tp inner, as the relation's offsets say), gathered
+// over tp and reduce-scattered back inside each chunk.
+TEST(Fold3D, TwoGroupsSplittingOneDimNest) {
+  for (auto [dp, cp, tp] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{2, 2, 2}, {2, 3, 2}, {4, 2, 2}}) {
+    const std::string at = std::to_string(dp) + " x " + std::to_string(cp) + " x " + std::to_string(tp);
+    auto rep = check(dpCpTp(dp, cp, tp, true));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << at << " " << why(rep);
+    EXPECT_TRUE(folded(rep)) << at;
+  }
+}
+
+// The same programs with one thing wrong are never verified: a sum over
+// the wrong group, a gather over the wrong group, a wrong offset on one
+// axis of an input's relation, the nesting of one dim the other way round
+// (cp's pieces inside tp's).
+TEST(Fold3D, WrongProgramsAreNotVerified) {
+  struct Edit {
+    const char* what;
+    bool nested;
+    std::string from, to;
+    bool inRel;
+  };
+  for (auto [dp, cp, tp] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{2, 2, 2}, {2, 3, 2}, {4, 2, 2}}) {
+    const std::string at = std::to_string(dp) + " x " + std::to_string(cp) + " x " + std::to_string(tp);
+    const std::string C = std::to_string(cp - 1), T = std::to_string(tp - 1), c2 = std::to_string(2 * tp);
+    for (const Edit& e : std::vector<Edit>{
+             {"all_reduce over cp for tp", false, "all_reduce(%p) {group = \"tp\"}", "all_reduce(%p) {group = \"cp\"}", false},
+             {"column sums over tp for cp", false, "all_reduce(%sp) {group = \"cp\"}", "all_reduce(%sp) {group = \"tp\"}",
+              false},
+             {"column sums not over dp", false, "all_reduce(%sc) {group = \"dp\"}", "identity(%sc)", false},
+             {"gather over dp for cp", false, "all_gather(%y) {group = \"cp\", dim = 1}",
+              "all_gather(%y) {group = \"dp\", dim = 1}", false},
+             {"cp chunks reversed", false, "start=idx(r,cp)*2, end=idx(r,cp)*2+2",
+              "start=(" + C + "-idx(r,cp))*2, end=(" + C + "-idx(r,cp))*2+2", true},
+             {"w1 pieces reversed", false, "dist[r].w1 = slice(seq.w1, dim=1, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)",
+              "dist[r].w1 = slice(seq.w1, dim=1, start=(" + T + "-idx(r,tp))*4, end=(" + T + "-idx(r,tp))*4+4)", true},
+             {"nested the other way", true, "start=idx(r,cp)*" + c2 + "+idx(r,tp)*2, end=idx(r,cp)*" + c2 + "+idx(r,tp)*2+2",
+              "start=idx(r,tp)*" + std::to_string(2 * cp) + "+idx(r,cp)*2, end=idx(r,tp)*" + std::to_string(2 * cp) +
+                  "+idx(r,cp)*2+2",
+              true},
+             {"column sums not over tp", true, "all_reduce(%sp) {group = \"tp\"}", "identity(%sp)", false},
+             {"reduce_scatter over cp", true, "reduce_scatter(%p) {group = \"tp\", dim = 1}",
+              "reduce_scatter(%p) {group = \"cp\", dim = 1}", false},
+         }) {
+      Case k = dpCpTp(dp, cp, tp, e.nested);
+      std::string& text = e.inRel ? k.rel : k.dist;
+      auto pos = text.find(e.from);
+      ASSERT_NE(pos, std::string::npos) << e.what;
+      text.replace(pos, e.from.size(), e.to);
+      VerifyOptions o;
+      o.timeLimitSeconds = 60;
+      auto rep = verifyTexts(k.seq, k.dist, k.rel, o);
+      if (!rep.ok()) continue;  // rejected as input: not verified either
+      EXPECT_NE(rep->verdict, Verdict::Verified) << at << " " << e.what;
+      EXPECT_FALSE(folded(*rep)) << at << " " << e.what;
+    }
+  }
+  // Gathering the nested dim over cp first, while tp's pieces inside each
+  // chunk are still apart, interleaves the rows: refuted, never folded.
+  Case k = dpCpTp(2, 2, 2, true);
+  for (auto [from, to] : {std::pair<std::string, std::string>{"all_gather(%y) {group = \"tp\"", "all_gather(%y) {group = \"cp\""},
+                          {"all_gather(%yt) {group = \"cp\"", "all_gather(%yt) {group = \"tp\""}}) {
+    auto pos = k.dist.find(from);
+    ASSERT_NE(pos, std::string::npos) << from;
+    k.dist.replace(pos, from.size(), to);
+  }
+  auto rep = check(k);
+  EXPECT_EQ(rep.verdict, Verdict::Refuted) << why(rep);
+  EXPECT_FALSE(folded(rep));
+}
+
+// Four groups, each splitting its own dim of a 4-D input (and two of them
+// nested on one dim when `nested`), relu'd and gathered back group by
+// group: folded over all four. A gather over the wrong group is never
+// verified.
+Case fourGroups(bool nested, const std::string& wrongGather = "") {
+  // mesh [a = 2, b = 2, c = 3, t = 2]: t fastest
+  Case k;
+  k.seq = "graph s {\n  input %x: f32[4, 6, 4, 8]\n  %y: f32[4, 6, 4, 8] = relu(%x)\n  output %y\n}\n";
+  // local: dim 0 over a (2), dim 1 over c (3), dim 2 over t (2), dim 3 over b (2) or, nested, dim 2 over t inside b
+  std::string local = nested ? "f32[2, 2, 1, 8]" : "f32[2, 2, 2, 4]";
+  k.dist = "program d {\n  world 24\n  mesh [a = 2, b = 2, c = 3, t = 2]\n  rank 0..23 {\n    input %x: " + local +
+           "\n    %h: " + local + " = relu(%x)\n";
+  std::vector<std::pair<std::string, std::string>> steps;  // group, type after
+  if (nested) steps = {{"t:2", "f32[2, 2, 2, 8]"}, {"b:2", "f32[2, 2, 4, 8]"}, {"c:1", "f32[2, 6, 4, 8]"}, {"a:0", "f32[4, 6, 4, 8]"}};
+  else steps = {{"t:2", "f32[2, 2, 4, 4]"}, {"b:3", "f32[2, 2, 4, 8]"}, {"c:1", "f32[2, 6, 4, 8]"}, {"a:0", "f32[4, 6, 4, 8]"}};
+  std::string prev = "%h";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::string g = steps[i].first.substr(0, 1), d = steps[i].first.substr(2);
+    if (g == wrongGather) g = g == "a" ? "b" : "a";
+    std::string v = "%g" + std::to_string(i);
+    k.dist += "    " + v + ": " + steps[i].second + " = all_gather(" + prev + ") {group = \"" + g + "\", dim = " + d + "}\n";
+    prev = v;
+  }
+  k.dist += "    output " + prev + "\n  }\n}\n";
+  std::string inner = "slice(slice(seq.x, dim=0, start=idx(r,a)*2, end=idx(r,a)*2+2), dim=1, start=idx(r,c)*2, end=idx(r,c)*2+2)";
+  if (nested)
+    k.rel = "for r in 0..23: dist[r].x = slice(" + inner + ", dim=2, start=idx(r,b)*2+idx(r,t), end=idx(r,b)*2+idx(r,t)+1)\n";
+  else
+    k.rel = "for r in 0..23: dist[r].x = slice(slice(" + inner +
+            ", dim=2, start=idx(r,t)*2, end=idx(r,t)*2+2), dim=3, start=idx(r,b)*4, end=idx(r,b)*4+4)\n";
+  k.rel += "expect seq.y = dist[0]." + prev.substr(1) + "\n";
+  return k;
+}
+
+TEST(Fold3D, FourGroupsFold) {
+  for (bool nested : {false, true}) {
+    auto rep = check(fourGroups(nested));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << nested << " " << why(rep);
+    EXPECT_TRUE(folded(rep)) << nested;
+    EXPECT_TRUE(saysGroups(rep, "groups a x b x c x t (2 x 2 x 3 x 2 ranks)")) << nested;
+    for (const char* g : {"b", "t"}) {
+      VerifyOptions o;
+      o.timeLimitSeconds = 60;
+      Case bad = fourGroups(nested, g);
+      auto wrong = verifyTexts(bad.seq, bad.dist, bad.rel, o);
+      ASSERT_TRUE(wrong.ok()) << wrong.error().str();
+      EXPECT_EQ(wrong->verdict, Verdict::Refuted) << nested << " " << g << " " << why(*wrong);
+      EXPECT_FALSE(folded(*wrong)) << nested << " " << g;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sp::rewrite
