@@ -1244,29 +1244,36 @@ Result<VerifyReport> verifyUnguarded(const ir::Graph& seq, const ir::Program& di
     return !timedOut(more);
   };
   auto open = [&](size_t k) { return !rep.outputs[again[k]].expr; };
-  if (opts.fold)
-    for (size_t k = 0; k < again.size(); ++k) {
-      double left = opts.timeLimitSeconds - elapsed();
-      if (left <= 0) break;
-      SP_ASSIGN(bool inTime, rewalk(k, false, left));
-      if (!inTime) break;
+  // A re-walk or the repair search that outgrows memory ends them: the
+  // failure found stands (they only add to its report).
+  try {
+    if (opts.fold)
+      for (size_t k = 0; k < again.size(); ++k) {
+        double left = opts.timeLimitSeconds - elapsed();
+        if (left <= 0) break;
+        SP_ASSIGN(bool inTime, rewalk(k, false, left));
+        if (!inTime) break;
+      }
+    if (opts.perRank) {
+      const double until = std::min(opts.timeLimitSeconds, elapsed() + kRewalkSeconds);
+      size_t todo = 0;
+      for (size_t k = 0; k < again.size(); ++k) todo += open(k);
+      for (size_t k = 0; k < again.size(); ++k) {
+        if (!open(k)) continue;
+        double left = until - elapsed();
+        if (left <= 0) break;
+        SP_ASSIGN(bool inTime, rewalk(k, true, std::min(left, std::max(2.0, left / double(todo--)))));
+        if (!inTime) break;
+      }
     }
-  if (opts.perRank) {
-    const double until = std::min(opts.timeLimitSeconds, elapsed() + kRewalkSeconds);
-    size_t todo = 0;
-    for (size_t k = 0; k < again.size(); ++k) todo += open(k);
-    for (size_t k = 0; k < again.size(); ++k) {
-      if (!open(k)) continue;
-      double left = until - elapsed();
-      if (left <= 0) break;
-      SP_ASSIGN(bool inTime, rewalk(k, true, std::min(left, std::max(2.0, left / double(todo--)))));
-      if (!inTime) break;
+    if (rep.verdict == Verdict::Refuted && opts.repairSeconds > 0) {
+      double budget = std::min(opts.repairSeconds, opts.timeLimitSeconds - elapsed());
+      if (budget > 0)
+        if (auto fix = searchRepair(seq, dist, relations, opts, *rep.failure, budget)) rep.failure->repair = *fix;
     }
-  }
-  if (rep.verdict == Verdict::Refuted && opts.repairSeconds > 0) {
-    double budget = std::min(opts.repairSeconds, opts.timeLimitSeconds - elapsed());
-    if (budget > 0)
-      if (auto fix = searchRepair(seq, dist, relations, opts, *rep.failure, budget)) rep.failure->repair = *fix;
+  } catch (const std::bad_alloc&) {
+    rep.assumptions.push_back("the search for the other outputs' relations (or a repair) ran out of memory and "
+                              "stopped; the failure above stands");
   }
   rep.stats.seconds = elapsed();
   rep.stats.peakRssMb = peakRss();
