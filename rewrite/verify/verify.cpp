@@ -1256,13 +1256,13 @@ Result<VerifyReport> verifyUnguarded(const ir::Graph& seq, const ir::Program& di
       }
     if (opts.perRank) {
       const double until = std::min(opts.timeLimitSeconds, elapsed() + kRewalkSeconds);
-      size_t todo = 0;
-      for (size_t k = 0; k < again.size(); ++k) todo += open(k);
+      size_t stillOpen = 0;
+      for (size_t k = 0; k < again.size(); ++k) stillOpen += open(k);
       for (size_t k = 0; k < again.size(); ++k) {
         if (!open(k)) continue;
         double left = until - elapsed();
         if (left <= 0) break;
-        SP_ASSIGN(bool inTime, rewalk(k, true, std::min(left, std::max(2.0, left / double(todo--)))));
+        SP_ASSIGN(bool inTime, rewalk(k, true, std::min(left, std::max(2.0, left / double(stillOpen--)))));
         if (!inTime) break;
       }
     }
