@@ -59,9 +59,9 @@ Result<Tensor> tensorFromProto(const onnx::TensorProto& t, const std::string& wh
   for (int64_t d : dims) {
     if (d < 0 || d > ir::kMaxElements)
       return makeError("bad-dim",
-                       what + ": dim " + std::to_string(d) + " is out of range [0, 2^40]");
+                       what + ": dim " + std::to_string(d) + " is out of range [0, 2^48]");
     if (d != 0 && numel > ir::kMaxElements / d)
-      return makeError("bad-dim", what + ": more than 2^40 elements");
+      return makeError("bad-dim", what + ": more than 2^48 elements");
     numel *= d;
   }
   if (t.data_location() == onnx::TensorProto::EXTERNAL)

@@ -106,9 +106,9 @@ Status validateDims(const onnx::GraphProto& g, const std::string& path) {
     for (int64_t d : dims) {
       if (d < 0 || d > ir::kMaxElements)
         return makeError("bad-dim",
-                         what + ": dim " + std::to_string(d) + " is out of range [0, 2^40]", path);
+                         what + ": dim " + std::to_string(d) + " is out of range [0, 2^48]", path);
       if (d != 0 && numel > ir::kMaxElements / d)
-        return makeError("bad-dim", what + ": more than 2^40 elements", path);
+        return makeError("bad-dim", what + ": more than 2^48 elements", path);
       numel *= d;
     }
     return okStatus();

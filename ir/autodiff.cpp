@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -90,6 +91,7 @@ class Differ {
   std::map<std::pair<int, double>, std::string> constants_;
   std::vector<Acc> acc_;
   std::vector<bool> needs_;
+  std::vector<bool> data_;  // per forward value: depends on an input leaf or a recv
   std::set<std::string> emitted_;
   SourceLoc loc_;  // the forward node being differentiated
 
@@ -296,6 +298,14 @@ Status Differ::computeNeeds() {
   }
   needs_.assign(g_.values().size(), false);
   for (size_t v = 0; v < needs_.size(); ++v) needs_[v] = fwd[v] && reach[v];
+  // what depends on the data: an input leaf or a received activation
+  data_.assign(g_.values().size(), false);
+  for (ValueId v = 0; v < ValueId(g_.values().size()); ++v) data_[size_t(v)] = g_.value(v).kind == ValueKind::Input;
+  for (const Node& n : g_.nodes()) {
+    bool any = n.op == OpKind::Recv;
+    for (ValueId i : n.inputs) any = any || data_[size_t(i)];
+    for (ValueId o : n.outputs) data_[size_t(o)] = any;
+  }
   return okStatus();
 }
 
@@ -814,16 +824,37 @@ Status Differ::vjpMatMul(const Node& n, const std::string& g, Axes from) {
   if (needs_[size_t(n.inputs[1])]) {
     std::string r;
     const Shape& as = at.shape;
-    if (as.size() == 3 && bt.shape.size() == 2 && as[0].isConcrete() && as[1].isConcrete()) {
-      // [s, b, k] rows (Megatron's layout): batched over b, contracted over
-      // s, then summed over b (an [s, k, n] intermediate is 2^40 elements
-      // for Llama 3 405B at seq 8192). By position, not by size: S and D
-      // must take the same form where their batch and seq sizes differ.
-      int64_t bd = 1, cd = 0;
-      SP_ASSIGN(auto aP, emit(OpKind::Transpose, {a}, {{"perm", std::vector<int64_t>{bd, 2, cd}}}, "t"));
-      SP_ASSIGN(auto gP, emit(OpKind::Transpose, {g}, {{"perm", std::vector<int64_t>{bd, cd, 2}}}, "t"));
-      SP_ASSIGN(auto m, emit(OpKind::MatMul, {aP, gP}, {}, "dB"));
-      SP_ASSIGN(r, reduceSum(m, {0}, false));
+    // A weight broadcast over a batch dim c of A (absent from B, or 1 there:
+    // Megatron's [s, b, k] rows against [k, n]; an expert bank [E, 1, k, n]
+    // against tokens [E, s, b, k]): c joins the contraction and A's rows m
+    // become a batch dim summed after, so no [..., c, k, n] intermediate is
+    // built (2^40 elements for Llama 3 405B at seq 8192, 2^43 for
+    // DeepSeek-V3's experts). c is the last batch position where B is absent
+    // or 1, read off B's shape alone and by position, never A's sizes: S and
+    // D must take the same form where their batch, seq or local expert
+    // counts differ. Only for a weight (B computed from parameters alone),
+    // whose broadcast dims are the tokens' and whose rows are few; an
+    // activation broadcast over heads (GQA's keys against [.., group, s, d]
+    // queries) keeps the plain form, where the rows are the long dim.
+    const size_t ra = as.size(), rb = bt.shape.size();
+    std::optional<size_t> c;
+    if (ra >= 3 && rb <= ra && ((ra == 3 && rb == 2) || !data_[size_t(n.inputs[1])]))
+      for (size_t i = 0; i + 2 < ra; ++i)
+        if (i + rb < ra || bt.shape[i + rb - ra] == Dim(1)) c = i;
+    if (c) {
+      std::vector<int64_t> pa, pg;  // [batch \ c, m, k, c] and [batch \ c, m, c, n]
+      for (size_t i = 0; i + 2 < ra; ++i)
+        if (i != *c) pa.push_back(int64_t(i)), pg.push_back(int64_t(i));
+      const int64_t m = int64_t(ra - 2), k = int64_t(ra - 1), cc = int64_t(*c);
+      pa.insert(pa.end(), {m, k, cc});
+      pg.insert(pg.end(), {m, cc, k});
+      SP_ASSIGN(auto aP, emit(OpKind::Transpose, {a}, {{"perm", pa}}, "t"));
+      SP_ASSIGN(auto gP, emit(OpKind::Transpose, {g}, {{"perm", pg}}, "t"));
+      SP_ASSIGN(auto mm, emit(OpKind::MatMul, {aP, gP}, {}, "dB"));
+      SP_ASSIGN(r, reduceSum(mm, {int64_t(ra - 3)}, false));  // over the rows m
+      // B has position c (as a 1): put it back so sumTo aligns the rest
+      if (*c + rb >= ra) { SP_ASSIGN(r, emit(OpKind::Unsqueeze, {r}, {{"axes", std::vector<int64_t>{cc}}}, "u")); }
+      SP_ASSIGN(r, sumTo(r, bt));
     } else {
       SP_ASSIGN(auto aT, swapLast(a));
       SP_ASSIGN(auto m, emit(OpKind::MatMul, {aT, g}, {}, "dB"));

@@ -99,6 +99,44 @@ TEST(Autodiff, AttentionLayoutOpsMatchFiniteDifferences) {
       {"x", "wqkv", "mask"});
 }
 
+// A weight broadcast over a batch dim of the other operand: the dim joins
+// the contraction (no [..., c, k, n] intermediate). Each placement of the
+// broadcast dim: absent from B (rank 2 and 3 against rank 4), a 1 in B
+// (an expert bank [E, 1, k, n]), two broadcast dims, a 1 at the front.
+TEST(Autodiff, MatMulWithABroadcastWeightMatchesFiniteDifferences) {
+  // x, w, y, and the largest value the backward may hold: old form's
+  // [..., c, k, n] was 120 in the 2nd, 3rd and last cases
+  struct Case {
+    const char *x, *w, *y;
+    int64_t largest;
+  };
+  const Case cases[] = {
+      {"f64[3, 2, 4]", "f64[4, 5]", "f64[3, 2, 5]", 40},
+      {"f64[2, 3, 2, 4]", "f64[2, 1, 4, 5]", "f64[2, 3, 2, 5]", 80},
+      {"f64[2, 3, 2, 4]", "f64[4, 5]", "f64[2, 3, 2, 5]", 80},
+      {"f64[2, 3, 2, 4]", "f64[3, 4, 5]", "f64[2, 3, 2, 5]", 120},
+      {"f64[2, 3, 2, 4]", "f64[1, 3, 4, 5]", "f64[2, 3, 2, 5]", 120},
+      {"f64[2, 3, 1, 4]", "f64[2, 1, 4, 5]", "f64[2, 3, 1, 5]", 40},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(std::string(c.x) + " x " + c.w);
+    checkGradients(std::string("graph g {\n  input %x: ") + c.x + "\n  param %w: " + c.w + "\n  %y: " + c.y +
+                       " = matmul(%x, %w)\n  %o: " + c.y + " = tanh(%y)\n  output %o\n}\n",
+                   {"x", "w"});
+    // no intermediate larger than the operands and the result
+    auto bw = differentiate(parse(std::string("graph g {\n  input %x: ") + c.x + "\n  param %w: " + c.w +
+                                  "\n  %y: " + c.y + " = matmul(%x, %w)\n  output %y\n}\n"),
+                            GradOptions{});
+    ASSERT_TRUE(bw.ok()) << bw.error().str();
+    for (const Node& n : bw->nodes())
+      for (ValueId v : n.outputs) {
+        int64_t count = 1;
+        for (int64_t d : concreteDims(bw->value(v).type.shape)) count *= d;
+        EXPECT_LE(count, c.largest) << printGraph(*bw);
+      }
+  }
+}
+
 TEST(Autodiff, UnsupportedOpIsNamed) {
   Graph fw = parse("graph g {\n  param %w: f32[4]\n  %m: f32[4] = max(%w, %w)\n  output %m\n}\n");
   auto bw = differentiate(fw);

@@ -48,9 +48,9 @@ Status checkType(const TensorType& t, const std::string& what) {
   for (const Dim& d : t.shape)
     if (d.coef < 0 || d.coef > kMaxElements)
       return makeError("bad-dim", what + ": dim " + std::to_string(d.coef) +
-                                      " is out of range [0, 2^40] in " + t.str());
+                                      " is out of range [0, 2^48] in " + t.str());
   if (!numElements(t.shape))
-    return makeError("bad-dim", what + ": " + t.str() + " has more than 2^40 elements");
+    return makeError("bad-dim", what + ": " + t.str() + " has more than 2^48 elements");
   return okStatus();
 }
 

@@ -180,7 +180,7 @@ Result<TensorMap> prepareInputs(const Graph& g, const TensorMap& given, const Ru
   for (const auto& [sym, val] : opts.symbols) {
     if (val < 0 || val > kMaxElements)
       return makeError("bad-symbol", "symbol '" + sym + "' = " + std::to_string(val) +
-                                         " is out of range [0, 2^40]");
+                                         " is out of range [0, 2^48]");
     b[sym] = val;
     origin[sym] = "the run options";
   }

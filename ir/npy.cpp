@@ -102,7 +102,7 @@ class HeaderParser {
     int64_t v = 0;
     while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
       v = v * 10 + (s_[pos_] - '0');
-      if (v > kMaxElements) return err("integer exceeds 2^40");
+      if (v > kMaxElements) return err("integer exceeds 2^48");
       ++pos_;
     }
     if (pos_ == start) return err("expected an integer");
@@ -239,7 +239,7 @@ Result<Tensor> parseNpy(const std::string& bytes, const std::string& what) {
     return npyError("npy-header", what, "header has " + std::to_string(dict->size()) +
                                             " keys, expected descr, fortran_order and shape");
   SP_ASSIGN(DType dtype, dtypeFromDescr(descr->str, what));
-  // Each d <= 2^40 (the header parser): the product is checked before each
+  // Each d <= 2^48 (the header parser): the product is checked before each
   // multiplication, over the non-zero dims too (strides of a shape with a
   // zero dim must not overflow either, and an overflow must not wrap to an
   // empty array that needs no data).
@@ -251,7 +251,7 @@ Result<Tensor> parseNpy(const std::string& bytes, const std::string& what) {
       continue;
     }
     if (nonzero > kMaxElements / d)
-      return npyError("npy-size", what, "shape " + shapeStr(shapeOf(shape->tuple)) + " has more than 2^40 elements" +
+      return npyError("npy-size", what, "shape " + shapeStr(shapeOf(shape->tuple)) + " has more than 2^48 elements" +
                                             (std::count(shape->tuple.begin(), shape->tuple.end(), 0) ? " in its non-zero dims" : ""));
     nonzero *= d;
   }

@@ -158,10 +158,10 @@ TEST(Npy, RejectsCorruptFiles) {
   expectError(unterminated, "npy-header", "bad header");
   std::string huge = good;
   huge.replace(huge.find("(2, 3)"), 6, "(99999999999999999999,)");
-  expectError(huge, "npy-header", "integer exceeds 2^40");
+  expectError(huge, "npy-header", "integer exceeds 2^48");
   std::string tooMany = good;
-  tooMany.replace(tooMany.find("(2, 3)"), 6, "(1048576, 1048576, 4)");
-  expectError(tooMany, "npy-size", "more than 2^40 elements");
+  tooMany.replace(tooMany.find("(2, 3)"), 6, "(1048576, 1048576, 1024)");
+  expectError(tooMany, "npy-size", "more than 2^48 elements");
 }
 
 // A shape whose product overflows int64 used to wrap to 0 and be accepted
@@ -170,10 +170,10 @@ TEST(Npy, ShapeProductOverflowIsAnError) {
   std::string good = slurp(fixture("f32_2x3.npy"));
   std::string wraps = good;
   wraps.replace(wraps.find("(2, 3)"), 6, "(4294967296, 4294967296, 4294967296)");
-  expectError(wraps, "npy-size", "shape [4294967296, 4294967296, 4294967296] has more than 2^40 elements");
+  expectError(wraps, "npy-size", "shape [4294967296, 4294967296, 4294967296] has more than 2^48 elements");
   std::string zero = good;
   zero.replace(zero.find("(2, 3)"), 6, "(1099511627776, 1099511627776, 0)");
-  expectError(zero, "npy-size", "has more than 2^40 elements in its non-zero dims");
+  expectError(zero, "npy-size", "has more than 2^48 elements in its non-zero dims");
   // An empty array with a large dim needs no data: the same header length,
   // the longer shape taking padding.
   std::string empty = good.substr(0, good.size() - 24);

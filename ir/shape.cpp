@@ -66,7 +66,7 @@ Result<Dim> parseDim(const std::string& text) {
       }
       if (pos != part.size()) return makeError("bad-dim", "malformed dim '" + text + "'");
       if (v < 0 || v > kMaxElements)
-        return makeError("bad-dim", "dim " + part + " is out of range [0, 2^40]");
+        return makeError("bad-dim", "dim " + part + " is out of range [0, 2^48]");
       d.coef *= v;
     } else {
       for (char c : part)
@@ -96,7 +96,7 @@ bool isConcrete(const Shape& s) {
 std::optional<Dim> numElements(const Shape& s) {
   Dim n(1);
   for (const Dim& d : s) {
-    // Both factors are at most 2^40 here, so check before multiplying.
+    // Both factors are at most 2^48 here, so check before multiplying.
     if (d.coef < 0 || d.coef > kMaxElements) return std::nullopt;
     if (d.coef != 0 && n.coef > kMaxElements / d.coef) return std::nullopt;
     n = n * d;

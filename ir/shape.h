@@ -14,8 +14,12 @@
 namespace sp::ir {
 
 // Largest extent we accept for any dim or element count: anything larger is
-// a corrupt or adversarial model, not a tensor.
-inline constexpr int64_t kMaxElements = int64_t(1) << 40;
+// a corrupt or adversarial model, not a tensor. 2^48, not less: S is the
+// model at the global batch, never materialized (its attention scores over
+// 1,024 sequences of 8,192 tokens and 128 heads are 2^43 elements); data
+// that is materialized is bounded by memory, and every product of sizes is
+// checked against this before it is formed.
+inline constexpr int64_t kMaxElements = int64_t(1) << 48;
 
 struct Dim {
   int64_t coef = 0;

@@ -70,9 +70,9 @@ Result<Dim> TokenReader::dim() {
     const Token& t = peek();
     if (t.kind == Tok::Int) {
       if (t.intValue < 0 || t.intValue > kMaxElements)
-        return err(t, "bad-dim", "dim " + t.text + " is out of range [0, 2^40]");
+        return err(t, "bad-dim", "dim " + t.text + " is out of range [0, 2^48]");
       if (d.coef != 0 && t.intValue > kMaxElements / d.coef)
-        return err(t, "bad-dim", "dim product exceeds 2^40 at " + t.text);
+        return err(t, "bad-dim", "dim product exceeds 2^48 at " + t.text);
       d.coef *= t.intValue;
     } else if (t.kind == Tok::Ident || (t.kind == Tok::String && !t.text.empty())) {
       d.syms.push_back(t.text);
@@ -110,8 +110,8 @@ Result<TensorType> TokenReader::type() {
     } while (accept(","));
     SP_TRY(expect("]"));
   }
-  // Element count within 2^40 (checked here without overflow: each dim
-  // coefficient is at most 2^40, so a product can exceed int64).
+  // Element count within 2^48 (checked here without overflow: each dim
+  // coefficient is at most 2^48, so a product can exceed int64).
   int64_t n = 1;
   for (const Dim& d : tt.shape) {
     if (d.coef == 0) {
@@ -119,7 +119,7 @@ Result<TensorType> TokenReader::type() {
       break;
     }
     if (n > kMaxElements / d.coef)
-      return err(start, "bad-dim", tt.str() + " has more than 2^40 elements");
+      return err(start, "bad-dim", tt.str() + " has more than 2^48 elements");
     n *= d.coef;
   }
   return tt;

@@ -727,6 +727,43 @@ TEST(ParallelizeMoe, RoutedExpertsVerifyFolded) {
   }
 }
 
+// DeepSeek-V3 at full size (256 experts of ffn 2048, hidden 7168, seq
+// 4096, EP 8 over dp 8, 16 micro-batches: S's batch is 128 sequences): the
+// training step of its first MoE layer is generated and verified. S's
+// largest value is its tokens at every expert, [256, 4096, 128, 7168]
+// (2^39.8 elements). Each expert weight's gradient contracts over the tokens
+// (ir/autodiff.cpp, vjpMatMul): no value holds a token dim beside an
+// expert's [H, F] (the per-token [256, 4096, 7168, 2048] was 2^43.5).
+TEST(ParallelizeMoe, DeepSeekV3FullSizeTrainingStepVerifies) {
+  Layout l;
+  l.ep = 8;
+  auto s = specFromConfig(config("deepseek-v3"), l, 4096, 1, 4);
+  ASSERT_TRUE(s.ok()) << s.error().str();
+  s->dp = 8, s->backward = true, s->microBatches = 16;
+  auto p = parallelize(*s);
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  // the largest type in S's text
+  double largest = 0;
+  std::string at;
+  for (size_t i = 0; (i = p->seq.find("f32[", i)) != std::string::npos; i += 4) {
+    double n = 1;
+    size_t e = p->seq.find(']', i);
+    std::string dims = p->seq.substr(i + 4, e - i - 4);
+    for (size_t a = 0; a < dims.size();) {
+      size_t b = dims.find(',', a);
+      if (b == std::string::npos) b = dims.size();
+      n *= std::stod(dims.substr(a, b - a));
+      a = b + 1;
+    }
+    if (n > largest) largest = n, at = dims;
+  }
+  EXPECT_LE(largest, double(256) * 4096 * 128 * 7168) << at;
+  EXPECT_EQ(p->seq.find("f32[256, 4096, 7168, 2048]"), std::string::npos);
+  auto rep = verifyTexts(*p);
+  EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+  EXPECT_TRUE(folded(rep)) << why(rep);
+}
+
 // The experts' bugs (BUGS.md 17-18, and the gates): each twin is refuted.
 TEST(ParallelizeMoe, WrongDispatchGatesAndRouterGradientsAreRefuted) {
   ProgramSpec s = moeSpec(2, 2, 2, false);
