@@ -52,7 +52,7 @@ int cell(const sp::planner::ModelConfig& cfg, const std::string& plan, int64_t s
   l.pp = fix->pp.value_or(1);
   l.ep = fix->ep.value_or(1);
   l.cp = fix->cp.value_or(1);
-  l.sequenceParallel = l.tp > 1 && l.cp == 1;  // (as parallelize's auto: not inside cp chunks)
+  l.sequenceParallel = l.tp > 1;  // (as parallelize's auto)
   auto spec = sp::planner::specFromConfig(cfg, l, seq, 1, layers);
   if (!spec) {
     std::fprintf(stderr, "bench_train: %s\n", spec.error().str().c_str());

@@ -76,11 +76,11 @@ TEST(LaunchCli, ExitCodesAndFormats) {
   EXPECT_NE(junit.out.find("<testcase classname=\"check-launch\" name=\"layers-dropped\">"), std::string::npos);
   EXPECT_NE(junit.out.find("<testcase classname=\"check-launch\" name=\"layer-verification\">"), std::string::npos);
   // Expert parallel: the MoE layer generated at the launch's degrees and
-  // verified (forward only at seq 4096: S's per-token expert weight gradient
-  // passes the IR's element limit, said so).
+  // verified, forward and backward at seq 4096 (the experts' weight
+  // gradients contract over the tokens: no per-token [E, T, H, F]).
   auto moe = runCli({"check-launch", "--model", cfg("mixtral-8x7b"), "--plan", "tp=2,ep=8,gbs=64,seq=4096",
                      "--gpus", "16", "--gpu", "h100-sxm"});
-  EXPECT_NE(moe.out.find("verify: one mixtral-8x7b layer (attention + MLP, forward), tp 2, dp 8, ep 8, seq 4096, "
+  EXPECT_NE(moe.out.find("verify: one mixtral-8x7b layer (attention + MLP, forward + backward), tp 2, dp 8, ep 8, seq 4096, "
                          "micro-batch 1: verified"),
             std::string::npos)
       << moe.out << moe.err;
@@ -95,18 +95,15 @@ TEST(LaunchCli, ExitCodesAndFormats) {
   EXPECT_NE(mla.out.find(mlaLayer), std::string::npos) << mla.out << mla.err;
   EXPECT_EQ(mla.out.find(mlaLayer + "refuted"), std::string::npos) << mla.out;
   // Context parallel with sequence parallel (Megatron's usual launch): the
-  // layer checked at cp 2 x tp 2 without sequence parallel, saying so (the
-  // fold decides it now, ParallelizeCp.SequenceParallelAndThreeGroupsVerifyFolded;
-  // check-launch still leaves it out).
+  // layer generated with both and verified folded over cp x tp (the tokens
+  // split twice along one dim, tp's pieces nested in cp's chunks).
   auto cpLaunch = runCli({"check-launch", "--model", cfg("llama3-8b"), "--plan", "tp=2,cp=2,gbs=8,seq=4096,sp=1",
                           "--gpus", "4", "--gpu", "h100-sxm"});
-  EXPECT_NE(cpLaunch.out.find("verify: one llama3-8b layer (attention + MLP, forward + backward), tp 2, cp 2, seq 4096, "
-                              "micro-batch 1: verified in "),
+  EXPECT_NE(cpLaunch.out.find("verify: one llama3-8b layer (attention + MLP, forward + backward), tp 2 + sequence "
+                              "parallel, cp 2, seq 4096, micro-batch 1: verified in "),
             std::string::npos)
       << cpLaunch.out << cpLaunch.err;
-  EXPECT_NE(cpLaunch.out.find("checked without sequence parallel (inside context-parallel chunks it is not decided yet)"),
-            std::string::npos)
-      << cpLaunch.out;
+  EXPECT_EQ(cpLaunch.out.find("checked without sequence parallel"), std::string::npos) << cpLaunch.out;
   auto missing = runCli({"check-launch", "--model", cfg("llama3-405b"), "--plan", "tp=8", "--gpus", "8192",
                          "--gpu", "h100-sxm"});
   EXPECT_EQ(missing.code, 3);

@@ -63,14 +63,6 @@ planner::LayerCheck checkLayerAt(const planner::ModelConfig& model, const planne
     return c;
   }
   spec->dp = int(dp);
-  // Sequence parallel inside context-parallel chunks is generated but not
-  // decided by the verifier yet (a rank's tokens split twice along one dim):
-  // the layer is checked without it, saying so.
-  std::string withoutSp;
-  if (spec->cp > 1 && spec->sequenceParallel) {
-    spec->sequenceParallel = false;
-    withoutSp = "checked without sequence parallel (inside context-parallel chunks it is not decided yet)";
-  }
   // The training step (forward and backward, Megatron's backward
   // collectives); forward only where the backward is not generated.
   spec->backward = true;
@@ -103,7 +95,6 @@ planner::LayerCheck checkLayerAt(const planner::ModelConfig& model, const planne
     else c.detail = v->reason;
   }
   if (!forwardOnly.empty()) c.detail += (c.detail.empty() ? "" : "; ") + ("forward only: " + forwardOnly);
-  if (!withoutSp.empty()) c.detail += (c.detail.empty() ? "" : "; ") + withoutSp;
   return c;
 }
 
@@ -159,10 +150,6 @@ int cmdPlan(const PlanArgs& a) {
   const planner::Layout& best = res->plans.front().layout;
   planner::Layout stage = best;
   stage.pp = 1;
-  // sequence parallel inside context-parallel chunks: generated, not decided
-  // by the verifier yet, so the plans are emitted without it (said so)
-  const bool spDropped = stage.cp > 1 && stage.sequenceParallel && stage.tp > 1;
-  if (spDropped) stage.sequenceParallel = false;
   int64_t seq = a.emitSeq > 0 ? a.emitSeq : std::min<int64_t>(a.seq, 256);
   // equal context-parallel chunks, each split evenly over tp under sequence parallel
   const int64_t unit = stage.cp * (stage.sequenceParallel && stage.tp > 1 ? stage.tp : 1);
@@ -175,9 +162,8 @@ int cmdPlan(const PlanArgs& a) {
   namespace fs = std::filesystem;
   std::string progDir = (fs::path(a.emit) / "program").string();
   if (auto w = writeProgram(progDir, *prog); !w.ok()) return fail(w.error());
-  std::fprintf(stderr, "plan --emit: %s of the best layout%s, %lld layer%s, seq %lld, micro-batch %lld: program in %s\n",
-               planner::layoutPhrase(*spec).c_str(),
-               spDropped ? " (without its sequence parallel inside the cp chunks: not decided yet)" : "", a.emitLayers,
+  std::fprintf(stderr, "plan --emit: %s of the best layout, %lld layer%s, seq %lld, micro-batch %lld: program in %s\n",
+               planner::layoutPhrase(*spec).c_str(), a.emitLayers,
                a.emitLayers == 1 ? "" : "s", (long long)seq, (long long)best.microBatch, progDir.c_str());
   CodegenArgs cg;
   cg.verify = programArgs(progDir);
@@ -225,10 +211,10 @@ int cmdParallelize(const ParallelizeArgs& a) {
   layout.pp = fix->pp.value_or(1);
   layout.cp = fix->cp.value_or(1);
   layout.ep = fix->ep.value_or(1);
-  // auto: Megatron's sequence parallel wherever tp > 1, except inside
-  // context-parallel chunks (generated with `on`, not decided by the
-  // verifier yet: a rank's tokens split twice along one dim)
-  layout.sequenceParallel = a.sequenceParallel == "on" || (a.sequenceParallel == "auto" && layout.cp == 1);
+  // auto: Megatron's sequence parallel wherever tp > 1 (inside context-
+  // parallel chunks too: a rank's tokens split twice along one dim, which
+  // the fold reads as nested pieces)
+  layout.sequenceParallel = a.sequenceParallel == "on" || (a.sequenceParallel == "auto" && layout.tp > 1);
   if (a.sequenceParallel == "on" && layout.tp < 2)
     return fail(makeError("parallelize-input", "sequence parallel needs tp > 1"));
   auto spec = planner::specFromConfig(*model, layout, a.seq, a.batch, a.layers);

@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
                  "micro-batches per step, each --batch sequences per replica, run one after the other (GPipe)");
   pz->add_option("--layers", par.layers, "transformer layers (default: the config's)");
   pz->add_option("--blocks", par.blocks, "full (attention + MLP, default) or mlp")->check(CLI::IsMember({"full", "mlp"}));
-  pz->add_option("--sequence-parallel", par.sequenceParallel, "auto (on when tp > 1 and cp = 1), on or off")
+  pz->add_option("--sequence-parallel", par.sequenceParallel, "auto (on when tp > 1), on or off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   pz->add_option("--cp-chunks", par.cpChunks,
                  "context parallel: contiguous (default: rank k the k-th chunk) or balanced (Megatron's causal load "
