@@ -1388,6 +1388,49 @@ TEST(VocabSoftmax, ExponentialsOverTheReducedSumVerify) {
   }
 }
 
+// The same with the max subtracted first, as implementations compute it
+// (Megatron's vocab-parallel softmax and cross entropy, decomposed
+// softmaxes in captures): the shards' maxima all-reduced with max, each
+// shard's exp(x - max) over the all-reduced sum. Verified at several group
+// sizes and rank-3 rows (lemma softmax-as-max-shifted-exp-over-sum, whose
+// proof uses exp(a - b) = exp(a) exp(-b)), rank by rank: the fold has no
+// layout for partial maxima yet (reduce_max over the split dim, then an
+// all_reduce with max); refuted: the rank's own max
+// (not all-reduced: the shards' shifts differ), the numerator not shifted,
+// a sum all-reduced with max.
+TEST(VocabSoftmax, MaxShiftedExponentialsOverTheReducedSumVerify) {
+  for (int n : {2, 3, 4, 8}) {
+    for (bool rank3 : {false, true}) {
+      SCOPED_TRACE(std::to_string(n) + (rank3 ? " rank 3" : ""));
+      const std::string N = std::to_string(n), lead = rank3 ? "3, 2, " : "2, ", last = rank3 ? "2" : "1";
+      Case c;
+      c.seq = "graph sm {\n  input %x: f32[" + lead + std::to_string(2 * n) +
+              "]\n  %p = softmax(%x) {axis = -1}\n  output %p\n}\n";
+      c.dist = "program vsm {\n  world " + N + "\n  mesh [tp = " + N + "]\n  rank 0.." + std::to_string(n - 1) +
+               " {\n    input %x: f32[" + lead + "2]\n    %lm = reduce_max(%x) {axes = [" + last +
+               "]}\n    %gm = all_reduce(%lm) {group = \"tp\", reduce = \"max\"}\n    %d = sub(%x, %gm)\n"
+               "    %e = exp(%d)\n    %ls = reduce_sum(%e) {axes = [" + last +
+               "]}\n    %gs = all_reduce(%ls) {group = \"tp\"}\n    %p = div(%e, %gs)\n    output %p\n  }\n}\n";
+      c.rel = "for r in tp: dist[r].x = slice(seq.x, dim=" + last + ", start=idx(r,tp)*2, end=(idx(r,tp)+1)*2)\n"
+              "expect seq.p = concat(dim=" + last + ", for r in tp: dist[r].p)\n";
+      auto rep = check(c);
+      EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+      for (auto [from, to] : {std::pair{"%d = sub(%x, %gm)", "%d = sub(%x, %lm)"},
+                              std::pair{"%e = exp(%d)", "%e0 = exp(%d)\n    %e = exp(%x)\n    %u = add(%e0, %e)"},
+                              std::pair{"%gs = all_reduce(%ls) {group = \"tp\"}", "%gs = all_reduce(%ls) {group = \"tp\", reduce = \"max\"}"}}) {
+        SCOPED_TRACE(to);
+        Case bad = c;
+        bad.dist = replaceAll(c.dist, from, to);
+        if (std::string(to).find("%u") != std::string::npos)  // the numerator unshifted, the sum shifted
+          bad.dist = replaceAll(replaceAll(bad.dist, "%ls = reduce_sum(%e)", "%ls = reduce_sum(%e0)"), "%p = div(%e, %gs)",
+                                "%p = div(%e, %gs)\n    output %u");
+        auto r = check(bad);
+        EXPECT_EQ(r.verdict, Verdict::Refuted) << why(r);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sp::rewrite
 

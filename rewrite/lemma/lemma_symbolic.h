@@ -163,8 +163,11 @@ struct Builder {
     return out;
   }
 
+  // A unary op as an uninterpreted function; exp with the laws of the real
+  // exponential (smt::Context::exp).
   Term uf1(const std::string& name, Term x) {
-    return z.apply(z.func("op." + name, {smt::Sort::Real}, smt::Sort::Real), {x});
+    smt::Func f = z.func("op." + name, {smt::Sort::Real}, smt::Sort::Real);
+    return name == "exp" ? z.exp(f, x) : z.apply(f, {x});
   }
 
   Result<SymTensor> build(const Pattern& p);

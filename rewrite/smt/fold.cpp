@@ -172,7 +172,10 @@ struct FoldNormalizer {
     args.push_back(n);
     for (const auto& c : params) args.push_back(c);
     *abstracted = true;
-    return it->second.first(args);
+    z3::expr f = it->second.first(args);
+    // a sum of exponentials (and positive numerals) over a nonempty range
+    if (op == FoldOp::Sum && impl.positiveTerm(body)) impl.positive.push_back(z3::implies(n >= 1, f > 0));
+    return f;
   }
 
   z3::expr abstract(FoldOp op, const z3::expr& v, const z3::expr& lo, const z3::expr& hi,

@@ -286,6 +286,48 @@ Term Context::apply(Func f, const std::vector<Term>& args) {
   return Term(this, impl_->put(d(v)));
 }
 
+Term Context::exp(Func f, Term x) {
+  SP_ASSERT(f.id < impl_->funcs.size(), "unknown function");
+  const z3::func_decl& d = impl_->funcs[f.id];
+  SP_ASSERT(d.arity() == 1 && sort(x) == Sort::Real, "smt exp: a unary real function of a real");
+  impl_->expFuncs.insert(Z3_get_ast_id(impl_->z, d));
+  // the terms of x with their signs: a + b - (c - e) -> a, b, -c, e
+  std::vector<z3::expr> parts;
+  std::function<void(const z3::expr&, bool)> terms = [&](const z3::expr& e, bool neg) {
+    Z3_decl_kind k = e.is_app() ? e.decl().decl_kind() : Z3_OP_UNINTERPRETED;
+    if (k == Z3_OP_ADD) {
+      for (unsigned i = 0; i < e.num_args(); ++i) terms(e.arg(i), neg);
+    } else if (k == Z3_OP_SUB) {
+      for (unsigned i = 0; i < e.num_args(); ++i) terms(e.arg(i), i == 0 ? neg : !neg);
+    } else if (k == Z3_OP_UMINUS) {
+      terms(e.arg(0), !neg);
+    } else {
+      parts.push_back(neg ? -e : e);
+    }
+  };
+  terms(SP_Z(x), false);
+  z3::expr out = d(parts[0]);
+  for (size_t i = 1; i < parts.size(); ++i) out = out * d(parts[i]);
+  return Term(this, impl_->put(out));
+}
+
+bool Context::Impl::positiveTerm(const z3::expr& e) const {
+  if (isExp(e)) return true;
+  if (e.is_numeral()) {
+    std::string v = Z3_get_numeral_string(z, e);
+    return !v.empty() && v[0] != '-' && v != "0";
+  }
+  if (!e.is_app()) return false;
+  switch (e.decl().decl_kind()) {
+    case Z3_OP_MUL: case Z3_OP_ADD: case Z3_OP_DIV:
+      for (unsigned i = 0; i < e.num_args(); ++i)
+        if (!positiveTerm(e.arg(i))) return false;
+      return e.num_args() > 0;
+    default:
+      return false;
+  }
+}
+
 Term Context::fold(FoldOp op, Term var, Term lo, Term hi, Term body) {
   SP_ASSERT(sort(var) == Sort::Int && sort(lo) == Sort::Int && sort(hi) == Sort::Int &&
                 sort(body) == Sort::Real,
@@ -394,6 +436,22 @@ CheckResult Context::check(const std::vector<Term>& assumptions, Term goal,
       fs.push_back(e);
     }
     z3::expr g = impl_->normalize(impl_->canon(SP_Z(goal)), ctx, opts.timeoutMs, &abstracted);
+    // Facts of real exp: every application in the query is positive, and so
+    // is a sum fold of positive terms over a nonempty range.
+    {
+      std::set<unsigned> seen;
+      std::vector<z3::expr> apps;
+      std::function<void(const z3::expr&)> visit = [&](const z3::expr& e) {
+        if (!seen.insert(impl_->astId(e)).second || !e.is_app()) return;
+        if (impl_->isExp(e)) apps.push_back(e);
+        for (unsigned i = 0; i < e.num_args(); ++i) visit(e.arg(i));
+      };
+      for (unsigned k = 0; k < fs.size(); ++k) visit(fs[k]);
+      visit(g);
+      for (const auto& a : apps) fs.push_back(a > 0);
+      for (const auto& p : impl_->positive) fs.push_back(p);
+      impl_->positive.clear();
+    }
     // The eliminated equalities stay asserted, so models stay complete.
     for (unsigned k = 0; k < impl_->eqFrom.size(); ++k) fs.push_back(impl_->eqFrom[k] == impl_->eqTo[k]);
     impl_->eqFrom = z3::expr_vector(impl_->z);

@@ -127,6 +127,14 @@ class Context {
   Func func(const std::string& name, const std::vector<Sort>& args, Sort result);
   Term apply(Func f, const std::vector<Term>& args);
 
+  // The exponential, f a unary Real function standing for exp: of a sum,
+  // the product over its terms, exp(a + b - c) = exp(a) exp(b) exp(-c) (the
+  // real exponential's law); every application is positive in check(), and
+  // a sum fold whose body is a product of exponentials and positive
+  // numerals is positive over a nonempty range. These are facts of real
+  // exp, the only meaning the prover gives it.
+  Term exp(Func f, Term x);
+
   // op_{var in [lo, hi)} body. `var` must be an Int variable used only as
   // this fold's bound variable (take it from freshInt). body: Real.
   Term fold(FoldOp op, Term var, Term lo, Term hi, Term body);

@@ -4,6 +4,7 @@
 #include <z3++.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,16 @@ struct Context::Impl {
   // (op, body id) -> (function, body): the body is kept so its id stays unique.
   std::map<std::pair<int, unsigned>, std::pair<z3::func_decl, z3::expr>> abstractions;
   int freshCounter = 0;
+  // Functions standing for exp (Context::exp): ast ids of their decls.
+  std::set<unsigned> expFuncs;
+  // During check(): facts of real exp about the abstracted sum folds
+  // (n >= 1 implies F(n, ..) > 0 for a positive body).
+  std::vector<z3::expr> positive;
+  bool isExp(const z3::expr& e) const {
+    return e.is_app() && e.num_args() == 1 && expFuncs.count(Z3_get_ast_id(z, e.decl())) > 0;
+  }
+  // A product (quotient, sum) of exponentials and positive numerals.
+  bool positiveTerm(const z3::expr& e) const;
   Stats stats;
   std::string lastReason;
 
