@@ -2,10 +2,13 @@
 // Moved here from bench_verify, which now generates its cells through it.
 #include "planner/parallelize.h"
 
+#include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -1085,11 +1088,78 @@ ir::GraphSpec replicateMicroBatches(const ir::GraphSpec& g, int m) {
   return out;
 }
 
+// Megatron's 1F1B order of one stage: warm-up forwards, then a forward
+// and a backward in turn, then the remaining backwards, each (phase,
+// micro-batch) a slot: slot[0][i] of forward i, slot[1][i] of backward i.
+std::array<std::vector<int>, 2> oneFOneBSlots(int stage, int pp, int m) {
+  std::array<std::vector<int>, 2> slot{std::vector<int>(size_t(m)), std::vector<int>(size_t(m))};
+  const int warm = std::min(pp - stage - 1, m);
+  int next = 0, f = 0, b = 0;
+  for (; f < warm; ++f) slot[0][size_t(f)] = next++;
+  while (f < m) {
+    slot[0][size_t(f++)] = next++;
+    slot[1][size_t(b++)] = next++;
+  }
+  while (b < m) slot[1][size_t(b++)] = next++;
+  return slot;
+}
+
+// Reorders a differentiated stage body (forward of every micro-batch, then
+// the backward, as autodiff writes it) into the order `slot` gives. Each
+// node's phase is its name's (autodiff names what it writes bw_ / grad_),
+// its micro-batch the latest among its own name (<name>_mb<i>, a backward
+// recv's tag: i + autodiff's offset) and its inputs'; its slot is that
+// (phase, micro-batch)'s, and never before an input's, so the order stays
+// topological (the builder keeps a topological declaration order as is).
+// What no micro-batch reaches (weights, their transposes) goes first; a
+// weight gradient accumulated over micro-batches, after the last.
+void reorderStage(ir::GraphSpec& g, const std::array<std::vector<int>, 2>& slot, int64_t gradTagOffset) {
+  const int m = int(slot[0].size());
+  auto mbOfName = [&](const std::string& n) {
+    size_t at = n.rfind("_mb");
+    if (at == std::string::npos || at + 3 >= n.size()) return -1;
+    int v = 0;
+    for (size_t i = at + 3; i < n.size(); ++i) {
+      if (n[i] < '0' || n[i] > '9') return -1;
+      v = v * 10 + (n[i] - '0');
+      if (v >= m) return -1;
+    }
+    return v;
+  };
+  auto backwardName = [](const std::string& n) { return n.rfind("bw_", 0) == 0 || n.rfind("grad_", 0) == 0; };
+  std::map<std::string, int> mbOf, slotOf;
+  std::vector<int> nodeSlot(g.nodes.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::NodeSpec& n = g.nodes[i];
+    bool bw = backwardName(n.name) || (!n.outputs.empty() && backwardName(n.outputs[0]));
+    int mb = std::max(mbOfName(n.name), n.outputs.empty() ? -1 : mbOfName(n.outputs[0]));
+    if (n.op == ir::OpKind::Recv && bw) {
+      int64_t tag = ir::attrInt(n.attrs, "tag") - gradTagOffset;
+      if (tag >= 0 && tag < m) mb = std::max(mb, int(tag));
+    }
+    int at = 0;
+    for (const auto& in : n.inputs) {
+      if (auto it = mbOf.find(in); it != mbOf.end()) mb = std::max(mb, it->second);
+      if (auto it = slotOf.find(in); it != slotOf.end()) at = std::max(at, it->second);
+    }
+    if (mb >= 0) at = std::max(at, slot[bw ? 1 : 0][size_t(mb)]);
+    nodeSlot[i] = at;
+    for (const auto& o : n.outputs) mbOf[o] = mb, slotOf[o] = at;
+  }
+  std::vector<size_t> order(g.nodes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return nodeSlot[a] < nodeSlot[b]; });
+  std::vector<ir::NodeSpec> nodes;
+  nodes.reserve(g.nodes.size());
+  for (size_t i : order) nodes.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(nodes);
+}
+
 // The training step: S and every rank of D differentiated (ir/autodiff.h)
 // with respect to the parameters and the input tokens, the output's tangent
 // an input laid out like the output, each gradient expected as its leaf is
 // laid out.
-Result<ParallelProgram> withBackward(const Generated& gen, const ir::Program& dist) {
+Result<ParallelProgram> withBackward(const ProgramSpec& spec, const Generated& gen, const ir::Program& dist) {
   auto fail = [](const Error& e) {
     return makeError(e.id, "parallelize --backward: " + e.message + " (a generator bug)");
   };
@@ -1105,6 +1175,24 @@ Result<ParallelProgram> withBackward(const Generated& gen, const ir::Program& di
   if (!sb) return fail(sb.error());
   auto db = ir::differentiate(dist, o);
   if (!db) return fail(db.error());
+  if (spec.oneFOneB && spec.pp > 1 && spec.microBatches > 1) {
+    ir::ProgramSpec ps = ir::toSpecShared(*db);
+    const int64_t perStage = int64_t(spec.dp) * spec.cp * spec.tp;
+    // a rank class spanning stages (bodies equal up to their peers' positions)
+    // gets one representative per stage: the stages' orders differ
+    std::map<std::pair<int64_t, int64_t>, int64_t> repOf;  // (class, stage) -> rank
+    for (size_t r = 0; r < ps.ranks.size() && !ps.sameAs.empty(); ++r) {
+      int64_t cls = ps.sameAs[r], stage = int64_t(r) / perStage;
+      auto [it, fresh] = repOf.emplace(std::pair{cls, stage}, int64_t(r));
+      if (fresh && cls != int64_t(r)) ps.ranks[r] = ps.ranks[size_t(cls)];
+      ps.sameAs[r] = it->second;
+    }
+    for (size_t r = 0; r < ps.ranks.size(); ++r)
+      if (ps.sameAs.empty() || ps.sameAs[r] == int64_t(r))
+        reorderStage(ps.ranks[r], oneFOneBSlots(int(int64_t(r) / perStage), spec.pp, spec.microBatches), o.gradTagOffset);
+    db = ir::buildProgram(ps);
+    if (!db) return fail(db.error());
+  }
   std::string head = gen.text.seq.substr(0, gen.text.seq.find('\n') + 1);  // the "# generated by" line
   return ParallelProgram{head + ir::printGraph(*sb), ir::printProgram(*db),
                          gen.text.relations + gen.backwardRelations};
@@ -1151,7 +1239,7 @@ Result<ParallelProgram> parallelize(const ProgramSpec& spec) {
     dist = ir::buildProgram(ps);
     if (!dist) return bug(dist.error());
   }
-  if (spec.backward) return withBackward(gen, *dist);
+  if (spec.backward) return withBackward(spec, gen, *dist);
   gen.text.dist = ir::printProgram(*dist);
   return gen.text;
 }

@@ -59,7 +59,12 @@ struct ProgramSpec {
   bool cpBalanced = false;         // Megatron's load-balanced chunks: rank k holds halves k and 2 cp - 1 - k
   int pp = 1;                      // pipeline stages: layers / pp consecutive layers each, send/recv between
   int dp = 1;                      // data-parallel replicas, each `batch` sequences of S's batch * dp
-  int microBatches = 1;            // per stage, one after the other (GPipe), `batch` sequences each
+  int microBatches = 1;            // per stage, `batch` sequences each
+  // With pp > 1, micro-batches and the backward: Megatron's 1F1B order
+  // (stage s runs min(pp - s - 1, m) forwards, then one forward and one
+  // backward in turn, then the rest of the backwards), or GPipe's (every
+  // forward, then every backward, last micro-batch first).
+  bool oneFOneB = true;
   bool backward = false;           // the training step: forward and backward (ir/autodiff.h)
   int layers = 1;
   bool attention = true;           // false: [norm + MLP + residual] layers only

@@ -491,6 +491,85 @@ TEST(Parallelize, MicroBatchTrainingStepVerifies) {
 // that rank's piece of S's broadcast. Folded (it was inconclusive: a
 // replicated value's expand stayed replicated); the twin without the
 // attention's all_reduce is not verified.
+// Megatron's 1F1B order (the default): stage s runs min(pp - s - 1, m)
+// warm-up forwards, then a forward and a backward in turn, then the rest
+// of the backwards; verified folded, with the transfers of stage 0 and the
+// last stage in that order. GPipe's order (every forward, then every
+// backward) verifies too. A schedule whose warm-ups do not match (stage 0
+// waiting for micro-batch 0's gradient before it sends micro-batch 1, the
+// last stage waiting for micro-batch 1 before it sends micro-batch 0's
+// gradient) deadlocks and is refuted before any value is compared.
+TEST(Parallelize, OneFOneBOrderVerifiesAndMismatchedWarmUpsDeadlock) {
+  // the pipeline transfers of a rank's body, in order: F<i> (forward send
+  // or recv of micro-batch i), B<i> (a backward one)
+  auto transfers = [](const std::string& dist, const std::string& ranks) {
+    size_t at = dist.find("  rank " + ranks + " {");
+    size_t end = dist.find("\n  }", at);
+    std::string body = dist.substr(at, end - at), out;
+    std::istringstream in(body);
+    for (std::string line; std::getline(in, line);) {
+      bool send = line.find("send(") != std::string::npos, recv = line.find("= recv(") != std::string::npos;
+      if (!send && !recv) continue;
+      size_t t = line.find("tag = ");
+      long tag = t == std::string::npos ? 0 : std::stol(line.substr(t + 6));
+      out += (out.empty() ? "" : " ") + std::string(tag >= 65536 ? "B" : "F") + std::to_string(tag % 65536);
+    }
+    return out;
+  };
+  for (bool oneFOneB : {true, false}) {
+    SCOPED_TRACE(oneFOneB ? "1F1B" : "GPipe");
+    ProgramSpec s = spec("llama3-8b", 2, true, 16, 4, 4);
+    s.backward = true, s.microBatches = 6, s.oneFOneB = oneFOneB;
+    auto p = parallelize(s);
+    ASSERT_TRUE(p.ok()) << p.error().str();
+    // stage 0 (ranks 0, 1) and the last stage (ranks 6, 7)
+    EXPECT_EQ(transfers(p->dist, "0..1"), oneFOneB ? "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5" : "F0 F1 F2 F3 F4 F5 B5 B4 B3 B2 B1 B0");
+    EXPECT_EQ(transfers(p->dist, "6..7"), oneFOneB ? "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5" : "F0 F1 F2 F3 F4 F5 B5 B4 B3 B2 B1 B0");
+    // stage 1: two warm-up forwards; each receives and sends
+    EXPECT_EQ(transfers(p->dist, "2..3"), oneFOneB ? "F0 F0 F1 F1 F2 F2 B0 B0 F3 F3 B1 B1 F4 F4 B2 B2 F5 F5 B3 B3 B4 B4 B5 B5"
+                                                   : "F0 F0 F1 F1 F2 F2 F3 F3 F4 F4 F5 F5 B5 B5 B4 B4 B3 B3 B2 B2 B1 B1 B0 B0");
+    auto rep = verifyTexts(*p);
+    EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep)) << why(rep);
+  }
+  ProgramSpec s = spec("llama3-8b", 1, false, 16, 2, 2);
+  s.backward = true, s.microBatches = 2;
+  auto p = parallelize(s);
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  ASSERT_EQ(transfers(p->dist, "0"), "F0 F1 B0 B1");
+  ASSERT_EQ(transfers(p->dist, "1"), "F0 B0 F1 B1");
+  // moves the line holding `what` of rank `rank`'s body to just before the line holding `before`
+  auto move = [](std::string d, int rank, const std::string& what, const std::string& before) {
+    size_t body = d.find("  rank " + std::to_string(rank) + " {");
+    size_t w = d.find(what, body), b = d.find(before, body);
+    EXPECT_NE(w, std::string::npos) << what;
+    EXPECT_NE(b, std::string::npos) << before;
+    if (w == std::string::npos || b == std::string::npos) return d;
+    size_t wl = d.rfind('\n', w) + 1, we = d.find('\n', w) + 1, bl = d.rfind('\n', b) + 1;
+    std::string line = d.substr(wl, we - wl);
+    d.erase(wl, we - wl);
+    if (bl > wl) bl -= line.size();
+    d.insert(bl, line);
+    return d;
+  };
+  // stage 0 waits for micro-batch 0's gradient before micro-batch 1's forward ...
+  std::string d = move(p->dist, 0, "tag = 65536", "(%x0_mb1");
+  ASSERT_EQ(transfers(d, "0"), "F0 B0 F1 B1");
+  // ... and the last stage for micro-batch 1's activations before it sends micro-batch 0's gradient
+  d = move(d, 1, "tag = 1,", "tag = 65536}");
+  ASSERT_EQ(transfers(d, "1"), "F0 F1 B0 B1");
+  auto bad = rewrite::verifyTexts(p->seq, d, p->relations, {});
+  ASSERT_TRUE(bad.ok()) << bad.error().str();
+  EXPECT_EQ(bad->verdict, rewrite::Verdict::Refuted) << why(*bad);
+  EXPECT_NE(why(*bad).find("deadlock"), std::string::npos) << why(*bad);
+  // either move alone is a valid order
+  for (const std::string& one : {move(p->dist, 0, "tag = 65536", "(%x0_mb1"), move(p->dist, 1, "tag = 1,", "tag = 65536}")}) {
+    auto ok = rewrite::verifyTexts(p->seq, one, p->relations, {});
+    ASSERT_TRUE(ok.ok()) << ok.error().str();
+    EXPECT_EQ(ok->verdict, rewrite::Verdict::Verified) << why(*ok);
+  }
+}
+
 TEST(Parallelize, OneKvHeadOnEveryRankFolds) {
   ProgramSpec s = smallTraining(4, false, 1);
   s.backward = false;

@@ -126,14 +126,13 @@ TEST(PlanCli, EmitWritesVerifiedPlansThatRun) {
       << r.err;
   auto run = runCli({"exec", dir + "/plan", "--backend", "cpu", "--out-dir", dir + "/out"});
   EXPECT_EQ(run.code, 0) << run.out << run.err;
-  // Context parallel (tp 2 x cp 2, emitted without sequence parallel inside
-  // the chunks, said so): verified plans that run.
+  // Context parallel (tp 2 x cp 2, sequence parallel inside the chunks):
+  // verified plans that run.
   auto cp = runCli({"plan", "--model", cfg("gpt2"), "--gpus", "4", "--gpu", "h100-sxm", "--seq", "1024",
                     "--global-batch", "8", "--fix", "tp=2,cp=2,pp=1", "--top", "1", "--emit", dir + "/cp",
                     "--emit-seq", "16"});
   ASSERT_EQ(cp.code, 0) << cp.out << cp.err;
-  EXPECT_NE(cp.err.find("plan --emit: tp 2, cp 2 of the best layout (without its sequence parallel inside the cp "
-                        "chunks: not decided yet), 1 layer, seq 16"),
+  EXPECT_NE(cp.err.find("plan --emit: tp 2 + sequence parallel, cp 2 of the best layout, 1 layer, seq 16"),
             std::string::npos)
       << cp.err;
   auto cpRun = runCli({"exec", dir + "/cp/plan", "--backend", "cpu", "--out-dir", dir + "/cp/out"});
@@ -181,7 +180,7 @@ TEST(ParallelizeCli, WritesAndVerifies) {
                     "--out", c, "--verify", "--format", "json"});
   ASSERT_EQ(cp.code, 0) << cp.out << cp.err;
   EXPECT_EQ(nlohmann::json::parse(cp.out)["verdict"], "verified");
-  EXPECT_NE(cp.err.find("tp 2, cp 2, seq 32"), std::string::npos) << cp.err;  // (auto: no sequence parallel with cp)
+  EXPECT_NE(cp.err.find("tp 2 + sequence parallel, cp 2, seq 32"), std::string::npos) << cp.err;  // (auto: sequence parallel)
   auto again = runCli({"verify", "--seq", c + "/seq.sp", "--dist", c + "/dist.sp", "--relation", c + "/relations.rel"});
   EXPECT_EQ(again.code, 0) << again.out << again.err;
   auto oddCp = runCli({"parallelize", "--model", cfg("llama3-8b"), "--plan", "tp=4,cp=2", "--seq", "36",

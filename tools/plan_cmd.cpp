@@ -224,6 +224,7 @@ int cmdParallelize(const ParallelizeArgs& a) {
   spec->dp = int(fix->dp.value_or(layout.ep));  // expert parallel inside data parallel: dp defaults to ep
   if (a.microBatches < 1) return fail(makeError("parallelize-input", "--micro-batches must be positive"));
   spec->microBatches = int(a.microBatches);
+  spec->oneFOneB = a.schedule != "gpipe";
   spec->backward = a.backward;
   auto prog = planner::parallelize(*spec);
   if (!prog) return fail(prog.error());

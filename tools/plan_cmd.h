@@ -33,6 +33,7 @@ struct ParallelizeArgs {
   std::string sequenceParallel = "auto";  // auto (on when tp > 1, Megatron's recommendation) | on | off
   std::string blocks = "full";            // full (attention + MLP) | mlp
   std::string cpChunks = "contiguous";    // context parallel: contiguous | balanced (Megatron's causal load balance)
+  std::string schedule = "1f1b";          // pipeline micro-batches with the backward: 1f1b | gpipe
   long long seq = 0, batch = 1, layers = 0, microBatches = 1;
   bool verify = false;
   bool backward = false;        // the training step (forward + backward)

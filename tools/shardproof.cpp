@@ -174,7 +174,12 @@ int main(int argc, char** argv) {
   pz->add_option("--batch", par.batch, "micro-batch size per data-parallel replica (default 1)");
   pz->add_flag("--backward", par.backward, "the training step: forward and backward, gradients of every weight");
   pz->add_option("--micro-batches", par.microBatches,
-                 "micro-batches per step, each --batch sequences per replica, run one after the other (GPipe)");
+                 "micro-batches per step, each --batch sequences per replica");
+  pz->add_option("--schedule", par.schedule,
+                 "pipeline order of the micro-batches' forwards and backwards: 1f1b (default, Megatron's: "
+                 "pp - s - 1 warm-up forwards on stage s, then one forward and one backward in turn) or gpipe "
+                 "(every forward, then every backward)")
+      ->check(CLI::IsMember({"1f1b", "gpipe"}));
   pz->add_option("--layers", par.layers, "transformer layers (default: the config's)");
   pz->add_option("--blocks", par.blocks, "full (attention + MLP, default) or mlp")->check(CLI::IsMember({"full", "mlp"}));
   pz->add_option("--sequence-parallel", par.sequenceParallel, "auto (on when tp > 1), on or off")
