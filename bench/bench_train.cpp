@@ -6,7 +6,7 @@
 // Usage: bench_train [--model llama3-405b] [--plans "tp=8,pp=16;tp=8,pp=16,dp=2;tp=8,cp=2"]
 //                    [--seq 8192] [--layers 0 (the config's)] [--micro-batches 1] [--forward]
 // Prints CSV:
-// model,tp,sp,cp,dp,ep,pp,micro_batches,layers,seq,step,verdict,generate_s,verify_s,peak_rss_mb,seq_ops,dist_ops,reason
+// model,tp,sp,cp,dp,ep,pp,vpp,micro_batches,layers,seq,step,verdict,generate_s,verify_s,peak_rss_mb,seq_ops,dist_ops,reason
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +50,7 @@ int cell(const sp::planner::ModelConfig& cfg, const std::string& plan, int64_t s
   Layout l;
   l.tp = fix->tp.value_or(1);
   l.pp = fix->pp.value_or(1);
+  l.vpp = fix->vpp.value_or(1);
   l.ep = fix->ep.value_or(1);
   l.cp = fix->cp.value_or(1);
   l.sequenceParallel = l.tp > 1;  // (as parallelize's auto)
@@ -79,8 +80,8 @@ int cell(const sp::planner::ModelConfig& cfg, const std::string& plan, int64_t s
   std::string reason = rep ? rep->reason : rep.error().str();
   for (char& ch : reason)
     if (ch == '"' || ch == '\n') ch = '\'';
-  std::printf("%s,%d,%d,%d,%d,%d,%d,%d,%d,%lld,%s,%s,%.2f,%.2f,%.0f,%lld,%lld,\"%s\"\n", cfg.name.c_str(), spec->tp,
-              int(spec->sequenceParallel), spec->cp, spec->dp, spec->ep, spec->pp, spec->microBatches, spec->layers, (long long)seq,
+  std::printf("%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%lld,%s,%s,%.2f,%.2f,%.0f,%lld,%lld,\"%s\"\n", cfg.name.c_str(), spec->tp,
+              int(spec->sequenceParallel), spec->cp, spec->dp, spec->ep, spec->pp, spec->vpp, spec->microBatches, spec->layers, (long long)seq,
               backward ? "fwd+bwd" : "fwd", verdict.c_str(), gen, ver, double(ru.ru_maxrss) / 1024.0,
               rep ? (long long)rep->stats.seqOps : 0LL, rep ? (long long)rep->stats.distOps : 0LL,
               reason.substr(0, 200).c_str());
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_train: %s\n", cfg.error().str().c_str());
     return 3;
   }
-  std::printf("model,tp,sp,cp,dp,ep,pp,micro_batches,layers,seq,step,verdict,generate_s,verify_s,peak_rss_mb,seq_ops,dist_ops,reason\n");
+  std::printf("model,tp,sp,cp,dp,ep,pp,vpp,micro_batches,layers,seq,step,verdict,generate_s,verify_s,peak_rss_mb,seq_ops,dist_ops,reason\n");
   std::fflush(stdout);
   int rc = 0;
   for (const std::string& plan : split(plans, ';')) {

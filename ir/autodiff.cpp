@@ -984,9 +984,14 @@ Result<bool> typeRank(const Program& p, int64_t rank, const GradOptions& o,
   }
   std::map<std::tuple<int64_t, int64_t, int64_t>, int64_t> nth;  // (peer, tag, dir) -> count
   bool complete = true;
+  // What depends on a recv whose sender is not typed yet: not typed either,
+  // and never sent on (a receiver would take a typing that a later pass
+  // changes: the interleaved schedule's last stage feeds the first).
+  std::vector<bool> unknown(g.values().size(), false);
   for (const Node& n : g.nodes()) {
     Axes a = 0;
-    for (ValueId i : n.inputs) a |= out[size_t(i)];
+    bool unk = false;
+    for (ValueId i : n.inputs) a |= out[size_t(i)], unk = unk || unknown[size_t(i)];
     switch (n.op) {
       case OpKind::AllReduce:
       case OpKind::AllGather:
@@ -1005,7 +1010,7 @@ Result<bool> typeRank(const Program& p, int64_t rank, const GradOptions& o,
         SP_ASSIGN(int64_t peer, p.peerOf(rank, n));
         int64_t tag = attrInt(n.attrs, "tag");
         int64_t k = nth[{peer, tag, 0}]++;
-        sent[{rank, peer, tag, k}] = a;
+        if (!unk) sent[{rank, peer, tag, k}] = a;
         break;
       }
       case OpKind::Recv: {
@@ -1013,14 +1018,14 @@ Result<bool> typeRank(const Program& p, int64_t rank, const GradOptions& o,
         int64_t tag = attrInt(n.attrs, "tag");
         int64_t k = nth[{peer, tag, 1}]++;
         auto it = sent.find({peer, rank, tag, k});
-        if (it == sent.end()) complete = false;
+        if (it == sent.end()) complete = false, unk = true;
         else a = it->second;
         break;
       }
       default:
         break;
     }
-    for (ValueId v : n.outputs) out[size_t(v)] = a;
+    for (ValueId v : n.outputs) out[size_t(v)] = a, unknown[size_t(v)] = unk;
   }
   return complete;
 }
@@ -1039,15 +1044,18 @@ Result<Program> differentiate(const Program& forward, const GradOptions& options
   std::vector<std::vector<Axes>> varies(static_cast<size_t>(world));
   std::vector<bool> done(size_t(world), false);
   // Recv values take their sender's typing: repeat until every rank is typed
-  // (one pass per pipeline stage at most).
-  for (int64_t pass = 0, left = world; left > 0; ++pass) {
-    if (pass > world)
-      return makeError("autodiff-varies", "autodiff: a recv whose sender never sends (or a cycle of sends)");
+  // (about one pass per time the transfers wrap to an earlier stage: the
+  // interleaved schedule's chunks); a pass that types no further send and
+  // no further rank never will.
+  for (int64_t left = world; left > 0;) {
+    const size_t before = sent.size() + size_t(left);
     for (int64_t r = 0; r < world; ++r) {
       if (done[size_t(r)]) continue;
       SP_ASSIGN(bool ok, typeRank(forward, r, options, sent, varies[size_t(r)]));
       if (ok) done[size_t(r)] = true, --left;
     }
+    if (left > 0 && sent.size() + size_t(left) == before)
+      return makeError("autodiff-varies", "autodiff: a recv whose sender never sends (or a cycle of sends)");
   }
   // Once per rank class and typing: a rank of the class whose forward values
   // vary over the same axes, and that sees the same group sizes, shares a

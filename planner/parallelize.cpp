@@ -367,6 +367,18 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
   // stage neighbours, whatever its dp and tp coordinates), so one body
   // serves every rank of a stage that has its sizes.
   const std::vector<int> firstLayer = stageSplit(c.layers, c.pp);
+  // Interleaved (vpp > 1): pp * vpp equal virtual stages, stage s holding
+  // virtual stages s, s + pp, ... (Megatron's model chunks); a chunk's
+  // input comes from the stage before (the last stage's chunk v feeds the
+  // first stage's chunk v + 1), each transfer tagged with the virtual stage
+  // that receives it.
+  const int vpp = c.vpp, nvs = c.pp * vpp, perChunk = c.layers / nvs;
+  auto chunkLayers = [&](int stage, int v) {
+    if (vpp == 1) return std::pair{firstLayer[size_t(stage)], firstLayer[size_t(stage) + 1]};
+    int vs = v * c.pp + stage;
+    return std::pair{vs * perChunk, (vs + 1) * perChunk};
+  };
+  auto chunkTag = [&](int stage, int v) { return vpp == 1 ? 0 : v * c.pp + stage; };
   std::string lastOut;
   for (int stage = 0; stage < c.pp; ++stage) {
   base = rankOf(stage, 0, 0);
@@ -398,7 +410,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     }
     std::string sI = "  ", dI = "    ";
     // The stage's input: the tokens, or the previous stage's output.
-    std::string x = firstStage ? "x0" : "l" + S(firstLayer[size_t(stage)] - 1) + "_y";
+    std::string x = firstStage ? "x0" : "l" + S(chunkLayers(stage, 0).first - 1) + "_y";
     if (firstStage) {
       sqIn << sI << "input %x0: " << t3(T, H) << "\n";
       ds << dI << "input %x0: " << t3(Tl, H) << "\n";
@@ -407,7 +419,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     } else {
       std::string shape = L({Tl, B, H});
       ds << dI << "%" << x << ": " << t3(Tl, H) << " = recv() {group = \"pp\", peer = " << stage - 1
-         << ", tag = 0, dtype = f32, shape = " << shape << "}\n";
+         << ", tag = " << chunkTag(stage, 0) << ", dtype = f32, shape = " << shape << "}\n";
     }
     // Per-position inputs (RoPE angles or tables, the mask's rows): the
     // same on every rank, or under context parallel the rank's chunk's rows
@@ -758,7 +770,13 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
       return std::tuple{p + "qf", p + "kf", p + "v"};
     };
 
-    for (int l = firstLayer[size_t(stage)]; l < firstLayer[size_t(stage) + 1]; ++l) {
+    for (int v = 0; v < vpp; ++v) {
+    if (v > 0) {  // the chunk's input: the previous virtual stage's output
+      x = "l" + S(chunkLayers(stage, v).first - 1) + "_y";
+      ds << dI << "%" << x << ": " << t3(Tl, H) << " = recv() {group = \"pp\", peer = " << (stage + c.pp - 1) % c.pp
+         << ", tag = " << chunkTag(stage, v) << ", dtype = f32, shape = " << L({Tl, B, H}) << "}\n";
+    }
+    for (int l = chunkLayers(stage, v).first; l < chunkLayers(stage, v).second; ++l) {
       std::string p = "l";  // (not "l" + S(l): GCC 12 -Wrestrict false positive)
       p += S(l) + "_";
       std::string y = x;
@@ -981,6 +999,10 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
       both(yo, t3(T, H), t3(Tl, H), "add(%" + y + ", %" + p + "m)");
       x = yo;
     }
+    if (v + 1 < vpp)  // to the next virtual stage (the last stage's: the first stage's next chunk)
+      ds << dI << "send(%" << x << ") {group = \"pp\", peer = " << (stage + 1) % c.pp
+         << ", tag = " << chunkTag(stage, v) + 1 << "}\n";
+    }
     if (lastStage) {
       sq << sI << "output %" << x << "\n}\n";
       ds << dI << "output %" << x << "\n  }\n";
@@ -994,7 +1016,8 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
         out.backwardRelations += tokensRelation("d_" + x, "d_" + x);
       }
     } else {
-      ds << dI << "send(%" << x << ") {group = \"pp\", peer = " << stage + 1 << ", tag = 0}\n  }\n";
+      ds << dI << "send(%" << x << ") {group = \"pp\", peer = " << stage + 1 << ", tag = "
+         << (vpp == 1 ? 0 : chunkTag(stage, vpp - 1) + 1) << "}\n  }\n";
     }
     if (first == 0 && rep == 0) seqText << sqIn.str() << sq.str(), relText << rl.str();
     for (const std::string& h : heads) distText << h << ds.str();
@@ -1056,7 +1079,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
 // stage's input x0 and its outputs renamed <name>_mb<i>, and the pipeline
 // transfers of micro-batch i tagged i (the backward, differentiated after,
 // runs them in reverse and accumulates each weight's gradient over them).
-ir::GraphSpec replicateMicroBatches(const ir::GraphSpec& g, int m) {
+ir::GraphSpec replicateMicroBatches(const ir::GraphSpec& g, int m, int64_t tagsPerMb) {
   ir::GraphSpec out;
   out.name = g.name;
   std::set<std::string> perMb{"x0"};
@@ -1080,7 +1103,8 @@ ir::GraphSpec replicateMicroBatches(const ir::GraphSpec& g, int m) {
       if (!c.name.empty()) c.name = c.name + "_mb" + std::to_string(i);
       for (auto& v : c.inputs) v = name(v, i);
       for (auto& v : c.outputs) v = name(v, i);
-      if (c.op == ir::OpKind::Send || c.op == ir::OpKind::Recv) c.attrs["tag"] = int64_t(i);
+      if (c.op == ir::OpKind::Send || c.op == ir::OpKind::Recv)  // the chunk's tag (interleaved) within the micro-batch's
+        c.attrs["tag"] = int64_t(i) * tagsPerMb + (c.attrs.count("tag") ? ir::attrInt(c.attrs, "tag") : 0);
       out.nodes.push_back(std::move(c));
     }
     for (const auto& o : g.outputs) out.outputs.push_back(name(o, i));
@@ -1089,32 +1113,50 @@ ir::GraphSpec replicateMicroBatches(const ir::GraphSpec& g, int m) {
 }
 
 // Megatron's 1F1B order of one stage: warm-up forwards, then a forward
-// and a backward in turn, then the remaining backwards, each (phase,
-// micro-batch) a slot: slot[0][i] of forward i, slot[1][i] of backward i.
-std::array<std::vector<int>, 2> oneFOneBSlots(int stage, int pp, int m) {
-  std::array<std::vector<int>, 2> slot{std::vector<int>(size_t(m)), std::vector<int>(size_t(m))};
-  const int warm = std::min(pp - stage - 1, m);
+// and a backward in turn, then the remaining backwards. Each (phase,
+// micro-batch, chunk) is a slot: slot[0][i * vpp + c] of the forward of
+// micro-batch i's chunk c, slot[1][...] of its backward. Without
+// interleaving (vpp 1) stage s warms up with min(pp - s - 1, m) forwards;
+// interleaved (Megatron's forward_backward_pipelining_with_interleaving),
+// the m * vpp virtual micro-batches run in groups of pp per chunk (forward
+// k: chunk (k mod pp vpp) / pp of micro-batch (k / pp vpp) pp + k mod pp;
+// backward k the same with the chunks reversed) after (pp - s - 1) 2 +
+// (vpp - 1) pp warm-up forwards, or all of them when m == pp.
+std::array<std::vector<int>, 2> scheduleSlots(int stage, int pp, int vpp, int m) {
+  const int total = m * vpp;
+  std::array<std::vector<int>, 2> slot{std::vector<int>(size_t(total)), std::vector<int>(size_t(total))};
+  auto key = [&](int k, bool backward) {
+    if (vpp == 1) return k;
+    int chunk = (k % (pp * vpp)) / pp, mb = (k / (pp * vpp)) * pp + k % pp;
+    return mb * vpp + (backward ? vpp - 1 - chunk : chunk);
+  };
+  int warm = vpp == 1 ? std::min(pp - stage - 1, m) : m == pp ? total : std::min((pp - stage - 1) * 2 + (vpp - 1) * pp, total);
   int next = 0, f = 0, b = 0;
-  for (; f < warm; ++f) slot[0][size_t(f)] = next++;
-  while (f < m) {
-    slot[0][size_t(f++)] = next++;
-    slot[1][size_t(b++)] = next++;
+  for (; f < warm; ++f) slot[0][size_t(key(f, false))] = next++;
+  while (f < total) {
+    slot[0][size_t(key(f++, false))] = next++;
+    slot[1][size_t(key(b++, true))] = next++;
   }
-  while (b < m) slot[1][size_t(b++)] = next++;
+  while (b < total) slot[1][size_t(key(b++, true))] = next++;
   return slot;
 }
 
 // Reorders a differentiated stage body (forward of every micro-batch, then
 // the backward, as autodiff writes it) into the order `slot` gives. Each
-// node's phase is its name's (autodiff names what it writes bw_ / grad_),
-// its micro-batch the latest among its own name (<name>_mb<i>, a backward
-// recv's tag: i + autodiff's offset) and its inputs'; its slot is that
-// (phase, micro-batch)'s, and never before an input's, so the order stays
+// node's phase is its name's (autodiff names what it writes bw_ / grad_);
+// its micro-batch the latest among its own name's (<name>_mb<i>), a
+// transfer's tag's (i * tagsPerMb + the virtual stage receiving it; a
+// backward recv's is its forward send's plus autodiff's offset) and its
+// inputs'; its chunk a forward transfer's, else the latest of its inputs'
+// (forward) or the earliest (backward: what the backward of chunk c reads
+// besides its own gradient is chunk c's forward). Its slot is that (phase,
+// micro-batch, chunk)'s, and never before an input's, so the order stays
 // topological (the builder keeps a topological declaration order as is).
 // What no micro-batch reaches (weights, their transposes) goes first; a
 // weight gradient accumulated over micro-batches, after the last.
-void reorderStage(ir::GraphSpec& g, const std::array<std::vector<int>, 2>& slot, int64_t gradTagOffset) {
-  const int m = int(slot[0].size());
+void reorderStage(ir::GraphSpec& g, const std::array<std::vector<int>, 2>& slot, int pp, int vpp,
+                  int64_t tagsPerMb, int64_t gradTagOffset) {
+  const int m = int(slot[0].size()) / vpp;
   auto mbOfName = [&](const std::string& n) {
     size_t at = n.rfind("_mb");
     if (at == std::string::npos || at + 3 >= n.size()) return -1;
@@ -1127,24 +1169,37 @@ void reorderStage(ir::GraphSpec& g, const std::array<std::vector<int>, 2>& slot,
     return v;
   };
   auto backwardName = [](const std::string& n) { return n.rfind("bw_", 0) == 0 || n.rfind("grad_", 0) == 0; };
-  std::map<std::string, int> mbOf, slotOf;
+  struct Label {
+    int mb = -1, chunk = -1, slot = 0;
+  };
+  std::map<std::string, Label> of;
   std::vector<int> nodeSlot(g.nodes.size(), 0);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::NodeSpec& n = g.nodes[i];
-    bool bw = backwardName(n.name) || (!n.outputs.empty() && backwardName(n.outputs[0]));
-    int mb = std::max(mbOfName(n.name), n.outputs.empty() ? -1 : mbOfName(n.outputs[0]));
-    if (n.op == ir::OpKind::Recv && bw) {
-      int64_t tag = ir::attrInt(n.attrs, "tag") - gradTagOffset;
-      if (tag >= 0 && tag < m) mb = std::max(mb, int(tag));
+    const bool bw = backwardName(n.name) || (!n.outputs.empty() && backwardName(n.outputs[0]));
+    Label l;
+    l.mb = std::max(mbOfName(n.name), n.outputs.empty() ? -1 : mbOfName(n.outputs[0]));
+    if (n.op == ir::OpKind::Recv || n.op == ir::OpKind::Send) {
+      int64_t t = ir::attrInt(n.attrs, "tag");
+      if (t >= gradTagOffset) t -= gradTagOffset;
+      if (t / tagsPerMb < m) l.mb = std::max(l.mb, int(t / tagsPerMb));
+      int64_t vs = t % tagsPerMb;  // the virtual stage receiving it
+      // a forward recv feeds its own chunk; a backward recv brings the
+      // gradient of what the chunk sent to virtual stage vs
+      if (vpp == 1) l.chunk = 0;
+      else if (n.op == ir::OpKind::Recv) l.chunk = int(bw ? (vs - 1) / pp : vs / pp);
     }
-    int at = 0;
     for (const auto& in : n.inputs) {
-      if (auto it = mbOf.find(in); it != mbOf.end()) mb = std::max(mb, it->second);
-      if (auto it = slotOf.find(in); it != slotOf.end()) at = std::max(at, it->second);
+      auto it = of.find(in);
+      if (it == of.end()) continue;
+      l.mb = std::max(l.mb, it->second.mb);
+      l.slot = std::max(l.slot, it->second.slot);
+      if (it->second.chunk >= 0 && (n.op != ir::OpKind::Recv))
+        l.chunk = l.chunk < 0 ? it->second.chunk : bw ? std::min(l.chunk, it->second.chunk) : std::max(l.chunk, it->second.chunk);
     }
-    if (mb >= 0) at = std::max(at, slot[bw ? 1 : 0][size_t(mb)]);
-    nodeSlot[i] = at;
-    for (const auto& o : n.outputs) mbOf[o] = mb, slotOf[o] = at;
+    if (l.mb >= 0) l.slot = std::max(l.slot, slot[bw ? 1 : 0][size_t(l.mb * vpp + std::max(l.chunk, 0))]);
+    nodeSlot[i] = l.slot;
+    for (const auto& o : n.outputs) of[o] = l;
   }
   std::vector<size_t> order(g.nodes.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -1189,7 +1244,8 @@ Result<ParallelProgram> withBackward(const ProgramSpec& spec, const Generated& g
     }
     for (size_t r = 0; r < ps.ranks.size(); ++r)
       if (ps.sameAs.empty() || ps.sameAs[r] == int64_t(r))
-        reorderStage(ps.ranks[r], oneFOneBSlots(int(int64_t(r) / perStage), spec.pp, spec.microBatches), o.gradTagOffset);
+        reorderStage(ps.ranks[r], scheduleSlots(int(int64_t(r) / perStage), spec.pp, spec.vpp, spec.microBatches), spec.pp,
+                     spec.vpp, spec.vpp == 1 ? 1 : int64_t(spec.pp) * spec.vpp, o.gradTagOffset);
     db = ir::buildProgram(ps);
     if (!db) return fail(db.error());
   }
@@ -1203,7 +1259,7 @@ Result<ParallelProgram> withBackward(const ProgramSpec& spec, const Generated& g
 std::string layoutPhrase(const ProgramSpec& spec) {
   return "tp " + S(spec.tp) + (spec.sequenceParallel ? " + sequence parallel" : "") +
          (spec.cp > 1 ? ", cp " + S(spec.cp) : "") + (spec.dp > 1 ? ", dp " + S(spec.dp) : "") + (spec.ep > 1 ? ", ep " + S(spec.ep) : "") +
-         (spec.pp > 1 ? ", pp " + S(spec.pp) : "");
+         (spec.pp > 1 ? ", pp " + S(spec.pp) : "") + (spec.vpp > 1 ? ", vpp " + S(spec.vpp) : "");
 }
 
 Result<ParallelProgram> parallelize(const ProgramSpec& spec) {
@@ -1219,6 +1275,12 @@ Result<ParallelProgram> parallelize(const ProgramSpec& spec) {
     return makeError("parallelize-unsupported",
                      "parallelize: dp and micro-batches must be positive (and 1 in the [seq, hidden] layout, which "
                      "has no batch dim)");
+  if (spec.vpp < 1 || (spec.vpp > 1 && (spec.pp < 2 || spec.layers % (spec.pp * spec.vpp) != 0 ||
+                                          spec.microBatches % spec.pp != 0)))
+    return makeError("parallelize-unsupported",
+                     "parallelize: the interleaved schedule needs pp > 1, layers divisible by pp * vpp (" +
+                         S(spec.layers) + " layers, pp " + S(spec.pp) + ", vpp " + S(spec.vpp) +
+                         ") and micro-batches a multiple of pp (" + S(spec.microBatches) + ")");
   auto plan = planCell(spec);
   if (auto* why = std::get_if<std::string>(&plan)) return makeError("parallelize-unsupported", "parallelize: " + *why);
   if (spec.backward && std::get<Plan>(plan).kvRepl)
@@ -1235,7 +1297,8 @@ Result<ParallelProgram> parallelize(const ProgramSpec& spec) {
   if (spec.microBatches > 1) {
     ir::ProgramSpec ps = ir::toSpecShared(*dist);  // once per rank class
     for (size_t r = 0; r < ps.ranks.size(); ++r)
-      if (ps.sameAs[r] == int64_t(r)) ps.ranks[r] = replicateMicroBatches(ps.ranks[r], spec.microBatches);
+      if (ps.sameAs[r] == int64_t(r))
+        ps.ranks[r] = replicateMicroBatches(ps.ranks[r], spec.microBatches, spec.vpp == 1 ? 1 : int64_t(spec.pp) * spec.vpp);
     dist = ir::buildProgram(ps);
     if (!dist) return bug(dist.error());
   }
@@ -1268,6 +1331,7 @@ Result<ProgramSpec> specFromConfig(const ModelConfig& cfg, const Layout& layout,
   s.llama = cfg.gated;
   s.tp = int(layout.tp);
   s.pp = int(layout.pp);
+  s.vpp = int(std::max<int64_t>(layout.vpp, 1));
   s.cp = int(layout.cp);
   s.sequenceParallel = layout.sequenceParallel && layout.tp > 1;
   s.layers = int(layers > 0 ? layers : cfg.layers);

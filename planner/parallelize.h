@@ -65,6 +65,10 @@ struct ProgramSpec {
   // backward in turn, then the rest of the backwards), or GPipe's (every
   // forward, then every backward, last micro-batch first).
   bool oneFOneB = true;
+  // Interleaved pipeline (Megatron's virtual stages): vpp model chunks per
+  // stage, stage s holding virtual stages s, s + pp, ...; the layers split
+  // evenly over pp * vpp, micro-batches a multiple of pp.
+  int vpp = 1;
   bool backward = false;           // the training step: forward and backward (ir/autodiff.h)
   int layers = 1;
   bool attention = true;           // false: [norm + MLP + residual] layers only

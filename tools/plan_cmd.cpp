@@ -209,6 +209,7 @@ int cmdParallelize(const ParallelizeArgs& a) {
   planner::Layout layout;
   layout.tp = fix->tp.value_or(1);
   layout.pp = fix->pp.value_or(1);
+  layout.vpp = fix->vpp.value_or(1);
   layout.cp = fix->cp.value_or(1);
   layout.ep = fix->ep.value_or(1);
   // auto: Megatron's sequence parallel wherever tp > 1 (inside context-

@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
                                                "model and their relations as text IR (and --verify them).\n"
                                                "Exit codes: 0 written (or verified), 1 refuted, 2 inconclusive, 3 bad input");
   pz->add_option("--model", par.model, "Hugging Face config.json")->required();
-  pz->add_option("--plan", par.fix, "layout: tp=8,cp=2,dp=2,ep=2,pp=4 (dp defaults to ep)")->required();
+  pz->add_option("--plan", par.fix, "layout: tp=8,cp=2,dp=2,ep=2,pp=4,vpp=2 (dp defaults to ep; vpp: interleaved model chunks per stage)")->required();
   pz->add_option("--seq", par.seq, "sequence length")->required();
   pz->add_option("--batch", par.batch, "micro-batch size per data-parallel replica (default 1)");
   pz->add_flag("--backward", par.backward, "the training step: forward and backward, gradients of every weight");

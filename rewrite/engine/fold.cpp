@@ -2981,9 +2981,13 @@ FoldOutcome Folder::run() {
       }
   }
   // Classes in turn until nothing changes: a stage's recv learns its layout
-  // once the sending stage has run (each round settles at least one more).
-  for (size_t round = 0; round <= classes_.size(); ++round) {
-    bool changed = false;
+  // once the sending stage has run. A round that changes nothing ends it,
+  // and each other settles at least one more value, so this terminates; a
+  // pipeline needs about one round per virtual stage its transfers cross
+  // against the class order (the backward's, the interleaved schedule's
+  // chunks wrapping from the last stage to the first).
+  for (bool changed = true; changed;) {
+    changed = false;
     for (size_t c = 0; c < classes_.size(); ++c) {
       enter(c);
       for (const auto& n : g_->nodes()) {
@@ -2998,7 +3002,6 @@ FoldOutcome Folder::run() {
         for (size_t o = 0; o < outs.size(); ++o) (*facts_)[size_t(n.outputs[o])] = outs[o];
       }
     }
-    if (!changed) break;
   }
   for (size_t c = 0; c < classes_.size() && stuck.empty(); ++c) {
     enter(c);
