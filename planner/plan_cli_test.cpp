@@ -64,6 +64,8 @@ TEST(LaunchCli, ExitCodesAndFormats) {
                         "stage), tp 8 + sequence parallel, dp 64, pp 16, seq 8192, micro-batch 1: verified in "),
             std::string::npos)
       << ok.out;
+  // (its 8 virtual stages per stage are not in the skeleton, said so)
+  EXPECT_NE(ok.out.find("the stages checked without their 8 interleaved model chunks"), std::string::npos) << ok.out;
   auto bad = runCli({"check-launch", "--model", cfg("llama3-405b"), "--megatron-args",
                      ex + "llama3_405b_broken.args", "--gpus", "8192", "--gpu", "h100-sxm", "--format", "json"});
   EXPECT_EQ(bad.code, 1);

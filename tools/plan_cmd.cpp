@@ -63,6 +63,14 @@ planner::LayerCheck checkLayerAt(const planner::ModelConfig& model, const planne
     return c;
   }
   spec->dp = int(dp);
+  // One layer per stage and one micro-batch: the skeleton of the stages,
+  // not the interleaved schedule's chunks (`parallelize --plan ...,vpp=V
+  // --micro-batches M` generates and verifies those).
+  std::string noChunks;
+  if (spec->vpp > 1)
+    noChunks = "the stages checked without their " + std::to_string(spec->vpp) +
+               " interleaved model chunks (parallelize --plan ...,vpp=" + std::to_string(spec->vpp) + " checks those)";
+  spec->vpp = 1;
   // The training step (forward and backward, Megatron's backward
   // collectives); forward only where the backward is not generated.
   spec->backward = true;
@@ -95,6 +103,7 @@ planner::LayerCheck checkLayerAt(const planner::ModelConfig& model, const planne
     else c.detail = v->reason;
   }
   if (!forwardOnly.empty()) c.detail += (c.detail.empty() ? "" : "; ") + ("forward only: " + forwardOnly);
+  if (!noChunks.empty()) c.detail += (c.detail.empty() ? "" : "; ") + noChunks;
   return c;
 }
 
@@ -149,7 +158,7 @@ int cmdPlan(const PlanArgs& a) {
     return fail(makeError("plan-input", "--emit-layers must be positive and --emit-seq not negative"));
   const planner::Layout& best = res->plans.front().layout;
   planner::Layout stage = best;
-  stage.pp = 1;
+  stage.pp = 1, stage.vpp = 1;  // one stage: no pipeline, no model chunks
   int64_t seq = a.emitSeq > 0 ? a.emitSeq : std::min<int64_t>(a.seq, 256);
   // equal context-parallel chunks, each split evenly over tp under sequence parallel
   const int64_t unit = stage.cp * (stage.sequenceParallel && stage.tp > 1 ? stage.tp : 1);
