@@ -262,6 +262,8 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
                                    "reduce-max-keep-over-other-concat"}},
       {"reduce-sum-over-split", {"reduce-sum-over-concat-drop", "reduce-sum-all-over-concat-first"}},
       {"all-reduce-of-unit-split", {"reduce-sum-own-over-concat", "reduce-sum-of-unit"}},
+      // an all_reduce with max of each member's max over its piece
+      {"max-over-split", {"reduce-max-own-over-concat", "reduce-max-own-over-concat-drop"}},
       {"reduce-mean-over-split", {"reduce-mean-over-concat-halves", "reduce-mean-all-over-concat-halves"}},
       {"softmax-over-split", {"softmax-over-concat", "log-softmax-over-concat"}},
       {"softmax-over-other-split", {"softmax-over-other-concat", "log-softmax-over-other-concat"}},
@@ -539,6 +541,9 @@ class Folder {
   std::string setupND(const std::vector<std::string>& groups);
   RelPtr rebuild2(const Fact& f, const std::string& name) const;
   std::vector<Fact> collective(const ir::Node& n, const std::vector<Fact>& in, bool checkMembers = true);
+  // Whether collective n runs over exactly the folded group's members.
+  bool overFoldedGroup(const ir::Node& n);
+  std::optional<Fact> maxOverSplit(const ir::Node& n);
   std::optional<Fact> accumulated(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> splitRule(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> sumRule(const ir::Node& n, const std::vector<Fact>& in);
@@ -1346,23 +1351,47 @@ std::vector<Fact> Folder::sumRule(const ir::Node& n, const std::vector<Fact>& in
 }
 
 // Collectives over the folded group, matched by the collective-order module.
-std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>& in, bool checkMembers) {
-  static const DistModel kNoModel;
-  const DistModel& m = in_.model ? *in_.model : kNoModel;
+bool Folder::overFoldedGroup(const ir::Node& n) {
   ir::NodeId id = ir::NodeId(&n - g_->nodes().data());
-  if (checkMembers && !in_.model) {
+  if (!in_.model) {
     // ir::uniformSpmd: the instance is the part of its group holding the rank
     auto inst = dist_.groupOf(ir::attrStr(n.attrs, "group"), members_[0]);
-    if (!inst.ok() || *inst != members_) return {};
-  } else if (checkMembers) {
-    const auto& of = m.collOf[size_t(members_[0])];
-    auto it = of.find(id);
-    if (it == of.end()) return {};
-    const CollInstance& inst = m.colls[size_t(it->second)];
-    if (inst.members != members_ ||
-        std::any_of(inst.nodes.begin(), inst.nodes.end(), [&](ir::NodeId x) { return x != id; }))
-      return {};
+    return inst.ok() && *inst == members_;
   }
+  const auto& of = in_.model->collOf[size_t(members_[0])];
+  auto it = of.find(id);
+  if (it == of.end()) return false;
+  const CollInstance& inst = in_.model->colls[size_t(it->second)];
+  return inst.members == members_ &&
+         std::all_of(inst.nodes.begin(), inst.nodes.end(), [&](ir::NodeId x) { return x == id; });
+}
+
+// An all_reduce with max over the folded group of each member's reduce_max
+// over its piece of a plain split, along the split dim alone: S's max over
+// that dim (the n-ary form of reduce-max-own-over-concat[-drop]; max is
+// associative and commutative). The members' reduce_max has no layout of
+// its own (partial maxima are no layout), so nothing else may read it.
+std::optional<Fact> Folder::maxOverSplit(const ir::Node& n) {
+  if (twoD_ || n.op != OpKind::AllReduce || n.inputs.size() != 1 || n.outputs.size() != 1 ||
+      ir::attrStr(n.attrs, "reduce") != "max")
+    return std::nullopt;
+  const ir::Value& in = g_->value(n.inputs[0]);
+  if (in.kind != ir::ValueKind::NodeOutput) return std::nullopt;
+  const ir::Node& p = g_->node(in.producer);
+  if (p.op != OpKind::ReduceMax || p.inputs.size() != 1 || p.outputs.size() != 1) return std::nullopt;
+  const Fact& x = (*facts_)[size_t(p.inputs[0])];
+  if (x.lay != Lay::Split || !x.plain() || !x.moreRep() || x.lay3 != Lay::Rep) return std::nullopt;
+  const int64_t inRank = int64_t(g_->value(p.inputs[0]).type.shape.size());
+  const auto& norm = interner_.attrMap(interner_.attrs(p.op, p.attrs, inRank));
+  const auto& axes = std::get<std::vector<int64_t>>(norm.at("axes"));
+  if (axes != std::vector<int64_t>{x.dim} || !overFoldedGroup(n) || !use("max-over-split")) return std::nullopt;
+  if (decideOnly_) return Fact{Lay::Rep, 0, {}};
+  const TensorType& outT = g_->value(n.outputs[0]).type;  // a member's, S's too: the split dim is reduced
+  return Fact{Lay::Rep, 0, canon(p.op, p.attrs, {x.v}, 0, outT, inRank)};
+}
+
+std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>& in, bool checkMembers) {
+  if (checkMembers && !overFoldedGroup(n)) return {};
   const TensorType& inT = g_->value(n.inputs[0]).type;
   const TensorType& outT = g_->value(n.outputs[0]).type;
   int64_t rank = int64_t(inT.shape.size());
@@ -1452,6 +1481,9 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
   if (n.op == OpKind::Send) return {};
   std::vector<Fact> in;
   for (ir::ValueId v : n.inputs) in.push_back((*facts_)[size_t(v)]);
+  if (n.op == OpKind::AllReduce && in.size() == 1 && in[0].lay == Lay::None) {
+    if (auto f = maxOverSplit(n)) return {*f};
+  }
   if (std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::None; })) return {};
   auto cat = ir::opInfo(n.op).category;
   if (cat == OpCategory::Random) return {};

@@ -1388,14 +1388,59 @@ TEST(VocabSoftmax, ExponentialsOverTheReducedSumVerify) {
   }
 }
 
+// The max over a vocab split (a sampler's greedy pick, a cross entropy's
+// stabilizer): each rank's max over its shard, all-reduced with max, is S's
+// max over the dim, kept or dropped, folded at any group size (schema
+// max-over-split). Refuted: the maxima summed, the rank's own max left
+// unreduced. Not folded: a max over another dim than the split one.
+TEST(FoldCollectives, AllReduceMaxOfShardMaximaIsTheMax) {
+  for (int n : {2, 3, 8, 1024}) {
+    for (int keep : {1, 0}) {
+      SCOPED_TRACE(std::to_string(n) + (keep ? " keepdims" : ""));
+      const std::string N = std::to_string(n), out = keep ? "[4, 1]" : "[4]";
+      Case c;
+      c.seq = "graph s {\n  input %x: f32[4, " + std::to_string(2 * n) + "]\n  %m: f32" + out +
+              " = reduce_max(%x) {axes = [1], keepdims = " + std::to_string(keep) + "}\n  %y = exp(%m)\n  output %y\n}\n";
+      c.dist = "program d {\n  world " + N + "\n  mesh [tp = " + N + "]\n  rank 0.." + std::to_string(n - 1) +
+               " {\n    input %x: f32[4, 2]\n    %lm: f32" + out + " = reduce_max(%x) {axes = [1], keepdims = " +
+               std::to_string(keep) + "}\n    %m = all_reduce(%lm) {group = \"tp\", reduce = \"max\"}\n"
+               "    %y = exp(%m)\n    output %y\n  }\n}\n";
+      c.rel = "for r in tp: dist[r].x = slice(seq.x, dim=1, start=idx(r,tp)*2, end=(idx(r,tp)+1)*2)\n"
+              "expect seq.y = dist[0].y\n";
+      auto rep = check(c);
+      EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+      EXPECT_TRUE(folded(rep)) << why(rep);
+      if (n > 8) continue;
+      for (auto [from, to] : {std::pair{"reduce = \"max\"", "reduce = \"sum\""},
+                              std::pair{"%m = all_reduce(%lm) {group = \"tp\", reduce = \"max\"}", "%m = identity(%lm)"}}) {
+        SCOPED_TRACE(to);
+        Case bad = c;
+        bad.dist = replaceAll(c.dist, from, to);
+        EXPECT_EQ(check(bad).verdict, Verdict::Refuted);
+      }
+    }
+  }
+  // over the rows, not the split columns: S's max over dim 0 is not what a
+  // max over the shards' columns holds; nothing folds it
+  Case c;
+  c.seq = "graph s {\n  input %x: f32[4, 4]\n  %m: f32[1, 4] = reduce_max(%x) {axes = [0], keepdims = 1}\n  output %m\n}\n";
+  c.dist = "program d {\n  world 2\n  mesh [tp = 2]\n  rank 0..1 {\n    input %x: f32[4, 2]\n"
+           "    %lm: f32[1, 2] = reduce_max(%x) {axes = [0], keepdims = 1}\n"
+           "    %m = all_reduce(%lm) {group = \"tp\", reduce = \"max\"}\n    output %m\n  }\n}\n";
+  c.rel = "for r in tp: dist[r].x = slice(seq.x, dim=1, start=idx(r,tp)*2, end=(idx(r,tp)+1)*2)\n"
+          "expect seq.m = concat(dim=1, dist[0].m, dist[1].m)\n";
+  auto rep = check(c);
+  EXPECT_NE(rep.verdict, Verdict::Verified) << why(rep);
+}
+
 // The same with the max subtracted first, as implementations compute it
 // (Megatron's vocab-parallel softmax and cross entropy, decomposed
 // softmaxes in captures): the shards' maxima all-reduced with max, each
 // shard's exp(x - max) over the all-reduced sum. Verified at several group
 // sizes and rank-3 rows (lemma softmax-as-max-shifted-exp-over-sum, whose
-// proof uses exp(a - b) = exp(a) exp(-b)), rank by rank: the fold has no
-// layout for partial maxima yet (reduce_max over the split dim, then an
-// all_reduce with max); refuted: the rank's own max
+// proof uses exp(a - b) = exp(a) exp(-b)), rank by rank: the fold meets
+// S's values by hash-consing and applies no lemma to S's softmax (the D
+// side folds, the max all-reduced included); refuted: the rank's own max
 // (not all-reduced: the shards' shifts differ), the numerator not shifted,
 // a sum all-reduced with max.
 TEST(VocabSoftmax, MaxShiftedExponentialsOverTheReducedSumVerify) {
