@@ -1152,8 +1152,9 @@ std::array<std::vector<int>, 2> scheduleSlots(int stage, int pp, int vpp, int m)
 // besides its own gradient is chunk c's forward). Its slot is that (phase,
 // micro-batch, chunk)'s, and never before an input's, so the order stays
 // topological (the builder keeps a topological declaration order as is).
-// What no micro-batch reaches (weights, their transposes) goes first; a
-// weight gradient accumulated over micro-batches, after the last.
+// What no micro-batch reaches (weights, their transposes) goes first, and
+// so, interleaved, does what no chunk reaches (a weight's per-micro-batch
+// view); a weight gradient accumulated over micro-batches, after the last.
 void reorderStage(ir::GraphSpec& g, const std::array<std::vector<int>, 2>& slot, int pp, int vpp,
                   int64_t tagsPerMb, int64_t gradTagOffset) {
   const int m = int(slot[0].size()) / vpp;
@@ -1191,13 +1192,26 @@ void reorderStage(ir::GraphSpec& g, const std::array<std::vector<int>, 2>& slot,
     }
     for (const auto& in : n.inputs) {
       auto it = of.find(in);
-      if (it == of.end()) continue;
+      if (it == of.end()) {
+        // a leaf of one micro-batch: the first stage's x0_mb<i> feeds the
+        // first chunk, the last stage's tangent d_<output>_mb<i> the last
+        if (int mb = mbOfName(in); mb >= 0) {
+          int c = in.rfind("d_", 0) == 0 ? vpp - 1 : 0;
+          l.mb = std::max(l.mb, mb);
+          l.chunk = l.chunk < 0 ? c : bw ? std::min(l.chunk, c) : std::max(l.chunk, c);
+        }
+        continue;
+      }
       l.mb = std::max(l.mb, it->second.mb);
       l.slot = std::max(l.slot, it->second.slot);
       if (it->second.chunk >= 0 && (n.op != ir::OpKind::Recv))
         l.chunk = l.chunk < 0 ? it->second.chunk : bw ? std::min(l.chunk, it->second.chunk) : std::max(l.chunk, it->second.chunk);
     }
-    if (l.mb >= 0) l.slot = std::max(l.slot, slot[bw ? 1 : 0][size_t(l.mb * vpp + std::max(l.chunk, 0))]);
+    // no chunk (interleaved): computed from weights alone (a weight's
+    // per-micro-batch view, its transpose in the backward), placed by its
+    // inputs only, never at some chunk's slot
+    if (l.mb >= 0 && (vpp == 1 || l.chunk >= 0))
+      l.slot = std::max(l.slot, slot[bw ? 1 : 0][size_t(l.mb * vpp + std::max(l.chunk, 0))]);
     nodeSlot[i] = l.slot;
     for (const auto& o : n.outputs) of[o] = l;
   }

@@ -570,6 +570,8 @@ TEST(Parallelize, OneFOneBOrderVerifiesAndMismatchedWarmUpsDeadlock) {
   }
 }
 
+ProgramSpec moeSpec(int tp, int dp, int ep, bool sp, int layers);  // below
+
 // Megatron's interleaved schedule (vpp model chunks per stage): stage s
 // holds virtual stages s, s + pp, ...; the last stage's chunk v feeds the
 // first stage's chunk v + 1. Verified folded with its transfers in
@@ -637,6 +639,18 @@ TEST(Parallelize, InterleavedScheduleVerifiesInMegatronsOrder) {
     auto rep = verifyTexts(*p);
     EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
     EXPECT_TRUE(folded(rep)) << why(rep);
+  }
+  {
+    // MoE layers (expert parallel, the experts' weights viewed per
+    // micro-batch: [E, 1, H, F]) and a tangent fed to the last chunk: a
+    // value computed from weights alone belongs to no chunk and runs where
+    // its inputs allow (placed at chunk 0's backward, it deadlocked)
+    ProgramSpec s = moeSpec(2, 2, 2, true, 6);
+    s.pp = 3, s.vpp = 2, s.backward = true, s.microBatches = 3;
+    auto p = parallelize(s);
+    ASSERT_TRUE(p.ok()) << p.error().str();
+    auto rep = verifyTexts(*p);
+    EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
   }
   ProgramSpec s = spec("llama3-8b", 1, false, 16, 4, 2);
   s.vpp = 2, s.backward = true, s.microBatches = 3;
