@@ -89,6 +89,8 @@ class Orderer {
                                               std::to_string(dst) + " tag " + std::to_string(tag) +
                                               " was never received");
     }
+    for (auto& c : out_.collOf) c.seal();
+    for (auto& c : out_.messageOf) c.seal();
     return std::move(out_);
   }
 
@@ -117,8 +119,8 @@ class Orderer {
         q.pop_front();
         int idx = int(out_.messages.size());
         out_.messages.push_back(m);
-        out_.messageOf[size_t(peer)][m.send] = idx;
-        out_.messageOf[size_t(r)][n] = idx;
+        out_.messageOf[size_t(peer)].set(m.send, idx);
+        out_.messageOf[size_t(r)].set(n, idx);
         ++st.pos;
         continue;
       }
@@ -171,7 +173,7 @@ class Orderer {
     int idx = int(out_.colls.size());
     for (size_t i = 0; i < members.size(); ++i) {
       RankPos& st = ranks_[size_t(members[i])];
-      out_.collOf[size_t(members[i])][step.nodes[i]] = idx;
+      out_.collOf[size_t(members[i])].set(step.nodes[i], idx);
       ++st.pos;
       st.members = nullptr;
     }
@@ -281,6 +283,33 @@ class Orderer {
 }  // namespace
 
 Result<CollectiveOrder> orderCollectives(const Program& p) { return Orderer(p).run(); }
+
+void NodeIndex::seal() {
+  if (sealed_) return;
+  // by node, the last set of each node kept
+  std::stable_sort(v_.begin(), v_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::pair<NodeId, int>> out;
+  out.reserve(v_.size());
+  for (const auto& e : v_) {
+    if (!out.empty() && out.back().first == e.first) out.back() = e;
+    else out.push_back(e);
+  }
+  out.shrink_to_fit();
+  v_ = std::move(out);
+  sealed_ = true;
+}
+
+const int* NodeIndex::find(NodeId n) const {
+  SP_ASSERT(sealed_, "NodeIndex read before seal()");
+  auto it = std::lower_bound(v_.begin(), v_.end(), n, [](const auto& e, NodeId x) { return e.first < x; });
+  return it != v_.end() && it->first == n ? &it->second : nullptr;
+}
+
+int NodeIndex::at(NodeId n) const {
+  const int* i = find(n);
+  SP_ASSERT(i != nullptr, "NodeIndex: node " + std::to_string(n) + " absent");
+  return *i;
+}
 
 std::string groupStr(const std::string& name, const std::vector<int64_t>& members) {
   std::string out = "group " + name + " [";

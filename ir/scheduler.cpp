@@ -215,9 +215,9 @@ class Scheduler {
   Result<bool> tryCollective(int64_t r) {
     const RankState& lead = ranks_[size_t(r)];
     if (!waitsAtGroupCollective(lead) || lead.members[0] != r) return false;
-    auto idx = order_.collOf[size_t(r)].find(NodeId(lead.pc));
-    SP_ASSERT(idx != order_.collOf[size_t(r)].end(), "collective without a step in the collective order");
-    const CollectiveStep& step = order_.colls[size_t(idx->second)];
+    const int* idx = order_.collOf[size_t(r)].find(NodeId(lead.pc));
+    SP_ASSERT(idx != nullptr, "collective without a step in the collective order");
+    const CollectiveStep& step = order_.colls[size_t(*idx)];
     const std::vector<int64_t> members = step.members;  // copy: finishNode clears RankState::members
     for (size_t i = 0; i < members.size(); ++i) {
       const RankState& st = ranks_[size_t(members[i])];

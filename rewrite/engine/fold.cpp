@@ -1358,10 +1358,9 @@ bool Folder::overFoldedGroup(const ir::Node& n) {
     auto inst = dist_.groupOf(ir::attrStr(n.attrs, "group"), members_[0]);
     return inst.ok() && *inst == members_;
   }
-  const auto& of = in_.model->collOf[size_t(members_[0])];
-  auto it = of.find(id);
-  if (it == of.end()) return false;
-  const CollInstance& inst = in_.model->colls[size_t(it->second)];
+  const int* c = in_.model->collOf[size_t(members_[0])].find(id);
+  if (!c) return false;
+  const CollInstance& inst = in_.model->colls[size_t(*c)];
   return inst.members == members_ &&
          std::all_of(inst.nodes.begin(), inst.nodes.end(), [&](ir::NodeId x) { return x == id; });
 }
@@ -2345,9 +2344,9 @@ bool Folder::oneMemberEach(const ir::Node& n) {
   }
   if (ranks.empty()) return false;
   for (int64_t r : ranks) {
-    auto it = m.collOf[size_t(r)].find(id);
-    if (it == m.collOf[size_t(r)].end()) return false;
-    const CollInstance& inst = m.colls[size_t(it->second)];
+    const int* c = m.collOf[size_t(r)].find(id);
+    if (!c) return false;
+    const CollInstance& inst = m.colls[size_t(*c)];
     if (inst.members.size() != 1 || inst.members[0] != r || inst.nodes.size() != 1 || inst.nodes[0] != id) return false;
   }
   return true;
@@ -2371,12 +2370,12 @@ bool Folder::instancesAreGroups(const ir::Node& n, int axis) {
   bool ok = !parts.empty();
   for (int64_t r : members_) {
     if (!ok) break;
-    auto it = m.collOf[size_t(r)].find(id);
-    if (it == m.collOf[size_t(r)].end()) {
+    const int* c = m.collOf[size_t(r)].find(id);
+    if (!c) {
       ok = false;
       break;
     }
-    const CollInstance& inst = m.colls[size_t(it->second)];
+    const CollInstance& inst = m.colls[size_t(*c)];
     ok = parts.count(inst.members) > 0 &&
          std::all_of(inst.nodes.begin(), inst.nodes.end(), [&](ir::NodeId x) { return x == id; });
   }

@@ -70,9 +70,10 @@ Result<DistModel> lowerProgram(const ir::Program& p) {
     ci.attrs.erase("group");
     ci.members = step.members;
     ci.nodes = step.nodes;
-    for (size_t i = 0; i < ci.members.size(); ++i) m.collOf[size_t(ci.members[i])][ci.nodes[i]] = int(m.colls.size());
+    for (size_t i = 0; i < ci.members.size(); ++i) m.collOf[size_t(ci.members[i])].set(ci.nodes[i], int(m.colls.size()));
     m.colls.push_back(std::move(ci));
   }
+  for (auto& c : m.collOf) c.seal();
   for (const ir::MessageStep& msg : order.messages) {
     const auto& sv = p.rank(msg.src).value(p.rank(msg.src).node(msg.send).inputs[0]).type;
     const auto& rv = p.rank(msg.dst).value(p.rank(msg.dst).node(msg.recv).outputs[0]).type;
@@ -220,8 +221,7 @@ std::optional<ClassId> relateScalarConstant(Engine& e, const DistModel& m, const
 std::vector<DistLeaf> addDistNode(Engine& e, const DistModel& m, int64_t r, ir::NodeId n) {
   const ir::Graph& g = m.prog->rank(r);
   const ir::Node& node = g.node(n);
-  if (auto it = m.collOf[size_t(r)].find(n); it != m.collOf[size_t(r)].end())
-    return addCollective(e, m, m.colls[size_t(it->second)]);
+  if (const int* c = m.collOf[size_t(r)].find(n)) return addCollective(e, m, m.colls[size_t(*c)]);
   if (node.op == ir::OpKind::Send) {
     auto it = m.sendTo[size_t(r)].find(n);
     if (it == m.sendTo[size_t(r)].end()) return {};

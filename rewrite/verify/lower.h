@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/collective_order.h"
 #include "ir/program.h"
 #include "rewrite/engine/engine.h"
 
@@ -30,7 +31,7 @@ struct CollInstance {
 struct DistModel {
   const ir::Program* prog = nullptr;
   std::vector<CollInstance> colls;
-  std::vector<std::map<ir::NodeId, int>> collOf;                        // per rank
+  std::vector<ir::NodeIndex> collOf;                                    // per rank (sealed)
   std::vector<std::map<ir::NodeId, std::pair<int64_t, ir::NodeId>>> recvFrom;  // recv -> (src, send)
   std::vector<std::map<ir::NodeId, std::pair<int64_t, ir::NodeId>>> sendTo;    // send -> (dst, recv)
   // Equalities between D terms known from the input relations (two D
