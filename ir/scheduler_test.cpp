@@ -586,3 +586,28 @@ TEST(InterpCollectiveMath, ReduceAndSplitEdgeCases) {
 
 }  // namespace
 }  // namespace sp::ir
+
+namespace sp::ir {
+namespace {
+
+// The per-rank index of the collective order: written in any order, read
+// after seal() by binary search; a node set twice keeps its last index.
+TEST(NodeIndex, SealedLookupsKeepTheLastSet) {
+  NodeIndex ix;
+  for (NodeId n : {7, 3, 11, 0, 5}) ix.set(n, int(n) * 10);
+  ix.set(3, 99);
+  ix.seal();
+  EXPECT_EQ(ix.size(), 5u);
+  EXPECT_EQ(ix.at(0), 0);
+  EXPECT_EQ(ix.at(3), 99);
+  EXPECT_EQ(ix.at(11), 110);
+  EXPECT_TRUE(ix.count(5));
+  EXPECT_FALSE(ix.count(4));
+  EXPECT_EQ(ix.find(12), nullptr);
+  NodeIndex empty;
+  empty.seal();
+  EXPECT_EQ(empty.find(0), nullptr);
+}
+
+}  // namespace
+}  // namespace sp::ir
