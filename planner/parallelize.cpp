@@ -1073,6 +1073,11 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
   return out;
 }
 
+// The tags a micro-batch's transfers take: the receiving virtual stage's
+// index when interleaved (pp * vpp of them), else one; micro-batch i's are
+// offset by i times this.
+int64_t tagsPerMicroBatch(int pp, int vpp) { return vpp == 1 ? 1 : int64_t(pp) * vpp; }
+
 // Micro-batches (GPipe's schedule): each rank runs its stage's layers on
 // micro-batch 0, 1, ..., m-1 in turn, sharing its weights; the forward of
 // one micro-batch is the generated body with every computed value, the
@@ -1156,7 +1161,8 @@ std::array<std::vector<int>, 2> scheduleSlots(int stage, int pp, int vpp, int m)
 // so, interleaved, does what no chunk reaches (a weight's per-micro-batch
 // view); a weight gradient accumulated over micro-batches, after the last.
 void reorderStage(ir::GraphSpec& g, const std::array<std::vector<int>, 2>& slot, int pp, int vpp,
-                  int64_t tagsPerMb, int64_t gradTagOffset) {
+                  int64_t gradTagOffset) {
+  const int64_t tagsPerMb = tagsPerMicroBatch(pp, vpp);
   const int m = int(slot[0].size()) / vpp;
   auto mbOfName = [&](const std::string& n) {
     size_t at = n.rfind("_mb");
@@ -1259,7 +1265,7 @@ Result<ParallelProgram> withBackward(const ProgramSpec& spec, const Generated& g
     for (size_t r = 0; r < ps.ranks.size(); ++r)
       if (ps.sameAs.empty() || ps.sameAs[r] == int64_t(r))
         reorderStage(ps.ranks[r], scheduleSlots(int(int64_t(r) / perStage), spec.pp, spec.vpp, spec.microBatches), spec.pp,
-                     spec.vpp, spec.vpp == 1 ? 1 : int64_t(spec.pp) * spec.vpp, o.gradTagOffset);
+                     spec.vpp, o.gradTagOffset);
     db = ir::buildProgram(ps);
     if (!db) return fail(db.error());
   }
@@ -1312,7 +1318,7 @@ Result<ParallelProgram> parallelize(const ProgramSpec& spec) {
     ir::ProgramSpec ps = ir::toSpecShared(*dist);  // once per rank class
     for (size_t r = 0; r < ps.ranks.size(); ++r)
       if (ps.sameAs[r] == int64_t(r))
-        ps.ranks[r] = replicateMicroBatches(ps.ranks[r], spec.microBatches, spec.vpp == 1 ? 1 : int64_t(spec.pp) * spec.vpp);
+        ps.ranks[r] = replicateMicroBatches(ps.ranks[r], spec.microBatches, tagsPerMicroBatch(spec.pp, spec.vpp));
     dist = ir::buildProgram(ps);
     if (!dist) return bug(dist.error());
   }

@@ -491,6 +491,22 @@ TEST(Parallelize, MicroBatchTrainingStepVerifies) {
 // that rank's piece of S's broadcast. Folded (it was inconclusive: a
 // replicated value's expand stayed replicated); the twin without the
 // attention's all_reduce is not verified.
+// The pipeline transfers of the body of `ranks` ("0..1"), in order: (a
+// send, its tag; a missing tag is 0).
+std::vector<std::pair<bool, long>> pipelineTransfers(const std::string& dist, const std::string& ranks) {
+  size_t at = dist.find("  rank " + ranks + " {");
+  std::vector<std::pair<bool, long>> out;
+  if (at == std::string::npos) return out;
+  std::istringstream in(dist.substr(at, dist.find("\n  }", at) - at));
+  for (std::string line; std::getline(in, line);) {
+    bool send = line.find("send(") != std::string::npos, recv = line.find("= recv(") != std::string::npos;
+    if (!send && !recv) continue;
+    size_t t = line.find("tag = ");
+    out.emplace_back(send, t == std::string::npos ? 0 : std::stol(line.substr(t + 6)));
+  }
+  return out;
+}
+
 // Megatron's 1F1B order (the default): stage s runs min(pp - s - 1, m)
 // warm-up forwards, then a forward and a backward in turn, then the rest
 // of the backwards; verified folded, with the transfers of stage 0 and the
@@ -503,17 +519,9 @@ TEST(Parallelize, OneFOneBOrderVerifiesAndMismatchedWarmUpsDeadlock) {
   // the pipeline transfers of a rank's body, in order: F<i> (forward send
   // or recv of micro-batch i), B<i> (a backward one)
   auto transfers = [](const std::string& dist, const std::string& ranks) {
-    size_t at = dist.find("  rank " + ranks + " {");
-    size_t end = dist.find("\n  }", at);
-    std::string body = dist.substr(at, end - at), out;
-    std::istringstream in(body);
-    for (std::string line; std::getline(in, line);) {
-      bool send = line.find("send(") != std::string::npos, recv = line.find("= recv(") != std::string::npos;
-      if (!send && !recv) continue;
-      size_t t = line.find("tag = ");
-      long tag = t == std::string::npos ? 0 : std::stol(line.substr(t + 6));
+    std::string out;
+    for (auto [send, tag] : pipelineTransfers(dist, ranks))
       out += (out.empty() ? "" : " ") + std::string(tag >= 65536 ? "B" : "F") + std::to_string(tag % 65536);
-    }
     return out;
   };
   for (bool oneFOneB : {true, false}) {
@@ -584,13 +592,8 @@ TEST(Parallelize, InterleavedScheduleVerifiesInMegatronsOrder) {
   // backward); stage 0 sends forward (receives backward) for virtual stage
   // 2c + 1 and receives forward (sends backward) for 2c
   auto stage0 = [](const std::string& dist, const std::string& ranks, int pp, int vpp) {
-    size_t at = dist.find("  rank " + ranks + " {");
-    std::string body = dist.substr(at, dist.find("\n  }", at) - at), out, last;
-    std::istringstream in(body);
-    for (std::string line; std::getline(in, line);) {
-      bool send = line.find("send(") != std::string::npos, recv = line.find("= recv(") != std::string::npos;
-      if (!send && !recv) continue;
-      long tag = std::stol(line.substr(line.find("tag = ") + 6));
+    std::string out, last;
+    for (auto [send, tag] : pipelineTransfers(dist, ranks)) {
       bool bw = tag >= 65536;
       tag %= 65536;
       long mb = tag / (pp * vpp), vs = tag % (pp * vpp);

@@ -437,8 +437,11 @@ CheckResult Context::check(const std::vector<Term>& assumptions, Term goal,
     }
     z3::expr g = impl_->normalize(impl_->canon(SP_Z(goal)), ctx, opts.timeoutMs, &abstracted);
     // Facts of real exp: every application in the query is positive, and so
-    // is a sum fold of positive terms over a nonempty range.
-    {
+    // is a sum fold of positive terms over a nonempty range (no walk of the
+    // query where no exp was ever built).
+    for (const auto& p : impl_->positive) fs.push_back(p);
+    impl_->positive.clear();
+    if (!impl_->expFuncs.empty()) {
       std::set<unsigned> seen;
       std::vector<z3::expr> apps;
       std::function<void(const z3::expr&)> visit = [&](const z3::expr& e) {
@@ -449,8 +452,6 @@ CheckResult Context::check(const std::vector<Term>& assumptions, Term goal,
       for (unsigned k = 0; k < fs.size(); ++k) visit(fs[k]);
       visit(g);
       for (const auto& a : apps) fs.push_back(a > 0);
-      for (const auto& p : impl_->positive) fs.push_back(p);
-      impl_->positive.clear();
     }
     // The eliminated equalities stay asserted, so models stay complete.
     for (unsigned k = 0; k < impl_->eqFrom.size(); ++k) fs.push_back(impl_->eqFrom[k] == impl_->eqTo[k]);
