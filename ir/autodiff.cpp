@@ -397,6 +397,49 @@ Status Differ::vjp(const Node& n) {
     contribute(n.inputs[0], r, from | mask);
     return okStatus();
   }
+  // Layout ops, and an all_to_all over a group crossing the axes a
+  // gradient is partial over, are linear and act on each member's value
+  // alike: a partial gradient goes through them unreduced (the sum over
+  // the partial axes commutes with them), so it reaches the all_gather
+  // whose backward reduce-scatters it (MoE under sequence parallel: the
+  // gates' and tokens' gradients, partial over tp, through the expert
+  // dispatch's all_to_all over ep and the reshapes around it) instead of
+  // being all-reduced and then sliced per rank.
+  if (n.inputs.size() == 1 && n.outputs.size() == 1 &&
+      (n.op == OpKind::Reshape || n.op == OpKind::Squeeze || n.op == OpKind::Unsqueeze ||
+       n.op == OpKind::Transpose || n.op == OpKind::Identity || n.op == OpKind::AllToAll)) {
+    Axes mask = 0;
+    SP_ASSIGN(std::string ge, materializePartial(n.outputs[0], &mask));
+    if (ge.empty()) return okStatus();
+    std::string r;
+    Axes base = from;
+    if (n.op == OpKind::AllToAll) {
+      if (mask) {  // (a partial gradient exists only in a rank's graph: rc_ is set)
+        SP_ASSIGN(Axes ga, axesOf(rc_->prog->mesh(), attrStr(n.attrs, "group")));
+        if (mask & ga) {  // partial over the exchanging group itself: reduce first
+          SP_ASSIGN(ge, allReduce(ge, mask));
+          mask = 0;
+        }
+      }
+      SP_ASSIGN(r, emit(OpKind::AllToAll, {ge},
+                        {{"group", attrStr(n.attrs, "group")},
+                         {"split_dim", attrInt(n.attrs, "concat_dim")},
+                         {"concat_dim", attrInt(n.attrs, "split_dim")}},
+                        "alltoall"));
+      base = varies(n.inputs[0]);
+    } else if (n.op == OpKind::Transpose) {
+      const auto& perm = attrInts(n.attrs, "perm");
+      std::vector<int64_t> inv(perm.size());
+      for (size_t i = 0; i < perm.size(); ++i) inv[size_t(perm[i])] = int64_t(i);
+      SP_ASSIGN(r, emit(OpKind::Transpose, {ge}, {{"perm", inv}}, "transpose"));
+    } else if (n.op == OpKind::Identity) {
+      r = ge;
+    } else {
+      SP_ASSIGN(r, reshape(ge, inT(0).shape));
+    }
+    contribute(n.inputs[0], r, base | mask);
+    return okStatus();
+  }
 
   std::vector<std::string> go;
   bool anyOut = false;
@@ -411,7 +454,6 @@ Status Differ::vjp(const Node& n) {
   DType dt = n.outputs.empty() ? DType::F32 : g_.value(n.outputs[0]).type.dtype;
   auto c = [&](double v) { return cst(v, dt); };
   switch (n.op) {
-    case OpKind::Identity: give(0, g); return okStatus();
     case OpKind::Neg: { SP_ASSIGN(auto r, un(OpKind::Neg, g, "neg")); give(0, r); return okStatus(); }
     case OpKind::Exp: { SP_ASSIGN(auto r, bin(OpKind::Mul, g, y, "exp")); give(0, r); return okStatus(); }
     case OpKind::Log: { SP_ASSIGN(auto r, bin(OpKind::Div, g, in(0), "log")); give(0, r); return okStatus(); }
@@ -658,21 +700,6 @@ Status Differ::vjp(const Node& n) {
     }
     case OpKind::LayerNorm:
     case OpKind::RmsNorm: return vjpNorm(n, g, from);
-    case OpKind::Reshape:
-    case OpKind::Squeeze:
-    case OpKind::Unsqueeze: {
-      SP_ASSIGN(auto r, reshape(g, inT(0).shape));
-      give(0, r);
-      return okStatus();
-    }
-    case OpKind::Transpose: {
-      const auto& perm = attrInts(n.attrs, "perm");
-      std::vector<int64_t> inv(perm.size());
-      for (size_t i = 0; i < perm.size(); ++i) inv[size_t(perm[i])] = int64_t(i);
-      SP_ASSIGN(auto r, emit(OpKind::Transpose, {g}, {{"perm", inv}}, "transpose"));
-      give(0, r);
-      return okStatus();
-    }
     case OpKind::Slice: {
       // zeros around the slice, one sliced axis at a time (outermost last)
       const Shape& xs = inT(0).shape;
@@ -766,15 +793,6 @@ Status Differ::vjp(const Node& n) {
       if (attrStr(n.attrs, "reduce") != "sum") return unsupported(n, "a reduce_scatter that is not a sum");
       SP_ASSIGN(auto r, emit(OpKind::AllGather, {g},
                              {{"group", attrStr(n.attrs, "group")}, {"dim", attrInt(n.attrs, "dim")}}, "allgather"));
-      exact(0, r);
-      return okStatus();
-    }
-    case OpKind::AllToAll: {
-      SP_ASSIGN(auto r, emit(OpKind::AllToAll, {g},
-                             {{"group", attrStr(n.attrs, "group")},
-                              {"split_dim", attrInt(n.attrs, "concat_dim")},
-                              {"concat_dim", attrInt(n.attrs, "split_dim")}},
-                             "alltoall"));
       exact(0, r);
       return okStatus();
     }

@@ -517,14 +517,16 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
     // token and weighted by its gate (zero where not routed: the same sum as
     // dispatching the routed tokens only), summed over the experts; shared
     // experts a SwiGLU MLP added (qwen2_moe: times a sigmoid gate). D: each
-    // tp rank routes its replica's tokens (gathered under sequence
-    // parallel) itself; the experts' ffn is split over tp like the MLP's
+    // tp rank routes its replica's tokens itself (under sequence parallel
+    // its own shard, the gates then gathered like the tokens, as Megatron's
+    // router runs before the token dispatcher's gather); the experts' ffn
+    // is split over tp like the MLP's
     // (expert tensor parallel = tp); with ep > 1 each rank of the ep group
     // holds experts / ep experts, all_to_all sends each expert's copy of the
     // tokens and gates to its rank (concatenated on the batch dim, the ep
     // group's replicas' sequences) and the weighted outputs back. What it
     // leaves, partial over tp, goes to the MLP's reduction ("mp").
-    auto moeMlp = [&](const std::string& p, const std::string& sin_, const std::string& din) {
+    auto moeMlp = [&](const std::string& p, const std::string& sin_, const std::string& din, const std::string& dloc) {
       const int64_t E = c.experts, K = c.topK, Fe = c.moeFfn, El = E / ep, Fel = Fe / tp;
       const int lastAx = c.flat ? 1 : 2;  // the hidden (expert) dim of [T, B, *]
       auto w3 = [&](const std::string& n, int64_t a, int64_t b, int64_t cc, int64_t da, int64_t db, int64_t dc) {
@@ -532,29 +534,36 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
         ds << dI << "param %" << n << ": f32[" << da << ", " << db << ", " << dc << "]\n";
       };
       // ---- router ----
+      // Under sequence parallel each tp rank routes its own tokens (before
+      // the gather, as Megatron's router does) and the gates are gathered
+      // with the tokens: every rank runs one graph, and the backward
+      // reduce-scatters the gates' partial gradients like the tokens'.
+      const int64_t Tr = sp ? Tl : T;  // D's routed tokens
+      const std::string rin = sp ? dloc : din;
       param2(p + "wr", H, E, H, E);
       repl(p + "wr");
-      both(p + "lg", t3(T, E), t3(T, E), "matmul(%" + sin_ + ", %" + p + "wr)", "matmul(%" + din + ", %" + p + "wr)");
-      both(p + "rp", t3(T, E), t3(T, E), std::string(c.sigmoidRouter ? "sigmoid" : "softmax") + "(%" + p + "lg)");
+      both(p + "lg", t3(T, E), t3(Tr, E), "matmul(%" + sin_ + ", %" + p + "wr)", "matmul(%" + rin + ", %" + p + "wr)");
+      both(p + "rp", t3(T, E), t3(Tr, E), std::string(c.sigmoidRouter ? "sigmoid" : "softmax") + "(%" + p + "lg)");
       std::string sel = p + "rp";
       if (c.selectionBias) {  // selection only: the gates stay the scores
         sq << sI << "param %" << p << "eb: f32[" << E << "]\n";
         ds << dI << "param %" << p << "eb: f32[" << E << "]\n";
         repl(p + "eb");
-        both(p + "rb", t3(T, E), t3(T, E), "add(%" + p + "rp, %" + p + "eb)");
+        both(p + "rb", t3(T, E), t3(Tr, E), "add(%" + p + "rp, %" + p + "eb)");
         sel = p + "rb";
       }
-      std::string tk = L({T, B, K});
-      for (auto* o : {&sq, &ds})
+      for (auto* o : {&sq, &ds}) {
+        std::string tk = o == &sq ? L({T, B, K}) : L({Tr, B, K});
         *o << (o == &sq ? sI : dI) << "%" << p << "tv: f32" << tk << ", %" << p << "ti: i64" << tk << " = topk(%" << sel
            << ") {k = " << K << "}\n";
-      both(p + "oh", "f32" + L({T, B, K, E}), "f32" + L({T, B, K, E}), "one_hot(%" + p + "ti) {depth = " + S(E) + "}");
-      both(p + "mk", t3(T, E), t3(T, E), "reduce_sum(%" + p + "oh) {axes = [" + ax(2) + "], keepdims = 0}");
-      both(p + "gt", t3(T, E), t3(T, E), "mul(%" + p + "rp, %" + p + "mk)");
+      }
+      both(p + "oh", "f32" + L({T, B, K, E}), "f32" + L({Tr, B, K, E}), "one_hot(%" + p + "ti) {depth = " + S(E) + "}");
+      both(p + "mk", t3(T, E), t3(Tr, E), "reduce_sum(%" + p + "oh) {axes = [" + ax(2) + "], keepdims = 0}");
+      both(p + "gt", t3(T, E), t3(Tr, E), "mul(%" + p + "rp, %" + p + "mk)");
       std::string g = p + "gt";
       if (c.normTopK) {
-        both(p + "gs", t3(T, 1), t3(T, 1), "reduce_sum(%" + g + ") {axes = [" + S(lastAx) + "], keepdims = 1}");
-        both(p + "gn", t3(T, E), t3(T, E), "div(%" + g + ", %" + p + "gs)");
+        both(p + "gs", t3(T, 1), t3(Tr, 1), "reduce_sum(%" + g + ") {axes = [" + S(lastAx) + "], keepdims = 1}");
+        both(p + "gn", t3(T, E), t3(Tr, E), "div(%" + g + ", %" + p + "gs)");
         g = p + "gn";
       }
       if (c.routedScale != 1.0) {
@@ -562,12 +571,18 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
         v.precision(17);
         v << c.routedScale;
         both(p + "rsc", "f32[]", "f32[]", "constant() {value = dense<f32[], [" + v.str() + "]>}");
-        both(p + "gsc", t3(T, E), t3(T, E), "mul(%" + g + ", %" + p + "rsc)");
+        both(p + "gsc", t3(T, E), t3(Tr, E), "mul(%" + g + ", %" + p + "rsc)");
         g = p + "gsc";
+      }
+      std::string dg = g;
+      if (sp) {
+        dg = g + "_ag";
+        ds << dI << "%" << dg << ": " << t3(T, E) << " = all_gather(%" << g << ") {group = \"tp\", dim = 0}\n";
       }
       // gates expert-major [E, T, B, 1]
       std::string ge = L({E, T, B}), g4 = L({E, T, B, 1});
-      both(p + "ge", "f32" + ge, "f32" + ge, "transpose(%" + g + ") {perm = " + perm("[2, 0, 1]", "[1, 0]") + "}");
+      both(p + "ge", "f32" + ge, "f32" + ge, "transpose(%" + g + ") {perm = " + perm("[2, 0, 1]", "[1, 0]") + "}",
+           "transpose(%" + dg + ") {perm = " + perm("[2, 0, 1]", "[1, 0]") + "}");
       both(p + "g4", "f32" + g4, "f32" + g4, "unsqueeze(%" + p + "ge) {axes = [" + S(lastAx + 1) + "]}");
       // ---- experts ----
       w3(p + "we1", E, H, Fe, El, H, Fel);
@@ -960,7 +975,7 @@ Generated generate(const ProgramSpec& c, const Plan& pl) {
       std::string sin_ = p + "n2";
       std::string yo = p + "y";
       if (c.experts > 0 && l >= c.denseLayers) {
-        moeMlp(p, sin_, din);
+        moeMlp(p, sin_, din, p + "n2");
       } else if (!m.llama) {
         param2(p + "w1", H, F, H, Fl);
         param2(p + "w2", F, H, Fl, H);

@@ -481,10 +481,11 @@ RelPtr flatConcats(const RelPtr& r) {
 
 class Folder {
  public:
-  // `second`: a mesh axis folded as the second group although no collective
-  // names it (a forward data-parallel program: each dp replica its batch).
-  explicit Folder(const FoldInput& in, std::string second = "")
-      : in_(in), seq_(*in.seq), dist_(*in.dist), second_(std::move(second)) {}
+  // `more`: mesh axes folded as further groups although no collective
+  // names them (a forward data-parallel program: each dp replica its
+  // batch; a program with no collective at all, laid out over the mesh).
+  explicit Folder(const FoldInput& in, std::vector<std::string> more = {})
+      : in_(in), seq_(*in.seq), dist_(*in.dist), more_(std::move(more)) {}
 
   FoldOutcome run();
 
@@ -524,6 +525,7 @@ class Folder {
   std::vector<Fact> combine2(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& pri,
                              const std::vector<std::vector<Fact>>& secs, double f1, double f2);
   bool nestedOk(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& outs);
+  bool reshapeReadingsAgree(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& outs);
   // A dim split by two groups or more (nested-splits).
   bool isNested(const Fact& f) const {
     std::vector<int64_t> dims;
@@ -578,7 +580,7 @@ class Folder {
   const FoldInput& in_;
   const ir::Graph& seq_;
   const ir::Program& dist_;
-  std::string second_;
+  std::vector<std::string> more_;
   const ir::Graph* g_ = nullptr;  // the folded rank graph (the group's first member's)
   std::vector<int64_t> members_;
   int64_t n_ = 1;
@@ -1575,14 +1577,18 @@ std::optional<Fact> Folder::sliceByRank(const ir::Node& n, const Fact& x) {
   Fact f{Lay::Split, *axis, x.v};
   f.inner = inner;
   if (!(globalOf(out, f) == whole)) return std::nullopt;
-  // The layouts over a second group and over the copies are about the
+  // The layouts over the other groups and over the copies are about the
   // value each member slices (its pieces along the axis make it whole
-  // again): they carry over, unless they cut the axis too.
-  if (x.moreSplit(*axis) || (x.lay3 == Lay::Split && x.dim3 == *axis) ||
-      !use("slice-by-rank"))
+  // again): they carry over. Another group's split of the axis holds the
+  // member's value as its piece; the slices cut that piece, nested inside
+  // it as the first group's pieces always are (sequence parallel's chunk
+  // of a context parallel chunk). The copies' split of the axis is not
+  // read so.
+  if ((x.lay3 == Lay::Split && x.dim3 == *axis) || (inner > 1 && x.moreSplit(*axis)) || !use("slice-by-rank"))
     return std::nullopt;
   f.layB = x.layB, f.dimB = x.dimB;
   f.copiesAs(x);
+  if (!nestedAllowed(f)) return std::nullopt;
   return f;
 }
 
@@ -1980,22 +1986,51 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
     f.moreRepAll();
     f.whole();
   }
-  std::vector<std::vector<Fact>> sec(nB_.size());
-  double f2 = 1.0;
-  for (size_t k = 0; k < nB_.size() && twoD_; ++k) {
+  // Each other group's layouts of the results, with its factor: every
+  // reading its rules see (a reshape adding unit dims around the split
+  // one), tried below with the first group's.
+  struct Reading {
+    std::vector<Fact> outs;
+    double factor = 1.0;
+  };
+  std::vector<std::vector<Reading>> secAlt(twoD_ ? nB_.size() : 0);
+  for (size_t k = 0; k < secAlt.size(); ++k) {
     sin.clear();
     for (const auto& f : in) sin.push_back(secondaryView(f, k));
-    decideOnly_ = true;
     swapB(k);
-    decidedFactor_ = 1.0;
-    pick_ = 0;
-    sec[k] = rules(n, sin);
-    auto prod = exactTimes(f2, decidedFactor_);
+    for (size_t pick = 0;; ++pick) {
+      decideOnly_ = true;
+      decidedFactor_ = 1.0;
+      pick_ = pick;
+      picks_ = 1;
+      Reading r{rules(n, sin), decidedFactor_};
+      size_t picks = picks_;
+      pick_ = 0;
+      decideOnly_ = false;
+      secAlt[k].push_back(std::move(r));
+      if (pick + 1 >= picks) break;
+    }
     swapB(k);
-    decideOnly_ = false;
-    if (!prod) return {};
-    f2 = *prod;
   }
+  // The readings of every group, in order: the first reading of each is
+  // tried first, as before.
+  size_t secCombos = 1;
+  for (const auto& alts : secAlt) secCombos *= alts.size();
+  std::vector<std::vector<Fact>> sec(nB_.size());
+  double f2 = 1.0, fMb = 1.0;  // fMb: the micro-batch copies' factor, decided below
+  auto chooseSec = [&](size_t combo) {
+    f2 = fMb;
+    for (size_t k = 0; k < secAlt.size(); ++k) {
+      const Reading& r = secAlt[k][combo % secAlt[k].size()];
+      combo /= secAlt[k].size();
+      sec[k] = r.outs;
+      auto prod = exactTimes(f2, r.factor);
+      if (!prod) return false;
+      f2 = *prod;
+    }
+    return true;
+  };
+  if (!chooseSec(0)) return {};
   // The layout over micro-batch copies, decided the same way: the split
   // operands are pieces of one count and index, the summed ones terms of
   // one count and set.
@@ -2032,7 +2067,7 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
       if (o.lay == Lay::Split && (!o.plain() || o.innerDim >= 0 || idx < 0)) return {};
       if (o.lay == Lay::Sum && !terms && idx < 0) return {};
     }
-    f2 *= decidedFactor_;
+    fMb = decidedFactor_;
     mbCount_ = cnt, mbIndex_ = idx;
     mbTerms_ = terms ? *terms : std::vector<bool>(size_t(cnt), false);
     if (!terms) mbTerms_[size_t(idx)] = true;
@@ -2045,21 +2080,30 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
   // n times the size where S computes that (a KV head held by every rank of
   // the group, expanded to each rank's query heads), else replicated.
   if (n.op == OpKind::Expand && n.inputs.size() == 1 && pin[0].lay == Lay::Rep) {
-    std::vector<Fact> rep = combine2(n, in, {Fact{Lay::Rep, 0, {}}}, sec, 1.0, f2);
-    if (!rep.empty() && sComputes(rep) && rep[0].v.node != in[0].v.node) return mbDecided_ = nullptr, rep;
+    std::vector<Fact> rep;
+    for (size_t combo = 0; combo < secCombos; ++combo) {
+      if (!chooseSec(combo)) continue;
+      std::vector<Fact> r = combine2(n, in, {Fact{Lay::Rep, 0, {}}}, sec, 1.0, f2);
+      if (!r.empty() && sComputes(r) && r[0].v.node != in[0].v.node) return mbDecided_ = nullptr, r;
+      if (rep.empty()) rep = std::move(r);
+    }
     const TensorType& si = g_->value(n.inputs[0]).type;
     const int64_t R = int64_t(g_->value(n.outputs[0]).type.shape.size()), inRank = int64_t(si.shape.size());
     for (int64_t o = 0; o < R && use("expand-of-replicated"); ++o) {
       int64_t at = o - (R - inRank);
       if (at >= 0 && si.shape[size_t(at)] != Dim(1)) continue;
-      std::vector<Fact> piece = combine2(n, in, {Fact{Lay::Split, o, {}}}, sec, 1.0, f2);
-      if (!piece.empty() && sComputes(piece)) return mbDecided_ = nullptr, piece;
+      for (size_t combo = 0; combo < secCombos; ++combo) {
+        if (!chooseSec(combo)) continue;
+        std::vector<Fact> piece = combine2(n, in, {Fact{Lay::Split, o, {}}}, sec, 1.0, f2);
+        if (!piece.empty() && sComputes(piece)) return mbDecided_ = nullptr, piece;
+      }
     }
     if (!rep.empty()) return mbDecided_ = nullptr, rep;
   }
-  // Where the first group's rules see several true layouts (an expand of KV
-  // heads held by runs of ranks), the one S computes is kept (as splitRule
-  // does with one group).
+  // Where the groups' rules see several true layouts (an expand of KV heads
+  // held by runs of ranks; a reshape adding unit dims next to a dim another
+  // group splits), the one S computes is kept (as splitRule does with one
+  // group); where S computes none, the first readings stand.
   std::vector<Fact> first;
   for (size_t pick = 0;; ++pick) {
     decideOnly_ = true;
@@ -2068,11 +2112,15 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
     picks_ = 1;
     std::vector<Fact> pri = rules(n, pin);
     size_t picks = picks_;
+    double f1 = decidedFactor_;
     pick_ = 0;
     decideOnly_ = false;
-    std::vector<Fact> outs = combine2(n, in, pri, sec, decidedFactor_, f2);
-    if (!outs.empty() && (picks == 1 || sComputes(outs))) return mbDecided_ = nullptr, outs;
-    if (first.empty()) first = std::move(outs);
+    for (size_t combo = 0; combo < secCombos; ++combo) {
+      if (!chooseSec(combo)) continue;
+      std::vector<Fact> outs = combine2(n, in, pri, sec, f1, f2);
+      if (!outs.empty() && ((picks == 1 && secCombos == 1) || sComputes(outs))) return mbDecided_ = nullptr, outs;
+      if (first.empty()) first = std::move(outs);
+    }
     if (pick + 1 >= picks) return mbDecided_ = nullptr, first;
   }
 }
@@ -2112,6 +2160,12 @@ std::vector<Fact> Folder::combine2(const ir::Node& n, const std::vector<Fact>& i
       if (m.lay == Lay::Sum) outs[o].cnt3 = mbCount_, outs[o].terms3 = mbTerms_;
     }
   }
+  // Each group's reading of a reshape is true with that group's pieces
+  // alone; where unit dims leave it a choice (a batch dim of 1 on each
+  // rank beside a head dim another group splits), the readings together
+  // must be one reshape of S's shapes: each split dim the leading dim of
+  // its factor group there, its pieces those of the dim it leads to.
+  if (!reshapeReadingsAgree(n, in, outs)) return {};
   auto factor = exactTimes(f1, f2);
   if (!factor) return {};
   outs = finalize(n, in, std::move(outs), *factor);
@@ -2138,6 +2192,26 @@ std::vector<Fact> Folder::combine2(const ir::Node& n, const std::vector<Fact>& i
                                     opKey(n.op, n.attrs, inRank, int(o), kids),
                                 g_->value(n.outputs[o]).type);
   return outs;
+}
+
+bool Folder::reshapeReadingsAgree(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& outs) {
+  if (!reshapeLike(n.op) || in.size() != 1 || outs.size() != 1) return true;
+  const Shape gi = globalOf(g_->value(n.inputs[0]).type, in[0]).shape;
+  const Shape go = globalOf(g_->value(n.outputs[0]).type, outs[0]).shape;
+  auto leadsTo = [&](Lay li, int64_t di, Lay lo, int64_t dout) {
+    if (li != Lay::Split) return true;  // a replicated or summed operand: no dim to follow
+    if (lo != Lay::Split) return false;
+    auto dims = reshapeSplitDims(gi, go, di);
+    return std::find(dims.begin(), dims.end(), dout) != dims.end();
+  };
+  // The first group's blocked and two-level splits are read by their own
+  // rules (blockedReshape, runs); the other groups' splits are plain.
+  if (in[0].plain() && outs[0].plain() && in[0].innerDim < 0 && outs[0].innerDim < 0 &&
+      !leadsTo(in[0].lay, in[0].dim, outs[0].lay, outs[0].dim))
+    return false;
+  for (size_t k = 0; k < nB_.size(); ++k)
+    if (!leadsTo(in[0].layB[k], in[0].dimB[k], outs[0].layB[k], outs[0].dimB[k])) return false;
+  return leadsTo(in[0].lay3, in[0].dim3, outs[0].lay3, outs[0].dim3);
 }
 
 // Facts naming a dim split by two groups or more (their pieces nested in
@@ -2831,10 +2905,12 @@ FoldOutcome Folder::run() {
     bool solo = part.ok() && std::all_of(part->begin(), part->end(), [](const auto& p) { return p.size() == 1; });
     it = solo ? groups.erase(it) : std::next(it);
   }
-  if (!second_.empty()) {
-    if (groups.empty() || groups.size() > kMaxMoreGroups || groups.count(second_))
-      return res.why = "no group to add", res;
-    groups.insert(second_);
+  if (!more_.empty()) {
+    if (groups.size() + more_.size() < 2) return res.why = "no group to add", res;
+    for (const auto& m : more_) {
+      if (groups.count(m)) return res.why = "no group to add", res;
+      groups.insert(m);
+    }
   }
   if (groups.size() > kMaxMoreGroups + 1)
     return res.why = "collectives over more than " + std::to_string(kMaxMoreGroups + 1) + " groups", res;
@@ -3310,12 +3386,23 @@ FoldOutcome verifyFolded(const FoldInput& in) {
   // out over without a collective (forward data parallel: each dp replica
   // holds its batch): fold over both. Trying is sound: folding says
   // verified only when every output is matched.
+  // Each other axis alone, then all of them (a program with no collective
+  // at all, its inputs laid out over every axis).
   std::optional<FoldOutcome> mismatch;
   bool needsRanks = one.needsRanks;
+  std::vector<std::vector<std::string>> tries;
+  std::vector<std::string> others;
   for (const auto& a : in.dist->mesh().axes) {
     if (a.size < 2 || a.name == one.group) continue;
-    FoldOutcome two = Folder(in, a.name).run();
-    spdlog::debug("rank folding: with group {} as well: {}", a.name, two.verified ? "verified" : two.why);
+    tries.push_back({a.name});
+    others.push_back(a.name);
+  }
+  if (others.size() >= 2 && others.size() <= kMaxMoreGroups + 1) tries.push_back(others);
+  for (const auto& more : tries) {
+    std::string names;
+    for (const auto& m : more) names += (names.empty() ? "" : ", ") + m;
+    FoldOutcome two = Folder(in, more).run();
+    spdlog::debug("rank folding: with group {} as well: {}", names, two.verified ? "verified" : two.why);
     if (two.verified) return two;
     needsRanks = needsRanks || two.needsRanks;
     if (two.layoutMismatch && !one.layoutMismatch && !mismatch) mismatch = std::move(two);

@@ -1680,3 +1680,104 @@ TEST(Fold3D, FourGroupsFold) {
 
 }  // namespace
 }  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
+// dp x tp ranks, each holding x's batch row of its dp position and hidden
+// columns of its tp position ([s, 1, H/tp]), reshaped to heads: with a
+// batch of 1 on each rank, each group alone could read the reshape two
+// ways (its pieces on the unit batch dim or on the heads); only one pair
+// of readings is a reshape of S's shapes. The output relation saying the
+// groups' pieces the other way round (tp's on the batch, dp's on the
+// heads) has S's shape and is false: never verified.
+Case headsOfBatchRows(int64_t dp, int64_t tp, bool swapped) {
+  auto S = [](int64_t v) { return std::to_string(v); };
+  const int64_t s = 4, d = 2, hl = 2, H = hl * d * tp;  // hl heads of d a rank
+  Case c;
+  c.seq = "graph s {\n  input %x: f32[" + S(s) + ", " + S(dp) + ", " + S(H) + "]\n" +
+          "  %y: f32[" + S(s) + ", " + S(dp) + ", " + S(hl * tp) + ", " + S(d) + "] = reshape(%x) {shape = [" + S(s) +
+          ", " + S(dp) + ", " + S(hl * tp) + ", " + S(d) + "]}\n" +
+          "  %o: f32[" + S(s) + ", " + S(dp) + ", " + S(hl * tp) + ", " + S(d) + "] = tanh(%y)\n  output %o\n}\n";
+  c.dist = "program d {\n  world " + S(dp * tp) + "\n  mesh [dp = " + S(dp) + ", tp = " + S(tp) + "]\n  rank 0.." +
+           S(dp * tp - 1) + " {\n    input %x: f32[" + S(s) + ", 1, " + S(H / tp) + "]\n" +
+           "    %y: f32[" + S(s) + ", 1, " + S(hl) + ", " + S(d) + "] = reshape(%x) {shape = [" + S(s) + ", 1, " + S(hl) +
+           ", " + S(d) + "]}\n    %o: f32[" + S(s) + ", 1, " + S(hl) + ", " + S(d) + "] = tanh(%y)\n    output %o\n  }\n}\n";
+  c.rel = "for r in 0.." + S(dp * tp - 1) + ": dist[r].x = slice(slice(seq.x, dim=1, start=idx(r,dp), end=idx(r,dp)+1), dim=2, start=idx(r,tp)*" +
+          S(H / tp) + ", end=(idx(r,tp)+1)*" + S(H / tp) + ")\n";
+  // outer over the group whose pieces lie on `outerDim`
+  auto nest = [&](int64_t outerDim, int64_t innerDim, bool dpOuter) {
+    std::string e = "concat(dim=" + S(outerDim);
+    int64_t no = dpOuter ? dp : tp, ni = dpOuter ? tp : dp;
+    for (int64_t a = 0; a < no; ++a) {
+      e += ", concat(dim=" + S(innerDim);
+      for (int64_t b = 0; b < ni; ++b) e += ", dist[" + S(dpOuter ? a * tp + b : b * tp + a) + "].o";
+      e += ")";
+    }
+    return e + ")";
+  };
+  c.rel += "expect seq.o = " + (swapped ? nest(2, 1, true) : nest(1, 2, true)) + "\n";
+  return c;
+}
+
+TEST(Fold2D, ReshapeReadingsOfTheGroupsMustAgreeInS) {
+  for (auto [dp, tp] : {std::pair<int64_t, int64_t>{2, 2}, {2, 4}, {4, 2}}) {
+    SCOPED_TRACE(std::to_string(dp) + " x " + std::to_string(tp));
+    auto rep = check(headsOfBatchRows(dp, tp, false));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep));
+    if (dp != tp) continue;  // the swapped relation needs equal pieces to have S's shape
+    auto twin = check(headsOfBatchRows(dp, tp, true));
+    EXPECT_NE(twin.verdict, Verdict::Verified) << why(twin);
+  }
+}
+
+// A value replicated over tp and split over cp (the routed tokens of a
+// context parallel chunk), unsqueezed and expanded to every expert: the
+// unsqueeze's unit dim leaves cp two readings, and the one S computes is
+// kept. Sequence parallel inside the chunk: each tp rank then slices its
+// piece of the chunk (the backward of the gather), nested inside cp's.
+Case expertsOfChunks(int64_t cp, int64_t tp, bool wrongPiece) {
+  auto S = [](int64_t v) { return std::to_string(v); };
+  const int64_t s = 4 * tp * cp, h = 8, E = 3, c = s / cp, p = c / tp;
+  Case k;
+  k.seq = "graph s {\n  input %x: f32[" + S(s) + ", " + S(h) + "]\n  param %w: f32[" + S(E) + ", " + S(h) + ", " + S(h) + "]\n" +
+          "  %x1: f32[1, " + S(s) + ", " + S(h) + "] = unsqueeze(%x) {axes = [0]}\n" +
+          "  %xe: f32[" + S(E) + ", " + S(s) + ", " + S(h) + "] = expand(%x1) {shape = [" + S(E) + ", " + S(s) + ", " + S(h) + "]}\n" +
+          "  %ye: f32[" + S(E) + ", " + S(s) + ", " + S(h) + "] = matmul(%xe, %w)\n" +
+          "  %y: f32[" + S(s) + ", " + S(h) + "] = reduce_sum(%ye) {axes = [0], keepdims = 0}\n  %t: f32[" + S(s) + ", " +
+          S(h) + "] = tanh(%y)\n  output %t\n}\n";
+  k.dist = "program d {\n  world " + S(cp * tp) + "\n  mesh [cp = " + S(cp) + ", tp = " + S(tp) + "]\n";
+  for (int64_t r = 0; r < cp * tp; ++r) {
+    int64_t at = r % tp;
+    if (wrongPiece && r == 0) at = 1;
+    k.dist += "  rank " + S(r) + " {\n    input %x: f32[" + S(c) + ", " + S(h) + "]\n    param %w: f32[" + S(E) + ", " + S(h) + ", " + S(h) + "]\n" +
+              "    %x1: f32[1, " + S(c) + ", " + S(h) + "] = unsqueeze(%x) {axes = [0]}\n" +
+              "    %xe: f32[" + S(E) + ", " + S(c) + ", " + S(h) + "] = expand(%x1) {shape = [" + S(E) + ", " + S(c) + ", " + S(h) + "]}\n" +
+              "    %ye: f32[" + S(E) + ", " + S(c) + ", " + S(h) + "] = matmul(%xe, %w)\n" +
+              "    %y: f32[" + S(c) + ", " + S(h) + "] = reduce_sum(%ye) {axes = [0], keepdims = 0}\n" +
+              "    %yp: f32[" + S(p) + ", " + S(h) + "] = slice(%y) {starts = [" + S(at * p) + "], ends = [" + S(at * p + p) + "], axes = [0]}\n" +
+              "    %t: f32[" + S(p) + ", " + S(h) + "] = tanh(%yp)\n    output %t\n  }\n";
+  }
+  k.dist += "}\n";
+  k.rel = "for r in 0.." + S(cp * tp - 1) + ": dist[r].x = slice(seq.x, dim=0, start=idx(r,cp)*" + S(c) + ", end=(idx(r,cp)+1)*" +
+          S(c) + ")\ndist[*].w = seq.w\nexpect seq.t = concat(dim=0";
+  for (int64_t r = 0; r < cp * tp; ++r) k.rel += ", dist[" + S(r) + "].t";
+  k.rel += ")\n";
+  return k;
+}
+
+TEST(Fold2D, ExpandOfAChunkAndSlicesInsideIt) {
+  for (auto [cp, tp] : {std::pair<int64_t, int64_t>{2, 2}, {2, 4}, {4, 2}}) {
+    SCOPED_TRACE(std::to_string(cp) + " x " + std::to_string(tp));
+    auto rep = check(expertsOfChunks(cp, tp, false));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep));
+    EXPECT_TRUE(mentions(rep, "slice-by-rank"));
+    auto twin = check(expertsOfChunks(cp, tp, true));
+    EXPECT_EQ(twin.verdict, Verdict::Refuted) << why(twin);
+  }
+}
+
+}  // namespace
+}  // namespace sp::rewrite
