@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "ir/npy.h"
@@ -162,20 +164,42 @@ TEST(CaptureLoss, AnotherReductionIsNotVerified) {
   EXPECT_NE(parse(r)["verdict"], "verified") << r.out;
 }
 
-// Pinned: Megatron's cross entropy written with [N] statistics and a row
-// pick (sh[arange(N), t], the probe's form) imports but the verifier stops
-// at S's cross_entropy: no lemma rebuilds it from the squeezed form (the
-// [N, 1] form, vocab_ce_tp3, verifies). The witness finds no divergence.
-TEST(CaptureLoss, RowPickVocabCrossEntropyIsInconclusive) {
+// Megatron's cross entropy written with [N] statistics and a row pick
+// (predicted_logits_1d = logits_2d[arange_1d, target_1d]; sums without
+// keepdim; the row max unsqueezed to shift), as its own code and torch.fx
+// write it: verified (lemma cross-entropy-as-shifted-logsumexp-rows). Its
+// twins are refuted at the loss: the picked logits not summed over the
+// vocab shards (each rank's own pick, zero where another rank owns the
+// target), and the exponentials' sums not summed.
+TEST(CaptureLoss, RowPickVocabCrossEntropyVerifies) {
   auto r = verifyLoss("vocab_ce_rowpick_tp3");
-  ASSERT_EQ(r.code, 2) << r.out << r.err;
-  auto j = parse(r);
-  EXPECT_EQ(j["verdict"], "inconclusive") << r.out;
-  EXPECT_EQ(j["failure"]["seq_op"], "cross_entropy 'nll_loss_forward_cross_entropy'") << r.out;
-  EXPECT_NE(j["failure"]["message"].get<std::string>().find(
-                "no relation found between S value 'nll_loss_forward_cross_entropy' and D tensors"),
-            std::string::npos)
-      << r.out;
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(parse(r)["verdict"], "verified") << r.out;
+  for (auto [what, from] : {std::pair<const char*, const char*>{"pick", "all_reduce.default(masked_fill_1, 'sum', '1')"},
+                            {"sum", "all_reduce.default(sum_1, 'sum', '1')"}}) {
+    SCOPED_TRACE(what);
+    auto dir = tempDir(std::string("capture-loss-rowpick-") + what);
+    fs::copy(lossFixture("vocab_ce_rowpick_tp3"), dir, fs::copy_options::recursive);
+    for (const auto& e : fs::directory_iterator(dir / "dist")) {
+      std::ifstream in(e.path());
+      std::stringstream ss;
+      ss << in.rdbuf();
+      std::string text = ss.str();
+      size_t at = text.find(from);
+      ASSERT_NE(at, std::string::npos) << e.path();
+      // the collective's operand passed through unchanged
+      std::string operand = std::string(from).substr(std::string("all_reduce.default(").size());
+      operand = operand.substr(0, operand.find(','));
+      size_t bol = text.rfind("torch.ops._c10d_functional.", at);
+      text.replace(bol, at + std::string(from).size() - bol, "torch.ops.aten.clone.default(" + operand + ")");
+      std::ofstream(e.path()) << text;
+    }
+    auto twin = runCli({"verify", "--seq", (dir / "seq.py").string(), "--dist", (dir / "dist").string(), "--mesh",
+                        (dir / "mesh.txt").string(), "--infer-relations", "--format", "json"});
+    fs::remove_all(dir);
+    ASSERT_EQ(twin.code, 1) << twin.out << twin.err;
+    EXPECT_EQ(parse(twin)["verdict"], "refuted") << twin.out;
+  }
 }
 
 }  // namespace
