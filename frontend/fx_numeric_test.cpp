@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "frontend/fx_import.h"
 #include "frontend/fx_test_util.h"
@@ -369,6 +371,82 @@ TEST(FxCorpus, MegatronTensorParallel) {
   const ir::Node& slice = r1.node(r1.value(*r1.findValue("slice_4")).producer);
   EXPECT_EQ(attrInts(slice.attrs, "starts"), (std::vector<int64_t>{768}));
   EXPECT_EQ(slice.loc.file, "/opt/tiger/Megatron-LM/megatron/core/tensor_parallel/mappings.py");
+}
+
+}  // namespace
+}  // namespace sp::frontend
+
+namespace sp::frontend {
+namespace {
+
+// Fused scaled-dot-product attention (tests/fixtures/capture/sdpa_*, made by
+// tests/fixtures/make_sdpa_fixtures.py): the imported attention equals
+// softmax(q kᵀ · scale (+ bias | causal mask)) v computed here from the
+// imported q, k and v, for the CPU flash kernel (and its log-sum-exp
+// output), the public op with is_causal, and the efficient kernel with a
+// float bias and an explicit scale.
+TEST(FxSdpa, FusedAttentionMatchesTheReference) {
+  struct Case {
+    const char* dir;
+    bool causal, bias;
+    double scale;
+  };
+  for (Case c : {Case{"sdpa_cpu_tp2", false, false, 0.5}, Case{"sdpa_causal_tp2", true, false, 0.5},
+                 Case{"sdpa_scaled_tp2", false, true, 0.25}}) {
+    SCOPED_TRACE(c.dir);
+    auto g = importFxGraph(std::string(SP_SOURCE_DIR) + "/tests/fixtures/capture/" + c.dir + "/seq.py", {});
+    ASSERT_TRUE(g.ok()) << g.error().str();
+    ir::RunOptions opts;
+    opts.seed = 7;
+    auto all = ir::runGraphAll(*g, {}, opts);
+    ASSERT_TRUE(all.ok()) << all.error().str();
+    auto at = [&](const std::string& n) {
+      auto id = g->findValue(n);
+      EXPECT_TRUE(id.has_value()) << n;
+      return id ? values((*all)[size_t(*id)]) : std::vector<double>{};
+    };
+    auto q = at("transpose"), k = at("transpose_1"), v = at("transpose_2"), o = at("_unsafe_view_4");
+    std::vector<double> bias = c.bias ? at("bias") : std::vector<double>{};
+    const int B = 2, H = 4, L = 3, D = 4;
+    std::vector<double> want(o.size()), lse(size_t(B * H * L));
+    for (int bh = 0; bh < B * H; ++bh)
+      for (int i = 0; i < L; ++i) {
+        std::vector<double> s(L);
+        double m = -INFINITY;
+        for (int j = 0; j < L; ++j) {
+          double dot = 0;
+          for (int d = 0; d < D; ++d) dot += q[size_t((bh * L + i) * D + d)] * k[size_t((bh * L + j) * D + d)];
+          s[size_t(j)] = dot * c.scale + (c.bias ? bias[size_t(i * L + j)] : 0.0);
+          if (c.causal && j > i) s[size_t(j)] = -INFINITY;
+          m = std::max(m, s[size_t(j)]);
+        }
+        double z = 0;
+        for (double& x : s) z += (x = std::exp(x - m));
+        lse[size_t(bh * L + i)] = std::log(z) + m;
+        for (int d = 0; d < D; ++d) {
+          double acc = 0;
+          for (int j = 0; j < L; ++j) acc += s[size_t(j)] / z * v[size_t((bh * L + j) * D + d)];
+          want[size_t((bh * L + i) * D + d)] = acc;
+        }
+      }
+    expectNear(o, want, 1e-5, c.dir);
+    if (std::string(c.dir) == "sdpa_cpu_tp2") expectNear(at("_lse"), lse, 1e-5, "logsumexp");
+  }
+}
+
+// Attention dropout draws a mask the capture does not show: refused, naming it.
+TEST(FxSdpa, DropoutIsRefused) {
+  std::string dir = std::string(SP_SOURCE_DIR) + "/tests/fixtures/capture/sdpa_causal_tp2/seq.py";
+  std::ifstream in(dir);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  size_t at = text.find("None, 0.0, True)");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 16, "None, 0.1, True)");
+  auto g = importFxText(text, "sdpa_dropout.py", {});
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error().message.find("attention dropout (dropout_p = 0.1"), std::string::npos) << g.error().str();
 }
 
 }  // namespace

@@ -74,6 +74,7 @@ Status mapSoftmax(Emitter&);
 Status mapMatMul(Emitter&);
 Status mapAddMM(Emitter&);
 Status mapLinear(Emitter&);
+Status mapSdpa(Emitter&);
 Status mapLayerNorm(Emitter&);
 Status mapDropout(Emitter&);
 Status mapFactory(Emitter&);

@@ -1,5 +1,7 @@
 // Linear algebra, normalization, dropout, factories and collectives.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "frontend/fx_ops.h"
 
@@ -246,6 +248,138 @@ Status mapCollective(Emitter& e) {
   if (root < 0) return e.error("fx-group", "broadcast source rank " + std::to_string(src) +
                                                " is not in group '" + group + "'");
   return e.out(0, OpKind::Broadcast, {x}, {{"group", group}, {"root", root}});
+}
+
+}  // namespace sp::frontend::fx
+
+namespace sp::frontend::fx {
+
+// Scaled dot-product attention, in the four spellings captures show:
+//   scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0,
+//     is_causal=False, *, scale=None, enable_gqa=False) -> out
+//   _scaled_dot_product_flash_attention_for_cpu(q, k, v, dropout_p=0.0,
+//     is_causal=False, *, attn_mask=None, scale=None) -> (out, logsumexp)
+//   _scaled_dot_product_efficient_attention(q, k, v, attn_bias,
+//     compute_log_sumexp, dropout_p=0.0, is_causal=False, *, scale=None)
+//     -> (out, log_sumexp, philox_seed, philox_offset)
+//   _scaled_dot_product_flash_attention(q, k, v, dropout_p=0.0,
+//     is_causal=False, return_debug_mask=False, *, scale=None)
+//     -> (out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, philox_seed,
+//         philox_offset, debug_attn_mask)
+// as torch's math reference computes it: s = q kᵀ · scale (default
+// 1/sqrt(E)); a boolean mask keeps where true (-inf elsewhere), a float one
+// is added; is_causal keeps column j <= row i (torch's tril of ones(L, S));
+// softmax over the keys; times v. enable_gqa repeats each KV head for its
+// query heads (repeat_interleave on dim -3). The log-sum-exp output is
+// log Σ exp(s) per query row. Dropout (p > 0), the random seeds and the
+// varlen outputs are rejected: they are not this computation.
+Status mapSdpa(Emitter& e) {
+  const std::string base = e.op.substr(0, e.op.rfind('.'));
+  const bool plain = base == "aten.scaled_dot_product_attention";
+  const bool cpuFlash = base == "aten._scaled_dot_product_flash_attention_for_cpu";
+  const bool efficient = base == "aten._scaled_dot_product_efficient_attention";
+  SP_ASSIGN(TRef q, e.tensor(0, "query"));
+  SP_ASSIGN(TRef k, e.tensor(1, "key"));
+  SP_ASSIGN(TRef v, e.tensor(2, "value"));
+  std::optional<TRef> mask;
+  double dropout = 0;
+  bool causal = false, gqa = false;
+  if (plain) {
+    SP_ASSIGN(mask, e.optTensor(3, "attn_mask"));
+    SP_ASSIGN(dropout, e.number(4, "dropout_p", 0.0));
+    SP_ASSIGN(causal, e.boolean(5, "is_causal", false));
+    SP_ASSIGN(gqa, e.boolean(7, "enable_gqa", false));
+  } else if (efficient) {
+    SP_ASSIGN(mask, e.optTensor(3, "attn_bias"));
+    SP_ASSIGN(dropout, e.number(5, "dropout_p", 0.0));
+    SP_ASSIGN(causal, e.boolean(6, "is_causal", false));
+  } else {
+    SP_ASSIGN(dropout, e.number(3, "dropout_p", 0.0));
+    SP_ASSIGN(causal, e.boolean(4, "is_causal", false));
+    if (cpuFlash) { SP_ASSIGN(mask, e.optTensor(5, "attn_mask")); }
+  }
+  std::optional<double> scale;
+  const size_t scaleAt = plain ? 6 : cpuFlash ? 6 : efficient ? 7 : 6;
+  if (e.has(scaleAt, "scale")) {
+    const Expr* s = e.arg(scaleAt, "scale");
+    if (s->kind != Expr::Kind::None) { SP_ASSIGN(scale, e.number(scaleAt, "scale")); }
+  }
+  if (dropout != 0.0)
+    return e.error("fx-arg", "attention dropout (dropout_p = " + std::to_string(dropout) +
+                                 ") draws a random mask the capture does not show: capture with dropout off");
+  for (size_t o = 2; o < e.outNames.size(); ++o)
+    if (e.wanted(o))
+      return e.error("fx-unsupported-op", "output " + std::to_string(o) + " of " + e.op +
+                                              " (random seeds, varlen offsets or the debug mask) is not computed");
+  if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank())
+    return e.error("fx-arg", "query, key and value must have one rank >= 2, got " + q.type.str() + ", " +
+                                 k.type.str() + ", " + v.type.str());
+  const int64_t R = q.rank();
+  const ir::Dim E = q.type.shape.back(), L = q.type.shape[size_t(R - 2)], S = k.type.shape[size_t(R - 2)];
+  if (!E.isConcrete() || !L.isConcrete() || !S.isConcrete())
+    return e.error("fx-arg", "attention over symbolic sizes (" + q.type.str() + ", " + k.type.str() + ")");
+  // GQA: each KV head repeated for the query heads it serves.
+  auto repeatHeads = [&](const TRef& x) -> Result<TRef> {
+    if (!gqa || R < 3 || x.type.shape[size_t(R - 3)] == q.type.shape[size_t(R - 3)]) return x;
+    const ir::Dim hq = q.type.shape[size_t(R - 3)], hk = x.type.shape[size_t(R - 3)];
+    if (!hq.isConcrete() || !hk.isConcrete() || hq.value() % hk.value())
+      return e.error("fx-arg", "enable_gqa: query heads " + hq.str() + " not a multiple of key heads " + hk.str());
+    TRef u = e.unsqueeze(x, {R - 2});
+    ir::Shape es = u.type.shape;
+    es[size_t(R - 2)] = ir::Dim(hq.value() / hk.value());
+    ir::Shape rs = x.type.shape;
+    rs[size_t(R - 3)] = hq;
+    return e.reshape(e.expand(u, es), rs);
+  };
+  SP_ASSIGN(k, repeatHeads(k));
+  SP_ASSIGN(v, repeatHeads(v));
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < R; ++d) perm.push_back(d);
+  std::swap(perm[size_t(R - 1)], perm[size_t(R - 2)]);
+  ir::Shape kts = k.type.shape;
+  std::swap(kts[size_t(R - 1)], kts[size_t(R - 2)]);
+  TRef kt = e.emit(OpKind::Transpose, {k}, {{"perm", perm}}, TensorType{k.dtype(), kts}, "kt");
+  ir::Shape ss = q.type.shape;
+  ss.back() = S;
+  TRef s0 = e.emit(OpKind::MatMul, {q, kt}, {}, TensorType{q.dtype(), ss}, "scores");
+  TRef s = e.binary(OpKind::Mul, s0, e.constant(q.dtype(), scale ? *scale : 1.0 / std::sqrt(double(E.value()))));
+  const double ninf = -std::numeric_limits<double>::infinity();
+  if (causal) {
+    auto idx = [&](int64_t n, ir::Shape shape) {
+      TRef r = e.emit(OpKind::Range, {},
+                      {{"start", int64_t(0)}, {"limit", n}, {"delta", int64_t(1)}, {"dtype", DType::I64}},
+                      TensorType{DType::I64, {ir::Dim(n)}}, "pos");
+      return e.reshape(r, shape);
+    };
+    TRef row = idx(L.value(), {L, ir::Dim(1)}), col = idx(S.value(), {ir::Dim(1), S});
+    TRef keep = e.emit(OpKind::Ge, {row, col}, {}, TensorType{DType::Bool, {L, S}}, "causal");
+    s = e.emit(OpKind::Where, {keep, s, e.constant(s.dtype(), ninf)}, {}, s.type, "causal_mask");
+  }
+  if (mask) {
+    if (mask->dtype() == DType::Bool)
+      s = e.emit(OpKind::Where, {*mask, s, e.constant(s.dtype(), ninf)}, {}, s.type, "mask");
+    else
+      s = e.binary(OpKind::Add, s, e.cast(*mask, s.dtype()));
+    if (!(s.type.shape == ss)) return e.error("fx-arg", "attn_mask " + mask->type.str() + " does not broadcast to the scores");
+  }
+  TRef p = e.emit(OpKind::Softmax, {s}, {{"axis", R - 1}}, s.type, "probs");
+  if (e.wanted(0)) {
+    ir::Shape os = q.type.shape;
+    os.back() = v.type.shape.back();
+    SP_TRY(e.bind(0, OpKind::MatMul, {p, v}, {}, TensorType{q.dtype(), os}));
+  }
+  if (e.wanted(1)) {
+    // log Σ exp(s) per query row, in the declared dtype (f32), [..., L]
+    SP_ASSIGN(TensorType lt, e.outType(1));
+    TRef sf = e.cast(s, lt.dtype);
+    TRef m = e.reduce(OpKind::ReduceMax, sf, {R - 1}, true);
+    TRef z = e.reduce(OpKind::ReduceSum, e.unary(OpKind::Exp, e.binary(OpKind::Sub, sf, m)), {R - 1}, true);
+    TRef lse = e.binary(OpKind::Add, e.unary(OpKind::Log, z), m);
+    ir::Shape ls = q.type.shape;
+    ls.pop_back();
+    SP_TRY(e.bind(1, OpKind::Reshape, {lse}, {{"shape", ls}}, TensorType{lt.dtype, ls}));
+  }
+  return okStatus();
 }
 
 }  // namespace sp::frontend::fx

@@ -166,6 +166,29 @@ bool havePythonTorch() {
 // Both verify with inferred relations (runs_tp8 folded; ri_tp6, batch 2,
 // per rank: a run-split merged with the batch dim is not folded yet); their
 // twins are refuted.
+// Fused attention (torch 2.x captures: F.scaled_dot_product_attention as
+// aten.scaled_dot_product_attention, or the CPU flash / efficient kernels
+// with their log-sum-exp; tests/fixtures/make_sdpa_fixtures.py): the
+// attention block at TP 2 over heads verifies with inferred relations,
+// folded, and the twin whose ranks drop the causal mask S applies is
+// refuted at the mask.
+TEST(CaptureSdpa, FusedAttentionVerifiesAndTheUnmaskedTwinIsRefuted) {
+  for (const char* name : {"sdpa_cpu_tp2", "sdpa_causal_tp2", "sdpa_scaled_tp2"}) {
+    SCOPED_TRACE(name);
+    std::string dir = fixture(name);
+    auto r = verifyCapture(dir, dir + "/dist");
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["verdict"], "verified") << r.out;
+    EXPECT_NE(r.out.find("ranks folded"), std::string::npos) << r.out;
+  }
+  std::string twin = fixture("sdpa_causal_tp2_twin");
+  auto t = verifyCapture(twin, twin + "/dist");
+  ASSERT_EQ(t.code, 1) << t.out << t.err;
+  auto j = nlohmann::json::parse(t.out);
+  EXPECT_EQ(j["verdict"], "refuted") << t.out;
+  EXPECT_NE(j["failure"]["seq_op"].get<std::string>().find("causal_mask"), std::string::npos) << t.out;
+}
+
 TEST(CaptureGqa, RepeatedKvHeadsVerifyAndTwinsAreRefuted) {
   for (const char* name : {"ri_tp6", "runs_tp8"}) {
     SCOPED_TRACE(name);
