@@ -451,3 +451,67 @@ TEST(FxSdpa, DropoutIsRefused) {
 
 }  // namespace
 }  // namespace sp::frontend
+
+namespace sp::frontend {
+namespace {
+
+// The fused attention's backward kernels give the gradients of
+// Σ out · g by finite differences: causal with fewer queries than keys and
+// an explicit scale (the CPU flash kernel), and with a float bias (the
+// efficient kernel).
+TEST(FxSdpa, BackwardKernelsMatchFiniteDifferences) {
+  const std::string head =
+      "import torch\n\nclass GraphModule(torch.nn.Module):\n"
+      "    def forward(self, q: \"f32[2, 3, 4, 5]\", k: \"f32[2, 3, 6, 5]\", v: \"f32[2, 3, 6, 5]\", "
+      "g: \"f32[2, 3, 4, 5]\", bias: \"f32[4, 6]\"):\n";
+  const std::string cpu =
+      "        _fw = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True, scale = 0.3)\n"
+      "        out: \"f32[2, 3, 4, 5]\" = _fw[0]\n"
+      "        lse: \"f32[2, 3, 4]\" = _fw[1]\n"
+      "        _bw = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default(g, q, k, v, out, lse, 0.0, True, scale = 0.3)\n";
+  const std::string eff =
+      "        _fw = torch.ops.aten._scaled_dot_product_efficient_attention.default(q, k, v, bias, True)\n"
+      "        out: \"f32[2, 3, 4, 5]\" = _fw[0]\n"
+      "        lse: \"f32[2, 3, 4]\" = _fw[1]\n"
+      "        _bw = torch.ops.aten._scaled_dot_product_efficient_attention_backward.default(g, q, k, v, bias, out, lse, None, None, 0.0, [True, True, True, False])\n";
+  const std::string tail =
+      "        gq: \"f32[2, 3, 4, 5]\" = _bw[0]\n        gk: \"f32[2, 3, 6, 5]\" = _bw[1]\n"
+      "        gv: \"f32[2, 3, 6, 5]\" = _bw[2]\n        return (out, gq, gk, gv)\n";
+  for (const std::string* body : {&cpu, &eff}) {
+    SCOPED_TRACE(body == &cpu ? "cpu flash" : "efficient");
+    auto g = importFxText(head + *body + tail, "sdpa_bw.py", {});
+    ASSERT_TRUE(g.ok()) << g.error().str();
+    ir::TensorMap in{{"q", typed(DType::F32, {2, 3, 4, 5}, noise(120, 1))},
+                     {"k", typed(DType::F32, {2, 3, 6, 5}, noise(180, 2))},
+                     {"v", typed(DType::F32, {2, 3, 6, 5}, noise(180, 3))},
+                     {"g", typed(DType::F32, {2, 3, 4, 5}, noise(120, 4))},
+                     {"bias", typed(DType::F32, {4, 6}, noise(24, 5))}};
+    auto o = ir::runGraph(*g, in);
+    ASSERT_TRUE(o.ok()) << o.error().str();
+    const auto gy = values(in.at("g"));
+    for (auto [param, grad] : {std::pair<const char*, const char*>{"q", "gq"}, {"k", "gk"}, {"v", "gv"}}) {
+      auto xs = values(in.at(param));
+      std::vector<double> fd(xs.size());
+      const double h = 1e-2;
+      for (size_t i = 0; i < xs.size(); ++i) {
+        double sum[2];
+        for (int s = 0; s < 2; ++s) {
+          auto xp = xs;
+          xp[i] += s ? -h : h;
+          ir::TensorMap in2 = in;
+          in2[param] = typed(DType::F32, in.at(param).dims(), xp);
+          auto r = ir::runGraph(*g, in2);
+          ASSERT_TRUE(r.ok());
+          auto y = values(r->at("out"));
+          sum[s] = 0;
+          for (size_t j = 0; j < y.size(); ++j) sum[s] += y[j] * gy[j];
+        }
+        fd[i] = (sum[0] - sum[1]) / (2 * h);
+      }
+      expectNear(values(o->at(grad)), fd, 2e-3, grad);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sp::frontend

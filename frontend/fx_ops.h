@@ -75,6 +75,7 @@ Status mapMatMul(Emitter&);
 Status mapAddMM(Emitter&);
 Status mapLinear(Emitter&);
 Status mapSdpa(Emitter&);
+Status mapSdpaBackward(Emitter&);
 Status mapLayerNorm(Emitter&);
 Status mapDropout(Emitter&);
 Status mapFactory(Emitter&);

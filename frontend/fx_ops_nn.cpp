@@ -273,6 +273,55 @@ namespace sp::frontend::fx {
 // query heads (repeat_interleave on dim -3). The log-sum-exp output is
 // log Σ exp(s) per query row. Dropout (p > 0), the random seeds and the
 // varlen outputs are rejected: they are not this computation.
+namespace {
+
+// The attention's masked, scaled scores s = q kᵀ · scale (+ mask) and their
+// softmax p over the keys (last dim), as torch's math reference computes
+// them; the shared part of the fused kernels and their backward.
+struct Scores {
+  TRef s, p;
+};
+Result<Scores> attentionScores(Emitter& e, const TRef& q, const TRef& k, const std::optional<TRef>& mask,
+                               bool causal, std::optional<double> scale) {
+  const int64_t R = q.rank();
+  const ir::Dim E = q.type.shape.back(), L = q.type.shape[size_t(R - 2)], S = k.type.shape[size_t(R - 2)];
+  if (!E.isConcrete() || !L.isConcrete() || !S.isConcrete())
+    return e.error("fx-arg", "attention over symbolic sizes (" + q.type.str() + ", " + k.type.str() + ")");
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < R; ++d) perm.push_back(d);
+  std::swap(perm[size_t(R - 1)], perm[size_t(R - 2)]);
+  ir::Shape kts = k.type.shape;
+  std::swap(kts[size_t(R - 1)], kts[size_t(R - 2)]);
+  TRef kt = e.emit(OpKind::Transpose, {k}, {{"perm", perm}}, TensorType{k.dtype(), kts}, "kt");
+  ir::Shape ss = q.type.shape;
+  ss.back() = S;
+  TRef s0 = e.emit(OpKind::MatMul, {q, kt}, {}, TensorType{q.dtype(), ss}, "scores");
+  TRef s = e.binary(OpKind::Mul, s0, e.constant(q.dtype(), scale ? *scale : 1.0 / std::sqrt(double(E.value()))));
+  const double ninf = -std::numeric_limits<double>::infinity();
+  if (causal) {
+    auto idx = [&](int64_t n, ir::Shape shape) {
+      TRef r = e.emit(OpKind::Range, {},
+                      {{"start", int64_t(0)}, {"limit", n}, {"delta", int64_t(1)}, {"dtype", DType::I64}},
+                      TensorType{DType::I64, {ir::Dim(n)}}, "pos");
+      return e.reshape(r, shape);
+    };
+    TRef row = idx(L.value(), {L, ir::Dim(1)}), col = idx(S.value(), {ir::Dim(1), S});
+    TRef keep = e.emit(OpKind::Ge, {row, col}, {}, TensorType{DType::Bool, {L, S}}, "causal");
+    s = e.emit(OpKind::Where, {keep, s, e.constant(s.dtype(), ninf)}, {}, s.type, "causal_mask");
+  }
+  if (mask) {
+    if (mask->dtype() == DType::Bool)
+      s = e.emit(OpKind::Where, {*mask, s, e.constant(s.dtype(), ninf)}, {}, s.type, "mask");
+    else
+      s = e.binary(OpKind::Add, s, e.cast(*mask, s.dtype()));
+    if (!(s.type.shape == ss)) return e.error("fx-arg", "attn_mask " + mask->type.str() + " does not broadcast to the scores");
+  }
+  TRef p = e.emit(OpKind::Softmax, {s}, {{"axis", R - 1}}, s.type, "probs");
+  return Scores{s, p};
+}
+
+}  // namespace
+
 Status mapSdpa(Emitter& e) {
   const std::string base = e.op.substr(0, e.op.rfind('.'));
   const bool plain = base == "aten.scaled_dot_product_attention";
@@ -315,9 +364,6 @@ Status mapSdpa(Emitter& e) {
     return e.error("fx-arg", "query, key and value must have one rank >= 2, got " + q.type.str() + ", " +
                                  k.type.str() + ", " + v.type.str());
   const int64_t R = q.rank();
-  const ir::Dim E = q.type.shape.back(), L = q.type.shape[size_t(R - 2)], S = k.type.shape[size_t(R - 2)];
-  if (!E.isConcrete() || !L.isConcrete() || !S.isConcrete())
-    return e.error("fx-arg", "attention over symbolic sizes (" + q.type.str() + ", " + k.type.str() + ")");
   // GQA: each KV head repeated for the query heads it serves.
   auto repeatHeads = [&](const TRef& x) -> Result<TRef> {
     if (!gqa || R < 3 || x.type.shape[size_t(R - 3)] == q.type.shape[size_t(R - 3)]) return x;
@@ -333,36 +379,9 @@ Status mapSdpa(Emitter& e) {
   };
   SP_ASSIGN(k, repeatHeads(k));
   SP_ASSIGN(v, repeatHeads(v));
-  std::vector<int64_t> perm;
-  for (int64_t d = 0; d < R; ++d) perm.push_back(d);
-  std::swap(perm[size_t(R - 1)], perm[size_t(R - 2)]);
-  ir::Shape kts = k.type.shape;
-  std::swap(kts[size_t(R - 1)], kts[size_t(R - 2)]);
-  TRef kt = e.emit(OpKind::Transpose, {k}, {{"perm", perm}}, TensorType{k.dtype(), kts}, "kt");
-  ir::Shape ss = q.type.shape;
-  ss.back() = S;
-  TRef s0 = e.emit(OpKind::MatMul, {q, kt}, {}, TensorType{q.dtype(), ss}, "scores");
-  TRef s = e.binary(OpKind::Mul, s0, e.constant(q.dtype(), scale ? *scale : 1.0 / std::sqrt(double(E.value()))));
-  const double ninf = -std::numeric_limits<double>::infinity();
-  if (causal) {
-    auto idx = [&](int64_t n, ir::Shape shape) {
-      TRef r = e.emit(OpKind::Range, {},
-                      {{"start", int64_t(0)}, {"limit", n}, {"delta", int64_t(1)}, {"dtype", DType::I64}},
-                      TensorType{DType::I64, {ir::Dim(n)}}, "pos");
-      return e.reshape(r, shape);
-    };
-    TRef row = idx(L.value(), {L, ir::Dim(1)}), col = idx(S.value(), {ir::Dim(1), S});
-    TRef keep = e.emit(OpKind::Ge, {row, col}, {}, TensorType{DType::Bool, {L, S}}, "causal");
-    s = e.emit(OpKind::Where, {keep, s, e.constant(s.dtype(), ninf)}, {}, s.type, "causal_mask");
-  }
-  if (mask) {
-    if (mask->dtype() == DType::Bool)
-      s = e.emit(OpKind::Where, {*mask, s, e.constant(s.dtype(), ninf)}, {}, s.type, "mask");
-    else
-      s = e.binary(OpKind::Add, s, e.cast(*mask, s.dtype()));
-    if (!(s.type.shape == ss)) return e.error("fx-arg", "attn_mask " + mask->type.str() + " does not broadcast to the scores");
-  }
-  TRef p = e.emit(OpKind::Softmax, {s}, {{"axis", R - 1}}, s.type, "probs");
+  SP_ASSIGN(Scores sc, attentionScores(e, q, k, mask, causal, scale));
+  const TRef& s = sc.s;
+  const TRef& p = sc.p;
   if (e.wanted(0)) {
     ir::Shape os = q.type.shape;
     os.back() = v.type.shape.back();
@@ -379,6 +398,90 @@ Status mapSdpa(Emitter& e) {
     ls.pop_back();
     SP_TRY(e.bind(1, OpKind::Reshape, {lse}, {{"shape", ls}}, TensorType{lt.dtype, ls}));
   }
+  return okStatus();
+}
+
+// The fused attention kernels' backward (AOTAutograd joint and backward
+// graphs of a model using F.scaled_dot_product_attention):
+//   _scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query,
+//     key, value, out, logsumexp, dropout_p, is_causal, *, attn_mask=None,
+//     scale=None) -> (grad_query, grad_key, grad_value)
+//   _scaled_dot_product_flash_attention_backward(grad_out, query, key,
+//     value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
+//     is_causal, philox_seed, philox_offset, *, scale=None) -> (same)
+//   _scaled_dot_product_efficient_attention_backward(grad_out_, query, key,
+//     value, attn_bias, out, logsumexp, philox_seed, philox_offset,
+//     dropout_p, grad_input_mask, is_causal=False, *, scale=None)
+//     -> (grad_query, grad_key, grad_value, grad_bias)
+// The probabilities p are recomputed from q, k and the mask as the forward
+// computes them (out and logsumexp are the forward's own results, not
+// needed); then dv = pᵀ dO, dp = dO vᵀ, ds = p (dp - Σ_keys dp p),
+// dq = ds k · scale, dk = dsᵀ q · scale. Dropout and the bias's gradient
+// are rejected.
+Status mapSdpaBackward(Emitter& e) {
+  const std::string base = e.op.substr(0, e.op.rfind('.'));
+  const bool cpuFlash = base == "aten._scaled_dot_product_flash_attention_for_cpu_backward";
+  const bool efficient = base == "aten._scaled_dot_product_efficient_attention_backward";
+  SP_ASSIGN(TRef g, e.tensor(0, efficient ? "grad_out_" : "grad_out"));
+  SP_ASSIGN(TRef q, e.tensor(1, "query"));
+  SP_ASSIGN(TRef k, e.tensor(2, "key"));
+  SP_ASSIGN(TRef v, e.tensor(3, "value"));
+  std::optional<TRef> mask;
+  double dropout = 0;
+  bool causal = false;
+  size_t scaleAt = 0;
+  if (cpuFlash) {
+    SP_ASSIGN(dropout, e.number(6, "dropout_p", 0.0));
+    SP_ASSIGN(causal, e.boolean(7, "is_causal", false));
+    SP_ASSIGN(mask, e.optTensor(8, "attn_mask"));
+    scaleAt = 9;
+  } else if (efficient) {
+    SP_ASSIGN(mask, e.optTensor(4, "attn_bias"));
+    SP_ASSIGN(dropout, e.number(9, "dropout_p", 0.0));
+    SP_ASSIGN(causal, e.boolean(11, "is_causal", false));
+    scaleAt = 12;
+  } else {
+    SP_ASSIGN(dropout, e.number(10, "dropout_p", 0.0));
+    SP_ASSIGN(causal, e.boolean(11, "is_causal", false));
+    scaleAt = 14;
+  }
+  std::optional<double> scale;
+  if (const Expr* a = e.arg(scaleAt, "scale"); a && a->kind != Expr::Kind::None) {
+    SP_ASSIGN(scale, e.number(scaleAt, "scale"));
+  }
+  if (dropout != 0.0)
+    return e.error("fx-arg", "attention dropout (dropout_p = " + std::to_string(dropout) +
+                                 ") draws a random mask the capture does not show: capture with dropout off");
+  if (e.wanted(3)) return e.error("fx-unsupported-op", "the attention bias's gradient (output 3 of " + e.op + ")");
+  const int64_t R = q.rank();
+  if (R < 2 || k.rank() != R || v.rank() != R || g.rank() != R || !(k.type.shape == v.type.shape) ||
+      (R >= 3 && k.type.shape[size_t(R - 3)] != q.type.shape[size_t(R - 3)]))
+    return e.error("fx-arg", "attention backward over query " + q.type.str() + ", key " + k.type.str() +
+                                 ", value " + v.type.str() + ": one rank, keys and values alike, as many heads");
+  SP_ASSIGN(Scores sc, attentionScores(e, q, k, mask, causal, scale));
+  const TRef& p = sc.p;
+  const double c = scale ? *scale : 1.0 / std::sqrt(double(q.type.shape.back().value()));
+  auto swapLast = [&](const TRef& x) {
+    std::vector<int64_t> perm;
+    for (int64_t d = 0; d < R; ++d) perm.push_back(d);
+    std::swap(perm[size_t(R - 1)], perm[size_t(R - 2)]);
+    ir::Shape sh = x.type.shape;
+    std::swap(sh[size_t(R - 1)], sh[size_t(R - 2)]);
+    return e.emit(OpKind::Transpose, {x}, {{"perm", perm}}, TensorType{x.dtype(), sh}, "t");
+  };
+  auto mm = [&](const TRef& a, const TRef& b, const char* tag) {
+    ir::Shape sh = a.type.shape;
+    sh.back() = b.type.shape.back();
+    return e.emit(OpKind::MatMul, {a, b}, {}, TensorType{a.dtype(), sh}, tag);
+  };
+  if (e.wanted(2)) { SP_TRY(e.bind(2, OpKind::MatMul, {swapLast(p), g}, {}, TensorType{v.dtype(), v.type.shape})); }
+  if (!e.wanted(0) && !e.wanted(1)) return okStatus();
+  TRef dp = mm(g, swapLast(v), "dprobs");
+  TRef rowSum = e.reduce(OpKind::ReduceSum, e.binary(OpKind::Mul, dp, p), {R - 1}, true);
+  TRef ds = e.binary(OpKind::Mul, p, e.binary(OpKind::Sub, dp, rowSum));
+  TRef dsc = e.binary(OpKind::Mul, ds, e.constant(ds.dtype(), c));
+  if (e.wanted(0)) { SP_TRY(e.bind(0, OpKind::MatMul, {dsc, k}, {}, TensorType{q.dtype(), q.type.shape})); }
+  if (e.wanted(1)) { SP_TRY(e.bind(1, OpKind::MatMul, {swapLast(dsc), q}, {}, TensorType{k.dtype(), k.type.shape})); }
   return okStatus();
 }
 
