@@ -259,25 +259,8 @@ TEST(FxOps, BackwardOpsMatchFiniteDifferences) {
   ASSERT_TRUE(out.ok()) << out.error().str();
   auto& o = *out;
   // d/dx of sum(gy * f(x)) by central differences, f evaluated by the same graph.
-  auto fd = [&](const std::string& fwd, const std::vector<double>& xs, const std::string& param) {
-    std::vector<double> grad(xs.size());
-    const double h = 1e-2;
-    for (size_t i = 0; i < xs.size(); ++i) {
-      double s[2];
-      for (int k = 0; k < 2; ++k) {
-        auto xp = xs;
-        xp[i] += k ? -h : h;
-        ir::TensorMap in2 = in;
-        in2[param] = typed(DType::F32, in.at(param).dims(), xp);
-        auto r = ir::runGraph(g, in2);
-        EXPECT_TRUE(r.ok());
-        auto y = values(r->at(fwd));
-        s[k] = 0;
-        for (size_t j = 0; j < y.size(); ++j) s[k] += y[j] * gy[j];
-      }
-      grad[i] = (s[0] - s[1]) / (2 * h);
-    }
-    return grad;
+  auto fd = [&](const std::string& fwd, const std::string& param) {
+    return fx_test::finiteDifferences(g, in, param, fwd, gy);
   };
   // gelu: derivative of x * Phi(x) computed directly.
   std::vector<double> gel, sig, silu;
@@ -305,10 +288,10 @@ TEST(FxOps, BackwardOpsMatchFiniteDifferences) {
   std::vector<double> thr;
   for (size_t i = 0; i < 12; ++i) thr.push_back(x[i] <= 0 ? 0 : gy[i]);
   expectNear(values(o.at("threshold_backward")), thr, 0, "threshold_backward");
-  expectNear(values(o.at("_softmax_backward_data")), fd("_softmax", x, "primals_1"), 2e-3, "softmax_backward");
-  expectNear(values(o.at("getitem_3")), fd("getitem", x, "primals_1"), 2e-3, "layer_norm grad_input");
-  expectNear(values(o.at("getitem_4")), fd("getitem", w, "primals_3"), 2e-3, "layer_norm grad_weight");
-  expectNear(values(o.at("getitem_5")), fd("getitem", b, "primals_4"), 2e-3, "layer_norm grad_bias");
+  expectNear(values(o.at("_softmax_backward_data")), fd("_softmax", "primals_1"), 2e-3, "softmax_backward");
+  expectNear(values(o.at("getitem_3")), fd("getitem", "primals_1"), 2e-3, "layer_norm grad_input");
+  expectNear(values(o.at("getitem_4")), fd("getitem", "primals_3"), 2e-3, "layer_norm grad_weight");
+  expectNear(values(o.at("getitem_5")), fd("getitem", "primals_4"), 2e-3, "layer_norm grad_bias");
   // tanh-approximate gelu vs the exact one: close for small x.
   expectNear(values(o.at("gelu_backward_1")), gel, 2e-3, "gelu_backward tanh");
   // embedding_dense_backward: rows summed by index, padding row 1 left zero.
@@ -490,24 +473,7 @@ TEST(FxSdpa, BackwardKernelsMatchFiniteDifferences) {
     ASSERT_TRUE(o.ok()) << o.error().str();
     const auto gy = values(in.at("g"));
     for (auto [param, grad] : {std::pair<const char*, const char*>{"q", "gq"}, {"k", "gk"}, {"v", "gv"}}) {
-      auto xs = values(in.at(param));
-      std::vector<double> fd(xs.size());
-      const double h = 1e-2;
-      for (size_t i = 0; i < xs.size(); ++i) {
-        double sum[2];
-        for (int s = 0; s < 2; ++s) {
-          auto xp = xs;
-          xp[i] += s ? -h : h;
-          ir::TensorMap in2 = in;
-          in2[param] = typed(DType::F32, in.at(param).dims(), xp);
-          auto r = ir::runGraph(*g, in2);
-          ASSERT_TRUE(r.ok());
-          auto y = values(r->at("out"));
-          sum[s] = 0;
-          for (size_t j = 0; j < y.size(); ++j) sum[s] += y[j] * gy[j];
-        }
-        fd[i] = (sum[0] - sum[1]) / (2 * h);
-      }
+      auto fd = fx_test::finiteDifferences(*g, in, param, "out", gy);
       expectNear(values(o->at(grad)), fd, 2e-3, grad);
     }
   }

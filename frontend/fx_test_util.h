@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "ir/interpreter.h"
+
 #include "ir/tensor.h"
 
 namespace sp::frontend::fx_test {
@@ -39,6 +41,32 @@ inline void expectNear(const std::vector<double>& got, const std::vector<double>
                        const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << what << " [" << i << "]";
+}
+
+// d/d(param) of Σ gy · g's output `out`, by central differences (step h),
+// the output evaluated by running g on `in` with param perturbed.
+inline std::vector<double> finiteDifferences(const ir::Graph& g, const ir::TensorMap& in, const std::string& param,
+                                             const std::string& out, const std::vector<double>& gy,
+                                             double h = 1e-2) {
+  const std::vector<double> xs = values(in.at(param));
+  std::vector<double> grad(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double s[2];
+    for (int k = 0; k < 2; ++k) {
+      auto xp = xs;
+      xp[i] += k ? -h : h;
+      ir::TensorMap in2 = in;
+      in2[param] = typed(in.at(param).dtype(), in.at(param).dims(), xp);
+      auto r = ir::runGraph(g, in2);
+      EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().str());
+      if (!r.ok()) return grad;
+      auto y = values(r->at(out));
+      s[k] = 0;
+      for (size_t j = 0; j < y.size() && j < gy.size(); ++j) s[k] += y[j] * gy[j];
+    }
+    grad[i] = (s[0] - s[1]) / (2 * h);
+  }
+  return grad;
 }
 
 }  // namespace sp::frontend::fx_test
