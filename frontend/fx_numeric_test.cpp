@@ -481,3 +481,77 @@ TEST(FxSdpa, BackwardKernelsMatchFiniteDifferences) {
 
 }  // namespace
 }  // namespace sp::frontend
+
+namespace sp::frontend {
+namespace {
+
+// Elementwise and layout ops of torch 2.x captures (floor, ceil, sign,
+// log1p, maximum, minimum, clamp_min / clamp_max, topk, stack, unbind):
+// each gives torch's values.
+TEST(FxOps, RoundingBoundsTopKStackAndUnbind) {
+  const std::string text =
+      "import torch\n\nclass GraphModule(torch.nn.Module):\n"
+      "    def forward(self, x: \"f32[3, 4]\", y: \"f32[3, 4]\"):\n"
+      "        floor: \"f32[3, 4]\" = torch.ops.aten.floor.default(x)\n"
+      "        ceil: \"f32[3, 4]\" = torch.ops.aten.ceil.default(x)\n"
+      "        sign: \"f32[3, 4]\" = torch.ops.aten.sign.default(x)\n"
+      "        abs_1: \"f32[3, 4]\" = torch.ops.aten.abs.default(x)\n"
+      "        log1p: \"f32[3, 4]\" = torch.ops.aten.log1p.default(abs_1)\n"
+      "        maximum: \"f32[3, 4]\" = torch.ops.aten.maximum.default(x, y)\n"
+      "        minimum: \"f32[3, 4]\" = torch.ops.aten.minimum.default(x, y)\n"
+      "        clamp_min: \"f32[3, 4]\" = torch.ops.aten.clamp_min.default(x, -0.25)\n"
+      "        clamp_max: \"f32[3, 4]\" = torch.ops.aten.clamp_max.default(x, 0.25)\n"
+      "        topk = torch.ops.aten.topk.default(x, 2, 1, False)\n"
+      "        getitem: \"f32[3, 2]\" = topk[0]\n"
+      "        getitem_1: \"i64[3, 2]\" = topk[1]\n"
+      "        stack: \"f32[3, 2, 4]\" = torch.ops.aten.stack.default([x, y], 1)\n"
+      "        unbind = torch.ops.aten.unbind.int(stack, 1)\n"
+      "        getitem_2: \"f32[3, 4]\" = unbind[0]\n"
+      "        getitem_3: \"f32[3, 4]\" = unbind[1]\n"
+      "        return (floor, ceil, sign, log1p, maximum, minimum, clamp_min, clamp_max, getitem, getitem_1, stack, "
+      "getitem_2, getitem_3)\n";
+  auto g = importFxText(text, "ops.py", {});
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  auto x = noise(12, 11), y = noise(12, 12);
+  for (auto& v : x) v *= 3;  // values beyond [-1, 1] for floor and ceil
+  auto o = ir::runGraph(*g, {{"x", typed(DType::F32, {3, 4}, x)}, {"y", typed(DType::F32, {3, 4}, y)}});
+  ASSERT_TRUE(o.ok()) << o.error().str();
+  auto each = [&](double (*f)(double, double)) {
+    std::vector<double> r;
+    for (size_t i = 0; i < 12; ++i) r.push_back(f(x[i], y[i]));
+    return r;
+  };
+  auto fx = [](double a, double) { return double(float(a)); };
+  std::vector<double> xf = each(fx);
+  expectNear(values(o->at("floor")), each([](double a, double) { return std::floor(double(float(a))); }), 0, "floor");
+  expectNear(values(o->at("ceil")), each([](double a, double) { return std::ceil(double(float(a))); }), 0, "ceil");
+  expectNear(values(o->at("sign")), each([](double a, double) { return double((a > 0) - (a < 0)); }), 0, "sign");
+  expectNear(values(o->at("log1p")), each([](double a, double) { return std::log1p(std::fabs(a)); }), 1e-6, "log1p");
+  expectNear(values(o->at("maximum")), each([](double a, double b) { return double(std::max(float(a), float(b))); }), 0,
+             "maximum");
+  expectNear(values(o->at("minimum")), each([](double a, double b) { return double(std::min(float(a), float(b))); }), 0,
+             "minimum");
+  expectNear(values(o->at("clamp_min")), each([](double a, double) { return double(std::max(float(a), -0.25f)); }), 0,
+             "clamp_min");
+  expectNear(values(o->at("clamp_max")), each([](double a, double) { return double(std::min(float(a), 0.25f)); }), 0,
+             "clamp_max");
+  // topk largest = False: the 2 smallest of each row, ascending
+  std::vector<double> vals, idx;
+  for (int r = 0; r < 3; ++r) {
+    std::vector<int> order{0, 1, 2, 3};
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return xf[size_t(4 * r + a)] < xf[size_t(4 * r + b)]; });
+    for (int k = 0; k < 2; ++k) vals.push_back(xf[size_t(4 * r + order[size_t(k)])]), idx.push_back(order[size_t(k)]);
+  }
+  expectNear(values(o->at("getitem")), vals, 0, "topk values");
+  expectNear(values(o->at("getitem_1")), idx, 0, "topk indices");
+  std::vector<double> st;
+  for (int r = 0; r < 3; ++r)
+    for (const auto* src : {&x, &y})
+      for (int c = 0; c < 4; ++c) st.push_back(double(float((*src)[size_t(4 * r + c)])));
+  expectNear(values(o->at("stack")), st, 0, "stack");
+  expectNear(values(o->at("getitem_2")), xf, 0, "unbind 0");
+  expectNear(values(o->at("getitem_3")), each([](double, double b) { return double(float(b)); }), 0, "unbind 1");
+}
+
+}  // namespace
+}  // namespace sp::frontend

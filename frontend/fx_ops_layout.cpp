@@ -120,6 +120,22 @@ Status mapCat(Emitter& e) {
   return e.out(0, OpKind::Concat, in, {{"axis", d}});
 }
 
+// stack(tensors, dim=0): each unsqueezed at dim, concatenated there.
+Status mapStack(Emitter& e) {
+  SP_ASSIGN(auto list, e.tensorList(0, "tensors"));
+  SP_ASSIGN(TensorType t, e.outType(0));
+  SP_ASSIGN(int64_t d, e.integer(1, "dim", 0));
+  SP_ASSIGN(d, normDim(e, d, int64_t(t.shape.size())));
+  std::vector<TRef> in;
+  for (const auto& x : list) {
+    if (!x) return e.error("fx-arg", "stack of None");
+    in.push_back(e.unsqueeze(e.cast(*x, t.dtype), {d}));
+  }
+  if (in.empty()) return e.error("fx-arg", "stack of no tensors");
+  if (in.size() == 1) return e.outValue(0, in[0]);
+  return e.out(0, OpKind::Concat, in, {{"axis", d}});
+}
+
 static Status emitSplit(Emitter& e, const TRef& x, int64_t d, std::vector<int64_t> sizes) {
   return e.outAll(OpKind::Split, {x}, {{"axis", d}, {"sizes", sizes}}, sizes.size());
 }
@@ -237,6 +253,19 @@ Status mapSliceBackward(Emitter& e) {
   // TP 4 training step inconclusive).
   TRef zeros = e.expand(e.reshape(e.constant(g.dtype(), 0), ir::Shape(sizes.size(), ir::Dim(1))), shape);
   return scatterSlice(e, zeros, g, d, start, end, step);
+}
+
+// unbind(x, dim=0) -> one tensor per index along dim, dim removed.
+Status mapUnbind(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(int64_t d, e.integer(1, "dim", 0));
+  SP_ASSIGN(d, normDim(e, d, x.rank()));
+  SP_ASSIGN(int64_t n, concreteDim(e, x, d));
+  for (int64_t i = 0; i < n; ++i) {
+    if (!e.wanted(size_t(i))) continue;
+    SP_TRY(e.out(size_t(i), OpKind::Squeeze, {sliceOf(e, x, d, i, i + 1)}, {{"axes", std::vector<int64_t>{d}}}));
+  }
+  return okStatus();
 }
 
 Status mapSelect(Emitter& e) {

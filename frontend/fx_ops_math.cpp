@@ -42,7 +42,8 @@ const std::pair<const char*, OpKind> kUnary[] = {
     {"tanh", OpKind::Tanh},       {"sqrt", OpKind::Sqrt}, {"rsqrt", OpKind::Rsqrt},
     {"reciprocal", OpKind::Reciprocal}, {"erf", OpKind::Erf}, {"sin", OpKind::Sin},
     {"cos", OpKind::Cos},         {"silu", OpKind::Silu}, {"relu", OpKind::Relu},
-    {"neg", OpKind::Neg},         {"abs", OpKind::Abs},
+    {"neg", OpKind::Neg},         {"abs", OpKind::Abs},   {"floor", OpKind::Floor},
+    {"ceil", OpKind::Ceil},       {"sign", OpKind::Sign},
 };
 
 const std::pair<const char*, OpKind> kCompare[] = {
@@ -64,6 +65,8 @@ Status mapAdd(Emitter& e) { return arith(e, OpKind::Add, false); }
 Status mapSub(Emitter& e) { return arith(e, OpKind::Sub, false); }
 Status mapRsub(Emitter& e) { return arith(e, OpKind::Sub, true); }
 Status mapMul(Emitter& e) { return arith(e, OpKind::Mul, false); }
+// maximum / minimum: elementwise, broadcasting, in the promoted dtype.
+Status mapMaximum(Emitter& e) { return arith(e, baseName(e.op) == "maximum" ? OpKind::Max : OpKind::Min, false); }
 Status mapDiv(Emitter& e) { return arith(e, OpKind::Div, false, true); }
 Status mapPow(Emitter& e) {
   SP_ASSIGN(auto a, e.operand(0, "self"));
@@ -123,6 +126,36 @@ Status mapTriangle(Emitter& e) {
   SP_ASSIGN(int64_t k, e.integer(1, "diagonal", 0));
   const int64_t upper = baseName(e.op) == "triu" ? 1 : 0;
   return e.out(0, OpKind::Trilu, {x}, {{"upper", upper}, {"k", k}});
+}
+
+// log1p(x) = log(1 + x), in x's (float) dtype.
+Status mapLog1p(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(TensorType t, e.outType(0));
+  TRef xf = e.cast(x, t.dtype);
+  return e.out(0, OpKind::Log, {e.binary(OpKind::Add, xf, e.constant(t.dtype, 1.0))});
+}
+
+// clamp_min(x, min) / clamp_max(x, max) with a number bound: clip.
+Status mapClampBound(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(TensorType t, e.outType(0));
+  const bool lower = baseName(e.op) == "clamp_min";
+  SP_ASSIGN(double b, e.number(1, lower ? "min" : "max"));
+  return e.out(0, OpKind::Clip, {e.cast(x, t.dtype)}, {{lower ? "min" : "max", b}});
+}
+
+// topk(x, k, dim=-1, largest=True, sorted=True) -> (values, indices).
+Status mapTopK(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(int64_t k, e.integer(1, "k"));
+  SP_ASSIGN(int64_t d, e.integer(2, "dim", -1));
+  SP_ASSIGN(bool largest, e.boolean(3, "largest", true));
+  SP_ASSIGN(bool sorted, e.boolean(4, "sorted", true));
+  auto r = ir::normAxis(d, std::max<int64_t>(x.rank(), 1), e.op);
+  if (!r) return e.error("fx-dim", r.error().message);
+  return e.outAll(OpKind::TopK, {x},
+                  {{"k", k}, {"axis", *r}, {"largest", int64_t(largest)}, {"sorted", int64_t(sorted)}}, 2);
 }
 
 Status mapClamp(Emitter& e) {
