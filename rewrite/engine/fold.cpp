@@ -91,6 +91,12 @@ struct Fact {
   int64_t dim3 = 0, idx3 = 0, cnt3 = 1;
   int fam3 = -1;
   std::vector<bool> terms3 = {};
+  // Megatron's load-balanced context parallel chunks: the dim cut into 2N
+  // even pieces, member i holding pieces i and 2N - 1 - i, concatenated
+  // (plain splits only, one group). Ops acting alike on every position of
+  // dim carry it (zigGate); an all_gather along dim gives S's value with
+  // its pieces in that order, a reduce-scatter of that order gives it back.
+  bool zig = false;
   bool plain() const { return blocks == 1 && inner == 1; }
   // The copy layout: o's, or the whole (over the copies, E itself).
   void copiesAs(const Fact& o) {
@@ -99,7 +105,7 @@ struct Fact {
   void whole() { copiesAs(Fact{}); }
   bool sameGroupLayout(const Fact& o) const {
     return lay == o.lay && dim == o.dim && blocks == o.blocks && inner == o.inner && innerDim == o.innerDim &&
-           layB == o.layB && dimB == o.dimB;
+           zig == o.zig && layB == o.layB && dimB == o.dimB;
   }
 };
 
@@ -305,6 +311,10 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       // induction over each group); ops and collectives then carry each
       // group's layout by its own schema with the others' held (nestedOk).
       {"nested-splits", {"concat-adjacent-slices", "slice-full"}},
+      // Load-balanced chunks: pieces i and 2N - 1 - i of one dim on member
+      // i, carried by ops acting alike on its positions (as nested splits
+      // are), gathered and reduce-scattered in that order.
+      {"zigzag-chunks", {"concat-adjacent-slices", "slice-full"}},
       // Each member's slice of a value all hold, its piece: slice's own
       // semantics, no lemma.
       {"slice-by-rank", {}},
@@ -501,6 +511,33 @@ class Folder {
   std::optional<View> viewOf(int node) const;  // its view, or the identity view of it
   int unbroadcastBatch(int node);
   std::unordered_map<int, View> views_;
+  // Slices, splits and concats along one dim as runs of pieces of base
+  // values (view-algebra): a slice of a run is its sub-runs, a concat the
+  // runs joined, adjacent pieces of one base merged, one piece covering its
+  // base the base. pieces_: a node made so -> its runs.
+  struct Piece {
+    int base;
+    int64_t a, b;  // [a, b) along dim
+  };
+  struct Runs {
+    int64_t dim;
+    std::vector<Piece> parts;
+  };
+  std::unordered_map<int, Runs> pieces_;
+  std::vector<Piece> runsOf(int node, int64_t dim);
+  static std::vector<Piece> mergeRuns(const std::vector<Piece>& parts);
+  std::optional<Val> fromRuns(int64_t dim, std::vector<Piece> parts, const TensorType& t, double k);
+  std::optional<Val> runsCanon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& in, int out,
+                               const TensorType& t);
+  // The zigzag order of base's 2n pieces of width c along dim (member i's
+  // pieces i and 2n - 1 - i, in member order).
+  std::vector<Piece> zigOrder(int base, int64_t dim, int64_t c) const;
+  std::optional<Fact> zigInputFact(const std::vector<RelPtr>& rels, const TensorType& local);
+  std::vector<Fact> zigGate(const ir::Node& n, const std::vector<Fact>& in, std::vector<Fact> outs);
+  // A plain split of a value holding a base's pieces in zigzag order (a
+  // gather sliced by rank: the backward of the gather) is the zigzag split
+  // of the base.
+  void asZig(Fact& f, const TensorType& local);
   // Nodes below sCount_ are S's (interned first, before any of D's): where
   // a rule sees several true layouts, it keeps the one S computes.
   int sCount_ = 0;
@@ -701,6 +738,8 @@ Val Folder::canon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& i
     }
   }
   if (scaleOk && op == OpKind::Neg) return {in[0].node, -in[0].k};
+  if ((op == OpKind::Slice || op == OpKind::Split || op == OpKind::Concat) && use("view-algebra"))
+    if (auto r = runsCanon(op, attrs, in, out, t)) return *r;
   // A slice taking every element is its operand (view-algebra: the identity view).
   if (op == OpKind::Slice && in.size() == 1 && wholeSlice(attrs, ex_.type(in[0].node), t) && use("view-algebra"))
     return in[0];
@@ -763,6 +802,132 @@ Val Folder::canon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& i
     if (value.numel() == 1) ex_.scalar(n) = value.getAsDouble(0);
   }
   return {n, 1.0};
+}
+
+std::vector<Folder::Piece> Folder::runsOf(int node, int64_t dim) {
+  if (auto it = pieces_.find(node); it != pieces_.end() && it->second.dim == dim) return it->second.parts;
+  const Dim& e = ex_.type(node).shape[size_t(dim)];
+  return {Piece{node, 0, e.value()}};
+}
+
+std::vector<Folder::Piece> Folder::mergeRuns(const std::vector<Piece>& parts) {
+  std::vector<Piece> merged;
+  for (const Piece& p : parts) {
+    if (p.b <= p.a) continue;
+    if (!merged.empty() && merged.back().base == p.base && merged.back().b == p.a) merged.back().b = p.b;
+    else merged.push_back(p);
+  }
+  return merged;
+}
+
+std::optional<Val> Folder::fromRuns(int64_t dim, std::vector<Piece> parts, const TensorType& t, double k) {
+  std::vector<Piece> merged = mergeRuns(parts);
+  if (merged.empty()) return std::nullopt;
+  if (merged.size() == 1) {
+    const Piece& p = merged[0];
+    const TensorType& bt = ex_.type(p.base);
+    if (p.a == 0 && bt.shape[size_t(dim)] == Dim(p.b) && bt == t) return Val{p.base, k};
+  }
+  std::string key = "runs " + std::to_string(dim);
+  for (const Piece& p : merged) key += " " + std::to_string(p.base) + ":" + std::to_string(p.a) + ":" + std::to_string(p.b);
+  int n = ex_.intern(key, t);
+  pieces_.emplace(n, Runs{dim, std::move(merged)});
+  return Val{n, k};
+}
+
+// Slices (one axis, step 1), splits and concats of concrete sizes along a
+// dim, as runs of pieces (view-algebra: a slice of a concat of slices is
+// the pieces it covers; adjacent pieces of one value concatenated are
+// their union; all of a value is the value). Operands of different scale
+// factors keep the plain form.
+std::optional<Val> Folder::runsCanon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& in, int out,
+                                     const TensorType& t) {
+  if (in.empty() || !ir::isConcrete(t.shape)) return std::nullopt;
+  for (const Val& v : in)
+    if (v.k != in[0].k || !ir::isConcrete(ex_.type(v.node).shape)) return std::nullopt;
+  const TensorType& t0 = ex_.type(in[0].node);
+  const int64_t rank = int64_t(t0.shape.size());
+  auto axis = [&](int64_t a) -> std::optional<int64_t> {
+    if (a < 0) a += rank;
+    if (a < 0 || a >= rank) return std::nullopt;
+    return a;
+  };
+  auto cut = [&](int64_t d, int64_t a, int64_t b) -> std::optional<Val> {
+    std::vector<Piece> parts, got;
+    parts = runsOf(in[0].node, d);
+    int64_t at = 0;
+    for (const Piece& p : parts) {
+      int64_t len = p.b - p.a, lo = std::max(a, at), hi = std::min(b, at + len);
+      if (lo < hi) got.push_back(Piece{p.base, p.a + (lo - at), p.a + (hi - at)});
+      at += len;
+    }
+    return fromRuns(d, std::move(got), t, in[0].k);
+  };
+  if (op == OpKind::Slice && in.size() == 1) {
+    std::vector<int64_t> axes = attrs.count("axes") ? ir::attrInts(attrs, "axes") : std::vector<int64_t>{0};
+    const auto& starts = ir::attrInts(attrs, "starts");
+    const auto& ends = ir::attrInts(attrs, "ends");
+    if (axes.size() != 1 || starts.size() != 1 || ends.size() != 1) return std::nullopt;
+    if (attrs.count("steps"))
+      for (int64_t st : ir::attrInts(attrs, "steps"))
+        if (st != 1) return std::nullopt;
+    auto d = axis(axes[0]);
+    if (!d) return std::nullopt;
+    int64_t size = t0.shape[size_t(*d)].value();
+    auto clampAt = [&](int64_t v) { return std::clamp(v < 0 ? v + size : v, int64_t(0), size); };
+    int64_t a = clampAt(starts[0]), b = clampAt(ends[0]);
+    if (b - a != t.shape[size_t(*d)].value()) return std::nullopt;
+    return cut(*d, a, b);
+  }
+  if (op == OpKind::Split && in.size() == 1) {
+    auto d = axis(ir::attrInt(attrs, "axis"));
+    const auto& sizes = ir::attrInts(attrs, "sizes");
+    if (!d || size_t(out) >= sizes.size()) return std::nullopt;
+    int64_t a = 0;
+    for (int o = 0; o < out; ++o) a += sizes[size_t(o)];
+    return cut(*d, a, a + sizes[size_t(out)]);
+  }
+  if (op == OpKind::Concat) {
+    auto d = axis(ir::attrInt(attrs, "axis"));
+    if (!d) return std::nullopt;
+    std::vector<Piece> parts;
+    for (const Val& v : in) {
+      if (int64_t(ex_.type(v.node).shape.size()) != rank) return std::nullopt;
+      auto r = runsOf(v.node, *d);
+      parts.insert(parts.end(), r.begin(), r.end());
+    }
+    return fromRuns(*d, std::move(parts), t, in[0].k);
+  }
+  return std::nullopt;
+}
+
+void Folder::asZig(Fact& f, const TensorType& local) {
+  if (f.lay != Lay::Split || f.zig || !f.plain() || f.innerDim >= 0 || twoD_ || f.lay3 != Lay::Rep || decideOnly_)
+    return;
+  auto it = pieces_.find(f.v.node);
+  if (it == pieces_.end() || it->second.dim != f.dim || size_t(f.dim) >= local.shape.size() ||
+      !local.shape[size_t(f.dim)].isConcrete() || local.shape[size_t(f.dim)].value() % 2)
+    return;
+  const int base = it->second.parts[0].base;
+  const int64_t c = local.shape[size_t(f.dim)].value() / 2;
+  std::vector<Piece> want = mergeRuns(zigOrder(base, f.dim, c));
+  const std::vector<Piece>& got = it->second.parts;
+  if (want.size() != got.size() || !(ex_.type(base).shape == ex_.type(f.v.node).shape) || !use("zigzag-chunks"))
+    return;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (got[i].base != want[i].base || got[i].a != want[i].a || got[i].b != want[i].b) return;
+  f.zig = true;
+  f.v.node = base;
+}
+
+std::vector<Folder::Piece> Folder::zigOrder(int base, int64_t dim, int64_t c) const {
+  (void)dim;
+  std::vector<Piece> parts;
+  for (int64_t i = 0; i < n_; ++i) {
+    parts.push_back(Piece{base, i * c, (i + 1) * c});
+    parts.push_back(Piece{base, (2 * n_ - 1 - i) * c, (2 * n_ - i) * c});
+  }
+  return parts;
 }
 
 std::optional<int> Folder::internView(View v, const TensorType& t) {
@@ -1403,6 +1568,20 @@ std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>&
   };
   const Fact& x = in[0];
   if (x.lay == Lay::Split && !x.plain()) return {};
+  // Zigzag chunks: gathered along their dim, S's value with its pieces in
+  // member order; no other collective takes them.
+  if (x.zig) {
+    auto d = dimAttr("dim");
+    if (n.op != OpKind::AllGather || !d || *d != x.dim || !(outT == globalOf(inT, x, true)) ||
+        !use("zigzag-chunks"))
+      return {};
+    if (decideOnly_) return {Fact{Lay::Rep, 0, {}}};
+    const int64_t c = inT.shape[size_t(x.dim)].value() / 2;
+    const TensorType t = ex_.type(x.v.node);
+    auto v = fromRuns(x.dim, zigOrder(x.v.node, x.dim, c), t, x.v.k);
+    if (!v) return {};
+    return {Fact{Lay::Rep, 0, *v}};
+  }
   // What a sum or an average over the group of partial sums is.
   auto reduced = [&]() -> std::optional<Val> {
     const std::string& red = ir::attrStr(n.attrs, "reduce");
@@ -1435,6 +1614,22 @@ std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>&
       auto d = dimAttr("dim");
       auto v = reduced();
       if (!d || !v) return {};
+      // The sum of a value holding a base's pieces in zigzag order:
+      // each member's chunk is its pair of pieces of the base.
+      if (auto it = pieces_.find(v->node); it != pieces_.end() && it->second.dim == *d && !decideOnly_ &&
+          outT.shape[size_t(*d)].isConcrete() && outT.shape[size_t(*d)].value() % 2 == 0) {
+        const int base = it->second.parts[0].base;
+        const int64_t c = outT.shape[size_t(*d)].value() / 2;
+        std::vector<Piece> want = mergeRuns(zigOrder(base, *d, c)), got = it->second.parts;
+        bool same = want.size() == got.size() && ex_.type(base) == inT && use("zigzag-chunks");
+        for (size_t i = 0; same && i < want.size(); ++i)
+          same = got[i].base == want[i].base && got[i].a == want[i].a && got[i].b == want[i].b;
+        if (same) {
+          Fact z{Lay::Split, *d, {base, v->k}};
+          z.zig = true;
+          return {z};
+        }
+      }
       Fact out{Lay::Split, *d, *v};
       if (!(globalOf(outT, out, true) == inT)) return {};
       return {out};
@@ -1504,6 +1699,8 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
     return {*f};
   }
   bool copies = std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay3 != Lay::Rep; });
+  // Zigzag chunks fold over one group, without micro-batch copies.
+  if ((twoD_ || copies) && std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.zig; })) return {};
   if (cat == OpCategory::Collective) {
     auto outs = twoD_ ? collective2(n, in) : collective(n, in);
     // A collective acts on the members' values within one copy: what they
@@ -1519,7 +1716,61 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
   // A replicated value's expand: which of its true layouts S computes is
   // decided there (with one group as with two).
   if (twoD_ || (n.op == OpKind::Expand && in.size() == 1 && in[0].lay == Lay::Rep)) return transfer2(n, in);
-  return rules(n, in);
+  return zigGate(n, in, rules(n, in));
+}
+
+// Zigzag chunks through an op: every split operand is the zigzag one (the
+// pieces of two orders never meet), and the op acts alike on every
+// position of its dim, so it commutes with taking the member's two pieces:
+// elementwise ops, norms, reductions and softmax over other dims (over the
+// dim: a sum, which any partition gives), matmul rows or contraction, and
+// layout ops moving the dim whole (transpose; reshapes where it leads its
+// factor group, the only ones the split rule reads) or cutting other dims.
+std::vector<Fact> Folder::zigGate(const ir::Node& n, const std::vector<Fact>& in, std::vector<Fact> outs) {
+  if (std::none_of(in.begin(), in.end(), [](const Fact& f) { return f.zig; })) return outs;
+  if (outs.empty() || !use("zigzag-chunks")) return {};
+  int64_t dim = -1;
+  for (const Fact& f : in) {
+    if (f.lay != Lay::Split) continue;
+    if (!f.zig || !f.plain() || f.innerDim >= 0) return {};
+    dim = f.dim;
+  }
+  const int64_t rank = int64_t(g_->value(n.inputs[0]).type.shape.size());
+  auto axisIs = [&](const char* name, int64_t d) {
+    if (!n.attrs.count(name)) return false;
+    auto a = ir::normAxis(ir::attrInt(n.attrs, name), rank, name);
+    return a.ok() && *a == d;
+  };
+  bool alike = false;
+  switch (ir::opInfo(n.op).category) {
+    case OpCategory::Unary:
+    case OpCategory::Binary:
+    case OpCategory::Compare:
+    case OpCategory::Ternary:
+    case OpCategory::Norm:
+    case OpCategory::Reduce:
+      alike = true;
+      break;
+    default:
+      alike = n.op == OpKind::MatMul || n.op == OpKind::Identity || n.op == OpKind::Transpose || reshapeLike(n.op) ||
+              n.op == OpKind::Expand || n.op == OpKind::OneHot;
+  }
+  if (n.op == OpKind::TopK || n.op == OpKind::Split || n.op == OpKind::Concat)
+    alike = !axisIs("axis", dim);
+  if (n.op == OpKind::Slice) {
+    std::vector<int64_t> axes = n.attrs.count("axes") ? ir::attrInts(n.attrs, "axes") : std::vector<int64_t>{};
+    if (!n.attrs.count("axes"))
+      for (size_t k = 0; k < ir::attrInts(n.attrs, "starts").size(); ++k) axes.push_back(int64_t(k));
+    alike = true;
+    for (int64_t a : axes) alike = alike && (a < 0 ? a + rank : a) != dim;
+  }
+  if (!alike) return {};
+  for (Fact& o : outs) {
+    if (o.lay != Lay::Split) continue;
+    if (!o.plain() || o.innerDim >= 0) return {};
+    o.zig = true;
+  }
+  return outs;
 }
 
 // A slice whose bounds differ between the members, of a value every member
@@ -1879,7 +2130,10 @@ std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType&
     return Fact{Lay::Rep, 0, {seqNode(*v), 1.0}};
   }
   const Rel& r0 = *rels[0];
-  if (r0.op == RelOp::Concat) return blockedInputFact(rels, local);
+  if (r0.op == RelOp::Concat) {
+    if (auto f = blockedInputFact(rels, local)) return f;
+    return zigInputFact(rels, local);
+  }
   if (r0.op != RelOp::Slice || r0.args[0]->op != RelOp::Seq) return std::nullopt;
   auto v = seqVal(r0.args[0]->name);
   if (!v) return std::nullopt;
@@ -1949,6 +2203,48 @@ std::optional<Fact> Folder::blockedInputFact(const std::vector<RelPtr>& rels, co
     }
   }
   return Fact{Lay::Split, *d, {seqNode(*v), 1.0}, blocks};
+}
+
+// Member i holding pieces i and 2N - 1 - i of 2N even pieces of one S
+// tensor along d, concatenated in that order (Megatron's load-balanced
+// context parallel chunks, causal attention).
+std::optional<Fact> Folder::zigInputFact(const std::vector<RelPtr>& rels, const TensorType& local) {
+  const Rel& r0 = *rels[0];
+  if (r0.args.size() != 2 || r0.args[0]->op != RelOp::Slice || r0.args[0]->args[0]->op != RelOp::Seq ||
+      !use("zigzag-chunks"))
+    return std::nullopt;
+  const std::string& name = r0.args[0]->args[0]->name;
+  auto v = seq_.findValue(name);
+  if (!v) return std::nullopt;
+  const TensorType whole = wholeType(*v);
+  const int64_t rank = int64_t(whole.shape.size());
+  auto d = ir::normAxis(r0.dim, rank, "concat");
+  if (!d.ok() || int64_t(local.shape.size()) != rank || !local.shape[size_t(*d)].isConcrete() ||
+      !whole.shape[size_t(*d)].isConcrete() || local.dtype != whole.dtype || int64_t(rels.size()) != n_)
+    return std::nullopt;
+  const int64_t localSize = local.shape[size_t(*d)].value();
+  if (localSize % 2) return std::nullopt;
+  const int64_t c = localSize / 2;
+  if (whole.shape[size_t(*d)].value() != 2 * n_ * c) return std::nullopt;
+  for (size_t a = 0; a < local.shape.size(); ++a)
+    if (int64_t(a) != *d && !(local.shape[a] == whole.shape[a])) return std::nullopt;
+  for (size_t i = 0; i < rels.size(); ++i) {
+    const Rel& r = *rels[i];
+    auto rd = ir::normAxis(r.dim, rank, "concat");
+    if (r.op != RelOp::Concat || r.args.size() != 2 || !rd.ok() || *rd != *d) return std::nullopt;
+    const int64_t starts[2] = {int64_t(i) * c, (2 * n_ - 1 - int64_t(i)) * c};
+    for (size_t b = 0; b < 2; ++b) {
+      const Rel& p = *r.args[b];
+      if (p.op != RelOp::Slice || p.args[0]->op != RelOp::Seq || p.args[0]->name != name) return std::nullopt;
+      auto pd = ir::normAxis(p.dim, rank, "slice");
+      if (!pd.ok() || *pd != *d || p.start.kind != IntExpr::Kind::Const || p.end.kind != IntExpr::Kind::Const ||
+          p.start.value != starts[b] || p.end.value != starts[b] + c)
+        return std::nullopt;
+    }
+  }
+  Fact f{Lay::Split, *d, {seqNode(*v), 1.0}};
+  f.zig = true;
+  return f;
 }
 
 // The last D value (classes and values in reverse order) whose layout
@@ -3106,7 +3402,10 @@ FoldOutcome Folder::run() {
         if (outs.size() != n.outputs.size() || outs.empty()) continue;
         ++steps_;
         changed = true;
-        for (size_t o = 0; o < outs.size(); ++o) (*facts_)[size_t(n.outputs[o])] = outs[o];
+        for (size_t o = 0; o < outs.size(); ++o) {
+          asZig(outs[o], g_->value(n.outputs[o]).type);
+          (*facts_)[size_t(n.outputs[o])] = outs[o];
+        }
       }
     }
   }
@@ -3229,6 +3528,22 @@ FoldOutcome Folder::run() {
       if (!f.plain() && !blocked) return std::nullopt;
       const std::string& name = g_->value(c).name;
       RelPtr concrete, shown;
+      if (f.zig) {
+        // S's pieces in order, piece j from member j (its first half) or
+        // member 2N - 1 - j (its second half)
+        if (twoD_ || f.lay != Lay::Split) return std::nullopt;
+        const Dim& ext = g_->value(c).type.shape[size_t(f.dim)];
+        if (!ext.isConcrete() || ext.value() % 2) return std::nullopt;
+        const int64_t k = ext.value() / 2;
+        std::vector<RelPtr> parts;
+        for (int64_t j = 0; j < 2 * n_; ++j) {
+          const int64_t m = j < n_ ? j : 2 * n_ - 1 - j, at = j < n_ ? 0 : k;
+          parts.push_back(Rel::slice(Rel::dist(IntExpr::constant(members_[size_t(m)]), name), f.dim,
+                                     IntExpr::constant(at), IntExpr::constant(at + k)));
+        }
+        concrete = shown = Rel::concat(f.dim, parts);
+        return std::make_pair(concrete, shown);
+      }
       if (blocked) {
         const Dim& ext = g_->value(c).type.shape[size_t(f.dim)];
         if (!ext.isConcrete() || ext.value() % f.blocks) return std::nullopt;
