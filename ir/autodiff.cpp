@@ -362,7 +362,10 @@ Status Differ::vjp(const Node& n) {
   auto in = [&](size_t i) { return nameOf(n.inputs[i]); };
   auto inT = [&](size_t i) -> const TensorType& { return g_.value(n.inputs[i]).type; };
   auto need = [&](size_t i) { return i < n.inputs.size() && needs_[size_t(n.inputs[i])]; };
-  auto give = [&](size_t i, const std::string& c) { if (need(i)) contribute(n.inputs[i], c, from); };
+  // the axes the gradients given below are still partial over (slices,
+  // concats and splits pass a partial gradient through unreduced)
+  Axes partialOut = 0;
+  auto give = [&](size_t i, const std::string& c) { if (need(i)) contribute(n.inputs[i], c, from | partialOut); };
   auto exact = [&](size_t i, const std::string& c) { if (need(i)) contribute(n.inputs[i], c, varies(n.inputs[i])); };
 
   // Send: the gradient of the sent value comes back from the peer.
@@ -443,12 +446,38 @@ Status Differ::vjp(const Node& n) {
 
   std::vector<std::string> go;
   bool anyOut = false;
+  // Slices, concats and splits move elements, linearly and alike on every
+  // member: gradients partial over one set of axes go through unreduced
+  // (a gather's backward then reduce-scatters them: load-balanced context
+  // parallel chunks put back in order); partial over different sets, each
+  // is reduced first.
+  const bool moves = n.op == OpKind::Slice || n.op == OpKind::Concat || n.op == OpKind::Split;
+  std::vector<Axes> masks;
   for (ValueId o : n.outputs) {
-    SP_ASSIGN(std::string s, materialize(o));
+    Axes m = 0;
+    std::string s;
+    if (moves) { SP_ASSIGN(s, materializePartial(o, &m)); }
+    else { SP_ASSIGN(s, materialize(o)); }
     anyOut = anyOut || !s.empty();
     go.push_back(s);
+    masks.push_back(s.empty() ? Axes(0) : m);
   }
   if (!anyOut) return okStatus();
+  if (moves) {
+    Axes common = 0;
+    bool one = true;
+    for (size_t o = 0; o < go.size(); ++o) {
+      if (go[o].empty()) continue;
+      if (masks[o] == 0 || (common && masks[o] != common)) one = false;
+      common = masks[o];
+    }
+    if (one) {
+      partialOut = common;
+    } else {
+      for (size_t o = 0; o < go.size(); ++o)
+        if (!go[o].empty() && masks[o]) { SP_ASSIGN(go[o], allReduce(go[o], masks[o])); }
+    }
+  }
   const std::string g = go.empty() ? "" : go[0];
   const std::string y = n.outputs.empty() ? "" : nameOf(n.outputs[0]);
   DType dt = n.outputs.empty() ? DType::F32 : g_.value(n.outputs[0]).type.dtype;

@@ -1350,8 +1350,10 @@ TEST(ParallelizeCp, SequenceParallelAndThreeGroupsVerifyFolded) {
 // Megatron's load-balanced chunks (causal: rank k holds halves k and
 // 2 cp - 1 - k; the gathered halves put back in S's order before the
 // attention matmuls): verified folded at cp 2 and 4, forward and training
-// step (the backward's gather chunk, sliced by rank, read as the zigzag
-// split it is). Not yet with a second group (dp x cp, tp x cp: the fold
+// step. The backward reduce-scatters the keys' and values' gradients,
+// partial over cp, through the reordering slices and concat (autodiff
+// carries partial gradients through them), so every rank runs one graph.
+// Not yet with a second group (dp x cp, tp x cp: the fold
 // takes the zigzag over one group): inconclusive. The twins are not
 // verified: the gathered halves used in gathered order (not put back in
 // S's), and x0's relation with each rank's two halves swapped.
@@ -1363,6 +1365,10 @@ TEST(ParallelizeCp, LoadBalancedChunksVerifyFolded) {
       s.cpBalanced = true, s.backward = backward, s.seq = 32;
       auto p = parallelize(s);
       ASSERT_TRUE(p.ok()) << p.error().str();
+      size_t bodies = 0;
+      for (size_t at = 0; (at = p->dist.find("\n  rank ", at)) != std::string::npos; ++at) ++bodies;
+      EXPECT_EQ(bodies, 1u);
+      EXPECT_EQ(p->dist.find(" = reduce_scatter(") != std::string::npos, backward);
       auto rep = verifyTexts(*p);
       EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
       EXPECT_TRUE(folded(rep)) << why(rep);

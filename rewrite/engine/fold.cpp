@@ -319,7 +319,8 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       // semantics, no lemma.
       {"slice-by-rank", {}},
       {"linear-over-sum", {"add-of-sums", "mul-over-sum", "neg-over-sum", "scale-over-sum", "matmul-over-sum-left",
-                           "matmul-over-sum-right", "reduce-sum-of-sum", "concat-of-sums", "sum-of-merged-first"}},
+                           "matmul-over-sum-right", "reduce-sum-of-sum", "concat-of-sums", "sum-of-merged-first",
+                           "slice-of-sum"}},
       {"scale-algebra", {"scale-through-add", "scale-through-concat", "matmul-scale-left", "matmul-scale-right",
                          "mul-scale-right", "scale-through-transpose"}},
   };
@@ -1484,9 +1485,24 @@ std::vector<Fact> Folder::sumRule(const ir::Node& n, const std::vector<Fact>& in
         linear = true;
         break;
       case OpKind::Concat: linear = sums == int64_t(in.size()); break;
+      case OpKind::Slice: case OpKind::Split: linear = true; break;
       default: break;
     }
     if (!linear) return {};
+    if (n.op == OpKind::Split) {  // each piece of partial sums: partial sums of the piece
+      std::vector<Fact> outs;
+      for (size_t o = 0; o < n.outputs.size(); ++o) {
+        const TensorType& to = vals[size_t(n.outputs[o])].type;
+        if (decideOnly_) {
+          outs.push_back(Fact{Lay::Sum, 0, {}});
+          continue;
+        }
+        auto got = inferGlobal(n.op, n.attrs, gin, int(o));
+        if (!got || !(*got == to)) return {};
+        outs.push_back(Fact{Lay::Sum, 0, canon(n.op, n.attrs, vin, int(o), to, inRank)});
+      }
+      return outs;
+    }
     if (decideOnly_) return single({});
     return single(canon(n.op, n.attrs, vin, 0, out0, inRank));
   }
