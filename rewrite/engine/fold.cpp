@@ -242,6 +242,32 @@ bool reshapeLike(OpKind op) {
   return op == OpKind::Reshape || op == OpKind::Squeeze || op == OpKind::Unsqueeze;
 }
 
+// Ops acting alike on every position of any dim they do not reduce or
+// normalize over: elementwise ops, norms, reductions, matmul rows and
+// contraction.
+bool actsAlikeAlongDims(OpKind op) {
+  switch (ir::opInfo(op).category) {
+    case OpCategory::Unary:
+    case OpCategory::Binary:
+    case OpCategory::Compare:
+    case OpCategory::Ternary:
+    case OpCategory::Norm:
+    case OpCategory::Reduce:
+      return true;
+    default:
+      return op == OpKind::MatMul || op == OpKind::Identity;
+  }
+}
+
+// The axes a slice node cuts (normalized; none given: the first len(starts)).
+std::vector<int64_t> sliceAxes(const ir::Node& n, int64_t rank) {
+  std::vector<int64_t> axes = n.attrs.count("axes") ? ir::attrInts(n.attrs, "axes") : std::vector<int64_t>{};
+  if (!n.attrs.count("axes"))
+    for (size_t k = 0; k < ir::attrInts(n.attrs, "starts").size(); ++k) axes.push_back(int64_t(k));
+  for (auto& a : axes) a = a < 0 ? a + rank : a;
+  return axes;
+}
+
 // The layout schemas and the proven lemmas whose n-ary (folded) forms they
 // are; a schema is used only when all its lemmas are proven.
 const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
@@ -1757,28 +1783,13 @@ std::vector<Fact> Folder::zigGate(const ir::Node& n, const std::vector<Fact>& in
     auto a = ir::normAxis(ir::attrInt(n.attrs, name), rank, name);
     return a.ok() && *a == d;
   };
-  bool alike = false;
-  switch (ir::opInfo(n.op).category) {
-    case OpCategory::Unary:
-    case OpCategory::Binary:
-    case OpCategory::Compare:
-    case OpCategory::Ternary:
-    case OpCategory::Norm:
-    case OpCategory::Reduce:
-      alike = true;
-      break;
-    default:
-      alike = n.op == OpKind::MatMul || n.op == OpKind::Identity || n.op == OpKind::Transpose || reshapeLike(n.op) ||
-              n.op == OpKind::Expand || n.op == OpKind::OneHot;
-  }
+  bool alike = actsAlikeAlongDims(n.op) || n.op == OpKind::Transpose || reshapeLike(n.op) ||
+               n.op == OpKind::Expand || n.op == OpKind::OneHot;
   if (n.op == OpKind::TopK || n.op == OpKind::Split || n.op == OpKind::Concat)
     alike = !axisIs("axis", dim);
   if (n.op == OpKind::Slice) {
-    std::vector<int64_t> axes = n.attrs.count("axes") ? ir::attrInts(n.attrs, "axes") : std::vector<int64_t>{};
-    if (!n.attrs.count("axes"))
-      for (size_t k = 0; k < ir::attrInts(n.attrs, "starts").size(); ++k) axes.push_back(int64_t(k));
-    alike = true;
-    for (int64_t a : axes) alike = alike && (a < 0 ? a + rank : a) != dim;
+    auto axes = sliceAxes(n, rank);
+    alike = std::find(axes.begin(), axes.end(), dim) == axes.end();
   }
   if (!alike) return {};
   for (Fact& o : outs) {
@@ -2631,9 +2642,7 @@ bool Folder::nestedOk(const ir::Node& n, const std::vector<Fact>& in, const std:
     if (n.op == OpKind::TopK) {
       axes.push_back(n.attrs.count("axis") ? ir::attrInt(n.attrs, "axis") : -1);
     } else if (n.op == OpKind::Slice) {
-      axes = n.attrs.count("axes") ? ir::attrInts(n.attrs, "axes") : std::vector<int64_t>{};
-      if (!n.attrs.count("axes"))
-        for (size_t k = 0; k < ir::attrInts(n.attrs, "starts").size(); ++k) axes.push_back(int64_t(k));
+      axes = sliceAxes(n, R);
     } else {
       axes.push_back(ir::attrInt(n.attrs, "axis"));
     }
@@ -2651,17 +2660,7 @@ bool Folder::nestedOk(const ir::Node& n, const std::vector<Fact>& in, const std:
     }
     return true;
   }
-  switch (ir::opInfo(n.op).category) {
-    case OpCategory::Unary:
-    case OpCategory::Binary:
-    case OpCategory::Compare:
-    case OpCategory::Ternary:
-    case OpCategory::Norm:
-    case OpCategory::Reduce:
-      return true;
-    default:
-      return n.op == OpKind::MatMul || n.op == OpKind::Identity;
-  }
+  return actsAlikeAlongDims(n.op);
 }
 
 // S's types of the operands and results must agree with the op's shape
