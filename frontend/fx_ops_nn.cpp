@@ -348,7 +348,7 @@ Status mapSdpa(Emitter& e) {
     if (cpuFlash) { SP_ASSIGN(mask, e.optTensor(5, "attn_mask")); }
   }
   std::optional<double> scale;
-  const size_t scaleAt = plain ? 6 : cpuFlash ? 6 : efficient ? 7 : 6;
+  const size_t scaleAt = efficient ? 7 : 6;
   if (e.has(scaleAt, "scale")) {
     const Expr* s = e.arg(scaleAt, "scale");
     if (s->kind != Expr::Kind::None) { SP_ASSIGN(scale, e.number(scaleAt, "scale")); }

@@ -558,7 +558,10 @@ class Folder {
                                const TensorType& t);
   // The zigzag order of base's 2n pieces of width c along dim (member i's
   // pieces i and 2n - 1 - i, in member order).
-  std::vector<Piece> zigOrder(int base, int64_t dim, int64_t c) const;
+  std::vector<Piece> zigOrder(int base, int64_t c) const;
+  // The base whose zigzag order, pieces of half of `local` along dim, node
+  // holds (as runs of one type with it); nullopt: another value.
+  std::optional<int> zigBase(int node, int64_t dim, const Dim& local);
   std::optional<Fact> zigInputFact(const std::vector<RelPtr>& rels, const TensorType& local);
   std::vector<Fact> zigGate(const ir::Node& n, const std::vector<Fact>& in, std::vector<Fact> outs);
   // A plain split of a value holding a base's pieces in zigzag order (a
@@ -928,27 +931,29 @@ std::optional<Val> Folder::runsCanon(OpKind op, const ir::AttrMap& attrs, const 
   return std::nullopt;
 }
 
-void Folder::asZig(Fact& f, const TensorType& local) {
-  if (f.lay != Lay::Split || f.zig || !f.plain() || f.innerDim >= 0 || twoD_ || f.lay3 != Lay::Rep || decideOnly_)
-    return;
-  auto it = pieces_.find(f.v.node);
-  if (it == pieces_.end() || it->second.dim != f.dim || size_t(f.dim) >= local.shape.size() ||
-      !local.shape[size_t(f.dim)].isConcrete() || local.shape[size_t(f.dim)].value() % 2)
-    return;
+std::optional<int> Folder::zigBase(int node, int64_t dim, const Dim& local) {
+  auto it = pieces_.find(node);
+  if (it == pieces_.end() || it->second.dim != dim || !local.isConcrete() || local.value() % 2) return std::nullopt;
   const int base = it->second.parts[0].base;
-  const int64_t c = local.shape[size_t(f.dim)].value() / 2;
-  std::vector<Piece> want = mergeRuns(zigOrder(base, f.dim, c));
+  std::vector<Piece> want = mergeRuns(zigOrder(base, local.value() / 2));
   const std::vector<Piece>& got = it->second.parts;
-  if (want.size() != got.size() || !(ex_.type(base).shape == ex_.type(f.v.node).shape) || !use("zigzag-chunks"))
-    return;
+  if (want.size() != got.size() || !(ex_.type(base) == ex_.type(node)) || !use("zigzag-chunks")) return std::nullopt;
   for (size_t i = 0; i < want.size(); ++i)
-    if (got[i].base != want[i].base || got[i].a != want[i].a || got[i].b != want[i].b) return;
-  f.zig = true;
-  f.v.node = base;
+    if (got[i].base != want[i].base || got[i].a != want[i].a || got[i].b != want[i].b) return std::nullopt;
+  return base;
 }
 
-std::vector<Folder::Piece> Folder::zigOrder(int base, int64_t dim, int64_t c) const {
-  (void)dim;
+void Folder::asZig(Fact& f, const TensorType& local) {
+  if (f.lay != Lay::Split || f.zig || !f.plain() || f.innerDim >= 0 || twoD_ || f.lay3 != Lay::Rep || decideOnly_ ||
+      size_t(f.dim) >= local.shape.size())
+    return;
+  if (auto base = zigBase(f.v.node, f.dim, local.shape[size_t(f.dim)])) {
+    f.zig = true;
+    f.v.node = *base;
+  }
+}
+
+std::vector<Folder::Piece> Folder::zigOrder(int base, int64_t c) const {
   std::vector<Piece> parts;
   for (int64_t i = 0; i < n_; ++i) {
     parts.push_back(Piece{base, i * c, (i + 1) * c});
@@ -1620,7 +1625,7 @@ std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>&
     if (decideOnly_) return {Fact{Lay::Rep, 0, {}}};
     const int64_t c = inT.shape[size_t(x.dim)].value() / 2;
     const TensorType t = ex_.type(x.v.node);
-    auto v = fromRuns(x.dim, zigOrder(x.v.node, x.dim, c), t, x.v.k);
+    auto v = fromRuns(x.dim, zigOrder(x.v.node, c), t, x.v.k);
     if (!v) return {};
     return {Fact{Lay::Rep, 0, *v}};
   }
@@ -1658,19 +1663,10 @@ std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>&
       if (!d || !v) return {};
       // The sum of a value holding a base's pieces in zigzag order:
       // each member's chunk is its pair of pieces of the base.
-      if (auto it = pieces_.find(v->node); it != pieces_.end() && it->second.dim == *d && !decideOnly_ &&
-          outT.shape[size_t(*d)].isConcrete() && outT.shape[size_t(*d)].value() % 2 == 0) {
-        const int base = it->second.parts[0].base;
-        const int64_t c = outT.shape[size_t(*d)].value() / 2;
-        std::vector<Piece> want = mergeRuns(zigOrder(base, *d, c)), got = it->second.parts;
-        bool same = want.size() == got.size() && ex_.type(base) == inT && use("zigzag-chunks");
-        for (size_t i = 0; same && i < want.size(); ++i)
-          same = got[i].base == want[i].base && got[i].a == want[i].a && got[i].b == want[i].b;
-        if (same) {
-          Fact z{Lay::Split, *d, {base, v->k}};
-          z.zig = true;
-          return {z};
-        }
+      if (auto base = decideOnly_ ? std::nullopt : zigBase(v->node, *d, outT.shape[size_t(*d)])) {
+        Fact z{Lay::Split, *d, {*base, v->k}};
+        z.zig = true;
+        return {z};
       }
       Fact out{Lay::Split, *d, *v};
       if (!(globalOf(outT, out, true) == inT)) return {};
