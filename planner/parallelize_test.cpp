@@ -1358,17 +1358,28 @@ TEST(ParallelizeCp, SequenceParallelAndThreeGroupsVerifyFolded) {
 // verified: the gathered halves used in gathered order (not put back in
 // S's), and x0's relation with each rank's two halves swapped.
 TEST(ParallelizeCp, LoadBalancedChunksVerifyFolded) {
-  for (int cp : {2, 4})
-    for (bool backward : {false, true}) {
-      SCOPED_TRACE("cp " + std::to_string(cp) + (backward ? " backward" : ""));
-      ProgramSpec s = smallCp(1, cp, false);
+  // cp alone; with tp inside (sequence parallel's pieces nested in the
+  // chunk, or tp's heads beside it); with dp outside; all three.
+  struct Groups {
+    int tp;
+    bool sp;
+    int dp;
+  };
+  for (Groups g : {Groups{1, false, 1}, Groups{2, true, 1}, Groups{2, false, 1}, Groups{4, true, 1}, Groups{1, false, 2},
+                   Groups{2, true, 2}})
+    for (int cp : {2, 4})
+      for (bool backward : {false, true}) {
+      SCOPED_TRACE("tp " + std::to_string(g.tp) + (g.sp ? " + sp" : "") + " cp " + std::to_string(cp) + " dp " +
+                   std::to_string(g.dp) + (backward ? " backward" : ""));
+      ProgramSpec s = smallCp(g.tp, cp, g.sp, g.dp);
       s.cpBalanced = true, s.backward = backward, s.seq = 32;
+      s.kvHeads = std::max<int64_t>(s.kvHeads, g.tp);  // Megatron's backward needs query groups divisible by tp
       auto p = parallelize(s);
       ASSERT_TRUE(p.ok()) << p.error().str();
       size_t bodies = 0;
       for (size_t at = 0; (at = p->dist.find("\n  rank ", at)) != std::string::npos; ++at) ++bodies;
       EXPECT_EQ(bodies, 1u);
-      EXPECT_EQ(p->dist.find(" = reduce_scatter(") != std::string::npos, backward);
+      if (g.tp == 1 && g.dp == 1) EXPECT_EQ(p->dist.find(" = reduce_scatter(") != std::string::npos, backward);
       auto rep = verifyTexts(*p);
       EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
       EXPECT_TRUE(folded(rep)) << why(rep);
@@ -1400,12 +1411,19 @@ TEST(ParallelizeCp, LoadBalancedChunksVerifyFolded) {
   auto twin = rewrite::verifyTexts(p->seq, p->dist, rel, {});
   ASSERT_TRUE(twin.ok()) << twin.error().str();
   EXPECT_NE(twin->verdict, rewrite::Verdict::Verified) << why(*twin);
-  // with a second group: not decided yet
-  ProgramSpec two = smallCp(1, 2, false, 2);
+  // tp's pieces nested in the chunk: the pieces of the wrong tp rank
+  ProgramSpec two = smallCp(2, 2, true);
   two.cpBalanced = true;
   auto t2 = parallelize(two);
   ASSERT_TRUE(t2.ok());
-  EXPECT_NE(verifyTexts(*t2).verdict, rewrite::Verdict::Refuted);
+  const std::string tpPiece = "dim=0, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)";
+  size_t tat = t2->relations.find(tpPiece);
+  ASSERT_NE(tat, std::string::npos) << t2->relations;
+  std::string swapped = t2->relations;
+  swapped.replace(tat, tpPiece.size(), "dim=0, start=4-idx(r,tp)*4, end=8-idx(r,tp)*4)");
+  auto twin2 = rewrite::verifyTexts(t2->seq, t2->dist, swapped, {});
+  ASSERT_TRUE(twin2.ok()) << twin2.error().str();
+  EXPECT_EQ(twin2->verdict, rewrite::Verdict::Refuted) << why(*twin2);
   s.seq = 10;  // 2 x cp must divide it
   auto odd = parallelize(s);
   ASSERT_FALSE(odd.ok());

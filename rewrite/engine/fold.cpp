@@ -70,6 +70,11 @@ struct Fact {
   // context parallel chunks).
   std::array<Lay, kMaxMoreGroups> layB{Lay::Rep, Lay::Rep, Lay::Rep};
   std::array<int64_t, kMaxMoreGroups> dimB{0, 0, 0};
+  // Group k's split is into zigzag chunks (see `zig`): member j's chunk is
+  // pieces j and 2N - 1 - j of 2N of the dim, concatenated; the inner
+  // groups' pieces nest inside that chunk as inside a plain one (sequence
+  // parallel's tokens of a load-balanced context parallel chunk).
+  std::array<bool, kMaxMoreGroups> zigB{false, false, false};
   bool moreRep() const {
     return std::all_of(layB.begin(), layB.end(), [](Lay l) { return l == Lay::Rep; });
   }
@@ -78,7 +83,8 @@ struct Fact {
       if (layB[k] == Lay::Split && dimB[k] == d) return true;
     return false;
   }
-  void moreRepAll() { layB.fill(Lay::Rep), dimB.fill(0); }
+  void moreRepAll() { layB.fill(Lay::Rep), dimB.fill(0), zigB.fill(false); }
+  void moreAs(const Fact& o) { layB = o.layB, dimB = o.dimB, zigB = o.zigB; }
   // Micro-batches: copies of the step in one rank graph, each on its piece
   // of the batch, gradients added up across them. The layout over the
   // copies of C, what the group layouts above combine the members' values
@@ -105,7 +111,7 @@ struct Fact {
   void whole() { copiesAs(Fact{}); }
   bool sameGroupLayout(const Fact& o) const {
     return lay == o.lay && dim == o.dim && blocks == o.blocks && inner == o.inner && innerDim == o.innerDim &&
-           zig == o.zig && layB == o.layB && dimB == o.dimB;
+           zig == o.zig && layB == o.layB && dimB == o.dimB && zigB == o.zigB;
   }
 };
 
@@ -118,7 +124,11 @@ Fact layoutView(Lay lay, int64_t dim, Val v) {
   t.v = v;
   return t;
 }
-Fact secondaryView(const Fact& f, size_t k) { return layoutView(f.layB[k], f.dimB[k], f.v); }
+Fact secondaryView(const Fact& f, size_t k) {
+  Fact t = layoutView(f.layB[k], f.dimB[k], f.v);
+  t.zig = f.zigB[k];
+  return t;
+}
 Fact microBatchView(const Fact& f) { return layoutView(f.lay3, f.dim3, f.v); }
 
 // f * g and f / g stored exactly (the factor kept is the real product).
@@ -603,12 +613,29 @@ class Folder {
     return std::adjacent_find(dims.begin(), dims.end()) != dims.end();
   }
   bool nestedAllowed(const Fact& f) { return !isNested(f) || use("nested-splits"); }
+  // A further group's zigzag chunks are pieces of the whole dim: no outer
+  // group (nor the copies) splits that dim around them.
+  bool zigNestOk(const Fact& f) const {
+    if (f.zig) {
+      if (f.lay != Lay::Split || (f.lay3 == Lay::Split && f.dim3 == f.dim)) return false;
+      for (size_t k = 0; k < nB_.size(); ++k)
+        if (f.layB[k] == Lay::Split && f.dimB[k] == f.dim) return false;
+    }
+    for (size_t k = 0; k < nB_.size(); ++k) {
+      if (!f.zigB[k]) continue;
+      if (f.layB[k] != Lay::Split || (f.zig && f.dim == f.dimB[k]) || (f.lay3 == Lay::Split && f.dim3 == f.dimB[k]))
+        return false;
+      for (size_t b = k + 1; b < nB_.size(); ++b)
+        if (f.layB[b] == Lay::Split && f.dimB[b] == f.dimB[k]) return false;
+    }
+    return true;
+  }
   std::vector<Fact> collective2(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> finalize(const ir::Node& n, const std::vector<Fact>& in, std::vector<Fact> outs, double factor);
   bool instancesAreGroups(const ir::Node& n, int axis);
   bool oneMemberEach(const ir::Node& n);
   std::string setupND(const std::vector<std::string>& groups);
-  RelPtr rebuild2(const Fact& f, const std::string& name) const;
+  RelPtr rebuild2(const Fact& f, const std::string& name, const Shape& local) const;
   std::vector<Fact> collective(const ir::Node& n, const std::vector<Fact>& in, bool checkMembers = true);
   // Whether collective n runs over exactly the folded group's members.
   bool overFoldedGroup(const ir::Node& n);
@@ -620,6 +647,9 @@ class Folder {
   using Bound = std::unordered_map<std::string, std::vector<RelPtr>>;
   std::optional<Fact> inputFact2(const std::string& name, const TensorType& local, const Bound& bound);
   std::optional<Fact> splitOverGroups(const std::vector<RelPtr>& rels, const TensorType& local);
+  // The same with one further group's split into zigzag chunks, each
+  // rank's relation compared as the pieces of S's tensor it selects.
+  std::optional<Fact> zigSplitOverGroups(const std::vector<RelPtr>& rels, const TensorType& local);
   std::optional<Fact> inputFact(const std::string& name, const TensorType& local, const Bound& bound);
   std::optional<Fact> blockedInputFact(const std::vector<RelPtr>& rels, const TensorType& local);
   RelPtr wholeIfTiles(const RelPtr& r) const;
@@ -944,7 +974,8 @@ std::optional<int> Folder::zigBase(int node, int64_t dim, const Dim& local) {
 }
 
 void Folder::asZig(Fact& f, const TensorType& local) {
-  if (f.lay != Lay::Split || f.zig || !f.plain() || f.innerDim >= 0 || twoD_ || f.lay3 != Lay::Rep || decideOnly_ ||
+  if (f.lay != Lay::Split || f.zig || !f.plain() || f.innerDim >= 0 || (twoD_ && f.moreSplit(f.dim)) ||
+      f.lay3 != Lay::Rep || decideOnly_ ||
       size_t(f.dim) >= local.shape.size())
     return;
   if (auto base = zigBase(f.v.node, f.dim, local.shape[size_t(f.dim)])) {
@@ -1737,8 +1768,11 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
     return {*f};
   }
   bool copies = std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay3 != Lay::Rep; });
-  // Zigzag chunks fold over one group, without micro-batch copies.
-  if ((twoD_ || copies) && std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.zig; })) return {};
+  // Zigzag chunks fold over any group, not with micro-batch copies.
+  if (copies && std::any_of(in.begin(), in.end(), [](const Fact& f) {
+        return f.zig || std::any_of(f.zigB.begin(), f.zigB.end(), [](bool z) { return z; });
+      }))
+    return {};
   if (cat == OpCategory::Collective) {
     auto outs = twoD_ ? collective2(n, in) : collective(n, in);
     // A collective acts on the members' values within one copy: what they
@@ -1860,7 +1894,7 @@ std::optional<Fact> Folder::sliceByRank(const ir::Node& n, const Fact& x) {
   // read so.
   if ((x.lay3 == Lay::Split && x.dim3 == *axis) || (inner > 1 && x.moreSplit(*axis)) || !use("slice-by-rank"))
     return std::nullopt;
-  f.layB = x.layB, f.dimB = x.dimB;
+  f.moreAs(x);
   f.copiesAs(x);
   if (!nestedAllowed(f)) return std::nullopt;
   return f;
@@ -2046,6 +2080,7 @@ Fact splitOverB(const Fact& fb, size_t k) {
   f.lay = Lay::Rep;
   f.layB[k] = Lay::Split;
   f.dimB[k] = fb.dim;
+  f.zigB[k] = fb.zig;
   f.v = fb.v;
   return f;
 }
@@ -2322,7 +2357,7 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
       decidedFactor_ = 1.0;
       pick_ = pick;
       picks_ = 1;
-      Reading r{rules(n, sin), decidedFactor_};
+      Reading r{zigGate(n, sin, rules(n, sin)), decidedFactor_};
       size_t picks = picks_;
       pick_ = 0;
       decideOnly_ = false;
@@ -2429,7 +2464,7 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
     decidedFactor_ = 1.0;
     pick_ = pick;
     picks_ = 1;
-    std::vector<Fact> pri = rules(n, pin);
+    std::vector<Fact> pri = zigGate(n, pin, rules(n, pin));
     size_t picks = picks_;
     double f1 = decidedFactor_;
     pick_ = 0;
@@ -2464,11 +2499,14 @@ std::vector<Fact> Folder::combine2(const ir::Node& n, const std::vector<Fact>& i
         return {};
       outs[o].layB[k] = sec.lay;
       outs[o].dimB[k] = sec.dim;
+      outs[o].zigB[k] = sec.zig;
     }
   }
   // Groups splitting one dim nest their pieces (in group order): only ops
   // acting on each position of that dim alike take them.
   if (!nestedOk(n, in, outs)) return {};
+  for (const Fact& o : outs)
+    if (!zigNestOk(o)) return {};
   for (size_t o = 0; o < outs.size(); ++o) {
     if (mbDecided_) {
       // Copies are the outermost layer: their pieces may share a dim with
@@ -2791,9 +2829,8 @@ std::vector<Fact> Folder::collective2(const ir::Node& n, const std::vector<Fact>
     p.moreRepAll();
     auto r = collective(n, {p}, false);
     if (r.size() != 1) return {};
-    r[0].layB = x.layB;
-    r[0].dimB = x.dimB;
-    if (!nestedAllowed(r[0])) return {};
+    r[0].moreAs(x);
+    if (!nestedAllowed(r[0]) || !zigNestOk(r[0])) return {};
     return r;
   }
   const size_t k = size_t(axis - 1);
@@ -2807,8 +2844,9 @@ std::vector<Fact> Folder::collective2(const ir::Node& n, const std::vector<Fact>
   Fact out = x;
   out.layB[k] = r[0].lay;
   out.dimB[k] = r[0].dim;
+  out.zigB[k] = r[0].zig;
   out.v = r[0].v;
-  if (!nestedAllowed(out)) return {};
+  if (!nestedAllowed(out) || !zigNestOk(out)) return {};
   return {out};
 }
 
@@ -2830,7 +2868,10 @@ std::optional<Fact> Folder::inputFact2(const std::string& name, const TensorType
   std::vector<size_t> varying;
   for (size_t g = 0; g <= nB_.size(); ++g)
     if (!same(lineOf(g))) varying.push_back(g);
-  if (varying.size() > 1) return splitOverGroups(it->second, local);
+  if (varying.size() > 1) {
+    if (auto f = splitOverGroups(it->second, local)) return f;
+    return zigSplitOverGroups(it->second, local);
+  }
   const size_t g = varying.empty() ? 0 : varying[0];
   auto saved = members_;
   members_ = lineOf(g);
@@ -2840,7 +2881,7 @@ std::optional<Fact> Folder::inputFact2(const std::string& name, const TensorType
   members_ = saved;
   if (!f || (varying.empty() && f->lay != Lay::Rep)) return std::nullopt;
   if (g > 0) {
-    // the further groups' layouts are plain
+    // the further groups' layouts are plain (not zigzag chunks either)
     if (f->lay != Lay::Split || !f->plain()) return std::nullopt;
     f = splitOverB(*f, g - 1);
   }
@@ -2883,6 +2924,194 @@ std::optional<std::pair<std::string, std::map<int64_t, std::pair<int64_t, int64_
 // rows idx(r,cp)*8 + idx(r,tp)*4 of sequence parallel inside context
 // parallel chunks); every other dim whole. The relations may nest the
 // slices in any order (compared as boxes).
+namespace {
+// The pieces of one S tensor a relation selects, in order: boxes (per dim
+// [start, end)) concatenated along `dim` (-1: one box), from slices and
+// concats of a seq leaf with constant bounds; adjacent boxes that join
+// into one are joined, so every way of writing a selection reads alike.
+struct Boxes {
+  std::string leaf;
+  int64_t dim = -1;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> list;
+  bool operator==(const Boxes& o) const { return leaf == o.leaf && dim == o.dim && list == o.list; }
+};
+
+void joinBoxes(Boxes& b) {
+  if (b.dim < 0) return;
+  const size_t d = size_t(b.dim);
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> out;
+  for (auto& x : b.list) {
+    if (!out.empty()) {
+      auto& y = out.back();
+      bool same = y.size() == x.size() && y[d].second == x[d].first;
+      for (size_t k = 0; same && k < x.size(); ++k) same = k == d || y[k] == x[k];
+      if (same) {
+        y[d].second = x[d].second;
+        continue;
+      }
+    }
+    out.push_back(x);
+  }
+  b.list = std::move(out);
+  if (b.list.size() == 1) b.dim = -1;
+}
+
+// Of boxes concatenated along d (or one box), the positions [a, b) of the
+// concatenation along d.
+std::vector<std::vector<std::pair<int64_t, int64_t>>> cutAlong(
+    const std::vector<std::vector<std::pair<int64_t, int64_t>>>& list, size_t d, int64_t a, int64_t b) {
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> out;
+  int64_t off = 0;
+  for (const auto& x : list) {
+    const int64_t w = x[d].second - x[d].first, lo = std::max(a, off), hi = std::min(b, off + w);
+    if (lo < hi) {
+      auto y = x;
+      y[d] = {x[d].first + lo - off, x[d].first + hi - off};
+      out.push_back(std::move(y));
+    }
+    off += w;
+  }
+  return out;
+}
+
+std::optional<Boxes> boxesOf(const Rel& r, const ir::Graph& seq) {
+  auto konst = [](const IntExpr& e) { return e.kind == IntExpr::Kind::Const; };
+  switch (r.op) {
+    case RelOp::Seq: {
+      auto v = seq.findValue(r.name);
+      if (!v || !ir::isConcrete(seq.value(*v).type.shape)) return std::nullopt;
+      Boxes b{r.name, -1, {{}}};
+      for (const Dim& d : seq.value(*v).type.shape) b.list[0].emplace_back(0, d.value());
+      return b;
+    }
+    case RelOp::Slice: {
+      auto x = boxesOf(*r.args[0], seq);
+      if (!x || !konst(r.start) || !konst(r.end)) return std::nullopt;
+      const int64_t R = int64_t(x->list[0].size()), d = r.dim < 0 ? r.dim + R : r.dim;
+      const int64_t s = r.start.value, e = r.end.value;
+      if (d < 0 || d >= R || s < 0 || e <= s) return std::nullopt;
+      if (x->dim == d) {
+        int64_t total = 0;
+        for (const auto& b : x->list) total += b[size_t(d)].second - b[size_t(d)].first;
+        if (e > total) return std::nullopt;
+        x->list = cutAlong(x->list, size_t(d), s, e);
+      } else {
+        for (auto& b : x->list) {
+          if (e > b[size_t(d)].second - b[size_t(d)].first) return std::nullopt;
+          b[size_t(d)] = {b[size_t(d)].first + s, b[size_t(d)].first + e};
+        }
+      }
+      joinBoxes(*x);
+      return x;
+    }
+    case RelOp::Concat: {
+      Boxes out;
+      for (const auto& p : r.args) {
+        auto x = boxesOf(*p, seq);
+        if (!x || (!out.leaf.empty() && x->leaf != out.leaf)) return std::nullopt;
+        const int64_t R = int64_t(x->list[0].size()), d = r.dim < 0 ? r.dim + R : r.dim;
+        if (d < 0 || d >= R || (x->dim >= 0 && x->dim != d)) return std::nullopt;
+        out.leaf = x->leaf, out.dim = d;
+        out.list.insert(out.list.end(), x->list.begin(), x->list.end());
+      }
+      if (out.list.empty()) return std::nullopt;
+      joinBoxes(out);
+      return out;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+}  // namespace
+
+std::optional<Fact> Folder::zigSplitOverGroups(const std::vector<RelPtr>& rels, const TensorType& local) {
+  const size_t G = nB_.size() + 1;
+  if (!use("zigzag-chunks")) return std::nullopt;
+  std::vector<std::vector<std::optional<Boxes>>> got(grid_.size());
+  for (size_t j = 0; j < grid_.size(); ++j)
+    for (int64_t r : grid_[j]) got[j].push_back(boxesOf(*rels[size_t(r)], seq_));
+  if (!got[0][0]) return std::nullopt;
+  auto v = seq_.findValue(got[0][0]->leaf);
+  if (!v) return std::nullopt;
+  const TensorType whole = wholeType(*v);
+  const int64_t R = int64_t(whole.shape.size());
+  if (int64_t(local.shape.size()) != R || whole.dtype != local.dtype || !ir::isConcrete(local.shape)) return std::nullopt;
+  // The dim each group moves along: where rank 0's pieces and its
+  // neighbour's along the group cover other ranges (pieces joined where
+  // adjacent, so their count may differ).
+  std::vector<int64_t> dimOf(G, -1);
+  for (size_t g = 0; g < G; ++g) {
+    const auto& b1 = g == 0 ? got[0][1] : got[size_t(strideB_[g - 1])][0];
+    if (!b1 || b1->leaf != got[0][0]->leaf) return std::nullopt;
+    for (int64_t d = 0; d < R; ++d) {
+      std::set<std::pair<int64_t, int64_t>> x, y;
+      for (const auto& b : got[0][0]->list) x.insert(b[size_t(d)]);
+      for (const auto& b : b1->list) y.insert(b[size_t(d)]);
+      if (x == y) continue;
+      if (dimOf[g] >= 0) return std::nullopt;
+      dimOf[g] = d;
+    }
+  }
+  // The pieces rank (i, j) holds under layout f, outer groups first.
+  auto expected = [&](const Fact& f, int64_t i, int64_t j) -> std::optional<Boxes> {
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> runs;
+    runs.resize(size_t(R));
+    for (int64_t d = 0; d < R; ++d) runs[size_t(d)] = {{0, whole.shape[size_t(d)].value()}};
+    auto cut = [&](int64_t d, int64_t N, int64_t p, bool zig) {
+      std::vector<std::vector<std::pair<int64_t, int64_t>>> as;
+      for (const auto& r : runs[size_t(d)]) as.push_back({r});
+      int64_t L = 0;
+      for (const auto& r : runs[size_t(d)]) L += r.second - r.first;
+      const int64_t parts = zig ? 2 * N : N;
+      if (L % parts) return false;
+      const int64_t w = L / parts;
+      std::vector<std::pair<int64_t, int64_t>> out;
+      for (int64_t q : zig ? std::vector<int64_t>{p, 2 * N - 1 - p} : std::vector<int64_t>{p})
+        for (const auto& b : cutAlong(as, 0, q * w, (q + 1) * w)) {
+          if (!out.empty() && out.back().second == b[0].first) out.back().second = b[0].second;
+          else out.push_back(b[0]);
+        }
+      runs[size_t(d)] = std::move(out);
+      return true;
+    };
+    for (size_t k = nB_.size(); k-- > 0;)
+      if (f.layB[k] == Lay::Split && !cut(f.dimB[k], nB_[k], j / strideB_[k] % nB_[k], f.zigB[k])) return std::nullopt;
+    if (f.lay == Lay::Split && !cut(f.dim, n_, i, f.zig)) return std::nullopt;
+    Boxes b{got[0][0]->leaf, -1, {{}}};
+    for (int64_t d = 0; d < R; ++d) b.list[0].push_back(runs[size_t(d)][0]);
+    for (int64_t d = 0; d < R; ++d) {
+      if (runs[size_t(d)].size() == 1) continue;
+      if (b.dim >= 0) return std::nullopt;
+      b.dim = d;
+      auto proto = b.list[0];
+      b.list.clear();
+      for (const auto& r : runs[size_t(d)]) {
+        proto[size_t(d)] = r;
+        b.list.push_back(proto);
+      }
+    }
+    return b;
+  };
+  for (size_t z = 0; z < G; ++z) {  // the group in zigzag chunks
+    if (dimOf[z] < 0) continue;
+    Fact f{Lay::Rep, 0, {seqNode(*v), 1.0}};
+    if (dimOf[0] >= 0) f.lay = Lay::Split, f.dim = dimOf[0];
+    for (size_t k = 0; k + 1 < G; ++k)
+      if (dimOf[k + 1] >= 0) f.layB[k] = Lay::Split, f.dimB[k] = dimOf[k + 1];
+    if (z == 0) f.zig = true;
+    else f.zigB[z - 1] = true;
+    if (!(globalOf(local, f) == whole) || !zigNestOk(f)) continue;
+    bool all = true;
+    for (size_t j = 0; all && j < grid_.size(); ++j)
+      for (size_t i = 0; all && i < grid_[j].size(); ++i) {
+        auto want = expected(f, int64_t(i), int64_t(j));
+        all = want && got[j][i] && *want == *got[j][i];
+      }
+    if (all && nestedAllowed(f)) return f;
+  }
+  return std::nullopt;
+}
+
 std::optional<Fact> Folder::splitOverGroups(const std::vector<RelPtr>& rels, const TensorType& local) {
   const size_t G = nB_.size() + 1;
   auto box0 = sliceBox(*rels[size_t(grid_[0][0])], seq_);
@@ -3171,10 +3400,34 @@ std::string Folder::setupND(const std::vector<std::string>& groups) {
   return "";
 }
 
-// The relation an S value has over D when D's value holds it in layout f.
-RelPtr Folder::rebuild2(const Fact& f, const std::string& name) const {
+namespace {
+// S's value from N members' chunks in zigzag order along d (chunk(m):
+// member m's, ext long on d): S's piece q of 2N is the first half of
+// member q's chunk (q < N), else the second half of member 2N - 1 - q's.
+RelPtr zigRebuild(int64_t N, int64_t d, int64_t ext, const std::function<RelPtr(int64_t)>& chunk) {
+  if (ext % 2) return nullptr;
+  const int64_t half = ext / 2;
+  std::vector<RelPtr> parts;
+  for (int64_t q = 0; q < 2 * N; ++q) {
+    RelPtr c = chunk(q < N ? q : 2 * N - 1 - q);
+    if (!c) return nullptr;
+    const int64_t at = q < N ? 0 : half;
+    parts.push_back(Rel::slice(c, d, IntExpr::constant(at), IntExpr::constant(at + half)));
+  }
+  return Rel::concat(d, parts);
+}
+}  // namespace
+
+// The relation an S value has over D when D's value holds it in layout f
+// (local: the shape of D's value).
+RelPtr Folder::rebuild2(const Fact& f, const std::string& name, const Shape& local) const {
   auto overA = [&](const std::vector<int64_t>& row) -> RelPtr {
     if (f.lay == Lay::Rep) return Rel::dist(IntExpr::constant(row[0]), name);
+    if (f.lay == Lay::Split && f.zig) {
+      if (size_t(f.dim) >= local.size() || !local[size_t(f.dim)].isConcrete()) return nullptr;
+      return zigRebuild(n_, f.dim, local[size_t(f.dim)].value(),
+                        [&](int64_t m) { return Rel::dist(IntExpr::constant(row[size_t(m)]), name); });
+    }
     std::vector<RelPtr> parts;
     for (int64_t r : row) parts.push_back(Rel::dist(IntExpr::constant(r), name));
     return f.lay == Lay::Split ? Rel::concat(f.dim, parts) : Rel::sum(parts);
@@ -3186,7 +3439,19 @@ RelPtr Folder::rebuild2(const Fact& f, const std::string& name) const {
     const size_t b = k - 1;
     if (f.layB[b] == Lay::Rep) return over(k - 1, j);
     std::vector<RelPtr> parts;
-    for (int64_t p = 0; p < nB_[b]; ++p) parts.push_back(over(k - 1, j + p * strideB_[b]));
+    if (f.layB[b] == Lay::Split && f.zigB[b]) {
+      // a member's chunk is what the inner groups rebuild at it
+      const int64_t d = f.dimB[b];
+      if (size_t(d) >= local.size() || !local[size_t(d)].isConcrete()) return nullptr;
+      int64_t ext = local[size_t(d)].value() * (f.lay == Lay::Split && f.dim == d ? n_ : 1);
+      for (size_t i = 0; i < b; ++i)
+        if (f.layB[i] == Lay::Split && f.dimB[i] == d) ext *= nB_[i];
+      return zigRebuild(nB_[b], d, ext, [&](int64_t m) { return over(k - 1, j + m * strideB_[b]); });
+    }
+    for (int64_t p = 0; p < nB_[b]; ++p) {
+      parts.push_back(over(k - 1, j + p * strideB_[b]));
+      if (!parts.back()) return nullptr;
+    }
     return f.layB[b] == Lay::Split ? Rel::concat(f.dimB[b], parts) : Rel::sum(parts);
   };
   return over(nB_.size(), 0);
@@ -3495,6 +3760,7 @@ FoldOutcome Folder::run() {
   }
 
   if (!stuck.empty()) spdlog::debug("rank folding: the first D op with no layout over the group is {}", stuck);
+
   // Each wanted S value, named exactly by a D value's layout.
   auto isSeqOutput = [&](ir::ValueId v) {
     return std::find(seq_.outputs().begin(), seq_.outputs().end(), v) != seq_.outputs().end();
@@ -3518,7 +3784,15 @@ FoldOutcome Folder::run() {
         if (f.terms3[m]) some += (some.empty() ? "" : ", ") + std::to_string(m);
       copies = ", summed over micro-batches " + some + " of " + std::to_string(f.cnt3) + " only";
     }
-    return groupLayoutText(f, name, cl) + copies;
+    // the further groups' layouts, where not replicated
+    std::string more;
+    for (size_t k = 0; k < nB_.size(); ++k) {
+      if (f.layB[k] == Lay::Rep) continue;
+      more += ", over group " + groupsB_[k] + " " +
+              (f.layB[k] == Lay::Sum ? std::string("partial sums")
+                                     : "split along dim " + std::to_string(f.dimB[k]) + (f.zigB[k] ? " in zigzag chunks" : ""));
+    }
+    return groupLayoutText(f, name, cl) + (f.zig ? " in zigzag chunks" : "") + more + copies;
   };
   for (const auto& w : in_.wanted) {
     auto sv = seq_.findValue(w);
@@ -3539,20 +3813,13 @@ FoldOutcome Folder::run() {
       if (!f.plain() && !blocked) return std::nullopt;
       const std::string& name = g_->value(c).name;
       RelPtr concrete, shown;
-      if (f.zig) {
-        // S's pieces in order, piece j from member j (its first half) or
-        // member 2N - 1 - j (its second half)
-        if (twoD_ || f.lay != Lay::Split) return std::nullopt;
+      if (f.zig && !twoD_) {
         const Dim& ext = g_->value(c).type.shape[size_t(f.dim)];
-        if (!ext.isConcrete() || ext.value() % 2) return std::nullopt;
-        const int64_t k = ext.value() / 2;
-        std::vector<RelPtr> parts;
-        for (int64_t j = 0; j < 2 * n_; ++j) {
-          const int64_t m = j < n_ ? j : 2 * n_ - 1 - j, at = j < n_ ? 0 : k;
-          parts.push_back(Rel::slice(Rel::dist(IntExpr::constant(members_[size_t(m)]), name), f.dim,
-                                     IntExpr::constant(at), IntExpr::constant(at + k)));
-        }
-        concrete = shown = Rel::concat(f.dim, parts);
+        if (f.lay != Lay::Split || !ext.isConcrete()) return std::nullopt;
+        concrete = shown = zigRebuild(n_, f.dim, ext.value(), [&](int64_t m) {
+          return Rel::dist(IntExpr::constant(members_[size_t(m)]), name);
+        });
+        if (!concrete) return std::nullopt;
         return std::make_pair(concrete, shown);
       }
       if (blocked) {
@@ -3566,7 +3833,8 @@ FoldOutcome Folder::run() {
                                        IntExpr::constant((b + 1) * k)));
         concrete = shown = Rel::concat(f.dim, parts);
       } else if (twoD_) {
-        concrete = shown = rebuild2(f, name);
+        concrete = shown = rebuild2(f, name, g_->value(c).type.shape);
+        if (!concrete) return std::nullopt;
         if (asIs && exp != in_.expected.end() && f.lay == Lay::Rep && f.moreRep() && exp->second->op == RelOp::Dist &&
             exp->second->name == name && exp->second->rank.kind == IntExpr::Kind::Const &&
             exp->second->rank.value >= 0 && exp->second->rank.value < dist_.worldSize())

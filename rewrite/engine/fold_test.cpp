@@ -1779,5 +1779,96 @@ TEST(Fold2D, ExpandOfAChunkAndSlicesInsideIt) {
   }
 }
 
+// Load-balanced context parallel chunks over cp with tensor parallel
+// inside (Megatron's usual CP x TP): rank (c, t) holds, as sequence
+// parallel does, its tp piece of cp chunk c = pieces c and 2C - 1 - c of
+// the tokens. It gathers the chunk over tp, multiplies by its column
+// shard, gathers the result over cp (the pieces in zigzag order) and puts
+// the pieces back in order. Mutations: a wrong reorder, the pieces read as
+// plain chunks, the tp pieces swapped.
+enum class ZigMutant { None, Reorder, PlainChunks, TpSwapped };
+Case zigChunksWithTp(int64_t C, int64_t T, ZigMutant mut = ZigMutant::None) {
+  auto S = [](int64_t v) { return std::to_string(v); };
+  const int64_t w = 2 * T, s = 2 * C * w, h = 6, f = 2 * T, p = 2 * w / T, fl = f / T;
+  Case k;
+  k.seq = "graph s {\n  input %x: f32[" + S(s) + ", " + S(h) + "]\n  param %w: f32[" + S(h) + ", " + S(f) +
+          "]\n  %p: f32[" + S(s) + ", " + S(f) + "] = matmul(%x, %w)\n  %r: f32[" + S(s) + ", " + S(f) +
+          "] = relu(%p)\n  output %r\n}\n";
+  k.dist = "program d {\n  world " + S(C * T) + "\n  mesh [cp = " + S(C) + ", tp = " + S(T) + "]\n  rank 0.." +
+           S(C * T - 1) + " {\n    input %x: f32[" + S(p) + ", " + S(h) + "]\n    param %w: f32[" + S(h) + ", " + S(fl) +
+           "]\n    %xg: f32[" + S(2 * w) + ", " + S(h) + "] = all_gather(%x) {group = \"tp\", dim = 0}\n    %p: f32[" +
+           S(2 * w) + ", " + S(fl) + "] = matmul(%xg, %w)\n    %r: f32[" + S(2 * w) + ", " + S(fl) +
+           "] = relu(%p)\n    %rg: f32[" + S(s) + ", " + S(fl) + "] = all_gather(%r) {group = \"cp\", dim = 0}\n    ";
+  std::string outs, sizes;
+  for (int64_t q = 0; q < 2 * C; ++q) {
+    outs += (q ? ", " : "") + std::string("%h") + S(q) + ": f32[" + S(w) + ", " + S(fl) + "]";
+    sizes += (q ? ", " : "") + S(w);
+  }
+  k.dist += outs + " = split(%rg) {axis = 0, sizes = [" + sizes + "]}\n    %o: f32[" + S(s) + ", " + S(fl) + "] = concat(";
+  // piece q sits at 2q (q < C) or 2 (2C - 1 - q) + 1 of the gathered order
+  std::vector<int64_t> at;
+  for (int64_t q = 0; q < 2 * C; ++q) at.push_back(q < C ? 2 * q : 2 * (2 * C - 1 - q) + 1);
+  if (mut == ZigMutant::Reorder) std::swap(at[1], at[2]);
+  for (int64_t q = 0; q < 2 * C; ++q) k.dist += (q ? ", %h" : "%h") + S(at[size_t(q)]);
+  k.dist += ") {axis = 0}\n    output %o\n  }\n}\n";
+  const std::string chunk =
+      mut == ZigMutant::PlainChunks
+          ? "slice(seq.x, dim=0, start=idx(r,cp)*" + S(2 * w) + ", end=(idx(r,cp)+1)*" + S(2 * w) + ")"
+          : "concat(dim=0, slice(seq.x, dim=0, start=idx(r,cp)*" + S(w) + ", end=(idx(r,cp)+1)*" + S(w) +
+                "), slice(seq.x, dim=0, start=" + S(s - w) + "-idx(r,cp)*" + S(w) + ", end=" + S(s) + "-idx(r,cp)*" +
+                S(w) + "))";
+  const std::string tpAt = mut == ZigMutant::TpSwapped ? "(" + S(T - 1) + "-idx(r,tp))" : "idx(r,tp)";
+  k.rel = "for r in 0.." + S(C * T - 1) + ": dist[r].x = slice(" + chunk + ", dim=0, start=" + tpAt + "*" + S(p) +
+          ", end=(" + tpAt + "+1)*" + S(p) + ")\nfor r in 0.." + S(C * T - 1) +
+          ": dist[r].w = slice(seq.w, dim=1, start=idx(r,tp)*" + S(fl) + ", end=(idx(r,tp)+1)*" + S(fl) +
+          ")\nexpect seq.r = concat(dim=1";
+  for (int64_t t = 0; t < T; ++t) k.rel += ", dist[" + S(t) + "].o";
+  k.rel += ")\n";
+  return k;
+}
+
+TEST(Fold2D, ZigzagChunksOverAFurtherGroupWithTpInside) {
+  for (auto [C, T] : {std::pair<int64_t, int64_t>{2, 2}, {2, 4}, {4, 2}, {3, 2}}) {
+    SCOPED_TRACE("cp " + std::to_string(C) + " x tp " + std::to_string(T));
+    auto rep = check(zigChunksWithTp(C, T));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep));
+    EXPECT_TRUE(mentions(rep, "zigzag-chunks"));
+    for (ZigMutant m : {ZigMutant::Reorder, ZigMutant::PlainChunks, ZigMutant::TpSwapped}) {
+      auto twin = check(zigChunksWithTp(C, T, m));
+      EXPECT_EQ(twin.verdict, Verdict::Refuted) << int(m) << " " << why(twin);
+    }
+  }
+}
+
+// A value in zigzag chunks over cp and replicated over tp is not a plain
+// split over cp: the fold once read it so and verified this program
+// against plain chunks of its output.
+TEST(Fold2D, ZigzagChunksOverAFurtherGroupAreNotPlainChunks) {
+  Case k;
+  k.seq = "graph s {\n  input %x: f32[8, 4]\n  %y: f32[8, 4] = relu(%x)\n  output %y\n}\n";
+  k.dist = R"(program d {
+  world 4
+  mesh [cp = 2, tp = 2]
+  rank 0..3 {
+    input %x: f32[4, 4]
+    %h: f32[4, 4] = relu(%x)
+    %y: f32[4, 4] = broadcast(%h) {group = "tp", root = 0}
+    output %y
+  }
+}
+)";
+  const std::string x = "for r in 0..3: dist[r].x = concat(dim=0, slice(seq.x, dim=0, start=idx(r,cp)*2, end=idx(r,cp)*2+2), "
+                        "slice(seq.x, dim=0, start=6-idx(r,cp)*2, end=8-idx(r,cp)*2))\n";
+  k.rel = x + "expect seq.y = concat(dim=0, dist[0].y, dist[2].y)\n";
+  auto plain = check(k);
+  EXPECT_EQ(plain.verdict, Verdict::Refuted) << why(plain);
+  k.rel = x + "expect seq.y = concat(dim=0, slice(dist[0].y, dim=0, start=0, end=2), slice(dist[2].y, dim=0, start=0, end=2), "
+              "slice(dist[2].y, dim=0, start=2, end=4), slice(dist[0].y, dim=0, start=2, end=4))\n";
+  auto zig = check(k);
+  EXPECT_EQ(zig.verdict, Verdict::Verified) << why(zig);
+  EXPECT_TRUE(folded(zig));
+}
+
 }  // namespace
 }  // namespace sp::rewrite

@@ -78,11 +78,53 @@ struct Piece {
 
 int64_t constOf(const IntExpr& e) { return e.eval({}, nullptr).value(); }
 
+// slice(concat(parts)) with constant bounds as the parts it cuts: along the
+// concat's dim, the parts overlapping [start, end), each cut to its overlap
+// (one part alone is not concatenated); along another dim, the concat of the
+// parts' slices. Null when `e` is no such slice or a size is not concrete.
+RelPtr sliceThroughConcat(const Rel& e, const TypeLookup& types) {
+  if (e.op != RelOp::Slice || e.args[0]->op != RelOp::Concat) return nullptr;
+  const Rel& cat = *e.args[0];
+  auto rank = inferType(cat, types, {});
+  if (!rank.ok()) return nullptr;
+  int64_t n = int64_t(rank->shape.size());
+  int64_t sd = normDim(e.dim, n), cd = normDim(cat.dim, n);
+  int64_t lo = constOf(e.start), hi = constOf(e.end);
+  std::vector<RelPtr> parts;
+  int64_t off = 0;
+  for (const auto& p : cat.args) {
+    if (sd != cd) {
+      parts.push_back(Rel::slice(p, sd, e.start, e.end));
+      continue;
+    }
+    auto t = inferType(*p, types, {});
+    if (!t.ok() || !t->shape[size_t(cd)].isConcrete()) return nullptr;
+    int64_t w = t->shape[size_t(cd)].value(), a = std::max(lo, off), z = std::min(hi, off + w);
+    if (a < z)
+      parts.push_back(a == off && z == off + w ? p
+                                               : Rel::slice(p, cd, IntExpr::constant(a - off), IntExpr::constant(z - off)));
+    off += w;
+  }
+  if (parts.empty()) return nullptr;
+  return parts.size() == 1 ? parts[0] : Rel::concat(cd, parts);
+}
+
+// A chain of slices over a concat with the concat cut away (its innermost
+// slice through the concat, the outer ones kept); null when there is none.
+RelPtr cutConcats(const Rel& e, const TypeLookup& types) {
+  if (e.op != RelOp::Slice) return nullptr;
+  RelPtr arg = e.args[0];
+  RelPtr cut = arg->op == RelOp::Slice ? cutConcats(*arg, types) : nullptr;
+  if (cut) return Rel::slice(cut, e.dim, e.start, e.end);
+  return sliceThroughConcat(e, types);
+}
+
 // E (over seq tensors) == D (over dist tensors): split into pieces of S inputs.
 Status decompose(const Rel& e, RelPtr d, const TypeLookup& types, std::vector<Piece>& out, bool& inexact) {
   switch (e.op) {
     case RelOp::Seq: out.push_back({e.name, {}, d}); return okStatus();
     case RelOp::Slice: {
+      if (RelPtr cut = cutConcats(e, types)) return decompose(*cut, d, types, out, inexact);
       // slices of slices of one S input: a box (data parallel's batch rows
       // of sequence parallel's token shard)
       std::vector<const Rel*> chain{&e};
