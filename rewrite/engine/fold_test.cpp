@@ -1870,5 +1870,51 @@ TEST(Fold2D, ZigzagChunksOverAFurtherGroupAreNotPlainChunks) {
   EXPECT_TRUE(folded(zig));
 }
 
+// Random reorders of the gathered pieces and random readings of the
+// chunks (zigzag, plain, halves swapped, tp pieces swapped), cp 2 x tp 2:
+// the fold never verifies what the per-rank engine refutes (by a witness
+// from S's values), and what it verifies the per-rank engine does not refute.
+TEST(Fold2D, ZigzagChunksAgreeWithThePerRankEngine) {
+  std::mt19937 rng(11);
+  const std::string right = "concat(dim=0, slice(seq.x, dim=0, start=idx(r,cp)*4, end=(idx(r,cp)+1)*4), "
+                            "slice(seq.x, dim=0, start=12-idx(r,cp)*4, end=16-idx(r,cp)*4))";
+  const std::vector<std::string> chunks = {
+      right, "slice(seq.x, dim=0, start=idx(r,cp)*8, end=(idx(r,cp)+1)*8)",
+      "concat(dim=0, slice(seq.x, dim=0, start=12-idx(r,cp)*4, end=16-idx(r,cp)*4), "
+      "slice(seq.x, dim=0, start=idx(r,cp)*4, end=(idx(r,cp)+1)*4))",
+      "concat(dim=0, slice(seq.x, dim=0, start=idx(r,cp)*4, end=(idx(r,cp)+1)*4), "
+      "slice(seq.x, dim=0, start=8-idx(r,cp)*4, end=12-idx(r,cp)*4))"};
+  int verified = 0, refuted = 0;
+  for (int i = 0; i < 16; ++i) {
+    Case c = zigChunksWithTp(2, 2);
+    std::vector<int> order = {0, 2, 3, 1};
+    if (i % 4) std::shuffle(order.begin(), order.end(), rng);
+    std::string cat = "concat(%h" + std::to_string(order[0]);
+    for (size_t q = 1; q < 4; ++q) cat += ", %h" + std::to_string(order[q]);
+    cat += ")";
+    c.dist = replaceAll(c.dist, "concat(%h0, %h2, %h3, %h1)", cat);
+    const std::string& chunk = chunks[size_t(i / 4)];
+    c.rel = replaceAll(c.rel, right, chunk);
+    const std::string what = cat + " with chunks " + chunk;
+    VerifyOptions o;
+    o.timeLimitSeconds = 60;
+    auto folded_ = verifyTexts(c.seq, c.dist, c.rel, o);
+    o.fold = false;
+    auto perRank = verifyTexts(c.seq, c.dist, c.rel, o);
+    ASSERT_TRUE(folded_.ok() && perRank.ok()) << what;
+    if (perRank->verdict == Verdict::Refuted) {
+      EXPECT_NE(folded_->verdict, Verdict::Verified) << what;
+    }
+    if (folded_->verdict == Verdict::Verified) {  // the per-rank engine may not decide it
+      EXPECT_NE(perRank->verdict, Verdict::Refuted) << what;
+    }
+    verified += folded_->verdict == Verdict::Verified;
+    refuted += perRank->verdict == Verdict::Refuted;
+  }
+  std::printf("random zigzag chunks: %d verified folded, %d refuted\n", verified, refuted);
+  EXPECT_GT(verified, 0);
+  EXPECT_GT(refuted, 8);
+}
+
 }  // namespace
 }  // namespace sp::rewrite
