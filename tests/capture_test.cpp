@@ -130,6 +130,27 @@ TEST(CaptureMerged, ShardsOfEachBlockAreInferredAndVerified) {
   EXPECT_EQ(nlohmann::json::parse(t.out)["verdict"], "refuted") << t.out;
 }
 
+// More ranks than KV heads and not a power of two: TP 6, 12 heads, 2 KV
+// heads (llama_block.py --sizes 48,12,2,96 --merged), each KV head's block
+// held by a run of three ranks. The relations say so; the block verifies
+// with the ranks folded (the merged weight read as segments, each laid out
+// its own way); the twin without the attention's all_reduce is refuted.
+TEST(CaptureMerged, KvHeadsOnRunsOfThreeRanksFold) {
+  std::string dir = fixture("llama_merged_tp6_kv2");
+  auto r = verifyCapture(dir, dir + "/dist");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "verified") << r.out;
+  std::string rel = inputRelations(r);
+  EXPECT_NE(rel.find("slice(seq.wqkv, dim=0, start=idx(r,tp)/3*4+48, end=(idx(r,tp)/3+1)*4+48)"), std::string::npos)
+      << rel;
+  EXPECT_NE(r.out.find("segmented-split"), std::string::npos) << r.out;
+  std::string twin = fixture("llama_merged_tp6_kv2_twin");
+  auto t = verifyCapture(twin, twin + "/dist");
+  EXPECT_EQ(t.code, 1) << t.out << t.err;
+  EXPECT_EQ(nlohmann::json::parse(t.out)["verdict"], "refuted") << t.out;
+}
+
 // Qwen2's q, k and v biases, merged with their weights as vLLM merges them
 // (llama_block.py --merged --qkv-bias): the bias is cut by the same split of
 // the projection's output, so it gets the same per-block relation.

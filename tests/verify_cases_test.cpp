@@ -268,6 +268,7 @@ const std::set<std::string> kFixedVerified = {
     "collective-rank-order",
     "concat-zero-width-operand",
     "cp-attention-allgather-kv",
+    "cp-balanced-chunks-tp-sp",
     "cp-rope-offset-zero",
     "cp-tp-attention-2d",
     "dp-grad-allreduce-avg",

@@ -61,6 +61,14 @@ struct Fact {
   // piece i % inner of innerDim. inner == 1: a plain split.
   int64_t inner = 1;
   int64_t innerDim = -1;
+  // Segments along dim, each laid out its own way (vLLM's merged QKV
+  // weight with KV heads held by runs of ranks: [q_r | k_{r/3} | v_{r/3}]):
+  // per segment (local width w, inner): rank r holds piece r / inner of
+  // the segment's n / inner pieces of width w (inner = n: the whole
+  // segment on every rank); S's value is the segments concatenated. Ops
+  // acting alike along dim carry it; a split into the segments ends it.
+  // Empty: not segmented.
+  std::vector<std::pair<int64_t, int64_t>> segs = {};
   // More groups (N-D folding: DP x TP, CP x TP, DP x CP x TP): the layout
   // over each further group k (rep, a plain split along dimB[k], or partial
   // sums), nested outside the first group's and the groups before it: E =
@@ -103,14 +111,14 @@ struct Fact {
   // dim carry it (zigGate); an all_gather along dim gives S's value with
   // its pieces in that order, a reduce-scatter of that order gives it back.
   bool zig = false;
-  bool plain() const { return blocks == 1 && inner == 1; }
+  bool plain() const { return blocks == 1 && inner == 1 && segs.empty(); }
   // The copy layout: o's, or the whole (over the copies, E itself).
   void copiesAs(const Fact& o) {
     lay3 = o.lay3, dim3 = o.dim3, idx3 = o.idx3, cnt3 = o.cnt3, fam3 = o.fam3, terms3 = o.terms3;
   }
   void whole() { copiesAs(Fact{}); }
   bool sameGroupLayout(const Fact& o) const {
-    return lay == o.lay && dim == o.dim && blocks == o.blocks && inner == o.inner && innerDim == o.innerDim &&
+    return lay == o.lay && dim == o.dim && blocks == o.blocks && inner == o.inner && innerDim == o.innerDim && segs == o.segs &&
            zig == o.zig && layB == o.layB && dimB == o.dimB && zigB == o.zigB;
   }
 };
@@ -351,6 +359,11 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       // i, carried by ops acting alike on its positions (as nested splits
       // are), gathered and reduce-scattered in that order.
       {"zigzag-chunks", {"concat-adjacent-slices", "slice-full"}},
+      // A value whose segments along a dim are split over the group each
+      // its own way (vLLM's merged QKV with KV heads on runs of ranks): the
+      // concat of its segments, each op acting alike along the dim applied
+      // to each, a split into the segments their slices.
+      {"segmented-split", {"concat-adjacent-slices", "slice-full"}},
       // Each member's slice of a value all hold, its piece: slice's own
       // semantics, no lemma.
       {"slice-by-rank", {}},
@@ -573,6 +586,8 @@ class Folder {
   // holds (as runs of one type with it); nullopt: another value.
   std::optional<int> zigBase(int node, int64_t dim, const Dim& local);
   std::optional<Fact> zigInputFact(const std::vector<RelPtr>& rels, const TensorType& local);
+  std::optional<Fact> segInputFact(const std::vector<RelPtr>& rels, const TensorType& local);
+  std::vector<Fact> segRule(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> zigGate(const ir::Node& n, const std::vector<Fact>& in, std::vector<Fact> outs);
   // A plain split of a value holding a base's pieces in zigzag order (a
   // gather sliced by rank: the backward of the gather) is the zigzag split
@@ -1085,6 +1100,12 @@ TensorType Folder::globalOf(const TensorType& local, const Fact& f, bool primary
   if (!primaryOnly && f.lay3 == Lay::Split && size_t(f.dim3) < t.shape.size())
     t.shape[size_t(f.dim3)] = Dim(f.cnt3) * t.shape[size_t(f.dim3)];
   if (f.lay != Lay::Split) return t;
+  if (!f.segs.empty()) {
+    int64_t w = 0;
+    for (auto [k, in] : f.segs) w += n_ / in * k;
+    t.shape[size_t(f.dim)] = Dim(w);
+    return t;
+  }
   t.shape[size_t(f.dim)] = Dim(n_ / f.inner) * t.shape[size_t(f.dim)];
   if (f.innerDim >= 0) t.shape[size_t(f.innerDim)] = Dim(f.inner) * t.shape[size_t(f.innerDim)];
   return t;
@@ -1145,6 +1166,16 @@ std::vector<ReshapeGroup> reshapeGroups(const std::vector<int64_t>& li, const st
     gs.push_back({i0, i, j0, j});
   }
   return gs;
+}
+
+// The output dim a reshape from shape a to b carries input dim d to whole:
+// d a factor group of its own (the dims around it merged or split among
+// themselves); nullopt where d is merged or split, or a shape is symbolic.
+std::optional<int64_t> carriedWhole(const Shape& a, const Shape& b, int64_t d) {
+  if (!ir::isConcrete(a) || !ir::isConcrete(b)) return std::nullopt;
+  for (const ReshapeGroup& gr : reshapeGroups(ir::concreteDims(a), ir::concreteDims(b)))
+    if (int64_t(gr.i0) == d && gr.i1 == gr.i0 + 1 && gr.j1 == gr.j0 + 1) return int64_t(gr.j0);
+  return std::nullopt;
 }
 
 // A reshape moving a split of dim d of the local input `in` to blocks (the
@@ -1384,14 +1415,23 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
   if (blocks > 1 && reshapeLike(n.op) && blockedCand) {
     candidates.clear();  // out of blocks: the blocked dim does not carry over whole
   } else if (blocks > 1 && reshapeLike(n.op)) {
-    // only unit dims added or dropped: the blocked dim carries over whole
+    // the blocked dim carries over whole: only unit dims added or dropped,
+    // or the dim a factor group of its own both locally and in S (other
+    // dims merged or split around it)
     auto squeezed = [](const Shape& sh) {
       Shape o;
       for (const Dim& d : sh)
         if (d != Dim(1)) o.push_back(d);
       return o;
     };
-    if (squeezed(local(0).shape) != squeezed(out0.shape)) return {};
+    if (squeezed(local(0).shape) != squeezed(out0.shape)) {
+      auto o = carriedWhole(local(0).shape, out0.shape, in[0].dim);
+      if (!o) return {};
+      Shape go = out0.shape;
+      go[size_t(*o)] = Dim(n_) * go[size_t(*o)];
+      if (carriedWhole(globalOf(local(0), in[0]).shape, go, in[0].dim) != o) return {};
+      candidates = {*o};
+    }
   }
   if (inner > 1 && blocks > 1) return {};
   if (concatBlocks) blocks = concatBlocks;
@@ -1773,6 +1813,10 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
         return f.zig || std::any_of(f.zigB.begin(), f.zigB.end(), [](bool z) { return z; });
       }))
     return {};
+  if (std::any_of(in.begin(), in.end(), [](const Fact& f) { return !f.segs.empty(); })) {
+    if (twoD_ || copies) return {};
+    return segRule(n, in);
+  }
   if (cat == OpCategory::Collective) {
     auto outs = twoD_ ? collective2(n, in) : collective(n, in);
     // A collective acts on the members' values within one copy: what they
@@ -2190,6 +2234,7 @@ std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType&
   const Rel& r0 = *rels[0];
   if (r0.op == RelOp::Concat) {
     if (auto f = blockedInputFact(rels, local)) return f;
+    if (auto f = segInputFact(rels, local)) return f;
     return zigInputFact(rels, local);
   }
   if (r0.op != RelOp::Slice || r0.args[0]->op != RelOp::Seq) return std::nullopt;
@@ -2303,6 +2348,159 @@ std::optional<Fact> Folder::zigInputFact(const std::vector<RelPtr>& rels, const 
   Fact f{Lay::Split, *d, {seqNode(*v), 1.0}};
   f.zig = true;
   return f;
+}
+
+// Member i holding, for each of P segments of one S tensor along d, piece
+// i / inner_p of the segment's n / inner_p even pieces, concatenated in
+// segment order (vLLM's merged QKV: q split over every rank, k and v over
+// runs of ranks or held whole).
+std::optional<Fact> Folder::segInputFact(const std::vector<RelPtr>& rels, const TensorType& local) {
+  const Rel& r0 = *rels[0];
+  const size_t P = r0.args.size();
+  if (P < 2 || r0.args[0]->op != RelOp::Slice || r0.args[0]->args[0]->op != RelOp::Seq || int64_t(rels.size()) != n_)
+    return std::nullopt;
+  const std::string& name = r0.args[0]->args[0]->name;
+  auto v = seq_.findValue(name);
+  if (!v) return std::nullopt;
+  const TensorType whole = wholeType(*v);
+  const int64_t rank = int64_t(whole.shape.size());
+  auto d = ir::normAxis(r0.dim, rank, "concat");
+  if (!d.ok() || int64_t(local.shape.size()) != rank || !ir::isConcrete(whole.shape) || !ir::isConcrete(local.shape) ||
+      local.dtype != whole.dtype)
+    return std::nullopt;
+  for (size_t a = 0; a < local.shape.size(); ++a)
+    if (int64_t(a) != *d && !(local.shape[a] == whole.shape[a])) return std::nullopt;
+  // Every rank's parts: slices of `name` along d with constant bounds.
+  auto part = [&](size_t i, size_t p) -> std::optional<std::pair<int64_t, int64_t>> {
+    const Rel& r = *rels[i];
+    auto rd = ir::normAxis(r.dim, rank, "concat");
+    if (r.op != RelOp::Concat || r.args.size() != P || !rd.ok() || *rd != *d) return std::nullopt;
+    const Rel& x = *r.args[p];
+    auto xd = ir::normAxis(x.dim, rank, "slice");
+    if (x.op != RelOp::Slice || x.args[0]->op != RelOp::Seq || x.args[0]->name != name || !xd.ok() || *xd != *d ||
+        x.start.kind != IntExpr::Kind::Const || x.end.kind != IntExpr::Kind::Const || x.end.value <= x.start.value)
+      return std::nullopt;
+    return std::make_pair(x.start.value, x.end.value);
+  };
+  Fact f{Lay::Split, *d, {seqNode(*v), 1.0}};
+  int64_t offset = 0, localSum = 0;
+  for (size_t p = 0; p < P; ++p) {
+    auto p0 = part(0, p);
+    if (!p0) return std::nullopt;
+    const int64_t w = p0->second - p0->first;
+    int64_t inner = n_;  // the first member whose piece differs ends the run
+    for (size_t i = 1; i < size_t(n_); ++i) {
+      auto pi = part(i, p);
+      if (!pi) return std::nullopt;
+      if (pi->first != p0->first) {
+        inner = int64_t(i);
+        break;
+      }
+    }
+    if (n_ % inner) return std::nullopt;
+    for (size_t i = 0; i < size_t(n_); ++i) {
+      auto pi = part(i, p);
+      const int64_t start = offset + int64_t(i) / inner * w;
+      if (!pi || pi->first != start || pi->second != start + w) return std::nullopt;
+    }
+    f.segs.emplace_back(w, inner);
+    offset += n_ / inner * w, localSum += w;
+  }
+  if (offset != whole.shape[size_t(*d)].value() || localSum != local.shape[size_t(*d)].value() ||
+      !use("segmented-split"))
+    return std::nullopt;
+  return f;
+}
+
+// A segmented split through an op acting alike along its dim: a transpose
+// or a reshape moving the dim whole, elementwise ops whose split operands
+// are segmented alike (replicated ones not reaching the dim, or of size 1
+// there), matmul rows or columns (not the contraction), a slice or split
+// along other dims; a split into the segments gives each its own layout
+// (a plain split, runs of ranks, or replicated).
+std::vector<Fact> Folder::segRule(const ir::Node& n, const std::vector<Fact>& in) {
+  const auto& vals = g_->values();
+  auto local = [&](size_t i) -> const TensorType& { return vals[size_t(n.inputs[i])].type; };
+  const TensorType& out0 = vals[size_t(n.outputs[0])].type;
+  const int64_t R = int64_t(out0.shape.size());
+  const Fact* seg = nullptr;
+  for (const Fact& f : in)
+    if (f.lay == Lay::Split) {
+      if (f.segs.empty() || (seg && f.segs != seg->segs)) return {};
+      seg = &f;
+    } else if (f.lay != Lay::Rep) {
+      return {};
+    }
+  if (!seg || !use("segmented-split")) return {};
+  auto segmented = [&](int64_t d) {
+    Fact o{Lay::Split, d, {}};
+    o.segs = seg->segs;
+    return o;
+  };
+  auto axisOf = [&](const char* a, int64_t r) -> std::optional<int64_t> {
+    auto x = ir::normAxis(ir::attrInt(n.attrs, a), r, a);
+    if (!x.ok()) return std::nullopt;
+    return *x;
+  };
+  std::vector<Fact> outs;
+  const auto cat = ir::opInfo(n.op).category;
+  if (n.op == OpKind::Transpose && in.size() == 1 && use("permute-of-split")) {
+    const auto& perm = ir::attrInts(n.attrs, "perm");
+    for (size_t o = 0; o < perm.size(); ++o)
+      if (perm[o] == in[0].dim) outs = {segmented(int64_t(o))};
+  } else if (reshapeLike(n.op) && in.size() == 1 && use("reshape-of-split")) {
+    // the dim a factor group of its own, to one output dim, locally and in S
+    if (auto o = carriedWhole(local(0).shape, out0.shape, in[0].dim)) {
+      Fact probe = segmented(*o);
+      if (carriedWhole(globalOf(local(0), in[0]).shape, globalOf(out0, probe).shape, in[0].dim) == o) outs = {probe};
+    }
+  } else if ((cat == OpCategory::Unary || cat == OpCategory::Binary || cat == OpCategory::Ternary) &&
+             n.outputs.size() == 1 && use(cat == OpCategory::Unary ? "unary-over-split" : "binary-over-split")) {
+    // numpy broadcasting, aligned right: one output dim for every split operand
+    std::optional<int64_t> od;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const int64_t ri = int64_t(local(i).shape.size());
+      if (in[i].lay == Lay::Split) {
+        const int64_t o = in[i].dim + R - ri;
+        if ((od && *od != o) || !(local(i).shape[size_t(in[i].dim)] == out0.shape[size_t(o)])) return {};
+        od = o;
+      }
+    }
+    for (size_t i = 0; i < in.size(); ++i) {
+      const int64_t at = *od - (R - int64_t(local(i).shape.size()));
+      if (in[i].lay == Lay::Rep && at >= 0 && local(i).shape[size_t(at)] != Dim(1)) return {};
+    }
+    outs = {segmented(*od)};
+  } else if (n.op == OpKind::MatMul && in.size() == 2) {
+    const int64_t ra = int64_t(local(0).shape.size()), rb = int64_t(local(1).shape.size());
+    if (ra < 2 || rb < 2) return {};  // a vector operand drops a dim
+    if (in[0].lay == Lay::Split && in[0].dim == ra - 2 && in[1].lay == Lay::Rep && use("matmul-row-split"))
+      outs = {segmented(R - 2)};
+    if (in[1].lay == Lay::Split && in[1].dim == rb - 1 && in[0].lay == Lay::Rep && use("matmul-col-split"))
+      outs = {segmented(R - 1)};
+  } else if (n.op == OpKind::Split && in.size() == 1 && use("slice-of-split")) {
+    auto ax = axisOf("axis", int64_t(local(0).shape.size()));
+    if (!ax) return {};
+    if (*ax != in[0].dim) {
+      for (size_t o = 0; o < n.outputs.size(); ++o) outs.push_back(segmented(in[0].dim));
+    } else {
+      // into the segments, one output each
+      const auto& sizes = ir::attrInts(n.attrs, "sizes");
+      if (sizes.size() != seg->segs.size()) return {};
+      for (size_t p = 0; p < sizes.size(); ++p) {
+        auto [w, inner] = seg->segs[p];
+        if (sizes[p] != w) return {};
+        Fact o{inner == n_ ? Lay::Rep : Lay::Split, inner == n_ ? 0 : in[0].dim, {}};
+        if (o.lay == Lay::Split) o.inner = inner;
+        outs.push_back(o);
+      }
+    }
+  } else if (n.op == OpKind::Slice && in.size() == 1 && use("slice-of-split")) {
+    auto axes = sliceAxes(n, int64_t(local(0).shape.size()));
+    if (std::find(axes.begin(), axes.end(), in[0].dim) == axes.end()) outs = {segmented(in[0].dim)};
+  }
+  if (outs.size() != n.outputs.size()) return {};
+  return finalize(n, in, std::move(outs), 1.0);
 }
 
 // The last D value (classes and values in reverse order) whose layout
@@ -2726,6 +2924,13 @@ std::vector<Fact> Folder::finalize(const ir::Node& n, const std::vector<Fact>& i
     for (size_t k = 0; k < nB_.size(); ++k)
       if (ax.ok() && in[0].layB[k] == Lay::Split && in[0].dimB[k] == *ax) mult *= nB_[k];
     if (ax.ok() && in[0].lay3 == Lay::Split && in[0].dim3 == *ax) mult *= in[0].cnt3;
+    if (ax.ok() && in[0].lay == Lay::Split && in[0].dim == *ax && !in[0].segs.empty()) {
+      // into the segments: each one's S width (segRule checked the sizes)
+      std::vector<int64_t> sizes;
+      for (auto [k, inner] : in[0].segs) sizes.push_back(n_ / inner * k);
+      attrs["sizes"] = sizes;
+      mult = 1;
+    }
     if (mult > 1) {
       std::vector<int64_t> sizes = ir::attrInts(attrs, "sizes");
       for (auto& z : sizes) z *= mult;
@@ -3810,9 +4015,18 @@ FoldOutcome Folder::run() {
       // a blocked split: rank r's piece of each block ([q_r | k_r | v_r])
       const bool blocked = f.lay == Lay::Split && f.blocks > 1 && f.inner == 1 && f.innerDim < 0 &&
                            (!twoD_ || f.moreRep());
-      if (!f.plain() && !blocked) return std::nullopt;
+      // runs of ranks each holding one piece (a KV head on several ranks)
+      const bool runs = f.lay == Lay::Split && f.blocks == 1 && f.inner > 1 && f.innerDim < 0 && f.segs.empty() &&
+                        !twoD_ && n_ % f.inner == 0;
+      if (!f.plain() && !blocked && !runs) return std::nullopt;
       const std::string& name = g_->value(c).name;
       RelPtr concrete, shown;
+      if (runs) {
+        std::vector<RelPtr> parts;
+        for (int64_t j = 0; j < n_; j += f.inner) parts.push_back(Rel::dist(IntExpr::constant(members_[size_t(j)]), name));
+        concrete = shown = Rel::concat(f.dim, parts);
+        return std::make_pair(concrete, shown);
+      }
       if (f.zig && !twoD_) {
         const Dim& ext = g_->value(c).type.shape[size_t(f.dim)];
         if (f.lay != Lay::Split || !ext.isConcrete()) return std::nullopt;

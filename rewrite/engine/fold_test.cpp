@@ -1916,5 +1916,76 @@ TEST(Fold2D, ZigzagChunksAgreeWithThePerRankEngine) {
   EXPECT_GT(refuted, 8);
 }
 
+// vLLM's merged QKV projection over N ranks with K KV heads: rank r holds
+// [q_r | k_j | v_j] with j = r / (N / K) when N exceeds K (each KV head on
+// a run of ranks), else its K / N heads; the bias likewise. Projected,
+// biased, viewed as [batch, seq, features] (the features a factor group
+// of their own), split into q, k and v (K = 2N: all three as wide, read as
+// a blocked split). Mutants: the KV heads shifted by one
+// (j + 1 mod K), or k and v read from the wrong ranks.
+enum class QkvMutant { None, Shifted, WrongRanks };
+Case mergedQkv(int64_t N, int64_t K, QkvMutant mut = QkvMutant::None) {
+  auto S = [](int64_t v) { return std::to_string(v); };
+  const int64_t dk = 2, Qw = 2 * N * dk, Kw = K * dk, kl = K >= N ? K / N * dk : dk, inner = K >= N ? 1 : N / K;
+  const int64_t ql = 2 * dk, out = Qw + 2 * Kw, lo = ql + 2 * kl;
+  Case c;
+  // x [4, 8] projected, biased, tanh, viewed as [2, 2, features], split
+  auto body = [&](const std::string& ind, int64_t width, int64_t qw, int64_t kw) {
+    const std::string W = S(width);
+    return ind + "%y: f32[4, " + W + "] = matmul(%x, %w)\n" + ind + "%yb: f32[4, " + W + "] = add(%y, %b)\n" + ind +
+           "%t: f32[4, " + W + "] = tanh(%yb)\n" + ind + "%a: f32[2, 2, " + W + "] = reshape(%t) {shape = [2, 2, " + W +
+           "]}\n" + ind + "%q: f32[2, 2, " + S(qw) + "], %k: f32[2, 2, " + S(kw) + "], %v: f32[2, 2, " + S(kw) +
+           "] = split(%a) {axis = 2, sizes = [" + S(qw) + ", " + S(kw) + ", " + S(kw) + "]}\n" + ind + "output %q\n" +
+           ind + "output %k\n" + ind + "output %v\n";
+  };
+  c.seq = "graph s {\n  input %x: f32[4, 8]\n  param %w: f32[8, " + S(out) + "]\n  param %b: f32[" + S(out) + "]\n" +
+          body("  ", out, Qw, Kw) + "}\n";
+  c.dist = "program d {\n  world " + S(N) + "\n  mesh [tp = " + S(N) + "]\n  rank 0.." + S(N - 1) +
+           " {\n    input %x: f32[4, 8]\n    param %w: f32[8, " + S(lo) + "]\n    param %b: f32[" + S(lo) + "]\n" +
+           body("    ", lo, ql, kl) + "  }\n}\n";
+  const int64_t chunks = K >= N ? N : K;  // the KV pieces: a rank's heads, or one head per run
+  const std::string j = mut == QkvMutant::Shifted ? "((idx(r,tp)/" + S(inner) + "+1)%" + S(chunks) + ")"
+                                                  : "(idx(r,tp)/" + S(inner) + ")";
+  auto merged = [&](const std::string& t, int64_t dim) {
+    const std::string D = S(dim);
+    return "for r in 0.." + S(N - 1) + ": dist[r]." + t + " = concat(dim=" + D + ", slice(seq." + t + ", dim=" + D +
+           ", start=idx(r,tp)*" + S(ql) + ", end=(idx(r,tp)+1)*" + S(ql) + "), slice(seq." + t + ", dim=" + D +
+           ", start=" + S(Qw) + "+" + j + "*" + S(kl) + ", end=" + S(Qw) + "+(" + j + "+1)*" + S(kl) + "), slice(seq." + t +
+           ", dim=" + D + ", start=" + S(Qw + Kw) + "+" + j + "*" + S(kl) + ", end=" + S(Qw + Kw) + "+(" + j + "+1)*" + S(kl) +
+           "))\n";
+  };
+  c.rel = "dist[*].x = seq.x\n" + merged("w", 1) + merged("b", 0) + "expect seq.q = concat(dim=2";
+  for (int64_t r = 0; r < N; ++r) c.rel += ", dist[" + S(r) + "].q";
+  c.rel += ")\n";
+  const int64_t step = mut == QkvMutant::WrongRanks ? 1 : inner;
+  for (const char* t : {"k", "v"}) {
+    if (inner == N) {  // every rank holds all of it
+      c.rel += "expect seq." + std::string(t) + " = dist[0]." + t + "\n";
+      continue;
+    }
+    c.rel += "expect seq." + std::string(t) + " = concat(dim=2";
+    for (int64_t r = 0, i = 0; i < N / inner; r += step, ++i) c.rel += ", dist[" + S(r) + "]." + t;
+    c.rel += ")\n";
+  }
+  return c;
+}
+
+TEST(FoldSegments, MergedQkvWithKvHeadsOnRunsOfRanks) {
+  for (auto [N, K] : {std::pair<int64_t, int64_t>{6, 2}, {6, 3}, {8, 2}, {4, 4}, {2, 4}, {8, 1}}) {
+    SCOPED_TRACE("tp " + std::to_string(N) + ", " + std::to_string(K) + " KV heads");
+    auto rep = check(mergedQkv(N, K));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep)) << why(rep);
+    if (K < N) {
+      EXPECT_TRUE(mentions(rep, "segmented-split"));
+    }
+    for (QkvMutant m : {QkvMutant::Shifted, QkvMutant::WrongRanks}) {
+      if ((m == QkvMutant::Shifted && K == 1) || (m == QkvMutant::WrongRanks && (K >= N || K == 1))) continue;  // no change
+      auto twin = check(mergedQkv(N, K, m));
+      EXPECT_EQ(twin.verdict, Verdict::Refuted) << int(m) << " " << why(twin);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sp::rewrite

@@ -3,6 +3,7 @@ SwiGLU MLP) in Megatron's tensor parallel layout, run on CPU gloo process
 groups and captured per rank with shardproof_capture.
 
     python3 tools/capture/examples/llama_block.py --world-size 4 --out OUT [--joint]
+        [--sizes HIDDEN,HEADS,KV_HEADS,FFN]
 
 writes OUT/seq.py (or seq.fw.py + seq.bw.py with --joint), OUT/dist/ (or
 dist/fw/ + dist/bw/) and OUT/mesh.txt, like tp_blocks.py. Q heads are split
@@ -33,6 +34,10 @@ import shardproof_capture as spc  # noqa: E402
 from tp_blocks import regions  # noqa: E402
 
 HIDDEN, HEADS, KV_HEADS, FFN, BATCH, SEQ, EPS = 32, 8, 4, 64, 2, 6, 1e-5
+# --sizes reaches the spawned ranks through the environment (they import
+# this module afresh).
+if os.environ.get("SP_LLAMA_BLOCK_SIZES"):
+    HIDDEN, HEADS, KV_HEADS, FFN = (int(v) for v in os.environ["SP_LLAMA_BLOCK_SIZES"].split(","))
 HEAD_DIM = HIDDEN // HEADS
 
 
@@ -174,7 +179,18 @@ def main():
     ap.add_argument("--drop-backward-collective", action="store_true")
     ap.add_argument("--merged", action="store_true", help="vLLM's merged QKV and gate_up projections")
     ap.add_argument("--qkv-bias", action="store_true", help="Qwen2's q, k and v biases")
+    ap.add_argument("--sizes", help="HIDDEN,HEADS,KV_HEADS,FFN (default %d,%d,%d,%d)" % (HIDDEN, HEADS, KV_HEADS, FFN))
     a = ap.parse_args()
+    if a.sizes:
+        try:
+            sizes = [int(v) for v in a.sizes.split(",")]
+        except ValueError:
+            sizes = []
+        if len(sizes) != 4 or min(sizes) < 1 or sizes[0] % sizes[1] or (sizes[0] // sizes[1]) % 2 or sizes[1] % sizes[2]:
+            ap.error("--sizes must be four positive integers HIDDEN,HEADS,KV_HEADS,FFN: HEADS dividing HIDDEN into an "
+                     "even head size, KV_HEADS dividing HEADS")
+        os.environ["SP_LLAMA_BLOCK_SIZES"] = a.sizes
+        globals().update(HIDDEN=sizes[0], HEADS=sizes[1], KV_HEADS=sizes[2], FFN=sizes[3])
     w = a.world_size
     if w < 1 or HEADS % w or FFN % w or (w > KV_HEADS and w % KV_HEADS) or (w <= KV_HEADS and KV_HEADS % w):
         ap.error("--world-size must divide %d heads and %d ffn, and divide or be a multiple of %d KV heads"
