@@ -587,6 +587,13 @@ class Folder {
   std::optional<int> zigBase(int node, int64_t dim, const Dim& local);
   std::optional<Fact> zigInputFact(const std::vector<RelPtr>& rels, const TensorType& local);
   std::optional<Fact> segInputFact(const std::vector<RelPtr>& rels, const TensorType& local);
+  struct SlicesOfOne {
+    ir::ValueId v;
+    TensorType whole;
+    int64_t d;
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> parts;  // per member, per part: [start, end)
+  };
+  std::optional<SlicesOfOne> slicesOfOne(const std::vector<RelPtr>& rels, const TensorType& local);
   std::vector<Fact> segRule(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> zigGate(const ir::Node& n, const std::vector<Fact>& in, std::vector<Fact> outs);
   // A plain split of a value holding a base's pieces in zigzag order (a
@@ -2269,83 +2276,74 @@ std::optional<Fact> Folder::inputFact(const std::string& name, const TensorType&
   return f;
 }
 
-// Member i holding the i-th of N even pieces of each of B equal blocks of
-// one S tensor along d, concatenated (a fused QKV column shard).
-std::optional<Fact> Folder::blockedInputFact(const std::vector<RelPtr>& rels, const TensorType& local) {
+// The members' relations as concats of P slices of one S tensor along one
+// dim d, its other dims whole on each member: the tensor, d, and per member
+// and part the slice's [start, end) (constant bounds).
+std::optional<Folder::SlicesOfOne> Folder::slicesOfOne(const std::vector<RelPtr>& rels, const TensorType& local) {
   const Rel& r0 = *rels[0];
-  int64_t blocks = int64_t(r0.args.size());
-  if (blocks < 2 || r0.args[0]->op != RelOp::Slice || r0.args[0]->args[0]->op != RelOp::Seq) return std::nullopt;
+  const size_t P = r0.args.size();
+  if (P < 2 || r0.args[0]->op != RelOp::Slice || r0.args[0]->args[0]->op != RelOp::Seq || int64_t(rels.size()) != n_)
+    return std::nullopt;
   const std::string& name = r0.args[0]->args[0]->name;
   auto v = seq_.findValue(name);
   if (!v) return std::nullopt;
-  const TensorType whole = wholeType(*v);
-  int64_t rank = int64_t(whole.shape.size());
+  SlicesOfOne out{*v, wholeType(*v), 0, {}};
+  const int64_t rank = int64_t(out.whole.shape.size());
   auto d = ir::normAxis(r0.dim, rank, "concat");
-  if (!d.ok() || int64_t(local.shape.size()) != rank || !local.shape[size_t(*d)].isConcrete() ||
-      !whole.shape[size_t(*d)].isConcrete())
+  if (!d.ok() || int64_t(local.shape.size()) != rank || !ir::isConcrete(out.whole.shape) ||
+      !ir::isConcrete(local.shape) || local.dtype != out.whole.dtype)
     return std::nullopt;
-  int64_t localSize = local.shape[size_t(*d)].value();
-  if (localSize % blocks) return std::nullopt;
-  int64_t k = localSize / blocks, width = n_ * k;
-  if (whole.shape[size_t(*d)].value() != blocks * width) return std::nullopt;
+  out.d = *d;
   for (size_t a = 0; a < local.shape.size(); ++a)
-    if (int64_t(a) != *d && !(local.shape[a] == whole.shape[a])) return std::nullopt;
-  if (local.dtype != whole.dtype) return std::nullopt;
-  for (size_t i = 0; i < rels.size(); ++i) {
-    const Rel& r = *rels[i];
-    auto rd = ir::normAxis(r.dim, rank, "concat");
-    if (r.op != RelOp::Concat || int64_t(r.args.size()) != blocks || !rd.ok() || *rd != *d) return std::nullopt;
-    for (int64_t b = 0; b < blocks; ++b) {
-      const Rel& p = *r.args[size_t(b)];
-      if (p.op != RelOp::Slice || p.args[0]->op != RelOp::Seq || p.args[0]->name != name) return std::nullopt;
-      auto pd = ir::normAxis(p.dim, rank, "slice");
-      int64_t start = b * width + int64_t(i) * k;
-      if (!pd.ok() || *pd != *d || p.start.kind != IntExpr::Kind::Const || p.end.kind != IntExpr::Kind::Const ||
-          p.start.value != start || p.end.value != start + k)
+    if (int64_t(a) != *d && !(local.shape[a] == out.whole.shape[a])) return std::nullopt;
+  for (const RelPtr& r : rels) {
+    auto rd = ir::normAxis(r->dim, rank, "concat");
+    if (r->op != RelOp::Concat || r->args.size() != P || !rd.ok() || *rd != *d) return std::nullopt;
+    auto& parts = out.parts.emplace_back();
+    for (const RelPtr& x : r->args) {
+      auto xd = ir::normAxis(x->dim, rank, "slice");
+      if (x->op != RelOp::Slice || x->args[0]->op != RelOp::Seq || x->args[0]->name != name || !xd.ok() || *xd != *d ||
+          x->start.kind != IntExpr::Kind::Const || x->end.kind != IntExpr::Kind::Const || x->end.value <= x->start.value)
         return std::nullopt;
+      parts.emplace_back(x->start.value, x->end.value);
     }
   }
-  return Fact{Lay::Split, *d, {seqNode(*v), 1.0}, blocks};
+  return out;
+}
+
+// Member i holding the i-th of N even pieces of each of B equal blocks of
+// one S tensor along d, concatenated (a fused QKV column shard).
+std::optional<Fact> Folder::blockedInputFact(const std::vector<RelPtr>& rels, const TensorType& local) {
+  auto s = slicesOfOne(rels, local);
+  if (!s) return std::nullopt;
+  const int64_t blocks = int64_t(s->parts[0].size()), localSize = local.shape[size_t(s->d)].value();
+  if (localSize % blocks) return std::nullopt;
+  const int64_t k = localSize / blocks, width = n_ * k;
+  if (s->whole.shape[size_t(s->d)].value() != blocks * width) return std::nullopt;
+  for (size_t i = 0; i < s->parts.size(); ++i)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t start = b * width + int64_t(i) * k;
+      if (s->parts[i][size_t(b)] != std::make_pair(start, start + k)) return std::nullopt;
+    }
+  return Fact{Lay::Split, s->d, {seqNode(s->v), 1.0}, blocks};
 }
 
 // Member i holding pieces i and 2N - 1 - i of 2N even pieces of one S
 // tensor along d, concatenated in that order (Megatron's load-balanced
 // context parallel chunks, causal attention).
 std::optional<Fact> Folder::zigInputFact(const std::vector<RelPtr>& rels, const TensorType& local) {
-  const Rel& r0 = *rels[0];
-  if (r0.args.size() != 2 || r0.args[0]->op != RelOp::Slice || r0.args[0]->args[0]->op != RelOp::Seq ||
-      !use("zigzag-chunks"))
-    return std::nullopt;
-  const std::string& name = r0.args[0]->args[0]->name;
-  auto v = seq_.findValue(name);
-  if (!v) return std::nullopt;
-  const TensorType whole = wholeType(*v);
-  const int64_t rank = int64_t(whole.shape.size());
-  auto d = ir::normAxis(r0.dim, rank, "concat");
-  if (!d.ok() || int64_t(local.shape.size()) != rank || !local.shape[size_t(*d)].isConcrete() ||
-      !whole.shape[size_t(*d)].isConcrete() || local.dtype != whole.dtype || int64_t(rels.size()) != n_)
-    return std::nullopt;
-  const int64_t localSize = local.shape[size_t(*d)].value();
+  auto s = slicesOfOne(rels, local);
+  if (!s || s->parts[0].size() != 2 || !use("zigzag-chunks")) return std::nullopt;
+  const int64_t localSize = local.shape[size_t(s->d)].value();
   if (localSize % 2) return std::nullopt;
   const int64_t c = localSize / 2;
-  if (whole.shape[size_t(*d)].value() != 2 * n_ * c) return std::nullopt;
-  for (size_t a = 0; a < local.shape.size(); ++a)
-    if (int64_t(a) != *d && !(local.shape[a] == whole.shape[a])) return std::nullopt;
-  for (size_t i = 0; i < rels.size(); ++i) {
-    const Rel& r = *rels[i];
-    auto rd = ir::normAxis(r.dim, rank, "concat");
-    if (r.op != RelOp::Concat || r.args.size() != 2 || !rd.ok() || *rd != *d) return std::nullopt;
+  if (s->whole.shape[size_t(s->d)].value() != 2 * n_ * c) return std::nullopt;
+  for (size_t i = 0; i < s->parts.size(); ++i) {
     const int64_t starts[2] = {int64_t(i) * c, (2 * n_ - 1 - int64_t(i)) * c};
-    for (size_t b = 0; b < 2; ++b) {
-      const Rel& p = *r.args[b];
-      if (p.op != RelOp::Slice || p.args[0]->op != RelOp::Seq || p.args[0]->name != name) return std::nullopt;
-      auto pd = ir::normAxis(p.dim, rank, "slice");
-      if (!pd.ok() || *pd != *d || p.start.kind != IntExpr::Kind::Const || p.end.kind != IntExpr::Kind::Const ||
-          p.start.value != starts[b] || p.end.value != starts[b] + c)
-        return std::nullopt;
-    }
+    for (size_t b = 0; b < 2; ++b)
+      if (s->parts[i][b] != std::make_pair(starts[b], starts[b] + c)) return std::nullopt;
   }
-  Fact f{Lay::Split, *d, {seqNode(*v), 1.0}};
+  Fact f{Lay::Split, s->d, {seqNode(s->v), 1.0}};
   f.zig = true;
   return f;
 }
@@ -2355,58 +2353,28 @@ std::optional<Fact> Folder::zigInputFact(const std::vector<RelPtr>& rels, const 
 // segment order (vLLM's merged QKV: q split over every rank, k and v over
 // runs of ranks or held whole).
 std::optional<Fact> Folder::segInputFact(const std::vector<RelPtr>& rels, const TensorType& local) {
-  const Rel& r0 = *rels[0];
-  const size_t P = r0.args.size();
-  if (P < 2 || r0.args[0]->op != RelOp::Slice || r0.args[0]->args[0]->op != RelOp::Seq || int64_t(rels.size()) != n_)
-    return std::nullopt;
-  const std::string& name = r0.args[0]->args[0]->name;
-  auto v = seq_.findValue(name);
-  if (!v) return std::nullopt;
-  const TensorType whole = wholeType(*v);
-  const int64_t rank = int64_t(whole.shape.size());
-  auto d = ir::normAxis(r0.dim, rank, "concat");
-  if (!d.ok() || int64_t(local.shape.size()) != rank || !ir::isConcrete(whole.shape) || !ir::isConcrete(local.shape) ||
-      local.dtype != whole.dtype)
-    return std::nullopt;
-  for (size_t a = 0; a < local.shape.size(); ++a)
-    if (int64_t(a) != *d && !(local.shape[a] == whole.shape[a])) return std::nullopt;
-  // Every rank's parts: slices of `name` along d with constant bounds.
-  auto part = [&](size_t i, size_t p) -> std::optional<std::pair<int64_t, int64_t>> {
-    const Rel& r = *rels[i];
-    auto rd = ir::normAxis(r.dim, rank, "concat");
-    if (r.op != RelOp::Concat || r.args.size() != P || !rd.ok() || *rd != *d) return std::nullopt;
-    const Rel& x = *r.args[p];
-    auto xd = ir::normAxis(x.dim, rank, "slice");
-    if (x.op != RelOp::Slice || x.args[0]->op != RelOp::Seq || x.args[0]->name != name || !xd.ok() || *xd != *d ||
-        x.start.kind != IntExpr::Kind::Const || x.end.kind != IntExpr::Kind::Const || x.end.value <= x.start.value)
-      return std::nullopt;
-    return std::make_pair(x.start.value, x.end.value);
-  };
-  Fact f{Lay::Split, *d, {seqNode(*v), 1.0}};
+  auto s = slicesOfOne(rels, local);
+  if (!s) return std::nullopt;
+  Fact f{Lay::Split, s->d, {seqNode(s->v), 1.0}};
   int64_t offset = 0, localSum = 0;
-  for (size_t p = 0; p < P; ++p) {
-    auto p0 = part(0, p);
-    if (!p0) return std::nullopt;
-    const int64_t w = p0->second - p0->first;
+  for (size_t p = 0; p < s->parts[0].size(); ++p) {
+    const auto [a0, z0] = s->parts[0][p];
+    const int64_t w = z0 - a0;
     int64_t inner = n_;  // the first member whose piece differs ends the run
-    for (size_t i = 1; i < size_t(n_); ++i) {
-      auto pi = part(i, p);
-      if (!pi) return std::nullopt;
-      if (pi->first != p0->first) {
+    for (size_t i = 1; i < s->parts.size(); ++i)
+      if (s->parts[i][p].first != a0) {
         inner = int64_t(i);
         break;
       }
-    }
     if (n_ % inner) return std::nullopt;
-    for (size_t i = 0; i < size_t(n_); ++i) {
-      auto pi = part(i, p);
+    for (size_t i = 0; i < s->parts.size(); ++i) {
       const int64_t start = offset + int64_t(i) / inner * w;
-      if (!pi || pi->first != start || pi->second != start + w) return std::nullopt;
+      if (s->parts[i][p] != std::make_pair(start, start + w)) return std::nullopt;
     }
     f.segs.emplace_back(w, inner);
     offset += n_ / inner * w, localSum += w;
   }
-  if (offset != whole.shape[size_t(*d)].value() || localSum != local.shape[size_t(*d)].value() ||
+  if (offset != s->whole.shape[size_t(s->d)].value() || localSum != local.shape[size_t(s->d)].value() ||
       !use("segmented-split"))
     return std::nullopt;
   return f;
