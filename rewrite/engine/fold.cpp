@@ -3097,112 +3097,17 @@ std::optional<std::pair<std::string, std::map<int64_t, std::pair<int64_t, int64_
 // rows idx(r,cp)*8 + idx(r,tp)*4 of sequence parallel inside context
 // parallel chunks); every other dim whole. The relations may nest the
 // slices in any order (compared as boxes).
-namespace {
-// The pieces of one S tensor a relation selects, in order: boxes (per dim
-// [start, end)) concatenated along `dim` (-1: one box), from slices and
-// concats of a seq leaf with constant bounds; adjacent boxes that join
-// into one are joined, so every way of writing a selection reads alike.
-struct Boxes {
-  std::string leaf;
-  int64_t dim = -1;
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> list;
-  bool operator==(const Boxes& o) const { return leaf == o.leaf && dim == o.dim && list == o.list; }
-};
-
-void joinBoxes(Boxes& b) {
-  if (b.dim < 0) return;
-  const size_t d = size_t(b.dim);
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> out;
-  for (auto& x : b.list) {
-    if (!out.empty()) {
-      auto& y = out.back();
-      bool same = y.size() == x.size() && y[d].second == x[d].first;
-      for (size_t k = 0; same && k < x.size(); ++k) same = k == d || y[k] == x[k];
-      if (same) {
-        y[d].second = x[d].second;
-        continue;
-      }
-    }
-    out.push_back(x);
-  }
-  b.list = std::move(out);
-  if (b.list.size() == 1) b.dim = -1;
-}
-
-// Of boxes concatenated along d (or one box), the positions [a, b) of the
-// concatenation along d.
-std::vector<std::vector<std::pair<int64_t, int64_t>>> cutAlong(
-    const std::vector<std::vector<std::pair<int64_t, int64_t>>>& list, size_t d, int64_t a, int64_t b) {
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> out;
-  int64_t off = 0;
-  for (const auto& x : list) {
-    const int64_t w = x[d].second - x[d].first, lo = std::max(a, off), hi = std::min(b, off + w);
-    if (lo < hi) {
-      auto y = x;
-      y[d] = {x[d].first + lo - off, x[d].first + hi - off};
-      out.push_back(std::move(y));
-    }
-    off += w;
-  }
-  return out;
-}
-
-std::optional<Boxes> boxesOf(const Rel& r, const ir::Graph& seq) {
-  auto konst = [](const IntExpr& e) { return e.kind == IntExpr::Kind::Const; };
-  switch (r.op) {
-    case RelOp::Seq: {
-      auto v = seq.findValue(r.name);
-      if (!v || !ir::isConcrete(seq.value(*v).type.shape)) return std::nullopt;
-      Boxes b{r.name, -1, {{}}};
-      for (const Dim& d : seq.value(*v).type.shape) b.list[0].emplace_back(0, d.value());
-      return b;
-    }
-    case RelOp::Slice: {
-      auto x = boxesOf(*r.args[0], seq);
-      if (!x || !konst(r.start) || !konst(r.end)) return std::nullopt;
-      const int64_t R = int64_t(x->list[0].size()), d = r.dim < 0 ? r.dim + R : r.dim;
-      const int64_t s = r.start.value, e = r.end.value;
-      if (d < 0 || d >= R || s < 0 || e <= s) return std::nullopt;
-      if (x->dim == d) {
-        int64_t total = 0;
-        for (const auto& b : x->list) total += b[size_t(d)].second - b[size_t(d)].first;
-        if (e > total) return std::nullopt;
-        x->list = cutAlong(x->list, size_t(d), s, e);
-      } else {
-        for (auto& b : x->list) {
-          if (e > b[size_t(d)].second - b[size_t(d)].first) return std::nullopt;
-          b[size_t(d)] = {b[size_t(d)].first + s, b[size_t(d)].first + e};
-        }
-      }
-      joinBoxes(*x);
-      return x;
-    }
-    case RelOp::Concat: {
-      Boxes out;
-      for (const auto& p : r.args) {
-        auto x = boxesOf(*p, seq);
-        if (!x || (!out.leaf.empty() && x->leaf != out.leaf)) return std::nullopt;
-        const int64_t R = int64_t(x->list[0].size()), d = r.dim < 0 ? r.dim + R : r.dim;
-        if (d < 0 || d >= R || (x->dim >= 0 && x->dim != d)) return std::nullopt;
-        out.leaf = x->leaf, out.dim = d;
-        out.list.insert(out.list.end(), x->list.begin(), x->list.end());
-      }
-      if (out.list.empty()) return std::nullopt;
-      joinBoxes(out);
-      return out;
-    }
-    default:
-      return std::nullopt;
-  }
-}
-}  // namespace
-
 std::optional<Fact> Folder::zigSplitOverGroups(const std::vector<RelPtr>& rels, const TensorType& local) {
   const size_t G = nB_.size() + 1;
   if (!use("zigzag-chunks")) return std::nullopt;
-  std::vector<std::vector<std::optional<Boxes>>> got(grid_.size());
+  auto seqShape = [&](const std::string& n) -> std::optional<Shape> {
+    auto v = seq_.findValue(n);
+    if (!v) return std::nullopt;
+    return seq_.value(*v).type.shape;
+  };
+  std::vector<std::vector<std::optional<RelBoxes>>> got(grid_.size());
   for (size_t j = 0; j < grid_.size(); ++j)
-    for (int64_t r : grid_[j]) got[j].push_back(boxesOf(*rels[size_t(r)], seq_));
+    for (int64_t r : grid_[j]) got[j].push_back(relBoxes(*rels[size_t(r)], seqShape));
   if (!got[0][0]) return std::nullopt;
   auto v = seq_.findValue(got[0][0]->leaf);
   if (!v) return std::nullopt;
@@ -3226,7 +3131,7 @@ std::optional<Fact> Folder::zigSplitOverGroups(const std::vector<RelPtr>& rels, 
     }
   }
   // The pieces rank (i, j) holds under layout f, outer groups first.
-  auto expected = [&](const Fact& f, int64_t i, int64_t j) -> std::optional<Boxes> {
+  auto expected = [&](const Fact& f, int64_t i, int64_t j) -> std::optional<RelBoxes> {
     std::vector<std::vector<std::pair<int64_t, int64_t>>> runs;
     runs.resize(size_t(R));
     for (int64_t d = 0; d < R; ++d) runs[size_t(d)] = {{0, whole.shape[size_t(d)].value()}};
@@ -3240,7 +3145,7 @@ std::optional<Fact> Folder::zigSplitOverGroups(const std::vector<RelPtr>& rels, 
       const int64_t w = L / parts;
       std::vector<std::pair<int64_t, int64_t>> out;
       for (int64_t q : zig ? std::vector<int64_t>{p, 2 * N - 1 - p} : std::vector<int64_t>{p})
-        for (const auto& b : cutAlong(as, 0, q * w, (q + 1) * w)) {
+        for (const auto& b : cutBoxes(as, 0, q * w, (q + 1) * w)) {
           if (!out.empty() && out.back().second == b[0].first) out.back().second = b[0].second;
           else out.push_back(b[0]);
         }
@@ -3250,7 +3155,7 @@ std::optional<Fact> Folder::zigSplitOverGroups(const std::vector<RelPtr>& rels, 
     for (size_t k = nB_.size(); k-- > 0;)
       if (f.layB[k] == Lay::Split && !cut(f.dimB[k], nB_[k], j / strideB_[k] % nB_[k], f.zigB[k])) return std::nullopt;
     if (f.lay == Lay::Split && !cut(f.dim, n_, i, f.zig)) return std::nullopt;
-    Boxes b{got[0][0]->leaf, -1, {{}}};
+    RelBoxes b{got[0][0]->leaf, -1, {{}}};
     for (int64_t d = 0; d < R; ++d) b.list[0].push_back(runs[size_t(d)][0]);
     for (int64_t d = 0; d < R; ++d) {
       if (runs[size_t(d)].size() == 1) continue;

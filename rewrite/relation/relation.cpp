@@ -351,4 +351,92 @@ std::string str(const Rel& r) {
   return "?";
 }
 
+
+namespace {
+void joinBoxes(RelBoxes& b) {
+  if (b.dim < 0) return;
+  const size_t d = size_t(b.dim);
+  std::vector<RelBoxes::Box> out;
+  for (auto& x : b.list) {
+    if (!out.empty()) {
+      auto& y = out.back();
+      bool same = y.size() == x.size() && y[d].second == x[d].first;
+      for (size_t k = 0; same && k < x.size(); ++k) same = k == d || y[k] == x[k];
+      if (same) {
+        y[d].second = x[d].second;
+        continue;
+      }
+    }
+    out.push_back(x);
+  }
+  b.list = std::move(out);
+  if (b.list.size() == 1) b.dim = -1;
+}
+}  // namespace
+
+std::vector<RelBoxes::Box> cutBoxes(const std::vector<RelBoxes::Box>& list, size_t d, int64_t a, int64_t b) {
+  std::vector<RelBoxes::Box> out;
+  int64_t off = 0;
+  for (const auto& x : list) {
+    const int64_t w = x[d].second - x[d].first, lo = std::max(a, off), hi = std::min(b, off + w);
+    if (lo < hi) {
+      auto y = x;
+      y[d] = {x[d].first + lo - off, x[d].first + hi - off};
+      out.push_back(std::move(y));
+    }
+    off += w;
+  }
+  return out;
+}
+
+std::optional<RelBoxes> relBoxes(const Rel& r,
+                                 const std::function<std::optional<ir::Shape>(const std::string&)>& seqShape) {
+  auto konst = [](const IntExpr& e) { return e.kind == IntExpr::Kind::Const; };
+  switch (r.op) {
+    case RelOp::Seq: {
+      auto shape = seqShape(r.name);
+      if (!shape || !ir::isConcrete(*shape)) return std::nullopt;
+      RelBoxes b{r.name, -1, {{}}};
+      for (const ir::Dim& d : *shape) b.list[0].emplace_back(0, d.value());
+      return b;
+    }
+    case RelOp::Slice: {
+      auto x = relBoxes(*r.args[0], seqShape);
+      if (!x || !konst(r.start) || !konst(r.end)) return std::nullopt;
+      const int64_t R = int64_t(x->list[0].size()), d = r.dim < 0 ? r.dim + R : r.dim;
+      const int64_t s = r.start.value, e = r.end.value;
+      if (d < 0 || d >= R || s < 0 || e <= s) return std::nullopt;
+      if (x->dim == d) {
+        int64_t total = 0;
+        for (const auto& b : x->list) total += b[size_t(d)].second - b[size_t(d)].first;
+        if (e > total) return std::nullopt;
+        x->list = cutBoxes(x->list, size_t(d), s, e);
+      } else {
+        for (auto& b : x->list) {
+          if (e > b[size_t(d)].second - b[size_t(d)].first) return std::nullopt;
+          b[size_t(d)] = {b[size_t(d)].first + s, b[size_t(d)].first + e};
+        }
+      }
+      joinBoxes(*x);
+      return x;
+    }
+    case RelOp::Concat: {
+      RelBoxes out;
+      for (const auto& p : r.args) {
+        auto x = relBoxes(*p, seqShape);
+        if (!x || (!out.leaf.empty() && x->leaf != out.leaf)) return std::nullopt;
+        const int64_t R = int64_t(x->list[0].size()), d = r.dim < 0 ? r.dim + R : r.dim;
+        if (d < 0 || d >= R || (x->dim >= 0 && x->dim != d)) return std::nullopt;
+        out.leaf = x->leaf, out.dim = d;
+        out.list.insert(out.list.end(), x->list.begin(), x->list.end());
+      }
+      if (out.list.empty()) return std::nullopt;
+      joinBoxes(out);
+      return out;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace sp::rewrite

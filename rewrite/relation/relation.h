@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -144,5 +145,22 @@ struct TensorSource {
 // inferType, then each operator run as the IR op relation_ops.def names, on
 // the interpreter's kernels in f64; returns the dtype of the first leaf.
 Result<ir::Tensor> evaluate(const Rel& r, const TensorSource& src, const RelScope& scope);
+
+// The pieces of one S tensor a constant relation selects, in order: boxes
+// (per dim [start, end)) concatenated along `dim` (-1: one box), from
+// slices and concats of a seq leaf with constant bounds; adjacent boxes
+// that join into one are joined, so every way of writing a selection
+// reads alike. nullopt: another form, or a symbolic S shape.
+struct RelBoxes {
+  using Box = std::vector<std::pair<int64_t, int64_t>>;
+  std::string leaf;
+  int64_t dim = -1;
+  std::vector<Box> list;
+  bool operator==(const RelBoxes& o) const { return leaf == o.leaf && dim == o.dim && list == o.list; }
+};
+std::optional<RelBoxes> relBoxes(const Rel& r, const std::function<std::optional<ir::Shape>(const std::string&)>& seqShape);
+// Of boxes concatenated along d (or one box), the positions [a, b) of the
+// concatenation along d.
+std::vector<RelBoxes::Box> cutBoxes(const std::vector<RelBoxes::Box>& list, size_t d, int64_t a, int64_t b);
 
 }  // namespace sp::rewrite

@@ -235,7 +235,8 @@ struct RunOutcome {
 // output (its S name, and the expect line or the rebuild compared) stands
 // for the program as written (the shrunk witness: rewrite/witness/witness_shrink.h).
 using CountsFn = std::function<bool(const std::string&, const Rel*, const Candidate*)>;
-Result<RunOutcome> compareRun(const ir::Graph& seq, const ir::Program& dist, const WitnessRun& run, const Failure& f,
+Result<RunOutcome> compareRun(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
+                              const WitnessRun& run, const Failure& f,
                               const VerifyOptions& opts, const std::vector<std::string>& unproven,
                               const std::map<std::string, RelPtr>& expected, const CountsFn& counts,
                               std::chrono::steady_clock::time_point deadline) {
@@ -278,6 +279,9 @@ Result<RunOutcome> compareRun(const ir::Graph& seq, const ir::Program& dist, con
       standsFull = !counts || counts(name, it->second.get(), nullptr);
     } else {
       SP_ASSIGN(auto best, bestCandidate(s, run, dist, outNames, deadline));
+      // or a D output laid out as an S input is (a fused weight's gradient)
+      SP_ASSIGN(auto laid, inputLayoutCandidate(s, run, seq, dist, rel, outNames, deadline));
+      if (laid && (!best || laid->err.maxRelErr < best->err.maxRelErr)) best = laid;
       if (best) {
         err = best->err;
         guess = best->what;
@@ -341,7 +345,8 @@ Result<bool> refuteShrunk(const ir::Graph& seq, const ir::Program& dist, const R
     auto run = runWitness(shrunk->seq(), shrunk->dist(), shrunk->rel(), plan, opts.seed + k, opts.witnessProgress,
                           deadline);
     if (!run.ok()) return false;  // the full-size witness says why
-    SP_ASSIGN(RunOutcome o, compareRun(shrunk->seq(), shrunk->dist(), *run, f, opts, unproven, shrunk->expected(),
+    SP_ASSIGN(RunOutcome o, compareRun(shrunk->seq(), shrunk->dist(), shrunk->rel(), *run, f, opts, unproven,
+                                       shrunk->expected(),
                                        counts, deadline));
     if (o.outDiverges) {
       o.w.seed = opts.seed + k;
@@ -421,7 +426,7 @@ Status decideWithWitnessRun(const ir::Graph& seq, const ir::Program& dist, const
       rep.reason = base + "; witness could not run: " + run.error().str();
       return okStatus();
     }
-    auto compared = compareRun(seq, dist, *run, f, opts, unproven, expected, nullptr, deadline);
+    auto compared = compareRun(seq, dist, rel, *run, f, opts, unproven, expected, nullptr, deadline);
     if (!compared.ok()) return timedOut(compared.error());
     RunOutcome& o = *compared;
     o.w.seed = seed;
