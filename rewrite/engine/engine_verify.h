@@ -104,16 +104,22 @@ Result<std::optional<Candidate>> bestCandidate(
     const ir::Tensor& want, const WitnessRun& run, const ir::Program& dist,
     const std::vector<std::pair<int64_t, std::string>>& names,
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+// Each D input's pieces of its S tensor, rank by rank (relBoxes of its
+// relation; nullopt where the relation is another form): computed once per
+// witness run.
+using InputLayouts = std::map<std::string, std::vector<std::optional<RelBoxes>>>;
+InputLayouts inputLayouts(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel);
 // S value `want` rebuilt from a D output laid out as an S input is (the
 // gradient of a sharded weight held as the weight is: a fused QKV's
 // blocks, KV heads on runs of ranks): for each S input X of want's shape
 // whose relation on every rank selects pieces of X, and each D output in
 // `names` of X's local shape on every rank, the output's pieces placed
-// where X's relation takes them (every position held by some rank; the
-// first rank holding one gives it). The best match; nullopt: none fits.
+// where X's relation takes them (every position held by some rank; where
+// several hold it, the first one's value, or their sum: partial sums on
+// the ranks sharing a piece). The best match; nullopt: none fits.
 Result<std::optional<Candidate>> inputLayoutCandidate(
-    const ir::Tensor& want, const WitnessRun& run, const ir::Graph& seq, const ir::Program& dist,
-    const RelationFile& rel, const std::vector<std::pair<int64_t, std::string>>& names,
+    const ir::Tensor& want, const WitnessRun& run, const ir::Graph& seq, const InputLayouts& layouts,
+    const std::vector<std::pair<int64_t, std::string>>& names,
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 }  // namespace sp::rewrite

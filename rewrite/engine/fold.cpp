@@ -2405,11 +2405,6 @@ std::vector<Fact> Folder::segRule(const ir::Node& n, const std::vector<Fact>& in
     o.segs = seg->segs;
     return o;
   };
-  auto axisOf = [&](const char* a, int64_t r) -> std::optional<int64_t> {
-    auto x = ir::normAxis(ir::attrInt(n.attrs, a), r, a);
-    if (!x.ok()) return std::nullopt;
-    return *x;
-  };
   std::vector<Fact> outs;
   const auto cat = ir::opInfo(n.op).category;
   if (n.op == OpKind::Transpose && in.size() == 1 && use("permute-of-split")) {
@@ -2447,8 +2442,8 @@ std::vector<Fact> Folder::segRule(const ir::Node& n, const std::vector<Fact>& in
     if (in[1].lay == Lay::Split && in[1].dim == rb - 1 && in[0].lay == Lay::Rep && use("matmul-col-split"))
       outs = {segmented(R - 1)};
   } else if (n.op == OpKind::Split && in.size() == 1 && use("slice-of-split")) {
-    auto ax = axisOf("axis", int64_t(local(0).shape.size()));
-    if (!ax) return {};
+    auto ax = ir::normAxis(ir::attrInt(n.attrs, "axis"), int64_t(local(0).shape.size()), "split");
+    if (!ax.ok()) return {};
     if (*ax != in[0].dim) {
       for (size_t o = 0; o < n.outputs.size(); ++o) outs.push_back(segmented(in[0].dim));
     } else {

@@ -374,6 +374,16 @@ void joinBoxes(RelBoxes& b) {
 }
 }  // namespace
 
+std::vector<int64_t> RelBoxes::dims() const {
+  std::vector<int64_t> out(list.empty() ? 0 : list[0].size(), 0);
+  for (size_t k = 0; k < out.size(); ++k)
+    for (const Box& b : list) {
+      const int64_t e = b[k].second - b[k].first;
+      out[k] = int64_t(k) == dim ? out[k] + e : e;
+    }
+  return out;
+}
+
 std::vector<RelBoxes::Box> cutBoxes(const std::vector<RelBoxes::Box>& list, size_t d, int64_t a, int64_t b) {
   std::vector<RelBoxes::Box> out;
   int64_t off = 0;

@@ -157,6 +157,9 @@ struct RelBoxes {
   int64_t dim = -1;
   std::vector<Box> list;
   bool operator==(const RelBoxes& o) const { return leaf == o.leaf && dim == o.dim && list == o.list; }
+  // The shape of what the relation selects: the boxes' extents, summed
+  // along the concat dim.
+  std::vector<int64_t> dims() const;
 };
 std::optional<RelBoxes> relBoxes(const Rel& r, const std::function<std::optional<ir::Shape>(const std::string&)>& seqShape);
 // Of boxes concatenated along d (or one box), the positions [a, b) of the

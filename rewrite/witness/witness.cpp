@@ -307,94 +307,86 @@ Result<std::optional<Candidate>> bestCandidate(const ir::Tensor& want, const Wit
   return best;
 }
 
-Result<std::optional<Candidate>> inputLayoutCandidate(const ir::Tensor& want, const WitnessRun& run,
-                                                      const ir::Graph& seq, const ir::Program& dist,
-                                                      const RelationFile& rel,
-                                                      const std::vector<std::pair<int64_t, std::string>>& names,
-                                                      std::chrono::steady_clock::time_point deadline) {
+InputLayouts inputLayouts(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel) {
   const int64_t world = dist.worldSize();
   const RankSpace ranks = RankSpace::of(dist);  // the scopes below point at it
+  InputLayouts layouts;
   auto bound = expandInputs(rel, ranks);
-  if (!bound.ok()) return std::optional<Candidate>();
+  if (!bound.ok()) return layouts;
   auto seqShape = [&](const std::string& n) -> std::optional<ir::Shape> {
     auto v = seq.findValue(n);
     if (!v) return std::nullopt;
     return seq.value(*v).type.shape;
   };
-  // Each D input's pieces of its S tensor, rank by rank.
-  std::map<std::string, std::vector<std::optional<RelBoxes>>> layouts;
   for (const auto& b : *bound) {
     auto& per = layouts[b.name];
     per.resize(size_t(world));
     if (auto c = concretize(*b.expr, b.scope); c.ok() && b.rank >= 0 && b.rank < world)
       per[size_t(b.rank)] = relBoxes(**c, seqShape);
   }
+  return layouts;
+}
+
+namespace {
+// Places a rank's tensor t, which holds the pieces `bx` selects, into
+// `first` (where no rank has been yet: `set`) and adds it into `sum`.
+void placePieces(const ir::Tensor& t, const RelBoxes& bx, ir::Tensor& first, ir::Tensor& sum, std::vector<char>& set) {
+  const std::vector<int64_t> wstrides = ir::stridesOf(first.dims()), lstrides = ir::stridesOf(t.dims());
+  const size_t R = wstrides.size();
+  int64_t off = 0;  // the box's start in t along the concat dim
+  for (const auto& b : bx.list) {
+    std::vector<int64_t> idx(R, 0), ext(R);
+    int64_t n = 1;
+    for (size_t k = 0; k < R; ++k) n *= ext[k] = b[k].second - b[k].first;
+    for (int64_t e = 0; e < n; ++e) {
+      int64_t si = 0, li = 0;
+      for (size_t k = 0; k < R; ++k) {
+        si += (b[k].first + idx[k]) * wstrides[k];
+        li += (idx[k] + (int64_t(k) == bx.dim ? off : 0)) * lstrides[k];
+      }
+      const double x = t.getAsDouble(li);
+      if (!set[size_t(si)]) first.setFromDouble(si, x), sum.setFromDouble(si, x), set[size_t(si)] = 1;
+      else sum.setFromDouble(si, sum.getAsDouble(si) + x);
+      for (size_t k = R; k-- > 0;) {  // next index, last dim fastest
+        if (++idx[k] < ext[k]) break;
+        idx[k] = 0;
+      }
+    }
+    if (bx.dim >= 0) off += b[size_t(bx.dim)].second - b[size_t(bx.dim)].first;
+  }
+}
+}  // namespace
+
+Result<std::optional<Candidate>> inputLayoutCandidate(const ir::Tensor& want, const WitnessRun& run,
+                                                      const ir::Graph& seq, const InputLayouts& layouts,
+                                                      const std::vector<std::pair<int64_t, std::string>>& names,
+                                                      std::chrono::steady_clock::time_point deadline) {
   std::map<std::string, int64_t> held;  // D outputs on every rank
   for (const auto& [r, n] : names) ++held[n];
   const std::vector<int64_t>& wd = want.dims();
-  const std::vector<int64_t> wstrides = ir::stridesOf(wd);
   std::optional<Candidate> best;
   for (const auto& [input, per] : layouts) {
-    const bool fits = !per.empty() && per[0] && std::all_of(per.begin(), per.end(), [&](const std::optional<RelBoxes>& b) {
-      auto shape = b ? seqShape(b->leaf) : std::nullopt;
-      return shape && ir::isConcrete(*shape) && b->leaf == per[0]->leaf && ir::concreteDims(*shape) == wd;
-    });
-    if (!fits) continue;
+    auto v = per.empty() || !per[0] ? std::nullopt : seq.findValue(per[0]->leaf);
+    if (!v || !ir::isConcrete(seq.value(*v).type.shape) || ir::concreteDims(seq.value(*v).type.shape) != wd ||
+        std::any_of(per.begin(), per.end(), [&](const auto& b) { return !b || b->leaf != per[0]->leaf; }))
+      continue;
     for (const auto& [out, count] : held) {
-      if (count != world) continue;
+      if (count != int64_t(per.size())) continue;
       if (std::chrono::steady_clock::now() > deadline)
         return makeError("time-limit", "S and D done; comparing D tensors with S, at " + out + " laid out as " + input);
       // Positions held by several ranks: the first rank's value (each holds
       // it whole), or their sum (each holds a partial sum: a KV head's
       // gradient on the run of ranks sharing it).
-      ir::Tensor c(want.dtype(), wd), sum(want.dtype(), wd);
+      ir::Tensor first(want.dtype(), wd), sum(want.dtype(), wd);
       std::vector<char> set(size_t(want.numel()), 0);
       bool ok = true;
-      for (int64_t r = 0; r < world && ok; ++r) {
-        auto it = run.dist[size_t(r)].find(out);
-        const RelBoxes& bx = *per[size_t(r)];
-        if (it == run.dist[size_t(r)].end()) {
-          ok = false;
-          break;
-        }
-        const ir::Tensor& t = it->second;
-        // the rank's local shape: the boxes' extents, summed along the concat dim
-        std::vector<int64_t> local(wd.size(), 0);
-        for (size_t k = 0; k < wd.size(); ++k)
-          for (const auto& b : bx.list) {
-            const int64_t e = b[k].second - b[k].first;
-            local[k] = int64_t(k) == bx.dim ? local[k] + e : e;
-          }
-        if (t.dims() != local) {
-          ok = false;
-          break;
-        }
-        const std::vector<int64_t> lstrides = ir::stridesOf(local);
-        int64_t off = 0;  // the box's start in the local tensor along the concat dim
-        for (const auto& b : bx.list) {
-          std::vector<int64_t> idx(wd.size(), 0);
-          std::vector<int64_t> ext(wd.size());
-          int64_t n = 1;
-          for (size_t k = 0; k < wd.size(); ++k) n *= ext[k] = b[k].second - b[k].first;
-          for (int64_t e = 0; e < n; ++e) {
-            int64_t si = 0, li = 0;
-            for (size_t k = 0; k < wd.size(); ++k) {
-              si += (b[k].first + idx[k]) * wstrides[k];
-              li += (idx[k] + (int64_t(k) == bx.dim ? off : 0)) * lstrides[k];
-            }
-            const double x = t.getAsDouble(li);
-            if (!set[size_t(si)]) c.setFromDouble(si, x), sum.setFromDouble(si, x), set[size_t(si)] = 1;
-            else sum.setFromDouble(si, sum.getAsDouble(si) + x);
-            for (size_t k = wd.size(); k-- > 0;) {  // next index, last dim fastest
-              if (++idx[k] < ext[k]) break;
-              idx[k] = 0;
-            }
-          }
-          if (bx.dim >= 0) off += b[size_t(bx.dim)].second - b[size_t(bx.dim)].first;
-        }
+      for (size_t r = 0; r < per.size() && ok; ++r) {
+        auto it = run.dist[r].find(out);
+        ok = it != run.dist[r].end() && it->second.dims() == per[r]->dims();
+        if (ok) placePieces(it->second, *per[r], first, sum, set);
       }
       if (!ok || std::find(set.begin(), set.end(), 0) != set.end()) continue;
-      for (const auto& [t, how] : {std::pair{&c, ""}, std::pair{&sum, ", summed where ranks share a piece"}}) {
+      for (const auto& [t, how] : {std::pair{&first, ""}, std::pair{&sum, ", summed where ranks share a piece"}}) {
         ErrorStat e = compareTensors(*t, want);
         if (std::isinf(e.maxAbsErr)) continue;
         if (!best || e.maxRelErr < best->err.maxRelErr)

@@ -266,6 +266,7 @@ Result<RunOutcome> compareRun(const ir::Graph& seq, const ir::Program& dist, con
   // value's closest rebuild is only a guess at a relation and never
   // refutes; an output with nothing of a fitting shape to compare leaves
   // the verdict inconclusive, saying so.
+  std::optional<InputLayouts> layouts;  // read once, where an output has no expect line
   for (const auto& name : unproven) {
     const ir::Tensor& s = run.seq[size_t(*seq.findValue(name))];
     std::optional<ErrorStat> err;
@@ -280,7 +281,8 @@ Result<RunOutcome> compareRun(const ir::Graph& seq, const ir::Program& dist, con
     } else {
       SP_ASSIGN(auto best, bestCandidate(s, run, dist, outNames, deadline));
       // or a D output laid out as an S input is (a fused weight's gradient)
-      SP_ASSIGN(auto laid, inputLayoutCandidate(s, run, seq, dist, rel, outNames, deadline));
+      if (!layouts) layouts = inputLayouts(seq, dist, rel);
+      SP_ASSIGN(auto laid, inputLayoutCandidate(s, run, seq, *layouts, outNames, deadline));
       if (laid && (!best || laid->err.maxRelErr < best->err.maxRelErr)) best = laid;
       if (best) {
         err = best->err;
