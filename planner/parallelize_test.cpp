@@ -1353,10 +1353,9 @@ TEST(ParallelizeCp, SequenceParallelAndThreeGroupsVerifyFolded) {
 // step. The backward reduce-scatters the keys' and values' gradients,
 // partial over cp, through the reordering slices and concat (autodiff
 // carries partial gradients through them), so every rank runs one graph.
-// Not yet with a second group (dp x cp, tp x cp: the fold
-// takes the zigzag over one group): inconclusive. The twins are not
-// verified: the gathered halves used in gathered order (not put back in
-// S's), and x0's relation with each rank's two halves swapped.
+// Also with tp inside the chunks or beside them, and dp outside. The twins
+// are not verified: the gathered halves used in gathered order (not put
+// back in S's), and x0's relation with each rank's two halves swapped.
 TEST(ParallelizeCp, LoadBalancedChunksVerifyFolded) {
   // cp alone; with tp inside (sequence parallel's pieces nested in the
   // chunk, or tp's heads beside it); with dp outside; all three.
@@ -1428,6 +1427,61 @@ TEST(ParallelizeCp, LoadBalancedChunksVerifyFolded) {
   auto odd = parallelize(s);
   ASSERT_FALSE(odd.ok());
   EXPECT_NE(odd.error().message.find("seq 10 not divisible by 2 x cp 2"), std::string::npos) << odd.error().str();
+}
+
+// Load-balanced chunks with micro-batches (each copy's x0 a zigzag chunk
+// of its own batch piece, read through that piece) and pipeline stages:
+// verified folded, forward and training step, at one, two and three
+// groups (was inconclusive: the copies were read only as single boxes,
+// and zigzag chunks were refused beside copies). Twins refuted: one
+// micro-batch's two halves swapped; the two micro-batches' pieces
+// exchanged.
+TEST(ParallelizeCp, LoadBalancedChunksWithMicroBatchesVerifyFolded) {
+  struct Case {
+    int tp, cp, pp, dp, mb;
+    bool sp;
+  };
+  for (Case c : {Case{1, 2, 1, 1, 2, false}, Case{1, 4, 1, 2, 2, false}, Case{2, 2, 2, 1, 4, true},
+                 Case{2, 2, 1, 1, 3, false}})
+    for (bool backward : {false, true}) {
+      SCOPED_TRACE("tp " + std::to_string(c.tp) + " cp " + std::to_string(c.cp) + " pp " + std::to_string(c.pp) +
+                   " dp " + std::to_string(c.dp) + " mb " + std::to_string(c.mb) + (backward ? " backward" : ""));
+      ProgramSpec s = smallCp(c.tp, c.cp, c.sp, c.dp);
+      s.cpBalanced = true, s.backward = backward, s.seq = 32, s.pp = c.pp, s.microBatches = c.mb;
+      s.layers = c.pp;
+      s.kvHeads = std::max<int64_t>(s.kvHeads, c.tp);
+      auto p = parallelize(s);
+      ASSERT_TRUE(p.ok()) << p.error().str();
+      auto rep = verifyTexts(*p);
+      EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+      EXPECT_TRUE(folded(rep)) << why(rep);
+    }
+  ProgramSpec s = smallCp(1, 2, false);
+  s.cpBalanced = true, s.microBatches = 2;
+  auto p = parallelize(s);
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  auto line = [&](int m) {
+    const std::string head = "dist[r].x0_mb" + std::to_string(m) + " = ";
+    size_t a = p->relations.find(head);
+    EXPECT_NE(a, std::string::npos) << p->relations;
+    return std::make_pair(a, p->relations.find('\n', a) - a);
+  };
+  auto [a1, n1] = line(1);
+  const std::string mb1 = p->relations.substr(a1, n1);
+  const std::string first = "slice(slice(seq.x0, dim=1, start=1, end=2), dim=0, start=idx(r,cp)*4, end=(idx(r,cp)+1)*4)";
+  const std::string second = "slice(slice(seq.x0, dim=1, start=1, end=2), dim=0, start=12-idx(r,cp)*4, end=16-idx(r,cp)*4)";
+  ASSERT_EQ(mb1, "dist[r].x0_mb1 = concat(dim=0, " + first + ", " + second + ")") << p->relations;
+  std::string halves = p->relations;
+  halves.replace(a1, n1, "dist[r].x0_mb1 = concat(dim=0, " + second + ", " + first + ")");
+  std::string exchanged = p->relations;
+  for (auto [from, to] : {std::pair{"start=1, end=2", "start=9, end=9"}, {"start=0, end=1", "start=1, end=2"},
+                          {"start=9, end=9", "start=0, end=1"}})
+    for (size_t at; (at = exchanged.find(from)) != std::string::npos;) exchanged.replace(at, std::string(from).size(), to);
+  for (const std::string* rel : {&halves, &exchanged}) {
+    auto twin = rewrite::verifyTexts(p->seq, p->dist, *rel, {});
+    ASSERT_TRUE(twin.ok()) << twin.error().str();
+    EXPECT_EQ(twin->verdict, rewrite::Verdict::Refuted) << why(*twin) << "\n" << *rel;
+  }
 }
 
 // The bugs of context parallel, each refuted: every rank reading the first

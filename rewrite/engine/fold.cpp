@@ -1815,11 +1815,6 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
     return {*f};
   }
   bool copies = std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay3 != Lay::Rep; });
-  // Zigzag chunks fold over any group, not with micro-batch copies.
-  if (copies && std::any_of(in.begin(), in.end(), [](const Fact& f) {
-        return f.zig || std::any_of(f.zigB.begin(), f.zigB.end(), [](bool z) { return z; });
-      }))
-    return {};
   if (std::any_of(in.begin(), in.end(), [](const Fact& f) { return !f.segs.empty(); })) {
     if (twoD_ || copies) return {};
     return segRule(n, in);
@@ -3095,10 +3090,11 @@ std::optional<std::pair<std::string, std::map<int64_t, std::pair<int64_t, int64_
 std::optional<Fact> Folder::zigSplitOverGroups(const std::vector<RelPtr>& rels, const TensorType& local) {
   const size_t G = nB_.size() + 1;
   if (!use("zigzag-chunks")) return std::nullopt;
+  // S's shapes as the relations read them (a micro-batch copy's piece)
   auto seqShape = [&](const std::string& n) -> std::optional<Shape> {
     auto v = seq_.findValue(n);
     if (!v) return std::nullopt;
-    return seq_.value(*v).type.shape;
+    return wholeType(*v).shape;
   };
   std::vector<std::vector<std::optional<RelBoxes>>> got(grid_.size());
   for (size_t j = 0; j < grid_.size(); ++j)
@@ -3262,6 +3258,7 @@ std::optional<Fact> Folder::withCut(std::optional<Fact> f, const CopyCut& c, con
   cut_.reset();
   if (!f || (f->lay == Lay::Sum) || std::count(f->layB.begin(), f->layB.end(), Lay::Sum)) return std::nullopt;
   f->lay3 = Lay::Split, f->dim3 = c.dim, f->idx3 = c.idx, f->cnt3 = c.cnt;
+  if (!zigNestOk(*f)) return std::nullopt;  // the copies may not cut a zigzag dim
   copies_ = std::max(copies_, c.cnt);
   auto v = seq_.findValue(name);
   if (!v || !(globalOf(local, *f) == seq_.value(*v).type) || !use("copies-of-pieces")) return std::nullopt;
@@ -3329,29 +3326,29 @@ std::optional<Fact> Folder::copyInputFact(const std::string& name, const TensorT
     ranks.clear();
     for (const auto& row : grid_) ranks.insert(ranks.end(), row.begin(), row.end());
   }
-  // Every rank's box of one S tensor; the one dim no rank's box covers
-  // whole, whose boxes together span one piece of it.
-  std::vector<std::map<int64_t, std::pair<int64_t, int64_t>>> boxes;
-  std::string leaf;
+  // Every rank's pieces of one S tensor (boxes, concatenated along a dim:
+  // a zigzag chunk is two); the one dim no rank's pieces leave, whose
+  // pieces together span one piece of it.
+  auto seqShape = [&](const std::string& n) -> std::optional<Shape> {
+    auto v = seq_.findValue(n);
+    if (!v) return std::nullopt;
+    return seq_.value(*v).type.shape;
+  };
+  std::vector<RelBoxes> boxes;
   for (int64_t rk : ranks) {
     if (!it->second[size_t(rk)]) return std::nullopt;
-    auto box = sliceBox(*it->second[size_t(rk)], seq_);
-    if (!box || (!leaf.empty() && box->first != leaf)) return std::nullopt;
-    leaf = box->first;
-    boxes.push_back(box->second);
+    auto b = relBoxes(*it->second[size_t(rk)], seqShape);
+    if (!b || (!boxes.empty() && b->leaf != boxes[0].leaf)) return std::nullopt;
+    boxes.push_back(std::move(*b));
   }
-  auto v = seq_.findValue(leaf);
-  if (!v) return std::nullopt;
-  const Shape& sh = seq_.value(*v).type.shape;
+  const std::string leaf = boxes[0].leaf;
+  const Shape sh = *seqShape(leaf);
   std::optional<CopyCut> cut;
   int64_t lo = 0;
   for (size_t d = 0; d < sh.size(); ++d) {
-    if (!sh[d].isConcrete()) continue;
     int64_t size = sh[d].value(), a = size, b = 0;
-    for (const auto& box : boxes) {
-      auto [s, e] = box.count(int64_t(d)) ? box.at(int64_t(d)) : std::make_pair(int64_t(0), size);
-      a = std::min(a, s), b = std::max(b, e);
-    }
+    for (const auto& rb : boxes)
+      for (const auto& box : rb.list) a = std::min(a, box[d].first), b = std::max(b, box[d].second);
     int64_t span = b - a;
     if (span <= 0 || span >= size || size % span || a % span) continue;
     if (cut) return std::nullopt;
@@ -3359,17 +3356,43 @@ std::optional<Fact> Folder::copyInputFact(const std::string& name, const TensorT
     lo = a;
   }
   if (!cut) return std::nullopt;
+  // Each rank's relation about the copy's piece: the slice nearest the
+  // leaf along the cut dim shifted into it (gone where it takes the whole
+  // piece); what it selects then checked against the boxes, shifted.
+  const int64_t R = int64_t(sh.size()), piece = sh[size_t(cut->dim)].value() / cut->cnt;
+  auto axis = [&](int64_t d) { return d < 0 ? d + R : d; };
+  std::function<bool(const Rel&)> leafChain = [&](const Rel& x) {
+    return x.op == RelOp::Seq || (x.op == RelOp::Slice && axis(x.dim) != cut->dim && leafChain(*x.args[0]));
+  };
+  std::function<RelPtr(const RelPtr&)> peel = [&](const RelPtr& x) -> RelPtr {
+    if (x->op == RelOp::Slice && axis(x->dim) == cut->dim && leafChain(*x->args[0])) {
+      if (x->start.kind != IntExpr::Kind::Const || x->end.kind != IntExpr::Kind::Const) return nullptr;
+      const int64_t s = x->start.value - lo, e = x->end.value - lo;
+      if (s == 0 && e == piece) return x->args[0];
+      return Rel::slice(x->args[0], cut->dim, IntExpr::constant(s), IntExpr::constant(e));
+    }
+    if (x->args.empty()) return x;
+    auto out = std::make_shared<Rel>(*x);
+    for (auto& arg : out->args)
+      if (!(arg = peel(arg))) return nullptr;
+    return out;
+  };
+  auto pieceShape = [&](const std::string& n) -> std::optional<Shape> {
+    if (n != leaf) return std::nullopt;
+    Shape p = sh;
+    p[size_t(cut->dim)] = Dim(piece);
+    return p;
+  };
   Bound peeled;
   auto& rels = peeled[name];
   rels.assign(it->second.size(), nullptr);
   for (size_t i = 0; i < ranks.size(); ++i) {
-    RelPtr x = Rel::seq(leaf);
-    for (const auto& [d, range] : boxes[i]) {
-      int64_t s = range.first, e = range.second, size = sh[size_t(d)].value();
-      if (d == cut->dim) s -= lo, e -= lo, size /= cut->cnt;
-      if (s == 0 && e == size) continue;
-      x = Rel::slice(x, d, IntExpr::constant(s), IntExpr::constant(e));
-    }
+    RelPtr x = peel(it->second[size_t(ranks[i])]);
+    if (!x) return std::nullopt;
+    RelBoxes want = boxes[i];
+    for (auto& box : want.list) box[size_t(cut->dim)].first -= lo, box[size_t(cut->dim)].second -= lo;
+    auto got = relBoxes(*x, pieceShape);
+    if (!got || !(*got == want)) return std::nullopt;
     rels[size_t(ranks[i])] = x;
   }
   cut_ = cut;
