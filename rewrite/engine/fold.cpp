@@ -637,6 +637,16 @@ class Folder {
   bool nestedAllowed(const Fact& f) { return !isNested(f) || use("nested-splits"); }
   // A further group's zigzag chunks are pieces of the whole dim: no outer
   // group (nor the copies) splits that dim around them.
+  // One rank (a single-GPU program, its micro-batches folded as copies):
+  // a member's piece of a split, or its term of a sum, over a group of
+  // one is the whole value.
+  Fact settled(Fact f) const {
+    if (twoD_ || n_ != 1 || (f.lay != Lay::Split && f.lay != Lay::Sum)) return f;
+    Fact whole = f;
+    whole.lay = Lay::Rep, whole.dim = 0, whole.blocks = 1, whole.inner = 1, whole.innerDim = -1;
+    whole.segs.clear(), whole.zig = false;
+    return whole;
+  }
   bool zigNestOk(const Fact& f) const {
     if (f.zig) {
       if (f.lay != Lay::Split || (f.lay3 == Lay::Split && f.dim3 == f.dim)) return false;
@@ -1235,6 +1245,31 @@ std::vector<int64_t> reshapeSplitDims(const Shape& in, const Shape& out, int64_t
   return {};
 }
 
+// An unsqueeze or squeeze naming its axes: each input dim's output dim (-1:
+// squeezed away), whatever unit dims lie around it. nullopt: another op,
+// or no axes named (a bare squeeze drops whatever is of size 1 on the rank,
+// which need not be of size 1 in S).
+std::optional<std::vector<int64_t>> squeezeDimMap(const ir::Node& n, int64_t inRank, int64_t outRank) {
+  if ((n.op != OpKind::Unsqueeze && n.op != OpKind::Squeeze) || !n.attrs.count("axes")) return std::nullopt;
+  const bool un = n.op == OpKind::Unsqueeze;
+  const int64_t R = un ? outRank : inRank;
+  std::set<int64_t> axes;
+  for (int64_t a : ir::attrInts(n.attrs, "axes")) {
+    if (a < -R || a >= R) return std::nullopt;
+    axes.insert(a < 0 ? a + R : a);
+  }
+  if (axes.empty() || outRank != inRank + (un ? 1 : -1) * int64_t(axes.size())) return std::nullopt;
+  std::vector<int64_t> to(size_t(inRank), -1);
+  for (int64_t i = 0, o = 0; i < inRank;) {
+    if (axes.count(un ? o : i)) {
+      un ? ++o : ++i;
+      continue;
+    }
+    to[size_t(i++)] = o++;
+  }
+  return to;
+}
+
 // Every operand replicated or split, at least one split: the result is split
 // where the op's schema says, or has no layout.
 std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& in) {
@@ -1344,6 +1379,14 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
       if (perm[o] == in[0].dim) od = int64_t(o);
   } else if (reshapeLike(n.op) && use("reshape-of-split")) {
     candidates = reshapeSplitDims(local(0).shape, out0.shape, in[0].dim);
+    // An unsqueeze or a squeeze with its axes named moves each kept dim to
+    // one place, whatever unit dims lie around it: of the readings above,
+    // that one (a rank's batch of one beside an inserted unit dim).
+    if (auto to = squeezeDimMap(n, int64_t(local(0).shape.size()), R)) {
+      const int64_t o = (*to)[size_t(in[0].dim)];
+      candidates.erase(std::remove_if(candidates.begin(), candidates.end(), [&](int64_t c) { return c != o; }),
+                       candidates.end());
+    }
     // Grouped on S's shapes as well: where the rank's own dims of size 1
     // read the groups otherwise (a rank's one KV head of one repeat,
     // merged in S into the heads), the dim that leads the split dim's
@@ -2762,15 +2805,27 @@ bool Folder::nestedOk(const ir::Node& n, const std::vector<Fact>& in, const std:
       for (int64_t o = 0; o < ri; ++o)
         if (perm[size_t(o)] >= 0 && perm[size_t(o)] < ri) to_[size_t(perm[size_t(o)])] = o;
     } else {
-      auto single = [&](const TensorType& a, const TensorType& b) {
-        std::map<int64_t, int64_t> m;
-        for (const ReshapeGroup& gr : reshapeGroups(ir::concreteDims(a.shape), ir::concreteDims(b.shape)))
-          if (gr.i1 == gr.i0 + 1 && gr.j1 == gr.j0 + 1) m[int64_t(gr.i0)] = int64_t(gr.j0);
-        return m;
+      // Row-major, dim i lands whole on dim o where the dims before each
+      // hold as many elements and the two are of one size (a factor group
+      // of its own, or beside unit dims the reshape adds or drops), in the
+      // rank's shapes and in S's; the dims of size 1 in S are left out
+      // (nothing nests on them).
+      auto lands = [](const Shape& a, const Shape& b, int64_t i, int64_t o) {
+        int64_t pa = 1, pb = 1;
+        for (int64_t k = 0; k < i; ++k) pa *= a[size_t(k)].value();
+        for (int64_t k = 0; k < o; ++k) pb *= b[size_t(k)].value();
+        return pa == pb && a[size_t(i)] == b[size_t(o)];
       };
-      auto local = single(ti, to), global = single(globalOf(ti, in[0]), globalOf(to, outs[0]));
-      for (const auto& [i, o] : local)
-        if (global.count(i) && global.at(i) == o) to_[size_t(i)] = o;
+      // (the copies' layout is set on the results after this check: off both)
+      Fact fi = in[0], fo = outs[0];
+      fi.whole(), fo.whole();
+      const Shape gi = globalOf(ti, fi).shape, go = globalOf(to, fo).shape;
+      if (!ir::isConcrete(gi) || !ir::isConcrete(go)) return false;
+      for (int64_t i = 0; i < ri; ++i) {
+        if (gi[size_t(i)].value() == 1) continue;
+        for (int64_t o = 0; o < ro; ++o)
+          if (lands(ti.shape, to.shape, i, o) && lands(gi, go, i, o)) to_[size_t(i)] = o;
+      }
     }
     std::vector<bool> covered(size_t(ro), false);
     for (int64_t d = 0; d < ri; ++d) {
@@ -3556,7 +3611,7 @@ RelPtr Folder::rebuild2(const Fact& f, const std::string& name, const Shape& loc
 FoldOutcome Folder::run() {
   FoldOutcome res;
   int64_t world = dist_.worldSize();
-  if (world < 2) return res.why = "one rank", res;
+  if (world < 1) return res.why = "no rank", res;
   // The group every collective acts on; its parts are the classes.
   std::set<std::string> groups;
   bool p2p = false;
@@ -3574,11 +3629,10 @@ FoldOutcome Folder::run() {
     it = solo ? groups.erase(it) : std::next(it);
   }
   if (!more_.empty()) {
-    if (groups.size() + more_.size() < 2) return res.why = "no group to add", res;
-    for (const auto& m : more_) {
-      if (groups.count(m)) return res.why = "no group to add", res;
-      groups.insert(m);
-    }
+    // (an axis some collective already names is folded anyway)
+    size_t added = 0;
+    for (const auto& m : more_) added += groups.insert(m).second ? 1 : 0;
+    if (added == 0 || groups.size() < 2) return res.why = "no group to add", res;
   }
   if (groups.size() > kMaxMoreGroups + 1)
     return res.why = "collectives over more than " + std::to_string(kMaxMoreGroups + 1) + " groups", res;
@@ -3698,7 +3752,7 @@ FoldOutcome Folder::run() {
           if (!f) f = copyTemplateFact(t, g_->value(v).type, res.group);
           if (f) f->v.k *= k;
           if (!f) return res.needsRanks = true, res.why = "relation of '" + name + "' not read as a layout", res;
-          (*facts_)[size_t(v)] = *f;
+          (*facts_)[size_t(v)] = settled(*f);
         }
     }
   }
@@ -3719,6 +3773,33 @@ FoldOutcome Folder::run() {
   std::string sumMisuseSeq;  // the S value that op computes from whole values, if S has it
   std::string copyMisuse;    // that op mixing micro-batch copies
   std::vector<std::string> copyMisuseAt;
+  // Operands from different micro-batch copies: pieces of two copies, or
+  // partial sums over copies no sum joins (a term twice, terms of
+  // different values): the likely bug. twiceOnly: a term twice only.
+  auto noteCopyMisuse = [&](const ir::Node& n, bool twiceOnly) {
+    for (size_t i = 0; i < n.inputs.size() && copyMisuse.empty(); ++i)
+      for (size_t j = i + 1; j < n.inputs.size() && copyMisuse.empty(); ++j) {
+        const Fact &a = (*facts_)[size_t(n.inputs[i])], &b = (*facts_)[size_t(n.inputs[j])];
+        const std::string what = std::string(ir::opName(n.op)) + " '" + n.name + "' (" + n.loc.str() + ")";
+        const std::string& an = g_->value(n.inputs[i]).name;
+        const std::string& bn = g_->value(n.inputs[j]).name;
+        if (!twiceOnly && a.lay3 == Lay::Split && b.lay3 == Lay::Split && a.idx3 != b.idx3)
+          copyMisuse = what + " combines micro-batch " + std::to_string(a.idx3) + "'s piece ('" + an +
+                       "') with micro-batch " + std::to_string(b.idx3) + "'s ('" + bn + "')";
+        if (a.lay3 == Lay::Sum && b.lay3 == Lay::Sum && a.terms3.size() == b.terms3.size()) {
+          std::string twice;
+          for (size_t m = 0; m < a.terms3.size(); ++m)
+            if (a.terms3[m] && b.terms3[m]) twice += (twice.empty() ? "" : ", ") + std::to_string(m);
+          const bool allTerms = std::all_of(a.terms3.begin(), a.terms3.end(), [](bool t) { return t; });
+          if (!twice.empty() && (a.terms3 != b.terms3 || !allTerms))
+            copyMisuse = what + " adds the terms of micro-batch " + twice + " twice ('" + an + "' and '" + bn + "')";
+        }
+        if (!copyMisuse.empty())
+          for (size_t k = 0; k < members_.size() && k < 8; ++k)
+            copyMisuseAt.push_back("r" + std::to_string(members_[k]) + ":" + an),
+                copyMisuseAt.push_back("r" + std::to_string(members_[k]) + ":" + bn);
+      }
+  };
   for (size_t c = 0; c < classes_.size() && in_.inputs; ++c) {
     enter(c);
     for (const auto* list : {&g_->inputs(), &g_->params()})
@@ -3751,7 +3832,7 @@ FoldOutcome Folder::run() {
         if (!f) f = copyInputFact(name, g_->value(v).type, *use);
         if (f) {
           f->v.k *= k;
-          (*facts_)[size_t(v)] = *f;
+          (*facts_)[size_t(v)] = settled(*f);
         }
       }
   }
@@ -3776,7 +3857,7 @@ FoldOutcome Folder::run() {
         changed = true;
         for (size_t o = 0; o < outs.size(); ++o) {
           asZig(outs[o], g_->value(n.outputs[o]).type);
-          (*facts_)[size_t(n.outputs[o])] = outs[o];
+          (*facts_)[size_t(n.outputs[o])] = settled(outs[o]);
         }
       }
     }
@@ -3788,6 +3869,9 @@ FoldOutcome Folder::run() {
                                    [&](ir::ValueId o) { return (*facts_)[size_t(o)].lay != Lay::None; });
       bool inputsKnown = std::all_of(n.inputs.begin(), n.inputs.end(),
                                      [&](ir::ValueId v) { return (*facts_)[size_t(v)].lay != Lay::None; });
+      // An add of two partial sums over the copies holding one copy's terms
+      // twice is the likely bug even where the sum has a layout.
+      if (inputsKnown && outsKnown && n.op == OpKind::Add) noteCopyMisuse(n, true);
       if (outsKnown || !inputsKnown || n.op == OpKind::Send) continue;
       stuck = std::string(ir::opName(n.op)) + " '" + n.name + "' (" + n.loc.str() + ") on";
       stuckCollective = ir::opInfo(n.op).category == OpCategory::Collective;
@@ -3801,6 +3885,13 @@ FoldOutcome Folder::run() {
                                                          : "") +
                                             ")"
                                       : "");
+        for (size_t k = 0; k < nB_.size(); ++k)
+          if (f.layB[k] != Lay::Rep)
+            stuck += std::string(f.layB[k] == Lay::Sum ? "+sum" : "+split(" + std::to_string(f.dimB[k]) + ")") + " over " +
+                     groupsB_[k];
+        if (f.lay3 != Lay::Rep)
+          stuck += std::string(f.lay3 == Lay::Sum ? "+sum" : "+split(" + std::to_string(f.dim3) + ")") + " over " +
+                   std::to_string(f.cnt3) + " micro-batches";
         if (f.lay == Lay::Sum && sumMisuse.empty()) {
           const std::string& name = g_->value(v).name;
           sumMisuse = "D's '" + name + "' holds partial sums over group " + res.group + " (the sum of dist[r]." +
@@ -3827,30 +3918,7 @@ FoldOutcome Folder::run() {
             break;
           }
       }
-      // Operands from different micro-batch copies: pieces of two copies,
-      // or partial sums over copies no sum joins (a term twice, terms of
-      // different values): the likely bug.
-      for (size_t i = 0; i < n.inputs.size() && copyMisuse.empty(); ++i)
-        for (size_t j = i + 1; j < n.inputs.size() && copyMisuse.empty(); ++j) {
-          const Fact &a = (*facts_)[size_t(n.inputs[i])], &b = (*facts_)[size_t(n.inputs[j])];
-          const std::string what = std::string(ir::opName(n.op)) + " '" + n.name + "' (" + n.loc.str() + ")";
-          const std::string& an = g_->value(n.inputs[i]).name;
-          const std::string& bn = g_->value(n.inputs[j]).name;
-          if (a.lay3 == Lay::Split && b.lay3 == Lay::Split && a.idx3 != b.idx3)
-            copyMisuse = what + " combines micro-batch " + std::to_string(a.idx3) + "'s piece ('" + an +
-                         "') with micro-batch " + std::to_string(b.idx3) + "'s ('" + bn + "')";
-          if (a.lay3 == Lay::Sum && b.lay3 == Lay::Sum && a.terms3.size() == b.terms3.size()) {
-            std::string twice;
-            for (size_t m = 0; m < a.terms3.size(); ++m)
-              if (a.terms3[m] && b.terms3[m]) twice += (twice.empty() ? "" : ", ") + std::to_string(m);
-            if (!twice.empty() && a.terms3 != b.terms3)
-              copyMisuse = what + " adds the terms of micro-batch " + twice + " twice ('" + an + "' and '" + bn + "')";
-          }
-          if (!copyMisuse.empty())
-            for (size_t k = 0; k < members_.size() && k < 8; ++k)
-              copyMisuseAt.push_back("r" + std::to_string(members_[k]) + ":" + an),
-                  copyMisuseAt.push_back("r" + std::to_string(members_[k]) + ":" + bn);
-        }
+      noteCopyMisuse(n, false);
       break;
     }
   }
@@ -4017,7 +4085,7 @@ FoldOutcome Folder::run() {
     if (res.unmatched.size() > 1) continue;
     std::string want = exp != in_.expected.end() ? " as expected, " + str(*exp->second) : "";
     if (!copyMisuse.empty()) {
-      res.layoutMismatch = true;
+      res.layoutMismatch = res.faultNamed = true;
       res.diagnosis = "no D " + std::string(isSeqOutput(*sv) ? "output" : "value") + " holds S's '" + w + "'" + want +
                       ": " + copyMisuse;
       res.closest = copyMisuseAt;
@@ -4025,7 +4093,7 @@ FoldOutcome Folder::run() {
       enter(other->first);
       const Fact& f = (*facts_)[size_t(other->second)];
       const std::string& name = g_->value(other->second).name;
-      res.layoutMismatch = true;
+      res.layoutMismatch = res.faultNamed = true;
       res.diagnosis = "S's '" + w + "' is not what D holds" + want + ": D's '" + name + "' is " +
                       (f.v.k != target.k ? "a multiple (by " + factorText(f.v.k / target.k) + ") of it, " : "it as ") +
                       layoutText(f, name, other->first);
@@ -4037,7 +4105,7 @@ FoldOutcome Folder::run() {
       for (size_t i = 0; i < members_.size() && i < 8; ++i)
         res.closest.push_back("r" + std::to_string(members_[i]) + ":" + name);
     } else if (!sumMisuse.empty()) {
-      res.layoutMismatch = true;
+      res.layoutMismatch = res.faultNamed = true;
       res.failedAt = sumMisuseSeq;
       res.diagnosis = "no D " + std::string(isSeqOutput(*sv) ? "output" : "value") + " holds S's '" + w + "'" + want +
                       ": " + sumMisuse;

@@ -88,6 +88,11 @@ struct FoldOutcome {
   // The first unmatched value is held by a D value, in another layout or by
   // another factor than required (a likely bug rather than a missing schema).
   bool layoutMismatch = false;
+  // That reading names the fault itself (a micro-batch's terms missing or
+  // twice, partial sums used as whole, an output held otherwise), not only
+  // the D value nearest the outputs that differs (a scale) or where
+  // folding stopped.
+  bool faultNamed = false;
   // The S value where the failure first shows, when found (else the first
   // unmatched one): the value of the D op that uses partial sums as if
   // whole, computed from whole values.

@@ -481,7 +481,7 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
                                                  std::chrono::steady_clock::time_point deadline,
                                                  const VerifyReport& base, bool* needsRanks = nullptr,
                                                  bool* mismatch = nullptr,
-                                                 bool witnessFirst = false) {
+                                                 bool witnessFirst = false, bool faultNamedOnly = false) {
   std::map<std::string, bool> provenByName;
   for (const auto& s : lib.status) provenByName[s.name] = s.proven;
   in.proven = [&](const std::string& n) {
@@ -494,7 +494,11 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
   if (mismatch) *mismatch = *mismatch || fold.layoutMismatch;
   spdlog::debug("rank folding: {} in {:.3f} s", fold.verified ? "verified" : fold.why,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  std::string folded = fold.groupSize == 1 ? "layouts decided rank by rank (pipeline stages, no group collective)"
+  std::string folded = in.dist->worldSize() == 1
+                           ? "one rank" + (fold.copies > 1 ? ", its " + std::to_string(fold.copies) +
+                                                                 " micro-batches folded as copies of one step"
+                                                           : std::string())
+                       : fold.groupSize == 1 ? "layouts decided rank by rank (pipeline stages, no group collective)"
                        : fold.foldedOver.empty()
                            ? "ranks folded: one symbolic rank of group " + fold.group + " (" +
                                  std::to_string(fold.groupSize) + " ranks)"
@@ -512,7 +516,8 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
     return std::optional<VerifyReport>(std::move(rep));
   }
   // Micro-batch copies grow the per-rank search as ranks do.
-  if (!fold.layoutMismatch || (!witnessFirst && fold.groupSize * fold.copies < kFoldedRefutationRanks) ||
+  if (!fold.layoutMismatch || (faultNamedOnly && !fold.faultNamed) ||
+      (!witnessFirst && fold.groupSize * fold.copies < kFoldedRefutationRanks) ||
       opts.witnessWorkLimit <= 0)
     return std::optional<VerifyReport>();
   const ir::Graph& seq = *in.seq;
@@ -1171,6 +1176,19 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     rep.verdict = Verdict::Verified;
   } else {
     if (!rep.failure) rep.failure = Failure{"", unproven.front(), {}, "no relation found for S output '" + unproven.front() + "'", {}, std::nullopt, {}, {}};
+    // The per-rank engine stopped for want of a relation (its own gap,
+    // perhaps, not D's bug) where folding named the fault (a micro-batch's
+    // terms missing or twice, partial sums used as whole): folding's
+    // localization, if the witness confirms it.
+    if (foldMismatch && rep.failure->message.rfind("no relation found", 0) == 0) {
+      FoldInput fin{&seq, &dist, &relations, &checkedInputs, &model, wanted, expected, nullptr};
+      SP_ASSIGN(std::optional<VerifyReport> decided,
+                decideFolded(fin, *lib, opts, deadline, beforeWalk, nullptr, nullptr, true, true));
+      if (decided) {
+        decided->stats.seconds = elapsed();
+        return std::move(*decided);
+      }
+    }
     SP_TRY(decideWithWitness(seq, dist, relations, opts, unproven, expected, deadline, rep));
   }
   rep.stats.seconds = elapsed();
