@@ -1020,6 +1020,17 @@ TEST(ParallelizeMoe, WrongDispatchGatesAndRouterGradientsAreRefuted) {
   expectRefuted(*t, dropReductionAt(t->dist, line));
 }
 
+// The router's gates dispatched over edp (the data-parallel replicas)
+// instead of ep: refuted.
+void expectDispatchOverEdpRefuted(const ParallelProgram& p) {
+  std::string d = p.dist;
+  const std::string from = "= all_to_all(%l0_g4) {group = \"ep\"";
+  size_t at = d.find(from);
+  ASSERT_NE(at, std::string::npos) << d;
+  d.replace(at, from.size(), "= all_to_all(%l0_g4) {group = \"edp\"");
+  expectRefuted(p, d);
+}
+
 // Data parallel above expert parallel (dp 4 = edp 2 x ep 2, tp 2: mesh
 // [edp, ep, tp], three groups; the tokens' batch split over edp and ep,
 // ep's pieces nested in edp's): forward and training step verified with
@@ -1044,12 +1055,7 @@ TEST(ParallelizeMoe, DataParallelAboveExpertParallelVerifiesFolded) {
   ProgramSpec s = moeSpec(2, 4, 2, false);
   auto p = parallelize(s);
   ASSERT_TRUE(p.ok()) << p.error().str();
-  std::string d = p->dist;
-  const std::string from = "= all_to_all(%l0_g4) {group = \"ep\"";
-  size_t at = d.find(from);
-  ASSERT_NE(at, std::string::npos) << d;
-  d.replace(at, from.size(), "= all_to_all(%l0_g4) {group = \"edp\"");
-  expectRefuted(*p, d);
+  expectDispatchOverEdpRefuted(*p);
   s.backward = true;
   auto t = parallelize(s);
   ASSERT_TRUE(t.ok()) << t.error().str();
@@ -1093,12 +1099,42 @@ TEST(ParallelizeMoe, AxesNoCollectiveNamesFoldBesideNamedOnes) {
   EXPECT_TRUE(std::any_of(rep.assumptions.begin(), rep.assumptions.end(), [](const std::string& a) {
     return a.find("groups edp x ep x cp x tp (2 x 2 x 2 x 2 ranks)") != std::string::npos;
   })) << why(rep);
-  std::string d = p->dist;
-  const std::string from = "= all_to_all(%l0_g4) {group = \"ep\"";
-  size_t at = d.find(from);
-  ASSERT_NE(at, std::string::npos) << d;
-  d.replace(at, from.size(), "= all_to_all(%l0_g4) {group = \"edp\"");
-  expectRefuted(*p, d);
+  expectDispatchOverEdpRefuted(*p);
+}
+
+// Pipeline stages beside axes no collective names (MLP blocks with cp:
+// each cp rank its tokens, no collective over cp; with MoE, edp as well):
+// the stage axis is left out of the axes folded together, the others
+// folded (were inconclusive: pp joined them and its ranks run different
+// graphs, or a single further axis was refused). Twin: micro-batch 1 read
+// from every cp rank's first chunk, refuted.
+TEST(Parallelize, PipelineStagesBesideAxesNoCollectiveNamesFold) {
+  struct Case {
+    bool moe;
+    int tp, cp, pp, dp, ep, mb;
+  };
+  for (Case c : {Case{false, 1, 4, 2, 1, 1, 3}, Case{false, 1, 2, 3, 2, 1, 3}, Case{true, 2, 2, 2, 4, 2, 2}}) {
+    SCOPED_TRACE(std::string(c.moe ? "moe" : "dense") + " tp " + std::to_string(c.tp) + " cp " + std::to_string(c.cp) +
+                 " pp " + std::to_string(c.pp) + " dp " + std::to_string(c.dp));
+    ProgramSpec s = c.moe ? moeSpec(c.tp, c.dp, c.ep, false) : smallTraining(c.tp, false, c.dp);
+    s.backward = false, s.attention = false, s.cp = c.cp, s.pp = c.pp, s.layers = c.pp * 2, s.batch = 1;
+    s.microBatches = c.mb, s.seq = 24;
+    auto p = parallelize(s);
+    ASSERT_TRUE(p.ok()) << p.error().str();
+    auto rep = verifyTexts(*p);
+    EXPECT_EQ(rep.verdict, rewrite::Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep)) << why(rep);
+    const std::string chunk = "start=idx(r,cp)*" + std::to_string(24 / c.cp) + ", end=(idx(r,cp)+1)*" + std::to_string(24 / c.cp) + ")";
+    size_t mb1 = p->relations.find("dist[r].x0_mb1 = ");
+    ASSERT_NE(mb1, std::string::npos) << p->relations;
+    size_t at = p->relations.find(chunk, mb1);
+    ASSERT_NE(at, std::string::npos) << p->relations;
+    std::string rel = p->relations;
+    rel.replace(at, chunk.size(), "start=0, end=" + std::to_string(24 / c.cp) + ")");
+    auto twin = rewrite::verifyTexts(p->seq, p->dist, rel, {});
+    ASSERT_TRUE(twin.ok()) << twin.error().str();
+    EXPECT_EQ(twin->verdict, rewrite::Verdict::Refuted) << why(*twin);
+  }
 }
 
 // One rank with micro-batches (gradient accumulation on one GPU, whose

@@ -227,8 +227,17 @@ class Exprs {
     if (fresh) {
       types_.push_back(t);
       scalars_.push_back(std::nullopt);
+      uniforms_.push_back(std::nullopt);
     }
     return it->second;
+  }
+  // The one value every element of node n holds, where known (a constant
+  // filled with it, and views of one).
+  std::optional<double>& uniform(int n) { return uniforms_[size_t(n)]; }
+  int uniformNode(double c, const TensorType& t) {
+    int n = intern("uniform " + hexFactor(c), t);
+    uniforms_[size_t(n)] = c;
+    return n;
   }
   size_t size() const { return types_.size(); }
   int unique(const TensorType& t) { return intern("#" + std::to_string(types_.size()), t); }
@@ -245,6 +254,7 @@ class Exprs {
   // grows them (a rule holding one across intern or materialize).
   std::deque<TensorType> types_;
   std::deque<std::optional<double>> scalars_;
+  std::deque<std::optional<double>> uniforms_;
 };
 
 // A slice of step 1 whose result has its operand's type takes every element.
@@ -255,6 +265,10 @@ bool wholeSlice(const ir::AttrMap& attrs, const TensorType& in, const TensorType
       if (st != 1) return false;
   return true;
 }
+
+// Why a fold stops where the ranks along a folded axis run different
+// graphs (pipeline stages).
+constexpr const char* kDifferentGraphs = "ranks run different graphs";
 
 bool reshapeLike(OpKind op) {
   return op == OpKind::Reshape || op == OpKind::Squeeze || op == OpKind::Unsqueeze;
@@ -341,6 +355,7 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       // Chains of reshapes, transposes and expands compared by their index
       // maps (a normal form of the re-indexing): the ops' own semantics.
       {"view-algebra", {}},
+      {"uniform-constants", {}},
       // topk on each row along its axis, one_hot on each index (a new
       // axis): a split on another dim carries over, both outputs of topk
       // alike. The ops' own semantics: the prover gives topk and one_hot
@@ -621,6 +636,7 @@ class Folder {
   // 2-D folding: each group's layout decided on its own, then one check of
   // S's types and one expression for the outputs.
   std::vector<Fact> transfer2(const ir::Node& n, const std::vector<Fact>& in);
+  void uniformAsPartner(const ir::Node& n, std::vector<Fact>& in);
   std::vector<Fact> combine2(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& pri,
                              const std::vector<std::vector<Fact>>& secs, double f1, double f2);
   bool nestedOk(const ir::Node& n, const std::vector<Fact>& in, const std::vector<Fact>& outs);
@@ -815,6 +831,26 @@ Val Folder::canon(OpKind op, const ir::AttrMap& attrs, const std::vector<Val>& i
   auto cat = ir::opInfo(op).category;
   if (cat == OpCategory::Random || cat == OpCategory::Collective) return {ex_.unique(t), 1.0};
   auto node = [&](const std::vector<int>& kids) { return ex_.intern(opKey(op, attrs, inRank, out, kids), t); };
+  // A constant of one value everywhere, and any view or broadcast of one,
+  // is that value filled into its type (uniform-constants): one term
+  // however it is written (zeros reshaped and expanded, then sliced).
+  if (op == OpKind::Constant && attrs.count("value") && ir::isConcrete(t.shape)) {
+    const ir::Tensor& value = ir::attrTensor(attrs, "value");
+    bool one = value.numel() >= 1;
+    for (int64_t i = 1; one && i < value.numel(); ++i) one = value.getAsDouble(i) == value.getAsDouble(0);
+    if (one && std::isfinite(value.getAsDouble(0)) && use("uniform-constants")) {
+      int n = ex_.uniformNode(value.getAsDouble(0), t);
+      if (value.numel() == 1) ex_.scalar(n) = value.getAsDouble(0);
+      return {n, 1.0};
+    }
+  }
+  if ((ir::opInfo(op).category == OpCategory::Layout) && in.size() == 1 && ir::isConcrete(t.shape) &&
+      ex_.uniform(in[0].node) && use("uniform-constants"))
+    if (auto c = exactTimes(*ex_.uniform(in[0].node), in[0].k)) {
+      int n = ex_.uniformNode(*c, t);
+      if (ex_.type(in[0].node) == t && ex_.scalar(in[0].node)) ex_.scalar(n) = *c;
+      return {n, 1.0};
+    }
   bool scaleOk = use("scale-algebra");
   if (scaleOk && (op == OpKind::Mul || op == OpKind::Div) && in.size() == 2) {
     for (int side : {1, 0}) {
@@ -1831,6 +1867,41 @@ std::vector<Fact> Folder::received(const ir::Node& n) {
   return {f};
 }
 
+// A uniform constant every member holds is each member's piece of the
+// uniform constant of S's shape, in any layout (uniform-constants): it
+// takes the layout of the op's first split operand where it has that
+// operand's extents along every dim the layout cuts (zeros padded around
+// a sharded gradient: slice_backward's form, KV heads on runs of ranks).
+void Folder::uniformAsPartner(const ir::Node& n, std::vector<Fact>& in) {
+  if (in.size() < 2) return;
+  size_t pi = 0;
+  while (pi < in.size() && in[pi].lay != Lay::Split) ++pi;
+  if (pi == in.size()) return;
+  const Fact p = in[pi];
+  if (p.lay3 == Lay::Sum || std::count(p.layB.begin(), p.layB.end(), Lay::Sum)) return;
+  const TensorType& tp = g_->value(n.inputs[pi]).type;
+  std::vector<int64_t> cut = {p.dim};
+  if (p.innerDim >= 0) cut.push_back(p.innerDim);
+  for (size_t k = 0; k < nB_.size(); ++k)
+    if (p.layB[k] == Lay::Split) cut.push_back(p.dimB[k]);
+  if (p.lay3 == Lay::Split) cut.push_back(p.dim3);
+  for (size_t j = 0; j < in.size(); ++j) {
+    Fact& f = in[j];
+    if (f.lay != Lay::Rep || !f.moreRep() || f.lay3 != Lay::Rep || !ex_.uniform(f.v.node)) continue;
+    auto c = exactTimes(*ex_.uniform(f.v.node), f.v.k);
+    const TensorType& tj = g_->value(n.inputs[j]).type;
+    if (!c || tj.shape.size() != tp.shape.size() || !ir::isConcrete(tj.shape)) continue;
+    if (!std::all_of(cut.begin(), cut.end(), [&](int64_t d) { return tj.shape[size_t(d)] == tp.shape[size_t(d)]; }))
+      continue;
+    Fact g = p;
+    g.fam3 = -1, g.terms3.clear();
+    const TensorType gt = globalOf(tj, g);
+    if (!ir::isConcrete(gt.shape) || !use("uniform-constants")) continue;
+    g.v = {ex_.uniformNode(*c, gt), 1.0};
+    f = g;
+  }
+}
+
 std::vector<Fact> Folder::transfer(const ir::Node& n) {
   if (n.op == OpKind::Recv) return received(n);
   if (n.op == OpKind::Send) return {};
@@ -1842,6 +1913,7 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
   if (std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::None; })) return {};
   auto cat = ir::opInfo(n.op).category;
   if (cat == OpCategory::Random) return {};
+  if (cat != OpCategory::Collective) uniformAsPartner(n, in);
   // A collective whose every instance on the class's ranks has one member
   // (a tp group of size 1) is the identity (ir/collectives.h).
   if (cat == OpCategory::Collective && oneMemberEach(n) &&
@@ -3632,7 +3704,7 @@ FoldOutcome Folder::run() {
     // (an axis some collective already names is folded anyway)
     size_t added = 0;
     for (const auto& m : more_) added += groups.insert(m).second ? 1 : 0;
-    if (added == 0 || groups.size() < 2) return res.why = "no group to add", res;
+    if (added == 0) return res.why = "no group to add", res;
   }
   if (groups.size() > kMaxMoreGroups + 1)
     return res.why = "collectives over more than " + std::to_string(kMaxMoreGroups + 1) + " groups", res;
@@ -3697,7 +3769,7 @@ FoldOutcome Folder::run() {
     for (int64_t r : c)
       if (r != c[0] && !dist_.sameClass(r, c[0]) &&
           !sameGraph(*graphs_.back(), dist_.rank(r), &bySlice_[graphs_.size() - 1]))
-        return res.why = "ranks run different graphs", res;
+        return res.why = kDifferentGraphs, res;
     // Point-to-point peers: member i of this class with member i of one
     // other class (the same stage position), whatever the member.
     const ir::Graph& g = *graphs_.back();
@@ -4164,11 +4236,22 @@ FoldOutcome verifyFolded(const FoldInput& in) {
     tries.push_back({a.name});
     others.push_back(a.name);
   }
-  if (others.size() >= 2 && others.size() <= kMaxMoreGroups + 1) tries.push_back(others);
-  for (const auto& more : tries) {
+  // Then all of them but those along which the ranks run different graphs
+  // (pipeline stages), as each alone showed.
+  std::set<std::string> differ;
+  const size_t singles = tries.size();
+  for (size_t t = 0; t < tries.size(); ++t) {
+    const std::vector<std::string> more = tries[t];  // (tries grows below)
     std::string names;
     for (const auto& m : more) names += (names.empty() ? "" : ", ") + m;
     FoldOutcome two = Folder(in, more).run();
+    if (t < singles && two.why == kDifferentGraphs) differ.insert(more[0]);
+    if (t + 1 == singles) {
+      std::vector<std::string> rest;
+      for (const auto& o : others)
+        if (!differ.count(o)) rest.push_back(o);
+      if (rest.size() >= 2 && rest.size() <= kMaxMoreGroups + 1) tries.push_back(rest);
+    }
     spdlog::debug("rank folding: with group {} as well: {}", names, two.verified ? "verified" : two.why);
     if (two.verified) return two;
     needsRanks = needsRanks || two.needsRanks;
