@@ -1987,5 +1987,54 @@ TEST(FoldSegments, MergedQkvWithKvHeadsOnRunsOfRanks) {
   }
 }
 
+// Each rank pads its rows of x with a constant of zeros (a filled tensor,
+// or a scalar reshaped and expanded, as torch's slice_backward writes
+// it), S the whole x: the zeros are every rank's piece of S's zeros in x's
+// layout (uniform-constants), with rows split plainly or held by runs of
+// two ranks (which no broadcast reading of the zeros gave). Rank 0
+// padding with ones is refuted (another rank of a run would not be: only
+// each run's first rank's y is read).
+Case zeroPadded(int64_t n, int64_t inner, bool expanded, double pad = 0.0) {
+  auto S = [](int64_t v) { return std::to_string(v); };
+  const int64_t rows = 2, total = rows * n / inner;
+  auto zeros = [&](const std::string& ind, int64_t r, double v) {
+    std::string vs = v == 0.0 ? "0.0" : "1.0";
+    if (expanded)
+      return ind + "%c: f32[] = constant() {value = dense<f32[], [" + vs + "]>}\n" + ind + "%c2: f32[1, 1] = reshape(%c) {shape = [1, 1]}\n" +
+             ind + "%z: f32[" + S(r) + ", 2] = expand(%c2) {shape = [" + S(r) + ", 2]}\n";
+    std::string vals;
+    for (int64_t i = 0; i < r * 2; ++i) vals += (i ? ", " : "") + vs;
+    return ind + "%z: f32[" + S(r) + ", 2] = constant() {value = dense<f32[" + S(r) + ", 2], [" + vals + "]>}\n";
+  };
+  auto body = [&](const std::string& ind, int64_t r, double v) {
+    return ind + "%t: f32[" + S(r) + ", 8] = tanh(%x)\n" + zeros(ind, r, v) + ind + "%y: f32[" + S(r) +
+           ", 10] = concat(%t, %z) {axis = 1}\n" + ind + "output %y\n";
+  };
+  Case c;
+  c.seq = "graph s {\n  input %x: f32[" + S(total) + ", 8]\n" + body("  ", total, 0.0) + "}\n";
+  c.dist = "program d {\n  world " + S(n) + "\n  mesh [tp = " + S(n) + "]\n";
+  for (int64_t r = 0; r < n; ++r)
+    c.dist += "  rank " + S(r) + " {\n    input %x: f32[" + S(rows) + ", 8]\n" + body("    ", rows, r == 0 ? pad : 0.0) + "  }\n";
+  c.dist += "}\n";
+  c.rel = "for r in 0.." + S(n - 1) + ": dist[r].x = slice(seq.x, dim=0, start=(idx(r,tp)/" + S(inner) + ")*" + S(rows) +
+          ", end=(idx(r,tp)/" + S(inner) + "+1)*" + S(rows) + ")\nexpect seq.y = concat(dim=0";
+  for (int64_t r = 0; r < n; r += inner) c.rel += ", dist[" + S(r) + "].y";
+  c.rel += ")\n";
+  return c;
+}
+
+TEST(FoldUniform, ZerosPaddingASplitTakeItsLayout) {
+  for (int64_t inner : {1, 2})
+    for (bool expanded : {false, true}) {
+      SCOPED_TRACE("runs of " + std::to_string(inner) + (expanded ? ", expanded scalar" : ", filled constant"));
+      auto rep = check(zeroPadded(4, inner, expanded));
+      EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+      EXPECT_TRUE(folded(rep)) << why(rep);
+      EXPECT_TRUE(mentions(rep, "uniform-constants")) << why(rep);
+      auto twin = check(zeroPadded(4, inner, expanded, 1.0));
+      EXPECT_EQ(twin.verdict, Verdict::Refuted) << why(twin);
+    }
+}
+
 }  // namespace
 }  // namespace sp::rewrite
