@@ -1872,6 +1872,9 @@ std::vector<Fact> Folder::received(const ir::Node& n) {
 // takes the layout of the op's first split operand where it has that
 // operand's extents along every dim the layout cuts (zeros padded around
 // a sharded gradient: slice_backward's form, KV heads on runs of ranks).
+// Elementwise ops and concat only: elsewhere (a matmul) the same index
+// names different dims of the two operands, and a reading that no rule
+// takes would replace one that some rule does.
 void Folder::uniformAsPartner(const ir::Node& n, std::vector<Fact>& in) {
   if (in.size() < 2) return;
   size_t pi = 0;
@@ -1913,7 +1916,10 @@ std::vector<Fact> Folder::transfer(const ir::Node& n) {
   if (std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::None; })) return {};
   auto cat = ir::opInfo(n.op).category;
   if (cat == OpCategory::Random) return {};
-  if (cat != OpCategory::Collective) uniformAsPartner(n, in);
+  // (ops acting position by position on their operands: the same dims of
+  // two operands are one dim there)
+  if (cat == OpCategory::Binary || cat == OpCategory::Compare || cat == OpCategory::Ternary || n.op == OpKind::Concat)
+    uniformAsPartner(n, in);
   // A collective whose every instance on the class's ranks has one member
   // (a tp group of size 1) is the identity (ir/collectives.h).
   if (cat == OpCategory::Collective && oneMemberEach(n) &&
