@@ -717,6 +717,12 @@ class Folder {
       t.shape[size_t(cut_->dim)] = Dim(t.shape[size_t(cut_->dim)].value() / cut_->cnt);
     return t;
   }
+  // S value n's shape, or its micro-batch copy's piece (piece: wholeType).
+  std::optional<Shape> seqShapeOf(const std::string& n, bool piece) const {
+    auto v = seq_.findValue(n);
+    if (!v) return std::nullopt;
+    return piece ? wholeType(*v).shape : seq_.value(*v).type.shape;
+  }
   int seqNode(ir::ValueId v) { return ex_.intern("seq " + seq_.value(v).name, seq_.value(v).type); }
   std::optional<Fact> copyInputFact(const std::string& name, const TensorType& local, const Bound& bound);
   std::optional<Fact> copyTemplateFact(const InputRelation& t, const TensorType& local, const std::string& group);
@@ -1281,31 +1287,6 @@ std::vector<int64_t> reshapeSplitDims(const Shape& in, const Shape& out, int64_t
   return {};
 }
 
-// An unsqueeze or squeeze naming its axes: each input dim's output dim (-1:
-// squeezed away), whatever unit dims lie around it. nullopt: another op,
-// or no axes named (a bare squeeze drops whatever is of size 1 on the rank,
-// which need not be of size 1 in S).
-std::optional<std::vector<int64_t>> squeezeDimMap(const ir::Node& n, int64_t inRank, int64_t outRank) {
-  if ((n.op != OpKind::Unsqueeze && n.op != OpKind::Squeeze) || !n.attrs.count("axes")) return std::nullopt;
-  const bool un = n.op == OpKind::Unsqueeze;
-  const int64_t R = un ? outRank : inRank;
-  std::set<int64_t> axes;
-  for (int64_t a : ir::attrInts(n.attrs, "axes")) {
-    if (a < -R || a >= R) return std::nullopt;
-    axes.insert(a < 0 ? a + R : a);
-  }
-  if (axes.empty() || outRank != inRank + (un ? 1 : -1) * int64_t(axes.size())) return std::nullopt;
-  std::vector<int64_t> to(size_t(inRank), -1);
-  for (int64_t i = 0, o = 0; i < inRank;) {
-    if (axes.count(un ? o : i)) {
-      un ? ++o : ++i;
-      continue;
-    }
-    to[size_t(i++)] = o++;
-  }
-  return to;
-}
-
 // Every operand replicated or split, at least one split: the result is split
 // where the op's schema says, or has no layout.
 std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& in) {
@@ -1415,14 +1396,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
       if (perm[o] == in[0].dim) od = int64_t(o);
   } else if (reshapeLike(n.op) && use("reshape-of-split")) {
     candidates = reshapeSplitDims(local(0).shape, out0.shape, in[0].dim);
-    // An unsqueeze or a squeeze with its axes named moves each kept dim to
-    // one place, whatever unit dims lie around it: of the readings above,
-    // that one (a rank's batch of one beside an inserted unit dim).
-    if (auto to = squeezeDimMap(n, int64_t(local(0).shape.size()), R)) {
-      const int64_t o = (*to)[size_t(in[0].dim)];
-      candidates.erase(std::remove_if(candidates.begin(), candidates.end(), [&](int64_t c) { return c != o; }),
-                       candidates.end());
-    }
+
     // Grouped on S's shapes as well: where the rank's own dims of size 1
     // read the groups otherwise (a rank's one KV head of one repeat,
     // merged in S into the heads), the dim that leads the split dim's
@@ -3224,11 +3198,7 @@ std::optional<Fact> Folder::zigSplitOverGroups(const std::vector<RelPtr>& rels, 
   const size_t G = nB_.size() + 1;
   if (!use("zigzag-chunks")) return std::nullopt;
   // S's shapes as the relations read them (a micro-batch copy's piece)
-  auto seqShape = [&](const std::string& n) -> std::optional<Shape> {
-    auto v = seq_.findValue(n);
-    if (!v) return std::nullopt;
-    return wholeType(*v).shape;
-  };
+  auto seqShape = [&](const std::string& n) { return seqShapeOf(n, true); };
   std::vector<std::vector<std::optional<RelBoxes>>> got(grid_.size());
   for (size_t j = 0; j < grid_.size(); ++j)
     for (int64_t r : grid_[j]) got[j].push_back(relBoxes(*rels[size_t(r)], seqShape));
@@ -3462,11 +3432,7 @@ std::optional<Fact> Folder::copyInputFact(const std::string& name, const TensorT
   // Every rank's pieces of one S tensor (boxes, concatenated along a dim:
   // a zigzag chunk is two); the one dim no rank's pieces leave, whose
   // pieces together span one piece of it.
-  auto seqShape = [&](const std::string& n) -> std::optional<Shape> {
-    auto v = seq_.findValue(n);
-    if (!v) return std::nullopt;
-    return seq_.value(*v).type.shape;
-  };
+  auto seqShape = [&](const std::string& n) { return seqShapeOf(n, false); };
   std::vector<RelBoxes> boxes;
   for (int64_t rk : ranks) {
     if (!it->second[size_t(rk)]) return std::nullopt;

@@ -705,6 +705,15 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   }
   size_t total = seq.nodes().size();
   const VerifyReport beforeWalk = rep;
+  // Folding's localization of a likely bug, run with the witness first
+  // (faultNamedOnly: only where its reading names the fault).
+  auto foldedLocalization = [&](bool faultNamedOnly) -> Result<std::optional<VerifyReport>> {
+    FoldInput fin{&seq, &dist, &relations, &checkedInputs, &model, wanted, expected, nullptr};
+    SP_ASSIGN(std::optional<VerifyReport> decided,
+              decideFolded(fin, *lib, opts, deadline, beforeWalk, nullptr, nullptr, true, faultNamedOnly));
+    if (decided) decided->stats.seconds = elapsed();
+    return decided;
+  };
   for (size_t ni = 0; ni < total && !rep.failure; ++ni) {
     const ir::Node& node = seq.node(ir::NodeId(ni));
     if (!neededNode[ni]) continue;
@@ -713,13 +722,8 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     if (foldMismatch && elapsed() > kPerRankFirstSeconds) {
       // Folding already saw a likely bug: its localization and the witness.
       foldMismatch = false;
-      FoldInput fin{&seq, &dist, &relations, &checkedInputs, &model, wanted, expected, nullptr};
-      SP_ASSIGN(std::optional<VerifyReport> decided,
-                decideFolded(fin, *lib, opts, deadline, beforeWalk, nullptr, nullptr, true));
-      if (decided) {
-        decided->stats.seconds = elapsed();
-        return std::move(*decided);
-      }
+      SP_ASSIGN(std::optional<VerifyReport> decided, foldedLocalization(false));
+      if (decided) return std::move(*decided);
     }
     if (elapsed() > opts.timeLimitSeconds) {
       rep.reason = "time limit of " + secondsStr(opts.timeLimitSeconds) + " s reached at " + what;
@@ -1181,13 +1185,8 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     // terms missing or twice, partial sums used as whole): folding's
     // localization, if the witness confirms it.
     if (foldMismatch && rep.failure->message.rfind("no relation found", 0) == 0) {
-      FoldInput fin{&seq, &dist, &relations, &checkedInputs, &model, wanted, expected, nullptr};
-      SP_ASSIGN(std::optional<VerifyReport> decided,
-                decideFolded(fin, *lib, opts, deadline, beforeWalk, nullptr, nullptr, true, true));
-      if (decided) {
-        decided->stats.seconds = elapsed();
-        return std::move(*decided);
-      }
+      SP_ASSIGN(std::optional<VerifyReport> decided, foldedLocalization(true));
+      if (decided) return std::move(*decided);
     }
     SP_TRY(decideWithWitness(seq, dist, relations, opts, unproven, expected, deadline, rep));
   }
