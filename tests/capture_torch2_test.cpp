@@ -174,19 +174,20 @@ TEST(Torch2Llama, TrainingStepVerified) {
   }
 }
 
-// Training steps whose weight gradients are not laid out as any natural
-// rebuild guesses (torch 2.11 on the GPU machine, 2026-11-26:
-// `llama_block.py --merged --joint --world-size 4` and its twin with
-// --drop-backward-collective; `--joint --world-size 8 --sizes 64,16,4,128`).
-// vLLM's merged QKV and gate_up gradients are blocked like their weights,
-// and with more ranks than KV heads each rank of a run holds a partial sum
-// of its KV head's gradient. With no expect line the witness compares such
-// an output with the D output laid out as the matching input is (its
-// pieces, or their sums where ranks share a piece): the correct programs
-// were refuted by a wrong guess (a plain concat over tp, 5-10% off) and
-// are now not refuted; the merged twin without the backward all_reduce
-// still is.
-TEST(Torch2Llama, GradientsLaidOutAsTheirWeightsAreNotRefutedByAGuess) {
+// Training steps whose weight gradients are laid out as no plain rebuild
+// (torch 2.11 on the GPU machine, 2026-11-26: `llama_block.py --merged
+// --joint --world-size 4` and its twin with --drop-backward-collective;
+// `--joint --world-size 8 --sizes 64,16,4,128`). vLLM's merged QKV and
+// gate_up gradients are blocked like their weights ([dq_r | dk_r | dv_r]
+// of unequal widths: a segmented split), and with more ranks than KV heads
+// each rank of a run holds a partial sum of its KV head's gradient (each
+// rank summing the repeat's gradient over its own query heads:
+// run-partial-sums). Both verify folded, the KV weights' gradients as
+// sums over each run; the merged twin without the backward all_reduce is
+// refuted, and so is the KV-runs step with its gradients expected summed
+// over ranks of different runs. (Until 2026-11-27 both were inconclusive,
+// and before that refuted by a wrong guess of the layout.)
+TEST(Torch2Llama, GradientsLaidOutAsTheirWeightsVerify) {
   for (const char* dir : {"llama_merged_tp4_joint", "llama_kv_runs_tp8_joint"}) {
     auto r = runCli([&] {
       auto a = trainingStep(fixture(dir));
@@ -194,11 +195,35 @@ TEST(Torch2Llama, GradientsLaidOutAsTheirWeightsAreNotRefutedByAGuess) {
       return a;
     }());
     auto j = nlohmann::json::parse(r.out);
-    EXPECT_NE(j["verdict"], "refuted") << dir << "\n" << j.dump(1);
-    EXPECT_NE(r.code, 1) << dir;
+    EXPECT_EQ(j["verdict"], "verified") << dir << "\n" << j.dump(1);
+    EXPECT_EQ(r.code, 0) << dir;
+    bool folded = false;
+    for (const auto& a : j["assumptions"]) folded = folded || a.get<std::string>().find("ranks folded") != std::string::npos;
+    EXPECT_TRUE(folded) << dir << "\n" << j.dump(1);
+    std::map<std::string, std::string> rel;
+    for (const auto& o : j["outputs"]) rel[o["name"].get<std::string>()] = o["relation"].get<std::string>();
+    if (std::string(dir) == "llama_kv_runs_tp8_joint") {
+      // the K and V weights' gradients: each of the 4 KV heads summed over its run of 2 ranks
+      EXPECT_EQ(rel["t_26"], "concat(dim=0, sum(dist[0].t_26, dist[1].t_26), sum(dist[2].t_26, dist[3].t_26), "
+                             "sum(dist[4].t_26, dist[5].t_26), sum(dist[6].t_26, dist[7].t_26))")
+          << j.dump(1);
+    }
   }
   auto j = verifyJson(trainingStep(fixture("llama_merged_tp4_joint_twin")), 1);
   EXPECT_EQ(j["verdict"], "refuted") << j.dump(1);
+
+  // the runs' sums expected over ranks 0 and 2, 1 and 3, ...: refuted at t_26
+  const std::string dir = fixture("llama_kv_runs_tp8_joint");
+  auto expect = tempDir("torch2-kv-runs-expect") / "wrong.expect";
+  std::ofstream(expect) << "expect seq.t_26 = concat(dim=0, sum(dist[0].t_26, dist[2].t_26), sum(dist[1].t_26, "
+                           "dist[3].t_26), sum(dist[4].t_26, dist[5].t_26), sum(dist[6].t_26, dist[7].t_26))\n";
+  auto a = trainingStep(dir);
+  a.insert(a.end(), {"--infer-relations", "--expect", expect.string(), "--format", "json"});
+  auto r = runCli(a);
+  auto w = nlohmann::json::parse(r.out);
+  EXPECT_EQ(w["verdict"], "refuted") << w.dump(1);
+  EXPECT_EQ(r.code, 1);
+  fs::remove_all(expect.parent_path());
 }
 
 // The TP 2 training step with each rank's first backward all_reduce (the

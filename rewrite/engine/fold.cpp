@@ -36,7 +36,13 @@ struct Val {
   bool operator==(const Val& o) const { return node == o.node && k == o.k; }
 };
 
-enum class Lay : uint8_t { None, Rep, Split, Sum };
+// RunSum: the group's members in runs of `inner` consecutive members, run j
+// holding piece j of the dim's n / inner pieces as partial sums, one term
+// on each member (the gradient of a KV head repeated over the query heads
+// of its run, each member summing over its own query heads): S's piece j
+// is the sum over run j. No blocks, inner dim, segments, zigzag, further
+// groups or copies; only runSumRule reads it.
+enum class Lay : uint8_t { None, Rep, Split, Sum, RunSum };
 
 // The most groups folded at once besides the first (a [pp, edp, ep, tp]
 // mesh folds three groups per stage).
@@ -364,6 +370,14 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       // Runs of members sharing a piece, as a plain split of the block
       // repeat: expand's own semantics.
       {"runs-as-repeat", {}},
+      // Partial sums within runs of members (a KV head's gradient summed by
+      // each member of its run over its own query heads): made by a sum
+      // over the inner dim of a two-level split, carried by ops linear in
+      // them, ended by a sum over the dim or a contraction with the runs'
+      // whole pieces (the n-ary forms, within each run and over the runs).
+      {"run-partial-sums", {"reduce-sum-over-concat-drop", "add-of-sums", "mul-over-sum", "neg-over-sum",
+                            "matmul-over-sum-left", "matmul-over-sum-right", "reduce-sum-of-sum", "concat-of-sums",
+                            "slice-of-sum", "add-is-sum", "add-comm"}},
       // Several groups splitting one dim, their pieces nested in group
       // order: the inner group's adjacent pieces make the outer group's
       // piece, and the outer pieces the whole (the n-ary forms, by
@@ -691,6 +705,8 @@ class Folder {
   std::optional<Fact> accumulated(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> splitRule(const ir::Node& n, const std::vector<Fact>& in);
   std::vector<Fact> sumRule(const ir::Node& n, const std::vector<Fact>& in);
+  std::vector<Fact> runSumRule(const ir::Node& n, const std::vector<Fact>& in);
+  std::vector<Fact> segConcat(const ir::Node& n, const std::vector<Fact>& in);
   // Each D input's checked relation, by name, then rank.
   using Bound = std::unordered_map<std::string, std::vector<RelPtr>>;
   std::optional<Fact> inputFact2(const std::string& name, const TensorType& local, const Bound& bound);
@@ -1158,6 +1174,10 @@ TensorType Folder::globalOf(const TensorType& local, const Fact& f, bool primary
       t.shape[size_t(f.dimB[k])] = Dim(nB_[k]) * t.shape[size_t(f.dimB[k])];
   if (!primaryOnly && f.lay3 == Lay::Split && size_t(f.dim3) < t.shape.size())
     t.shape[size_t(f.dim3)] = Dim(f.cnt3) * t.shape[size_t(f.dim3)];
+  if (f.lay == Lay::RunSum) {
+    t.shape[size_t(f.dim)] = Dim(n_ / f.inner) * t.shape[size_t(f.dim)];
+    return t;
+  }
   if (f.lay != Lay::Split) return t;
   if (!f.segs.empty()) {
     int64_t w = 0;
@@ -1559,16 +1579,43 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
   int64_t inRank = int64_t(local(0).shape.size());
   std::vector<Fact> first, copiesOuts;
   bool merged = reshapeLike(n.op) && in[0].innerDim >= 0;
+  std::vector<int64_t> candInner(candidates.size(), merged ? 1 : inner);
+  // A reshape cutting a plain split's dim (k on each member) into a unit
+  // dim o and o + 1 of k (as many elements before o as before the dim, so
+  // row-major order lands it there, locally and in S): where S cuts its
+  // n * k into n / q rows of q * k, member i's piece lies in row i / q,
+  // piece i % q of the row (runs of q members, the inner dim o + 1): S's
+  // [b, heads, ...] -> [b, kv, rep, ...] with q members' heads on each KV
+  // head. Every such q (and o, among unit dims) is a true layout; one is
+  // kept only where S computes it.
+  if (!decideOnly_ && !twoD_ && reshapeLike(n.op) && in[0].lay == Lay::Split && in[0].plain() && in[0].innerDim < 0 &&
+      !in[0].zig && in[0].moreRep() && in[0].lay3 == Lay::Rep && ir::isConcrete(local(0).shape) &&
+      ir::isConcrete(out0.shape) && use("reshape-of-split")) {
+    auto li = ir::concreteDims(local(0).shape), lo = ir::concreteDims(out0.shape);
+    const size_t d = size_t(in[0].dim);
+    int64_t before = 1, at = 1;
+    for (size_t a = 0; a < d; ++a) before *= li[a];
+    for (size_t o = 0; o + 1 < lo.size(); at *= lo[o++]) {
+      if (at != before || lo[o] != 1 || lo[o + 1] != li[d]) continue;
+      for (int64_t q = 2; q < n_; ++q)
+        if (n_ % q == 0) {
+          candidates.push_back(int64_t(o));
+          candBlocks.push_back(1);
+          candInner.push_back(q);
+          innerDims.push_back(int64_t(o) + 1);
+        }
+    }
+  }
   if (decideOnly_) {
     if (candidates.empty()) return {};
     picks_ = candidates.size();  // transfer2 tries each in turn
     size_t k = std::min(pick_, candidates.size() - 1);
-    Fact want{Lay::Split, candidates[k], {}, candBlocks[k], merged ? 1 : inner, innerDims[k]};
+    Fact want{Lay::Split, candidates[k], {}, candBlocks[k], candInner[k], innerDims[k]};
     return std::vector<Fact>(n.outputs.size(), want);
   }
   for (size_t ci = 0; ci < candidates.size(); ++ci) {
     int64_t d = candidates[ci];
-    Fact want{Lay::Split, d, {}, candBlocks[ci], merged ? 1 : inner, innerDims[ci]};
+    Fact want{Lay::Split, d, {}, candBlocks[ci], candInner[ci], innerDims[ci]};
     if (reshapeLike(n.op) || n.op == OpKind::Expand) {
       Shape g = globalOf(out0, want).shape;
       attrs = n.attrs;
@@ -1693,6 +1740,152 @@ std::vector<Fact> Folder::sumRule(const ir::Node& n, const std::vector<Fact>& in
       if (auto k = exactTimes(v.k, double(n_))) return single({v.node, *k});
   }
   return {};
+}
+
+// Partial sums within runs of members (Lay::RunSum). Made by a sum over
+// the inner dim of a two-level split (each member sums its own part of its
+// run's piece: the backward of a KV head's repeat over its run's query
+// heads), carried by ops linear in them that act alike along the dim
+// (sums of each run's terms are the sum of the run), and ended by a sum
+// over the dim or a contraction with a value the runs hold whole (the
+// KV weight): sum over members i of A_i B_{i / q} is sum over runs j of
+// (sum over run j of A_i) B_j, S's contraction, partial sums over the
+// group. One group, no copies: transfer2 never sees one (decideOnly_).
+std::vector<Fact> Folder::runSumRule(const ir::Node& n, const std::vector<Fact>& in) {
+  if (decideOnly_ || twoD_ || n.outputs.size() != 1 || !use("run-partial-sums")) return {};
+  for (const auto& f : in)
+    if (f.zig || !f.moreRep() || f.lay3 != Lay::Rep || !f.segs.empty() || f.blocks != 1) return {};
+  const auto& vals = g_->values();
+  auto local = [&](size_t i) -> const TensorType& { return vals[size_t(n.inputs[i])].type; };
+  const TensorType& out0 = vals[size_t(n.outputs[0])].type;
+  const int64_t R = int64_t(out0.shape.size());
+  const int64_t inRank = n.inputs.empty() ? 0 : int64_t(local(0).shape.size());
+  std::vector<TensorType> gin;
+  std::vector<Val> vin;
+  for (size_t i = 0; i < in.size(); ++i) {
+    gin.push_back(globalOf(local(i), in[i]));
+    vin.push_back(in[i].v);
+  }
+  // The result laid out as `want`, where S's op on the operands' values
+  // gives the type that layout says.
+  auto make = [&](Fact want, OpKind op, const ir::AttrMap& attrs) -> std::vector<Fact> {
+    TensorType expect = globalOf(out0, want);
+    auto got = inferGlobal(op, attrs, gin, 0);
+    if (!got || !(*got == expect)) return {};
+    want.v = canon(op, attrs, vin, 0, expect, inRank);
+    return {want};
+  };
+  auto runSum = [](int64_t dim, int64_t q) {
+    Fact f{Lay::RunSum, dim, {}};
+    f.inner = q;
+    return f;
+  };
+  const ir::AttrMap& norm = interner_.attrMap(interner_.attrs(n.op, n.attrs, inRank));
+  auto axesOf = [&]() {
+    std::vector<int64_t> axes;
+    if (auto it = norm.find("axes"); it != norm.end()) axes = std::get<std::vector<int64_t>>(it->second);
+    return axes;
+  };
+  auto has = [](const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  // A reduce_sum dropping (or keeping) `axes`: where dim d lands.
+  auto afterReduce = [&](int64_t d, const std::vector<int64_t>& axes) {
+    if (ir::attrInt(n.attrs, "keepdims")) return d;
+    return d - int64_t(std::count_if(axes.begin(), axes.end(), [&](int64_t a) { return a < d; }));
+  };
+  if (n.op == OpKind::ReduceSum && in.size() == 1 && in[0].lay == Lay::Split) {
+    // member i sums its piece of the inner dim: partial sums of the run's piece
+    const Fact& x = in[0];
+    auto axes = axesOf();
+    if (x.inner < 2 || x.innerDim < 0 || !has(axes, x.innerDim) || has(axes, x.dim)) return {};
+    return make(runSum(afterReduce(x.dim, axes), x.inner), n.op, n.attrs);
+  }
+  int64_t q = 0, d = -1;
+  size_t first = 0;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i].lay == Lay::RunSum) {
+      if (q && in[i].inner != q) return {};
+      if (!q) q = in[i].inner, d = in[i].dim, first = i;
+    }
+  auto count = [&](Lay l) { return std::count_if(in.begin(), in.end(), [&](const Fact& f) { return f.lay == l; }); };
+  const int64_t runs = count(Lay::RunSum), reps = count(Lay::Rep);
+  switch (n.op) {
+    case OpKind::Neg: case OpKind::Identity:
+      return make(runSum(d, q), n.op, n.attrs);
+    case OpKind::Transpose: {
+      const auto& perm = ir::attrInts(norm, "perm");
+      for (size_t o = 0; o < perm.size(); ++o)
+        if (perm[o] == d) return make(runSum(int64_t(o), q), n.op, n.attrs);
+      return {};
+    }
+    case OpKind::ReduceSum: {
+      auto axes = axesOf();
+      // over the dim too: every run's sum summed, partial sums over the group
+      if (has(axes, d)) return make(Fact{Lay::Sum, 0, {}}, n.op, n.attrs);
+      return make(runSum(afterReduce(d, axes), q), n.op, n.attrs);
+    }
+    case OpKind::Slice: case OpKind::Split: {
+      if (n.op == OpKind::Split && ir::attrInt(norm, "axis") == d) return {};
+      if (n.op == OpKind::Slice && has(sliceAxes(n, inRank), d)) return {};
+      if (n.op == OpKind::Slice) return make(runSum(d, q), n.op, n.attrs);
+      return {};
+    }
+    case OpKind::Add: case OpKind::Sub:
+      // each run's terms added to the other's: both partial sums alike
+      if (runs != int64_t(in.size())) return {};
+      for (size_t i = 0; i < in.size(); ++i)
+        if (in[i].dim + R - int64_t(local(i).shape.size()) != d + R - int64_t(local(first).shape.size())) return {};
+      return make(runSum(d + R - int64_t(local(first).shape.size()), q), n.op, n.attrs);
+    case OpKind::Mul: case OpKind::Div:
+      // linear in the partial sums, the other factor the same on every member
+      if (runs != 1 || reps != int64_t(in.size()) - 1 || (n.op == OpKind::Div && first != 0)) return {};
+      return make(runSum(d + R - int64_t(local(first).shape.size()), q), n.op, n.attrs);
+    case OpKind::Concat: {
+      if (runs != int64_t(in.size()) || ir::attrInt(norm, "axis") == d) return {};
+      for (const auto& f : in)
+        if (f.dim != d) return {};
+      return make(runSum(d, q), n.op, n.attrs);
+    }
+    case OpKind::Reshape: case OpKind::Squeeze: case OpKind::Unsqueeze: {
+      // the runs' pieces as a plain split's over n / q members: the dim
+      // leads its factor group, locally and in S
+      if (in.size() != 1) return {};
+      Shape gi = gin[0].shape;
+      for (int64_t o : reshapeSplitDims(local(0).shape, out0.shape, d)) {
+        Shape go = out0.shape;
+        go[size_t(o)] = Dim(n_ / q) * go[size_t(o)];
+        auto inS = reshapeSplitDims(gi, go, d);
+        if (!has(inS, o)) continue;
+        auto r = make(runSum(o, q), OpKind::Reshape, ir::AttrMap{{"shape", go}});
+        if (!r.empty()) return r;
+      }
+      return {};
+    }
+    case OpKind::MatMul: {
+      if (in.size() != 2) return {};
+      const int64_t ra = int64_t(local(0).shape.size()), rb = int64_t(local(1).shape.size());
+      if (ra < 2 || rb < 2 || runs != 1) return {};
+      const Fact &a = in[0], &b = in[1];
+      // contracted with the runs' whole pieces: partial sums over the group
+      auto wholeRuns = [&](const Fact& f, int64_t dim) {
+        return f.lay == Lay::Split && f.inner == q && f.innerDim < 0 && f.dim == dim;
+      };
+      if ((a.lay == Lay::RunSum && a.dim == ra - 1 && wholeRuns(b, rb - 2)) ||
+          (b.lay == Lay::RunSum && b.dim == rb - 2 && wholeRuns(a, ra - 1))) {
+        if (!use("matmul-contract-split")) return {};
+        return make(Fact{Lay::Sum, 0, {}}, n.op, n.attrs);
+      }
+      if (reps != 1) return {};
+      // rows, columns or a batch dim of the partial sums, times a value
+      // every member holds: partial sums of that piece of the product
+      if (a.lay == Lay::RunSum && a.dim == ra - 2) return make(runSum(R - 2, q), n.op, n.attrs);
+      if (b.lay == Lay::RunSum && b.dim == rb - 1) return make(runSum(R - 1, q), n.op, n.attrs);
+      if (a.lay == Lay::RunSum && a.dim < ra - 2) return make(runSum(a.dim + R - ra, q), n.op, n.attrs);
+      if (b.lay == Lay::RunSum && b.dim < rb - 2) return make(runSum(b.dim + R - rb, q), n.op, n.attrs);
+      return {};
+    }
+    default:
+      return {};
+  }
 }
 
 // Collectives over the folded group, matched by the collective-order module.
@@ -1852,7 +2045,7 @@ std::vector<Fact> Folder::received(const ir::Node& n) {
 void Folder::uniformAsPartner(const ir::Node& n, std::vector<Fact>& in) {
   if (in.size() < 2) return;
   size_t pi = 0;
-  while (pi < in.size() && in[pi].lay != Lay::Split) ++pi;
+  while (pi < in.size() && in[pi].lay != Lay::Split && in[pi].lay != Lay::RunSum) ++pi;
   if (pi == in.size()) return;
   const Fact p = in[pi];
   if (p.lay3 == Lay::Sum || std::count(p.layB.begin(), p.layB.end(), Lay::Sum)) return;
@@ -1868,6 +2061,8 @@ void Folder::uniformAsPartner(const ir::Node& n, std::vector<Fact>& in) {
     auto c = exactTimes(*ex_.uniform(f.v.node), f.v.k);
     const TensorType& tj = g_->value(n.inputs[j]).type;
     if (!c || tj.shape.size() != tp.shape.size() || !ir::isConcrete(tj.shape)) continue;
+    // (zeros alone are partial sums of zeros: a run's q copies of c sum to q c)
+    if (p.lay == Lay::RunSum && *c != 0.0) continue;
     if (!std::all_of(cut.begin(), cut.end(), [&](int64_t d) { return tj.shape[size_t(d)] == tp.shape[size_t(d)]; }))
       continue;
     Fact g = p;
@@ -2077,10 +2272,17 @@ std::vector<Fact> Folder::rules(const ir::Node& n, const std::vector<Fact>& in) 
                           decideOnly_ ? Val{} : canon(n.op, n.attrs, vin, int(o), g_->value(n.outputs[o]).type, inRank)});
     return outs;
   }
+  if (std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::RunSum; }) ||
+      (n.op == OpKind::ReduceSum && in.size() == 1 && in[0].lay == Lay::Split && in[0].innerDim >= 0))
+    return runSumRule(n, in);
   bool anySum = std::any_of(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::Sum; });
   if (!anySum) {
     auto s = splitRule(n, in);
     if (!s.empty()) return s;
+    if (n.op == OpKind::Concat) {
+      s = segConcat(n, in);
+      if (!s.empty()) return s;
+    }
     // A batched matmul of a plain split and a split shared by runs (query
     // heads against the KV head their run shares): the runs' operand as a
     // plain split of its repeat, as S repeats KV heads.
@@ -2531,6 +2733,12 @@ std::vector<Fact> Folder::segRule(const ir::Node& n, const std::vector<Fact>& in
       outs = {segmented(R - 2)};
     if (in[1].lay == Lay::Split && in[1].dim == rb - 1 && in[0].lay == Lay::Rep && use("matmul-col-split"))
       outs = {segmented(R - 1)};
+    // contracted over alike segments, each a plain split (every member a
+    // piece of its own in each): partial sums over the group
+    const bool plainSegs = std::all_of(seg->segs.begin(), seg->segs.end(), [](const auto& sg) { return sg.second == 1; });
+    if (in[0].lay == Lay::Split && in[1].lay == Lay::Split && in[0].dim == ra - 1 && in[1].dim == rb - 2 && plainSegs &&
+        use("matmul-contract-split"))
+      outs = {Fact{Lay::Sum, 0, {}}};
   } else if (n.op == OpKind::Split && in.size() == 1 && use("slice-of-split")) {
     auto ax = ir::normAxis(ir::attrInt(n.attrs, "axis"), int64_t(local(0).shape.size()), "split");
     if (!ax.ok()) return {};
@@ -2554,6 +2762,36 @@ std::vector<Fact> Folder::segRule(const ir::Node& n, const std::vector<Fact>& in
   }
   if (outs.size() != n.outputs.size()) return {};
   return finalize(n, in, std::move(outs), 1.0);
+}
+
+// A concat along the split dim of operands each split its own way (plain,
+// on runs of members, or held whole by all) and of any local widths:
+// member r holds its piece of each, the segmented split of S's concat
+// (the backward of vLLM's merged QKV split: [dq_r | dk_r | dv_r]). Equal
+// plain widths are the blocked split splitRule reads.
+std::vector<Fact> Folder::segConcat(const ir::Node& n, const std::vector<Fact>& in) {
+  if (twoD_ || decideOnly_ || n.outputs.size() != 1 || in.size() < 2) return {};
+  const auto& vals = g_->values();
+  const int64_t rank = int64_t(vals[size_t(n.inputs[0])].type.shape.size());
+  auto ax = ir::normAxis(ir::attrInt(n.attrs, "axis"), rank, "concat");
+  if (!ax.ok()) return {};
+  Fact o{Lay::Split, *ax, {}};
+  bool anySplit = false;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Fact& f = in[i];
+    const Dim& w = vals[size_t(n.inputs[i])].type.shape[size_t(*ax)];
+    if (!w.isConcrete() || f.zig || !f.moreRep() || f.lay3 != Lay::Rep || f.blocks != 1 || !f.segs.empty()) return {};
+    if (f.lay == Lay::Rep) {
+      o.segs.emplace_back(w.value(), n_);
+    } else if (f.lay == Lay::Split && f.dim == *ax && f.innerDim < 0 && n_ % f.inner == 0) {
+      o.segs.emplace_back(w.value(), f.inner);
+      anySplit = true;
+    } else {
+      return {};
+    }
+  }
+  if (!anySplit || !use("segmented-split")) return {};
+  return finalize(n, in, {o}, 1.0);
 }
 
 // The last D value (classes and values in reverse order) whose layout
@@ -3921,7 +4159,11 @@ FoldOutcome Folder::run() {
       stuckCollective = ir::opInfo(n.op).category == OpCategory::Collective;
       for (ir::ValueId v : n.inputs) {
         const Fact& f = (*facts_)[size_t(v)];
-        stuck += std::string(" ") + (f.lay == Lay::Rep ? "rep" : f.lay == Lay::Sum ? "sum" : "split") +
+        stuck += std::string(" ") +
+                 (f.lay == Lay::Rep      ? "rep"
+                  : f.lay == Lay::Sum    ? "sum"
+                  : f.lay == Lay::RunSum ? "sum(" + std::to_string(f.dim) + ", runs of " + std::to_string(f.inner) + ")"
+                                         : "split") +
                  (f.lay == Lay::Split ? "(" + std::to_string(f.dim) +
                                             (f.blocks > 1 ? ", " + std::to_string(f.blocks) + " blocks" : "") +
                                             (f.inner > 1 ? ", runs of " + std::to_string(f.inner) +
@@ -3977,6 +4219,9 @@ FoldOutcome Folder::run() {
     std::string each = "dist[r]." + relName(name) + " for r in " + domains[cl].str();
     if (f.lay == Lay::Rep) return "replicated (every rank's " + relName(name) + ")";
     if (f.lay == Lay::Sum) return "the sum of " + each + " (partial sums over group " + res.group + ")";
+    if (f.lay == Lay::RunSum)
+      return "along dim " + std::to_string(f.dim) + ", each run of " + std::to_string(f.inner) +
+             " ranks' piece the sum of its ranks' " + relName(name) + " (partial sums within runs)";
     if (f.blocks != 1) return "split along dim " + std::to_string(f.dim) + " in " + std::to_string(f.blocks) + " blocks";
     if (f.inner != 1) return "split along dim " + std::to_string(f.dim) + " over runs of " + std::to_string(f.inner) + " ranks";
     return "the concat of " + each + " along dim " + std::to_string(f.dim);
@@ -4021,9 +4266,34 @@ FoldOutcome Folder::run() {
       // runs of ranks each holding one piece (a KV head on several ranks)
       const bool runs = f.lay == Lay::Split && f.blocks == 1 && f.inner > 1 && f.innerDim < 0 && f.segs.empty() &&
                         !twoD_ && n_ % f.inner == 0;
-      if (!f.plain() && !blocked && !runs) return std::nullopt;
       const std::string& name = g_->value(c).name;
       RelPtr concrete, shown;
+      if (f.lay == Lay::RunSum) {  // each run's piece: the sum of its members' terms
+        if (twoD_ || f.inner < 2 || n_ % f.inner) return std::nullopt;
+        std::vector<RelPtr> parts;
+        for (int64_t j = 0; j < n_; j += f.inner) {
+          std::vector<RelPtr> terms;
+          for (int64_t i = j; i < j + f.inner; ++i) terms.push_back(Rel::dist(IntExpr::constant(members_[size_t(i)]), name));
+          parts.push_back(Rel::sum(terms));
+        }
+        concrete = shown = Rel::concat(f.dim, parts);
+        return std::make_pair(concrete, shown);
+      }
+      if (!f.segs.empty() && f.lay == Lay::Split && !twoD_) {
+        // each segment: the concat of its pieces, piece j from the first
+        // member of run j (a segment every member holds: member 0's)
+        std::vector<RelPtr> parts;
+        int64_t off = 0;
+        for (auto [w, inner] : f.segs) {
+          for (int64_t j = 0; j < n_; j += inner)
+            parts.push_back(Rel::slice(Rel::dist(IntExpr::constant(members_[size_t(j)]), name), f.dim,
+                                       IntExpr::constant(off), IntExpr::constant(off + w)));
+          off += w;
+        }
+        concrete = shown = Rel::concat(f.dim, parts);
+        return std::make_pair(concrete, shown);
+      }
+      if (!f.plain() && !blocked && !runs) return std::nullopt;
       if (runs) {
         std::vector<RelPtr> parts;
         for (int64_t j = 0; j < n_; j += f.inner) parts.push_back(Rel::dist(IntExpr::constant(members_[size_t(j)]), name));

@@ -2038,3 +2038,176 @@ TEST(FoldUniform, ZerosPaddingASplitTakeItsLayout) {
 
 }  // namespace
 }  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
+// The backward of GQA's KV repeat with more ranks than KV heads (N ranks,
+// K KV heads, H query heads; each KV head on a run of q = N / K ranks):
+// every rank holds the gradient of its H / N query heads, viewed as [b,
+// 1, heads, s, d] and summed over its heads. Each member holds a partial
+// sum of its run's KV head's gradient (run-partial-sums); its weight
+// gradient is the sum over the run, and the input gradient the contraction
+// with the KV weight the run holds whole, summed over the group. Mutants:
+// the KV weight read from head r mod K, no all_reduce of the input
+// gradient, the weight gradient expected as each run's first rank's, or
+// summed over ranks K apart, or averaged over the heads instead of summed.
+enum class KvGradMutant { None, WrongKvHead, NoAllReduce, FirstOfRun, Interleaved, Mean };
+Case kvGrad(int64_t N, int64_t K, int64_t H, KvGradMutant mut = KvGradMutant::None) {
+  auto S = [](int64_t v) { return std::to_string(v); };
+  const int64_t hl = H / N, q = N / K, rep = H / K, kw = K * 4;
+  auto body = [&](const std::string& ind, int64_t heads, int64_t kv, int64_t reps, bool dist) {
+    const std::string h = S(heads), k = S(kv), rp = S(reps), w = S(kv * 4);
+    const std::string red = dist && mut == KvGradMutant::Mean ? "reduce_mean" : "reduce_sum";
+    std::string b = ind + "%g5: f32[2, " + k + ", " + rp + ", 3, 4] = reshape(%g) {shape = [2, " + k + ", " + rp + ", 3, 4]}\n" +
+                    ind + "%gs: f32[2, " + k + ", 1, 3, 4] = " + red + "(%g5) {axes = [2], keepdims = 1}\n" + ind +
+                    "%gk: f32[2, " + k + ", 3, 4] = squeeze(%gs) {axes = [2]}\n" + ind + "%gt: f32[2, 3, " + k +
+                    ", 4] = transpose(%gk) {perm = [0, 2, 1, 3]}\n" + ind + "%gm: f32[6, " + w + "] = reshape(%gt) {shape = [6, " +
+                    w + "]}\n" + ind + "%gmt: f32[" + w + ", 6] = transpose(%gm) {perm = [1, 0]}\n" + ind + "%dw: f32[" + w +
+                    ", 8] = matmul(%gmt, %x)\n";
+    if (!dist) return b + ind + "%dx: f32[6, 8] = matmul(%gm, %wk)\n" + ind + "output %dw\n" + ind + "output %dx\n";
+    b += ind + "%p: f32[6, 8] = matmul(%gm, %wk)\n";
+    b += mut == KvGradMutant::NoAllReduce ? ind + "%dx: f32[6, 8] = identity(%p)\n"
+                                          : ind + "%dx: f32[6, 8] = all_reduce(%p) {group = \"tp\"}\n";
+    (void)h;
+    return b + ind + "output %dw\n" + ind + "output %dx\n";
+  };
+  Case c;
+  c.seq = "graph s {\n  input %g: f32[2, " + S(H) + ", 3, 4]\n  input %x: f32[6, 8]\n  param %wk: f32[" + S(kw) + ", 8]\n" +
+          body("  ", H, K, rep, false) + "}\n";
+  // a rank's heads, viewed as one KV head's (K < N) or its K / N KV heads
+  const int64_t kvl = K >= N ? K / N : 1, repl = K >= N ? rep : hl;
+  c.dist = "program d {\n  world " + S(N) + "\n  mesh [tp = " + S(N) + "]\n  rank 0.." + S(N - 1) +
+           " {\n    input %g: f32[2, " + S(hl) + ", 3, 4]\n    input %x: f32[6, 8]\n    param %wk: f32[" + S(kvl * 4) +
+           ", 8]\n" + body("    ", hl, kvl, repl, true) + "  }\n}\n";
+  const std::string j = K >= N ? "idx(r,tp)*" + S(kvl)
+                        : mut == KvGradMutant::WrongKvHead ? "(idx(r,tp)%" + S(K) + ")"
+                                                            : "(idx(r,tp)/" + S(q) + ")";
+  c.rel = "for r in tp: dist[r].g = slice(seq.g, dim=1, start=idx(r,tp)*" + S(hl) + ", end=(idx(r,tp)+1)*" + S(hl) +
+          ")\ndist[*].x = seq.x\nfor r in tp: dist[r].wk = slice(seq.wk, dim=0, start=" + j + "*4, end=(" + j + "+" +
+          S(K >= N ? kvl : 1) + ")*4)\nexpect seq.dx = dist[0].dx\n";
+  auto dw = [&](int64_t r) { return "dist[" + S(r) + "].dw"; };
+  std::string e;
+  if (K >= N) {
+    for (int64_t r = 0; r < N; ++r) e += ", " + dw(r);
+    e = "concat(dim=0" + e + ")";
+  } else {
+    for (int64_t run = 0; run < K; ++run) {
+      std::string t;
+      for (int64_t i = 0; i < q; ++i)
+        t += (i ? ", " : "") + dw(mut == KvGradMutant::Interleaved ? run % 2 + 2 * i + (run / 2) * 2 * q : run * q + i);
+      e += ", " + (mut == KvGradMutant::FirstOfRun ? dw(run * q) : "sum(" + t + ")");
+    }
+    e = K == 1 ? e.substr(2) : "concat(dim=0" + e + ")";
+  }
+  c.rel += "expect seq.dw = " + e + "\n";
+  return c;
+}
+
+TEST(FoldRunSums, KvHeadGradientsOnRunsOfRanks) {
+  struct Size {
+    int64_t n, k, h;
+  };
+  for (auto [N, K, H] : std::vector<Size>{{8, 4, 16}, {8, 2, 8}, {8, 2, 16}, {6, 2, 12}, {4, 1, 8}, {4, 4, 8}, {16, 4, 32}}) {
+    SCOPED_TRACE("tp " + std::to_string(N) + ", " + std::to_string(K) + " KV heads, " + std::to_string(H) + " heads");
+    auto rep = check(kvGrad(N, K, H));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep)) << why(rep);
+    if (K > 1 && K < N) EXPECT_TRUE(mentions(rep, "run-partial-sums")) << why(rep);
+    for (KvGradMutant m : {KvGradMutant::WrongKvHead, KvGradMutant::NoAllReduce, KvGradMutant::FirstOfRun,
+                           KvGradMutant::Interleaved, KvGradMutant::Mean}) {
+      const int64_t q = N / K;
+      if ((m == KvGradMutant::WrongKvHead || m == KvGradMutant::FirstOfRun) && (K >= N || K == 1)) continue;
+      if (m == KvGradMutant::Interleaved && (K < 2 || K >= N || K % 2)) continue;
+      if (m == KvGradMutant::Mean && H / N == 1) continue;  // a mean of one head is its sum
+      (void)q;
+      auto twin = check(kvGrad(N, K, H, m));
+      EXPECT_EQ(twin.verdict, Verdict::Refuted) << int(m) << " " << why(twin);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
+// The backward of vLLM's merged QKV projection with at least as many KV
+// heads as ranks (N ranks, K KV heads, H query heads, head dim 2): each
+// rank concatenates the gradients of its query heads and of its KV heads
+// [dq_r | dk_r | dv_r] (widths H/N*2, K/N*2, K/N*2: unequal, a segmented
+// split of S's concat), forms the merged weight's gradient from it and
+// contracts it with its rows of the merged weight, summed over the group.
+// Mutants: the rank's k and v gradients concatenated in the other order,
+// the merged weight's KV rows read from the next rank's heads, no
+// all_reduce, the weight gradient expected as the ranks' plain concat.
+enum class MergedGradMutant { None, SwappedKv, ShiftedWeight, NoAllReduce, PlainExpect };
+Case mergedQkvGrad(int64_t N, int64_t K, int64_t H, MergedGradMutant mut = MergedGradMutant::None) {
+  auto S = [](int64_t v) { return std::to_string(v); };
+  const int64_t Qw = H * 2, Kw = K * 2, ql = Qw / N, kl = Kw / N, W = Qw + 2 * Kw, lw = ql + 2 * kl;
+  auto body = [&](const std::string& ind, int64_t q, int64_t k, bool dist) {
+    const std::string w = S(q + 2 * k);
+    const bool swap = dist && mut == MergedGradMutant::SwappedKv;
+    std::string b = ind + "%g: f32[6, " + w + "] = concat(%dq, " + (swap ? "%dv, %dk" : "%dk, %dv") + ") {axis = 1}\n" +
+                    ind + "%gt: f32[" + w + ", 6] = transpose(%g) {perm = [1, 0]}\n" + ind + "%dw: f32[" + w +
+                    ", 8] = matmul(%gt, %x)\n";
+    if (!dist) return b + ind + "%dx: f32[6, 8] = matmul(%g, %w)\n" + ind + "output %dw\n" + ind + "output %dx\n";
+    b += ind + "%p: f32[6, 8] = matmul(%g, %w)\n";
+    b += mut == MergedGradMutant::NoAllReduce ? ind + "%dx: f32[6, 8] = identity(%p)\n"
+                                              : ind + "%dx: f32[6, 8] = all_reduce(%p) {group = \"tp\"}\n";
+    return b + ind + "output %dw\n" + ind + "output %dx\n";
+  };
+  auto inputs = [&](const std::string& ind, int64_t q, int64_t k) {
+    return ind + "input %dq: f32[6, " + S(q) + "]\n" + ind + "input %dk: f32[6, " + S(k) + "]\n" + ind +
+           "input %dv: f32[6, " + S(k) + "]\n" + ind + "input %x: f32[6, 8]\n" + ind + "param %w: f32[" + S(q + 2 * k) +
+           ", 8]\n";
+  };
+  Case c;
+  c.seq = "graph s {\n" + inputs("  ", Qw, Kw) + body("  ", Qw, Kw, false) + "}\n";
+  c.dist = "program d {\n  world " + S(N) + "\n  mesh [tp = " + S(N) + "]\n  rank 0.." + S(N - 1) + " {\n" +
+           inputs("    ", ql, kl) + body("    ", ql, kl, true) + "  }\n}\n";
+  auto piece = [&](const std::string& t, int64_t base, int64_t width, const std::string& j) {
+    return "slice(seq." + t + ", dim=" + (t == "w" ? "0" : "1") + ", start=" + S(base) + "+" + j + "*" + S(width) +
+           ", end=" + S(base) + "+(" + j + "+1)*" + S(width) + ")";
+  };
+  const std::string r = "idx(r,tp)", jk = mut == MergedGradMutant::ShiftedWeight ? "((idx(r,tp)+1)%" + S(N) + ")" : r;
+  c.rel = "for r in tp: dist[r].dq = " + piece("dq", 0, ql, r) + "\nfor r in tp: dist[r].dk = " + piece("dk", 0, kl, r) +
+          "\nfor r in tp: dist[r].dv = " + piece("dv", 0, kl, r) + "\ndist[*].x = seq.x\nfor r in tp: dist[r].w = concat(dim=0, " +
+          piece("w", 0, ql, r) + ", " + piece("w", Qw, kl, jk) + ", " + piece("w", Qw + Kw, kl, jk) +
+          ")\nexpect seq.dx = dist[0].dx\nexpect seq.dw = concat(dim=0";
+  if (mut == MergedGradMutant::PlainExpect) {
+    for (int64_t i = 0; i < N; ++i) c.rel += ", dist[" + S(i) + "].dw";
+  } else {
+    int64_t off = 0;
+    for (int64_t w : {ql, kl, kl}) {
+      for (int64_t i = 0; i < N; ++i)
+        c.rel += ", slice(dist[" + S(i) + "].dw, dim=0, start=" + S(off) + ", end=" + S(off + w) + ")";
+      off += w;
+    }
+  }
+  c.rel += ")\n";
+  (void)W, (void)lw;
+  return c;
+}
+
+TEST(FoldSegments, MergedQkvGradientsOfUnequalWidths) {
+  struct Size {
+    int64_t n, k, h;
+  };
+  for (auto [N, K, H] : std::vector<Size>{{4, 4, 8}, {2, 4, 8}, {4, 8, 16}, {3, 3, 6}, {8, 8, 32}}) {
+    SCOPED_TRACE("tp " + std::to_string(N) + ", " + std::to_string(K) + " KV heads, " + std::to_string(H) + " heads");
+    auto rep = check(mergedQkvGrad(N, K, H));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep)) << why(rep);
+    EXPECT_TRUE(mentions(rep, "segmented-split")) << why(rep);
+    for (MergedGradMutant m : {MergedGradMutant::SwappedKv, MergedGradMutant::ShiftedWeight, MergedGradMutant::NoAllReduce,
+                               MergedGradMutant::PlainExpect}) {
+      auto twin = check(mergedQkvGrad(N, K, H, m));
+      EXPECT_EQ(twin.verdict, Verdict::Refuted) << int(m) << " " << why(twin);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sp::rewrite
