@@ -226,6 +226,51 @@ TEST(Torch2Llama, GradientsLaidOutAsTheirWeightsVerify) {
   fs::remove_all(expect.parent_path());
 }
 
+// Training steps captured at sizes and layouts the rules were not written
+// on (torch 2.11 on the GPU machine, 2026-11-27,
+// tests/fixtures/make_torch2_fixtures.sh): KV heads on runs of 3 ranks;
+// one KV head held by all 4 ranks (its gradient partial sums over the
+// whole group, padded by rotary's slice_backward); vLLM's merged QKV at
+// TP 2 and at TP 8 with 8 KV heads; Qwen2's merged biases (their
+// gradient a segmented sum over the tokens); and merged QKV with KV heads
+// on runs of 2 ranks, one query head a rank (torch's repeat backward is
+// then a view and a squeeze, no sum: the merged gradient holds the query
+// pieces and the runs' partial sums side by side). Each verifies folded.
+TEST(Torch2Llama, UnseenTrainingStepLayoutsVerifyFolded) {
+  for (const char* dir : {"llama_kv_runs_tp6_joint", "llama_kv_one_tp4_joint", "llama_merged_tp2_joint",
+                          "qwen_merged_tp4_joint", "llama_merged_tp8_kv8_joint", "llama_merged_kv_runs_tp8_joint"}) {
+    auto a = trainingStep(fixture(dir));
+    a.insert(a.end(), {"--infer-relations", "--format", "json"});
+    auto r = runCli(a);
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["verdict"], "verified") << dir << "\n" << j.dump(1);
+    bool folded = false;
+    for (const auto& x : j["assumptions"]) folded = folded || x.get<std::string>().find("ranks folded") != std::string::npos;
+    EXPECT_TRUE(folded) << dir << "\n" << j.dump(1);
+  }
+  // the merged QKV gradient's k and v parts concatenated in the other
+  // order on every rank: refuted
+  auto dir = tempDir("torch2-merged-kv-runs-swapped");
+  fs::copy(fixture("llama_merged_kv_runs_tp8_joint"), dir, fs::copy_options::recursive);
+  for (const auto& f : fs::directory_iterator(dir / "dist" / "bw")) {
+    std::string text = slurp(f.path().string());
+    std::string from = "torch.ops.aten.cat.default([view_36, view_35, view_34], 2)";
+    auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << f.path();
+    text.replace(at, from.size(), "torch.ops.aten.cat.default([view_36, view_34, view_35], 2)");
+    std::ofstream(f.path(), std::ios::trunc) << text;
+  }
+  auto a = trainingStep(dir.string());
+  a.insert(a.end(), {"--infer-relations", "--format", "json"});
+  auto r = runCli(a);
+  auto w = nlohmann::json::parse(r.out);
+  EXPECT_EQ(w["verdict"], "refuted") << w.dump(1);
+  fs::remove_all(dir);
+  // KV heads on runs of 2 without the MLP region's backward all_reduce
+  auto t = verifyJson(trainingStep(fixture("llama_kv_runs_tp8_joint_twin")), 1);
+  EXPECT_EQ(t["verdict"], "refuted") << t.dump(1);
+}
+
 // The TP 2 training step with each rank's first backward all_reduce (the
 // input gradient of the MLP's copy_to region) replaced by a clone: not
 // verified, and refuted where the partial gradient is used as if whole.

@@ -49,6 +49,12 @@ enum class Lay : uint8_t { None, Rep, Split, Sum, RunSum };
 constexpr size_t kMaxMoreGroups = 3;
 
 // What every rank's copy of one D value is, as a whole (rewrite/engine/fold.h).
+struct Seg {
+  int64_t w = 0, inner = 1;
+  bool runSum = false;
+  bool operator==(const Seg& o) const = default;
+};
+
 struct Fact {
   Lay lay = Lay::None;
   int64_t dim = 0;  // Split
@@ -73,8 +79,11 @@ struct Fact {
   // the segment's n / inner pieces of width w (inner = n: the whole
   // segment on every rank); S's value is the segments concatenated. Ops
   // acting alike along dim carry it; a split into the segments ends it.
+  // A segment of partial sums (runSum: a KV head's gradient on its run,
+  // each member's term of the run's piece, as Lay::RunSum; inner = n: of
+  // the whole segment, as Lay::Sum) is carried by linear ops only.
   // Empty: not segmented.
-  std::vector<std::pair<int64_t, int64_t>> segs = {};
+  std::vector<Seg> segs = {};
   // More groups (N-D folding: DP x TP, CP x TP, DP x CP x TP): the layout
   // over each further group k (rep, a plain split along dimB[k], or partial
   // sums), nested outside the first group's and the groups before it: E =
@@ -1181,7 +1190,7 @@ TensorType Folder::globalOf(const TensorType& local, const Fact& f, bool primary
   if (f.lay != Lay::Split) return t;
   if (!f.segs.empty()) {
     int64_t w = 0;
-    for (auto [k, in] : f.segs) w += n_ / in * k;
+    for (const Seg& sg : f.segs) w += n_ / sg.inner * sg.w;
     t.shape[size_t(f.dim)] = Dim(w);
     return t;
   }
@@ -1254,6 +1263,23 @@ std::optional<int64_t> carriedWhole(const Shape& a, const Shape& b, int64_t d) {
   if (!ir::isConcrete(a) || !ir::isConcrete(b)) return std::nullopt;
   for (const ReshapeGroup& gr : reshapeGroups(ir::concreteDims(a), ir::concreteDims(b)))
     if (int64_t(gr.i0) == d && gr.i1 == gr.i0 + 1 && gr.j1 == gr.j0 + 1) return int64_t(gr.j0);
+  return std::nullopt;
+}
+
+// The output dim a reshape that only adds or drops unit dims carries input
+// dim d (not a unit dim) to: the one with as many non-unit dims before it.
+std::optional<int64_t> unitReshapeDim(const Shape& a, const Shape& b, int64_t d) {
+  auto squeezed = [](const Shape& sh) {
+    Shape o;
+    for (const Dim& x : sh)
+      if (x != Dim(1)) o.push_back(x);
+    return o;
+  };
+  if (a[size_t(d)] == Dim(1) || squeezed(a) != squeezed(b)) return std::nullopt;
+  int64_t k = 0;
+  for (int64_t i = 0; i < d; ++i) k += a[size_t(i)] != Dim(1);
+  for (size_t o = 0; o < b.size(); ++o)
+    if (b[o] != Dim(1) && k-- == 0) return int64_t(o);
   return std::nullopt;
 }
 
@@ -1613,6 +1639,28 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     Fact want{Lay::Split, candidates[k], {}, candBlocks[k], candInner[k], innerDims[k]};
     return std::vector<Fact>(n.outputs.size(), want);
   }
+  // Dropping a unit inner dim is also the sum over it: each member's term
+  // of its run's piece summed over the inner dim (torch's backward of a
+  // repeat with one query head a rank: a view and a squeeze, no sum),
+  // kept where S computes that sum.
+  if (!decideOnly_ && !twoD_ && reshapeLike(n.op) && in[0].lay == Lay::Split && in[0].innerDim >= 0 &&
+      in[0].inner > 1 && local(0).shape[size_t(in[0].innerDim)] == Dim(1) && ir::isConcrete(out0.shape)) {
+    Shape dropped = local(0).shape;
+    dropped.erase(dropped.begin() + std::ptrdiff_t(in[0].innerDim));
+    if (dropped == out0.shape && use("run-partial-sums")) {
+      const int64_t k = in[0].innerDim;
+      ir::AttrMap red{{"axes", std::vector<int64_t>{k}}, {"keepdims", int64_t(1)}};
+      TensorType kept = gin[0];
+      kept.shape[size_t(k)] = Dim(1);
+      Val summed = canon(OpKind::ReduceSum, red, {in[0].v}, 0, kept, inRank);
+      Fact o{Lay::RunSum, in[0].dim < k ? in[0].dim : in[0].dim - 1, {}};
+      o.inner = in[0].inner;
+      Shape g = globalOf(out0, o).shape;
+      o.v = canon(OpKind::Reshape, ir::AttrMap{{"shape", g}}, {summed}, 0, globalOf(out0, o), int64_t(kept.shape.size()));
+      std::vector<Fact> outs(n.outputs.size(), o);
+      if (n.outputs.size() == 1 && sComputes(outs)) return outs;
+    }
+  }
   for (size_t ci = 0; ci < candidates.size(); ++ci) {
     int64_t d = candidates[ci];
     Fact want{Lay::Split, d, {}, candBlocks[ci], candInner[ci], innerDims[ci]};
@@ -1840,7 +1888,8 @@ std::vector<Fact> Folder::runSumRule(const ir::Node& n, const std::vector<Fact>&
       if (runs != 1 || reps != int64_t(in.size()) - 1 || (n.op == OpKind::Div && first != 0)) return {};
       return make(runSum(d + R - int64_t(local(first).shape.size()), q), n.op, n.attrs);
     case OpKind::Concat: {
-      if (runs != int64_t(in.size()) || ir::attrInt(norm, "axis") == d) return {};
+      if (ir::attrInt(norm, "axis") == d) return segConcat(n, in);  // [dq_r | dk_j | dv_j]
+      if (runs != int64_t(in.size())) return {};
       for (const auto& f : in)
         if (f.dim != d) return {};
       return make(runSum(d, q), n.op, n.attrs);
@@ -2044,25 +2093,38 @@ std::vector<Fact> Folder::received(const ir::Node& n) {
 // takes would replace one that some rule does.
 void Folder::uniformAsPartner(const ir::Node& n, std::vector<Fact>& in) {
   if (in.size() < 2) return;
+  // (a uniform value is every member's piece in any layout: the partner
+  // is the first split operand that is not one)
+  auto uniformPiece = [&](const Fact& f) {
+    return (f.lay == Lay::Rep || (f.lay == Lay::Split && f.plain() && f.innerDim < 0 && !f.zig)) && f.moreRep() &&
+           f.lay3 == Lay::Rep && ex_.uniform(f.v.node);
+  };
   size_t pi = 0;
-  while (pi < in.size() && in[pi].lay != Lay::Split && in[pi].lay != Lay::RunSum) ++pi;
+  while (pi < in.size() && ((in[pi].lay != Lay::Split && in[pi].lay != Lay::RunSum) || uniformPiece(in[pi]))) ++pi;
+  // else partial sums over the group (one plain group): zeros are every
+  // member's term of S's zeros
+  if (pi == in.size()) {
+    for (pi = 0; pi < in.size(); ++pi)
+      if (in[pi].lay == Lay::Sum && in[pi].moreRep() && in[pi].lay3 == Lay::Rep) break;
+  }
   if (pi == in.size()) return;
   const Fact p = in[pi];
   if (p.lay3 == Lay::Sum || std::count(p.layB.begin(), p.layB.end(), Lay::Sum)) return;
   const TensorType& tp = g_->value(n.inputs[pi]).type;
-  std::vector<int64_t> cut = {p.dim};
+  std::vector<int64_t> cut;
+  if (p.lay != Lay::Sum) cut.push_back(p.dim);
   if (p.innerDim >= 0) cut.push_back(p.innerDim);
   for (size_t k = 0; k < nB_.size(); ++k)
     if (p.layB[k] == Lay::Split) cut.push_back(p.dimB[k]);
   if (p.lay3 == Lay::Split) cut.push_back(p.dim3);
   for (size_t j = 0; j < in.size(); ++j) {
     Fact& f = in[j];
-    if (f.lay != Lay::Rep || !f.moreRep() || f.lay3 != Lay::Rep || !ex_.uniform(f.v.node)) continue;
+    if (j == pi || !uniformPiece(f)) continue;
     auto c = exactTimes(*ex_.uniform(f.v.node), f.v.k);
     const TensorType& tj = g_->value(n.inputs[j]).type;
     if (!c || tj.shape.size() != tp.shape.size() || !ir::isConcrete(tj.shape)) continue;
-    // (zeros alone are partial sums of zeros: a run's q copies of c sum to q c)
-    if (p.lay == Lay::RunSum && *c != 0.0) continue;
+    // (zeros alone are partial sums of zeros: q copies of c sum to q c)
+    if ((p.lay == Lay::RunSum || p.lay == Lay::Sum) && *c != 0.0) continue;
     if (!std::all_of(cut.begin(), cut.end(), [&](int64_t d) { return tj.shape[size_t(d)] == tp.shape[size_t(d)]; }))
       continue;
     Fact g = p;
@@ -2279,10 +2341,6 @@ std::vector<Fact> Folder::rules(const ir::Node& n, const std::vector<Fact>& in) 
   if (!anySum) {
     auto s = splitRule(n, in);
     if (!s.empty()) return s;
-    if (n.op == OpKind::Concat) {
-      s = segConcat(n, in);
-      if (!s.empty()) return s;
-    }
     // A batched matmul of a plain split and a split shared by runs (query
     // heads against the KV head their run shares): the runs' operand as a
     // plain split of its repeat, as S repeats KV heads.
@@ -2297,7 +2355,10 @@ std::vector<Fact> Folder::rules(const ir::Node& n, const std::vector<Fact>& in) 
       }
     }
   }
-  return sumRule(n, in);
+  auto r = sumRule(n, in);
+  // operands each split its own way along the concat's dim: segments
+  if (r.empty() && n.op == OpKind::Concat) r = segConcat(n, in);
+  return r;
 }
 
 std::optional<Fact> Folder::runsAsRepeat(const Fact& f, const TensorType& local) {
@@ -2663,7 +2724,7 @@ std::optional<Fact> Folder::segInputFact(const std::vector<RelPtr>& rels, const 
       const int64_t start = offset + int64_t(i) / inner * w;
       if (s->parts[i][p] != std::make_pair(start, start + w)) return std::nullopt;
     }
-    f.segs.emplace_back(w, inner);
+    f.segs.push_back(Seg{w, inner});
     offset += n_ / inner * w, localSum += w;
   }
   if (offset != s->whole.shape[size_t(s->d)].value() || localSum != local.shape[size_t(s->d)].value() ||
@@ -2684,14 +2745,38 @@ std::vector<Fact> Folder::segRule(const ir::Node& n, const std::vector<Fact>& in
   const TensorType& out0 = vals[size_t(n.outputs[0])].type;
   const int64_t R = int64_t(out0.shape.size());
   const Fact* seg = nullptr;
+  // (a matmul contracting two segmented operands compares their segments
+  // itself: one's partial sums meet the other's whole pieces)
+  const bool contracting = n.op == OpKind::MatMul && in.size() == 2 && !in[0].segs.empty() && !in[1].segs.empty();
   for (const Fact& f : in)
     if (f.lay == Lay::Split) {
-      if (f.segs.empty() || (seg && f.segs != seg->segs)) return {};
+      if (f.segs.empty() || (seg && f.segs != seg->segs && !contracting)) return {};
       seg = &f;
     } else if (f.lay != Lay::Rep) {
       return {};
     }
   if (!seg || !use("segmented-split")) return {};
+  // Segments of partial sums: linear ops only, the other operands the
+  // same on every member (a scale, a matmul by a replicated weight) or
+  // alike partial sums added.
+  const bool sums = std::any_of(in.begin(), in.end(), [](const Fact& f) {
+    return std::any_of(f.segs.begin(), f.segs.end(), [](const Seg& sg) { return sg.runSum; });
+  });
+  if (sums && !contracting) {
+    bool linear = false;
+    const int64_t segmentedIns = std::count_if(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::Split; });
+    switch (n.op) {
+      case OpKind::Transpose: case OpKind::Reshape: case OpKind::Squeeze: case OpKind::Unsqueeze: case OpKind::Slice:
+      case OpKind::Split: case OpKind::Neg: case OpKind::Identity: case OpKind::ReduceSum: case OpKind::ReduceMean:
+        linear = in.size() == 1;
+        break;
+      case OpKind::Add: case OpKind::Sub: linear = segmentedIns == int64_t(in.size()); break;
+      case OpKind::Mul: case OpKind::MatMul: linear = segmentedIns == 1; break;
+      case OpKind::Div: linear = segmentedIns == 1 && in[0].lay == Lay::Split; break;
+      default: break;
+    }
+    if (!linear || !use("run-partial-sums")) return {};
+  }
   auto segmented = [&](int64_t d) {
     Fact o{Lay::Split, d, {}};
     o.segs = seg->segs;
@@ -2704,10 +2789,14 @@ std::vector<Fact> Folder::segRule(const ir::Node& n, const std::vector<Fact>& in
     for (size_t o = 0; o < perm.size(); ++o)
       if (perm[o] == in[0].dim) outs = {segmented(int64_t(o))};
   } else if (reshapeLike(n.op) && in.size() == 1 && use("reshape-of-split")) {
-    // the dim a factor group of its own, to one output dim, locally and in S
+    // the dim a factor group of its own, to one output dim, locally and in
+    // S (or only unit dims added or dropped)
     if (auto o = carriedWhole(local(0).shape, out0.shape, in[0].dim)) {
       Fact probe = segmented(*o);
       if (carriedWhole(globalOf(local(0), in[0]).shape, globalOf(out0, probe).shape, in[0].dim) == o) outs = {probe};
+    } else if (auto u = unitReshapeDim(local(0).shape, out0.shape, in[0].dim)) {
+      Fact probe = segmented(*u);
+      if (unitReshapeDim(globalOf(local(0), in[0]).shape, globalOf(out0, probe).shape, in[0].dim) == u) outs = {probe};
     }
   } else if ((cat == OpCategory::Unary || cat == OpCategory::Binary || cat == OpCategory::Ternary) &&
              n.outputs.size() == 1 && use(cat == OpCategory::Unary ? "unary-over-split" : "binary-over-split")) {
@@ -2733,12 +2822,25 @@ std::vector<Fact> Folder::segRule(const ir::Node& n, const std::vector<Fact>& in
       outs = {segmented(R - 2)};
     if (in[1].lay == Lay::Split && in[1].dim == rb - 1 && in[0].lay == Lay::Rep && use("matmul-col-split"))
       outs = {segmented(R - 1)};
-    // contracted over alike segments, each a plain split (every member a
-    // piece of its own in each): partial sums over the group
-    const bool plainSegs = std::all_of(seg->segs.begin(), seg->segs.end(), [](const auto& sg) { return sg.second == 1; });
-    if (in[0].lay == Lay::Split && in[1].lay == Lay::Split && in[0].dim == ra - 1 && in[1].dim == rb - 2 && plainSegs &&
-        use("matmul-contract-split"))
-      outs = {Fact{Lay::Sum, 0, {}}};
+    // contracted over segments of the same widths and runs, each a plain
+    // split (every member a piece of its own), or partial sums of a run's
+    // piece (of the whole: inner = n) against the piece the run holds
+    // whole: the sum over the group of the members' products is S's
+    // contraction, partial sums over the group
+    auto alike = [&](const std::vector<Seg>& a, const std::vector<Seg>& b) {
+      if (a.size() != b.size()) return false;
+      for (size_t p = 0; p < a.size(); ++p) {
+        if (a[p].w != b[p].w || a[p].inner != b[p].inner) return false;
+        if (a[p].inner == 1 ? (a[p].runSum || b[p].runSum) : a[p].runSum == b[p].runSum) return false;
+      }
+      return true;
+    };
+    if (contracting && in[0].lay == Lay::Split && in[1].lay == Lay::Split && in[0].dim == ra - 1 && in[1].dim == rb - 2 &&
+        alike(in[0].segs, in[1].segs) && use("matmul-contract-split")) {
+      const bool anySums = std::any_of(in[0].segs.begin(), in[0].segs.end(), [](const Seg& sg) { return sg.runSum; }) ||
+                           std::any_of(in[1].segs.begin(), in[1].segs.end(), [](const Seg& sg) { return sg.runSum; });
+      if (!anySums || use("run-partial-sums")) outs = {Fact{Lay::Sum, 0, {}}};
+    }
   } else if (n.op == OpKind::Split && in.size() == 1 && use("slice-of-split")) {
     auto ax = ir::normAxis(ir::attrInt(n.attrs, "axis"), int64_t(local(0).shape.size()), "split");
     if (!ax.ok()) return {};
@@ -2749,16 +2851,30 @@ std::vector<Fact> Folder::segRule(const ir::Node& n, const std::vector<Fact>& in
       const auto& sizes = ir::attrInts(n.attrs, "sizes");
       if (sizes.size() != seg->segs.size()) return {};
       for (size_t p = 0; p < sizes.size(); ++p) {
-        auto [w, inner] = seg->segs[p];
-        if (sizes[p] != w) return {};
-        Fact o{inner == n_ ? Lay::Rep : Lay::Split, inner == n_ ? 0 : in[0].dim, {}};
-        if (o.lay == Lay::Split) o.inner = inner;
+        const Seg& sg = seg->segs[p];
+        if (sizes[p] != sg.w) return {};
+        Fact o{sg.inner == n_ ? (sg.runSum ? Lay::Sum : Lay::Rep) : (sg.runSum ? Lay::RunSum : Lay::Split),
+               sg.inner == n_ ? 0 : in[0].dim, {}};
+        if (o.lay == Lay::Split || o.lay == Lay::RunSum) o.inner = sg.inner;
         outs.push_back(o);
       }
     }
   } else if (n.op == OpKind::Slice && in.size() == 1 && use("slice-of-split")) {
     auto axes = sliceAxes(n, int64_t(local(0).shape.size()));
     if (std::find(axes.begin(), axes.end(), in[0].dim) == axes.end()) outs = {segmented(in[0].dim)};
+  } else if ((n.op == OpKind::ReduceSum || n.op == OpKind::ReduceMean || n.op == OpKind::ReduceMax) && in.size() == 1 &&
+             use("reduce-over-other-split")) {
+    // over other dims: each position of the dim on its own (a merged
+    // bias's gradient, summed over the tokens)
+    const int64_t inRank = int64_t(local(0).shape.size());
+    const auto& norm = interner_.attrMap(interner_.attrs(n.op, n.attrs, inRank));
+    std::vector<int64_t> axes;
+    if (auto it = norm.find("axes"); it != norm.end()) axes = std::get<std::vector<int64_t>>(it->second);
+    const int64_t d = in[0].dim;
+    if (std::find(axes.begin(), axes.end(), d) == axes.end())
+      outs = {segmented(ir::attrInt(n.attrs, "keepdims")
+                            ? d
+                            : d - int64_t(std::count_if(axes.begin(), axes.end(), [&](int64_t a) { return a < d; })))};
   }
   if (outs.size() != n.outputs.size()) return {};
   return finalize(n, in, std::move(outs), 1.0);
@@ -2782,15 +2898,18 @@ std::vector<Fact> Folder::segConcat(const ir::Node& n, const std::vector<Fact>& 
     const Dim& w = vals[size_t(n.inputs[i])].type.shape[size_t(*ax)];
     if (!w.isConcrete() || f.zig || !f.moreRep() || f.lay3 != Lay::Rep || f.blocks != 1 || !f.segs.empty()) return {};
     if (f.lay == Lay::Rep) {
-      o.segs.emplace_back(w.value(), n_);
-    } else if (f.lay == Lay::Split && f.dim == *ax && f.innerDim < 0 && n_ % f.inner == 0) {
-      o.segs.emplace_back(w.value(), f.inner);
+      o.segs.push_back(Seg{w.value(), n_});
+    } else if (f.lay == Lay::Sum) {  // the whole segment in partial sums
+      o.segs.push_back(Seg{w.value(), n_, true});
+    } else if ((f.lay == Lay::Split || f.lay == Lay::RunSum) && f.dim == *ax && f.innerDim < 0 && n_ % f.inner == 0) {
+      o.segs.push_back(Seg{w.value(), f.inner, f.lay == Lay::RunSum});
       anySplit = true;
     } else {
       return {};
     }
   }
-  if (!anySplit || !use("segmented-split")) return {};
+  const bool sums = std::any_of(o.segs.begin(), o.segs.end(), [](const Seg& sg) { return sg.runSum; });
+  if (!anySplit || !use("segmented-split") || (sums && !use("run-partial-sums"))) return {};
   return finalize(n, in, {o}, 1.0);
 }
 
@@ -3230,7 +3349,7 @@ std::vector<Fact> Folder::finalize(const ir::Node& n, const std::vector<Fact>& i
     if (ax.ok() && in[0].lay == Lay::Split && in[0].dim == *ax && !in[0].segs.empty()) {
       // into the segments: each one's S width (segRule checked the sizes)
       std::vector<int64_t> sizes;
-      for (auto [k, inner] : in[0].segs) sizes.push_back(n_ / inner * k);
+      for (const Seg& sg : in[0].segs) sizes.push_back(n_ / sg.inner * sg.w);
       attrs["sizes"] = sizes;
       mult = 1;
     }
@@ -4284,11 +4403,21 @@ FoldOutcome Folder::run() {
         // member of run j (a segment every member holds: member 0's)
         std::vector<RelPtr> parts;
         int64_t off = 0;
-        for (auto [w, inner] : f.segs) {
-          for (int64_t j = 0; j < n_; j += inner)
-            parts.push_back(Rel::slice(Rel::dist(IntExpr::constant(members_[size_t(j)]), name), f.dim,
-                                       IntExpr::constant(off), IntExpr::constant(off + w)));
-          off += w;
+        for (const Seg& sg : f.segs) {
+          auto piece = [&](int64_t i) {
+            return Rel::slice(Rel::dist(IntExpr::constant(members_[size_t(i)]), name), f.dim, IntExpr::constant(off),
+                              IntExpr::constant(off + sg.w));
+          };
+          for (int64_t j = 0; j < n_; j += sg.inner) {
+            if (!sg.runSum) {
+              parts.push_back(piece(j));
+              continue;
+            }
+            std::vector<RelPtr> terms;  // partial sums: the run's sum
+            for (int64_t i = j; i < j + sg.inner; ++i) terms.push_back(piece(i));
+            parts.push_back(Rel::sum(terms));
+          }
+          off += sg.w;
         }
         concrete = shown = Rel::concat(f.dim, parts);
         return std::make_pair(concrete, shown);
