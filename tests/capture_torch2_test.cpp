@@ -235,10 +235,15 @@ TEST(Torch2Llama, GradientsLaidOutAsTheirWeightsVerify) {
 // gradient a segmented sum over the tokens); and merged QKV with KV heads
 // on runs of 2 ranks, one query head a rank (torch's repeat backward is
 // then a view and a squeeze, no sum: the merged gradient holds the query
-// pieces and the runs' partial sums side by side). Each verifies folded.
+// pieces and the runs' partial sums side by side); one KV head a rank at
+// TP 8, KV heads on runs of 3 with one query head a rank at TP 12, TP 3,
+// merged with biases on runs of 3 at TP 6, and the hand-written MLP at
+// TP 3 and 6. Each verifies folded.
 TEST(Torch2Llama, UnseenTrainingStepLayoutsVerifyFolded) {
   for (const char* dir : {"llama_kv_runs_tp6_joint", "llama_kv_one_tp4_joint", "llama_merged_tp2_joint",
-                          "qwen_merged_tp4_joint", "llama_merged_tp8_kv8_joint", "llama_merged_kv_runs_tp8_joint"}) {
+                          "qwen_merged_tp4_joint", "llama_merged_tp8_kv8_joint", "llama_merged_kv_runs_tp8_joint",
+                          "llama_kv8_tp8_joint", "llama_kv_runs_tp12_joint", "llama_tp3_joint",
+                          "qwen_merged_kv_runs_tp6_joint", "mlp_tp3_joint", "mlp_tp6_joint"}) {
     auto a = trainingStep(fixture(dir));
     a.insert(a.end(), {"--infer-relations", "--format", "json"});
     auto r = runCli(a);
@@ -269,6 +274,16 @@ TEST(Torch2Llama, UnseenTrainingStepLayoutsVerifyFolded) {
   // KV heads on runs of 2 without the MLP region's backward all_reduce
   auto t = verifyJson(trainingStep(fixture("llama_kv_runs_tp8_joint_twin")), 1);
   EXPECT_EQ(t["verdict"], "refuted") << t.dump(1);
+  // the MLP at TP 6 without it: its input gradient partial on each rank,
+  // which refinement alone accepts (S's is their sum); expected whole on
+  // every rank, as Megatron promises, it is refuted
+  auto expect = tempDir("torch2-mlp6-expect") / "replicated.rel";
+  std::ofstream(expect) << "expect seq.grad_primals_1 = dist[5].grad_primals_1\n";
+  auto m = trainingStep(fixture("mlp_tp6_joint_twin"));
+  m.insert(m.end(), {"--expect", expect.string()});
+  auto mj = verifyJson(m, 1);
+  EXPECT_EQ(mj["verdict"], "refuted") << mj.dump(1);
+  fs::remove_all(expect.parent_path());
 }
 
 // The TP 2 training step with each rank's first backward all_reduce (the

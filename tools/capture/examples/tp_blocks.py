@@ -158,8 +158,8 @@ def main():
     a = ap.parse_args()
     if a.drop_backward_collective and not a.joint:
         ap.error("--drop-backward-collective needs --joint")
-    if a.world_size < 1 or HEADS % a.world_size or FFN % a.world_size:
-        ap.error("--world-size must divide %d heads and %d ffn" % (HEADS, FFN))
+    if a.world_size < 1 or (a.block == "attention" and HEADS % a.world_size) or (a.block == "mlp" and FFN % a.world_size):
+        ap.error("--world-size must divide the %s's %s" % (a.block, "%d heads" % HEADS if a.block == "attention" else "%d ffn" % FFN))
     spc.launch(a.world_size, rank_main, a.block, a.out, a.drop_collective, a.joint,
                a.drop_backward_collective)
 
