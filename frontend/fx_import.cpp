@@ -2,6 +2,7 @@
 // through the op table (fx_ops.cpp), drops nodes no output needs, and builds
 // the graph or the per-rank program.
 #include "frontend/fx_import.h"
+#include "frontend/fx_collective_idioms.h"
 
 #include <algorithm>
 #include <cctype>
@@ -492,7 +493,11 @@ Result<ir::Program> importFxProgram(const std::vector<std::string>& rankFiles, c
       return atCaptureLine(err, b.nodeLocs);
     }
   }
-  return std::move(pb).finish();
+  SP_ASSIGN(ir::Program p, std::move(pb).finish());
+  // functional collectives along another dim than 0, written as torch
+  // writes them (a split and a concat around the dim-0 collective): one
+  // collective along that dim
+  return fuseDimCollectives(p);
 }
 
 }  // namespace sp::frontend

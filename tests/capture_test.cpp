@@ -7,6 +7,8 @@
 // last test runs the helper itself when /usr/bin/python3 has torch.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -252,16 +254,21 @@ TEST(CaptureHelper, CapturesOnGlooAndVerifies) {
 // A bad call is a clear error, not a traceback deep in torch.
 TEST(CaptureHelper, RejectsAWorldSizeThatDoesNotDivideTheHeads) {
   if (!havePythonTorch()) GTEST_SKIP() << "/usr/bin/python3 with torch not found";
-  std::string cmd = "/usr/bin/python3 " + shellQuote(sourcePath("tools/capture/examples/tp_blocks.py")) +
-                    " --block mlp --world-size 3 --out /nonexistent 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string text;
-  char buf[512];
-  while (size_t n = std::fread(buf, 1, sizeof buf, p)) text.append(buf, n);
-  int status = ::pclose(p);
-  EXPECT_NE(WEXITSTATUS(status), 0) << text;
-  EXPECT_NE(text.find("--world-size must divide 4 heads and 48 ffn"), std::string::npos) << text;
+  // the attention's 4 heads over 3 ranks; the MLP's 48 ffn columns over 5
+  // (the MLP over 3 is fine: it has no heads)
+  for (auto [block, world, why] : {std::tuple<const char*, int, const char*>{"attention", 3, "the attention's 4 heads"},
+                                   {"mlp", 5, "the mlp's 48 ffn"}}) {
+    std::string cmd = "/usr/bin/python3 " + shellQuote(sourcePath("tools/capture/examples/tp_blocks.py")) +
+                      " --block " + block + " --world-size " + std::to_string(world) + " --out /nonexistent 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string text;
+    char buf[512];
+    while (size_t n = std::fread(buf, 1, sizeof buf, p)) text.append(buf, n);
+    int status = ::pclose(p);
+    EXPECT_NE(WEXITSTATUS(status), 0) << text;
+    EXPECT_NE(text.find(std::string("--world-size must divide ") + why), std::string::npos) << text;
+  }
 }
 
 // A tensor shardproof has no type for: one error line per rank, exit 3.
