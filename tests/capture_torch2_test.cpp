@@ -58,6 +58,45 @@ std::vector<std::string> trainingStep(const std::string& dir) {
           dir + "/mesh.txt"};
 }
 
+// A copy of fixture `name` (in a fresh temporary directory) with `from`
+// replaced by `to` in every rank file of `sub` (dist, dist/fw, dist/bw).
+fs::path twinOf(const std::string& name, const std::string& sub, const std::string& from, const std::string& to) {
+  auto dir = tempDir("torch2-twin-" + name);
+  fs::copy(fixture(name), dir, fs::copy_options::recursive);
+  for (const auto& f : fs::directory_iterator(dir / sub)) {
+    std::string text = slurp(f.path().string());
+    auto at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << f.path() << ": no " << from;
+    if (at == std::string::npos) continue;
+    text.replace(at, from.size(), to);
+    std::ofstream(f.path(), std::ios::trunc) << text;
+  }
+  return dir;
+}
+
+// `verify` of a capture directory (forward or training step) with inferred
+// relations, as JSON; `folded` says whether the verdict was reached with
+// ranks folded.
+nlohmann::json inferred(const std::string& dir, int* code = nullptr, bool* folded = nullptr) {
+  auto a = fs::exists(fs::path(dir) / "seq.fw.py") ? trainingStep(dir) : forward(dir);
+  a.insert(a.end(), {"--infer-relations", "--format", "json"});
+  auto r = runCli(a);
+  if (code) *code = r.code;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(r.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not JSON: " << e.what() << "\n" << r.out << r.err;
+    return {};
+  }
+  if (folded) {
+    *folded = false;
+    for (const auto& x : j["assumptions"])
+      *folded = *folded || x.get<std::string>().find("ranks folded") != std::string::npos;
+  }
+  return j;
+}
+
 class Torch2Capture : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Torch2Capture, ForwardVerified) {
@@ -244,31 +283,16 @@ TEST(Torch2Llama, UnseenTrainingStepLayoutsVerifyFolded) {
                           "qwen_merged_tp4_joint", "llama_merged_tp8_kv8_joint", "llama_merged_kv_runs_tp8_joint",
                           "llama_kv8_tp8_joint", "llama_kv_runs_tp12_joint", "llama_tp3_joint",
                           "qwen_merged_kv_runs_tp6_joint", "mlp_tp3_joint", "mlp_tp6_joint"}) {
-    auto a = trainingStep(fixture(dir));
-    a.insert(a.end(), {"--infer-relations", "--format", "json"});
-    auto r = runCli(a);
-    auto j = nlohmann::json::parse(r.out);
-    EXPECT_EQ(j["verdict"], "verified") << dir << "\n" << j.dump(1);
     bool folded = false;
-    for (const auto& x : j["assumptions"]) folded = folded || x.get<std::string>().find("ranks folded") != std::string::npos;
+    auto j = inferred(fixture(dir), nullptr, &folded);
+    EXPECT_EQ(j["verdict"], "verified") << dir << "\n" << j.dump(1);
     EXPECT_TRUE(folded) << dir << "\n" << j.dump(1);
   }
   // the merged QKV gradient's k and v parts concatenated in the other
   // order on every rank: refuted
-  auto dir = tempDir("torch2-merged-kv-runs-swapped");
-  fs::copy(fixture("llama_merged_kv_runs_tp8_joint"), dir, fs::copy_options::recursive);
-  for (const auto& f : fs::directory_iterator(dir / "dist" / "bw")) {
-    std::string text = slurp(f.path().string());
-    std::string from = "torch.ops.aten.cat.default([view_36, view_35, view_34], 2)";
-    auto at = text.find(from);
-    ASSERT_NE(at, std::string::npos) << f.path();
-    text.replace(at, from.size(), "torch.ops.aten.cat.default([view_36, view_34, view_35], 2)");
-    std::ofstream(f.path(), std::ios::trunc) << text;
-  }
-  auto a = trainingStep(dir.string());
-  a.insert(a.end(), {"--infer-relations", "--format", "json"});
-  auto r = runCli(a);
-  auto w = nlohmann::json::parse(r.out);
+  auto dir = twinOf("llama_merged_kv_runs_tp8_joint", "dist/bw", "torch.ops.aten.cat.default([view_36, view_35, view_34], 2)",
+                    "torch.ops.aten.cat.default([view_36, view_34, view_35], 2)");
+  auto w = inferred(dir.string());
   EXPECT_EQ(w["verdict"], "refuted") << w.dump(1);
   fs::remove_all(dir);
   // KV heads on runs of 2 without the MLP region's backward all_reduce
@@ -289,26 +313,20 @@ TEST(Torch2Llama, UnseenTrainingStepLayoutsVerifyFolded) {
 // PyTorch's own tensor parallelism (DTensor, parallelize_module with
 // ColwiseParallel / RowwiseParallel, and torchtitan's sequence parallel
 // plan: a SequenceParallel RMSNorm, w1/w3 gathering the tokens, w2
-// reduce-scattering back to them), captured by torch 2.11 on the GPU
+// reduce-scattering back to them; and the same for causal multi-head
+// attention, wq/wk/wv column- and wo row-parallel), captured by torch 2.11 on the GPU
 // machine (tools/capture/examples/dtensor_mlp.py, CPU gloo). Functional
 // collectives gather and reduce-scatter along dim 0 only; along the token
 // dim DTensor writes the split/cat idiom around them, which the importer
 // reads as one collective along that dim (frontend/fx_collective_idioms.h).
 // Without it the sequence-parallel captures were inconclusive after 64 and
 // 88 s at 2.7 GB ("shards mixed by a reshape"); now each verifies folded.
-std::vector<std::string> either(const std::string& dir) {
-  return fs::exists(fs::path(dir) / "seq.fw.py") ? trainingStep(dir) : forward(dir);
-}
-
 TEST(Torch2DTensor, TensorAndSequenceParallelVerify) {
-  for (const char* dir : {"dtensor_mlp_tp2", "dtensor_mlp_tp4_joint", "dtensor_mlp_tp4_sp", "dtensor_mlp_tp4_sp_joint"}) {
-    auto a = either(fixture(dir));
-    a.insert(a.end(), {"--infer-relations", "--format", "json"});
-    auto r = runCli(a);
-    auto j = nlohmann::json::parse(r.out);
-    EXPECT_EQ(j["verdict"], "verified") << dir << "\n" << j.dump(1);
+  for (const char* dir : {"dtensor_mlp_tp2", "dtensor_mlp_tp4_joint", "dtensor_mlp_tp4_sp", "dtensor_mlp_tp4_sp_joint",
+                          "dtensor_attention_tp2", "dtensor_attention_tp4_joint", "dtensor_attention_tp4_sp_joint"}) {
     bool folded = false;
-    for (const auto& x : j["assumptions"]) folded = folded || x.get<std::string>().find("ranks folded") != std::string::npos;
+    auto j = inferred(fixture(dir), nullptr, &folded);
+    EXPECT_EQ(j["verdict"], "verified") << dir << "\n" << j.dump(1);
     EXPECT_TRUE(folded) << dir << "\n" << j.dump(1);
   }
 }
@@ -328,21 +346,11 @@ TEST(Torch2DTensor, BrokenIdiomsAreRefuted) {
                         Twin{"cat.default([getitem_8, getitem_9, getitem_10, getitem_11])",
                              "cat.default([getitem_11, getitem_10, getitem_9, getitem_8])"}}) {
     SCOPED_TRACE(t.to);
-    auto dir = tempDir("torch2-dtensor-twin");
-    fs::copy(fixture("dtensor_mlp_tp4_sp"), dir, fs::copy_options::recursive);
-    for (const auto& f : fs::directory_iterator(dir / "dist")) {
-      std::string text = slurp(f.path().string());
-      auto at = text.find(t.from);
-      ASSERT_NE(at, std::string::npos) << f.path();
-      text.replace(at, t.from.size(), t.to);
-      std::ofstream(f.path(), std::ios::trunc) << text;
-    }
-    auto a = forward(dir.string());
-    a.insert(a.end(), {"--infer-relations", "--format", "json"});
-    auto r = runCli(a);
-    auto j = nlohmann::json::parse(r.out);
+    auto dir = twinOf("dtensor_mlp_tp4_sp", "dist", t.from, t.to);
+    int code = -1;
+    auto j = inferred(dir.string(), &code);
     EXPECT_EQ(j["verdict"], "refuted") << j.dump(1);
-    EXPECT_EQ(r.code, 1);
+    EXPECT_EQ(code, 1);
     fs::remove_all(dir);
   }
 }
@@ -351,16 +359,8 @@ TEST(Torch2DTensor, BrokenIdiomsAreRefuted) {
 // input gradient of the MLP's copy_to region) replaced by a clone: not
 // verified, and refuted where the partial gradient is used as if whole.
 TEST(Torch2Llama, TrainingStepTp2WithoutABackwardAllReduceIsRefuted) {
-  auto dir = tempDir("torch2-llama-tp2-twin");
-  fs::copy(fixture("llama_tp2_joint"), dir, fs::copy_options::recursive);
-  for (const auto& f : fs::directory_iterator(dir / "dist" / "bw")) {
-    std::string text = slurp(f.path().string());
-    std::string from = "torch.ops._c10d_functional.all_reduce.default(add_7, 'sum', '1')";
-    auto at = text.find(from);
-    ASSERT_NE(at, std::string::npos) << f.path();
-    text.replace(at, from.size(), "torch.ops.aten.clone.default(add_7)");
-    std::ofstream(f.path(), std::ios::trunc) << text;
-  }
+  auto dir = twinOf("llama_tp2_joint", "dist/bw", "torch.ops._c10d_functional.all_reduce.default(add_7, 'sum', '1')",
+                    "torch.ops.aten.clone.default(add_7)");
   auto j = verifyJson(trainingStep(dir.string()), 1);
   EXPECT_EQ(j["verdict"], "refuted") << j.dump(1);
   fs::remove_all(dir);

@@ -555,8 +555,9 @@ std::optional<std::pair<std::string, std::map<int64_t, std::pair<int64_t, int64_
                                                                                                const ir::Graph& seq);
 
 // r with every concat inside a concat along the same dim spliced into it
-// (concat is associative): one form for relations that nest the pieces
-// differently.
+// (concat is associative) and every sum's terms in one order (sum is
+// commutative): one form for relations that nest the pieces or order the
+// terms differently.
 RelPtr flatConcats(const RelPtr& r) {
   if (r->args.empty()) return r;
   std::vector<RelPtr> args;
@@ -569,6 +570,15 @@ RelPtr flatConcats(const RelPtr& r) {
       changed = true;
     } else {
       args.push_back(f);
+    }
+  }
+  if (r->op == RelOp::Sum) {
+    std::vector<std::pair<std::string, RelPtr>> keyed;
+    for (auto& a : args) keyed.emplace_back(str(*a), a);
+    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (size_t i = 0; i < keyed.size(); ++i) {
+      changed = changed || keyed[i].second != args[i];
+      args[i] = keyed[i].second;
     }
   }
   if (!changed) return r;

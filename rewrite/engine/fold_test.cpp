@@ -2211,3 +2211,65 @@ TEST(FoldSegments, MergedQkvGradientsOfUnequalWidths) {
 
 }  // namespace
 }  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
+// Random readings of the KV-gradient program (kvGrad): each rank's KV
+// weight rows from a random KV head, and the weight gradient expected as
+// random groups of ranks summed, in random order. Exactly one reading is
+// right (rank r reads head r / q; run j's ranks summed, in any order of
+// the terms); the fold verifies only that one, and every other reading is
+// refuted.
+TEST(FoldRunSums, RandomReadingsAgreeWithTheWitness) {
+  std::mt19937 rng(20261127);
+  auto S = [](int64_t v) { return std::to_string(v); };
+  int verified = 0, refuted = 0;
+  for (int t = 0; t < 16; ++t) {
+    const int64_t N = 8, K = t % 2 ? 4 : 2, H = 16, q = N / K;
+    Case c = kvGrad(N, K, H);
+    std::vector<int64_t> kv(static_cast<size_t>(N)), order(static_cast<size_t>(N));
+    for (int64_t r = 0; r < N; ++r) kv[size_t(r)] = r / q, order[size_t(r)] = r;
+    const bool right = t % 4 == 0;
+    if (right && t % 8 == 4)  // the same sums, their terms listed in reverse
+      for (int64_t j = 0; j < K; ++j) std::reverse(order.begin() + std::ptrdiff_t(j * q), order.begin() + std::ptrdiff_t((j + 1) * q));
+    if (!right) {
+      if (t % 3) std::shuffle(kv.begin(), kv.end(), rng);        // a permutation of the right heads
+      if (t % 3 != 1) std::shuffle(order.begin(), order.end(), rng);  // ranks grouped at random
+    }
+    std::string rel = "for r in tp: dist[r].g = slice(seq.g, dim=1, start=idx(r,tp)*" + S(H / N) + ", end=(idx(r,tp)+1)*" +
+                      S(H / N) + ")\ndist[*].x = seq.x\n";
+    for (int64_t r = 0; r < N; ++r)
+      rel += "dist[" + S(r) + "].wk = slice(seq.wk, dim=0, start=" + S(kv[size_t(r)] * 4) + ", end=" +
+             S(kv[size_t(r)] * 4 + 4) + ")\n";
+    rel += "expect seq.dx = dist[0].dx\nexpect seq.dw = concat(dim=0";
+    for (int64_t j = 0; j < K; ++j) {
+      rel += ", sum(";
+      for (int64_t i = 0; i < q; ++i) rel += (i ? ", dist[" : "dist[") + S(order[size_t(j * q + i)]) + "].dw";
+      rel += ")";
+    }
+    c.rel = rel + ")\n";
+    bool isRight = true;
+    for (int64_t r = 0; r < N; ++r) isRight = isRight && kv[size_t(r)] == r / q;
+    for (int64_t j = 0; j < K; ++j) {
+      std::vector<int64_t> g(order.begin() + std::ptrdiff_t(j * q), order.begin() + std::ptrdiff_t((j + 1) * q));
+      std::sort(g.begin(), g.end());
+      for (int64_t i = 0; i < q; ++i) isRight = isRight && g[size_t(i)] == j * q + i;
+    }
+    SCOPED_TRACE("case " + std::to_string(t) + (isRight ? " (right)" : " (wrong)"));
+    auto rep = check(c);
+    if (isRight) {
+      EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+      EXPECT_TRUE(folded(rep)) << why(rep);
+      ++verified;
+    } else {
+      EXPECT_EQ(rep.verdict, Verdict::Refuted) << why(rep);
+      ++refuted;
+    }
+  }
+  EXPECT_GE(verified, 4);
+  EXPECT_GE(refuted, 8);
+}
+
+}  // namespace
+}  // namespace sp::rewrite

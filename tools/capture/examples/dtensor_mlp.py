@@ -1,4 +1,5 @@
-"""A SwiGLU feed-forward block (torchtitan's FeedForward: w2(silu(w1 x) * w3 x))
+"""A SwiGLU feed-forward block (torchtitan's FeedForward: w2(silu(w1 x) * w3 x)),
+or with `--block attention` causal multi-head attention (wq, wk, wv, wo),
 tensor-parallel the way PyTorch itself does it: DTensor and
 torch.distributed.tensor.parallel.parallelize_module (ColwiseParallel for w1
 and w3, RowwiseParallel for w2), on CPU gloo process groups, captured per
@@ -44,16 +45,50 @@ class Block(torch.nn.Module):
         return self.w2(torch.nn.functional.silu(self.w1(h)) * self.w3(h))
 
 
-def model(sp):
+class Attention(torch.nn.Module):
+    """torchtitan's Attention without rotary: causal multi-head attention,
+    HEADS heads of DIM / HEADS, the heads split by ColwiseParallel wq/wk/wv
+    (each rank viewing its own columns as its heads) and joined by
+    RowwiseParallel wo."""
+
+    def __init__(self, norm):
+        super().__init__()
+        self.norm = torch.nn.RMSNorm(DIM, eps=1e-5) if norm else None
+        self.wq = torch.nn.Linear(DIM, DIM, bias=False)
+        self.wk = torch.nn.Linear(DIM, DIM, bias=False)
+        self.wv = torch.nn.Linear(DIM, DIM, bias=False)
+        self.wo = torch.nn.Linear(DIM, DIM, bias=False)
+
+    def forward(self, x):
+        h = self.norm(x) if self.norm is not None else x
+        b, s, _ = h.shape
+        hd = DIM // HEADS
+
+        def heads(t):  # the rank's columns as its heads: [b, s, heads, hd] -> [b, heads, s, hd]
+            return t.view(b, s, -1, hd).transpose(1, 2)
+
+        q, k, v = heads(self.wq(h)), heads(self.wk(h)), heads(self.wv(h))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / hd ** 0.5
+        causal = torch.triu(torch.ones(s, s, dtype=torch.bool), diagonal=1)
+        p = torch.softmax(scores.masked_fill(causal, float("-inf")), dim=-1)
+        o = torch.matmul(p, v).transpose(1, 2).reshape(b, s, -1)
+        return self.wo(o)
+
+
+HEADS = 4
+BLOCK = {"mlp": Block, "attention": Attention}
+
+
+def model(sp, block="mlp"):
     torch.manual_seed(1234)  # the same full weights on every rank and in S
-    m = Block(sp)
+    m = BLOCK[block](sp)
     with torch.no_grad():
         if m.norm is not None:
             m.norm.weight.copy_(torch.rand(DIM) + 0.5)
     return m
 
 
-def rank_main(rank, world, out, joint, sp):
+def rank_main(rank, world, out, joint, sp, block="mlp"):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Shard
     from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel, SequenceParallel,
@@ -61,13 +96,15 @@ def rank_main(rank, world, out, joint, sp):
     mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("tp",))
     g = torch.Generator().manual_seed(7)
     x = torch.randn(BATCH, SEQ, DIM, generator=g)
-    seq_model = model(sp)
-    tp_model = model(sp)
+    seq_model = model(sp, block)
+    tp_model = model(sp, block)
+    cols, row = (["w1", "w3"], "w2") if block == "mlp" else (["wq", "wk", "wv"], "wo")
     if sp:
-        plan = {"norm": SequenceParallel(), "w1": ColwiseParallel(input_layouts=Shard(1)),
-                "w3": ColwiseParallel(input_layouts=Shard(1)), "w2": RowwiseParallel(output_layouts=Shard(1))}
+        plan = {c: ColwiseParallel(input_layouts=Shard(1)) for c in cols}
+        plan.update({"norm": SequenceParallel(), row: RowwiseParallel(output_layouts=Shard(1))})
     else:
-        plan = {"w1": ColwiseParallel(), "w3": ColwiseParallel(), "w2": RowwiseParallel()}
+        plan = {c: ColwiseParallel() for c in cols}
+        plan[row] = RowwiseParallel()
     parallelize_module(tp_model, mesh, plan)
     # (with sequence parallel each rank holds its tokens of x and of y)
     x_local = x.chunk(world, 1)[rank].contiguous() if sp else x
@@ -95,7 +132,7 @@ def rank_main(rank, world, out, joint, sp):
 
     seq_in, tp_in = inputs(seq_model, x), inputs(tp_model, x_local)
     grad = list(seq_in.keys()) if joint else None
-    header = "SwiGLU block, %s (tools/capture/examples/dtensor_mlp.py)"
+    header = ("SwiGLU" if block == "mlp" else "attention") + " block, %s (tools/capture/examples/dtensor_mlp.py)"
     if rank == 0:
         spc.capture_seq(block_fn(seq_model), seq_in, os.path.join(out, "seq.py"), grad=grad,
                         header=header % ("sequential" + (", training step" if joint else "")))
@@ -104,7 +141,7 @@ def rank_main(rank, world, out, joint, sp):
                                                                              rank)))
     spc.write_mesh(os.path.join(out, "mesh.txt"), groups, axes=[("tp", world)])
     if rank == 0:
-        print("captured DTensor block tp=%d%s -> %s" % (world, " (training step)" if joint else "", out))
+        print("captured DTensor %s tp=%d%s -> %s" % (block, world, " (training step)" if joint else "", out))
 
 
 def main():
@@ -113,13 +150,15 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--joint", action="store_true", help="capture a training step")
     ap.add_argument("--sequence-parallel", action="store_true")
+    ap.add_argument("--block", choices=["mlp", "attention"], default="mlp")
     a = ap.parse_args()
     if not spc.TORCH2:
         ap.error("DTensor capture needs torch 2.x (this is %s)" % torch.__version__)
-    if a.world_size < 1 or HIDDEN % a.world_size or (a.sequence_parallel and SEQ % a.world_size):
-        ap.error("--world-size must divide the hidden size %d (and the sequence %d with --sequence-parallel)"
-                 % (HIDDEN, SEQ))
-    spc.launch(a.world_size, rank_main, a.out, a.joint, a.sequence_parallel)
+    width = HIDDEN if a.block == "mlp" else HEADS
+    if a.world_size < 1 or width % a.world_size or (a.sequence_parallel and SEQ % a.world_size):
+        ap.error("--world-size must divide the %s's %d %s (and the sequence %d with --sequence-parallel)"
+                 % (a.block, width, "ffn columns" if a.block == "mlp" else "heads", SEQ))
+    spc.launch(a.world_size, rank_main, a.out, a.joint, a.sequence_parallel, a.block)
 
 
 if __name__ == "__main__":
