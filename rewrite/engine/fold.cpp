@@ -315,6 +315,19 @@ std::vector<int64_t> sliceAxes(const ir::Node& n, int64_t rank) {
   return axes;
 }
 
+// The axes a reduction node sums (normalized attributes: `norm`), and
+// where a dim it does not reduce lands (keepdims, or shifted past the
+// reduced dims before it); nullopt for a reduced dim.
+std::vector<int64_t> reducedAxes(const ir::AttrMap& norm) {
+  if (auto it = norm.find("axes"); it != norm.end()) return std::get<std::vector<int64_t>>(it->second);
+  return {};
+}
+std::optional<int64_t> afterReduce(const ir::Node& n, const std::vector<int64_t>& axes, int64_t d) {
+  if (std::find(axes.begin(), axes.end(), d) != axes.end()) return std::nullopt;
+  if (ir::attrInt(n.attrs, "keepdims")) return d;
+  return d - int64_t(std::count_if(axes.begin(), axes.end(), [&](int64_t a) { return a < d; }));
+}
+
 // The layout schemas and the proven lemmas whose n-ary (folded) forms they
 // are; a schema is used only when all its lemmas are proven.
 const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
@@ -1358,11 +1371,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
   auto sizeAt = [](const TensorType& t, int64_t d) { return t.shape[size_t(d)]; };
   const ir::AttrMap& norm = interner_.attrMap(interner_.attrs(
       n.op, n.attrs, n.inputs.empty() ? 0 : int64_t(local(0).shape.size())));
-  auto axesOf = [&]() {
-    std::vector<int64_t> axes;
-    if (auto it = norm.find("axes"); it != norm.end()) axes = std::get<std::vector<int64_t>>(it->second);
-    return axes;
-  };
+  auto axesOf = [&]() { return reducedAxes(norm); };
   // Elementwise with numpy broadcasting: every split operand lands on the
   // same result dim at full size; replicated ones broadcast there.
   auto broadcastDim = [&]() -> std::optional<int64_t> {
@@ -1423,12 +1432,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     }
   } else if ((n.op == OpKind::ReduceSum || n.op == OpKind::ReduceMean || n.op == OpKind::ReduceMax) &&
              use("reduce-over-other-split")) {
-    auto axes = axesOf();
-    int64_t d = in[0].dim;
-    if (std::find(axes.begin(), axes.end(), d) == axes.end()) {
-      int64_t before = int64_t(std::count_if(axes.begin(), axes.end(), [&](int64_t a) { return a < d; }));
-      od = ir::attrInt(n.attrs, "keepdims") ? d : d - before;
-    }
+    od = afterReduce(n, axesOf(), in[0].dim);
   } else if ((n.op == OpKind::Softmax || n.op == OpKind::LogSoftmax) && use("softmax-over-split")) {
     int64_t axis = ir::attrInt(norm, "axis");
     if (axis == R - 1 && in[0].dim < R - 1) od = in[0].dim;
@@ -1839,23 +1843,14 @@ std::vector<Fact> Folder::runSumRule(const ir::Node& n, const std::vector<Fact>&
     return f;
   };
   const ir::AttrMap& norm = interner_.attrMap(interner_.attrs(n.op, n.attrs, inRank));
-  auto axesOf = [&]() {
-    std::vector<int64_t> axes;
-    if (auto it = norm.find("axes"); it != norm.end()) axes = std::get<std::vector<int64_t>>(it->second);
-    return axes;
-  };
   auto has = [](const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); };
-  // A reduce_sum dropping (or keeping) `axes`: where dim d lands.
-  auto afterReduce = [&](int64_t d, const std::vector<int64_t>& axes) {
-    if (ir::attrInt(n.attrs, "keepdims")) return d;
-    return d - int64_t(std::count_if(axes.begin(), axes.end(), [&](int64_t a) { return a < d; }));
-  };
   if (n.op == OpKind::ReduceSum && in.size() == 1 && in[0].lay == Lay::Split) {
     // member i sums its piece of the inner dim: partial sums of the run's piece
     const Fact& x = in[0];
-    auto axes = axesOf();
-    if (x.inner < 2 || x.innerDim < 0 || !has(axes, x.innerDim) || has(axes, x.dim)) return {};
-    return make(runSum(afterReduce(x.dim, axes), x.inner), n.op, n.attrs);
+    auto axes = reducedAxes(norm);
+    auto od = afterReduce(n, axes, x.dim);
+    if (x.inner < 2 || x.innerDim < 0 || !has(axes, x.innerDim) || !od) return {};
+    return make(runSum(*od, x.inner), n.op, n.attrs);
   }
   int64_t q = 0, d = -1;
   size_t first = 0;
@@ -1876,10 +1871,9 @@ std::vector<Fact> Folder::runSumRule(const ir::Node& n, const std::vector<Fact>&
       return {};
     }
     case OpKind::ReduceSum: {
-      auto axes = axesOf();
       // over the dim too: every run's sum summed, partial sums over the group
-      if (has(axes, d)) return make(Fact{Lay::Sum, 0, {}}, n.op, n.attrs);
-      return make(runSum(afterReduce(d, axes), q), n.op, n.attrs);
+      auto od = afterReduce(n, reducedAxes(norm), d);
+      return make(od ? runSum(*od, q) : Fact{Lay::Sum, 0, {}}, n.op, n.attrs);
     }
     case OpKind::Slice: case OpKind::Split: {
       if (n.op == OpKind::Split && ir::attrInt(norm, "axis") == d) return {};
@@ -2877,14 +2871,8 @@ std::vector<Fact> Folder::segRule(const ir::Node& n, const std::vector<Fact>& in
     // over other dims: each position of the dim on its own (a merged
     // bias's gradient, summed over the tokens)
     const int64_t inRank = int64_t(local(0).shape.size());
-    const auto& norm = interner_.attrMap(interner_.attrs(n.op, n.attrs, inRank));
-    std::vector<int64_t> axes;
-    if (auto it = norm.find("axes"); it != norm.end()) axes = std::get<std::vector<int64_t>>(it->second);
-    const int64_t d = in[0].dim;
-    if (std::find(axes.begin(), axes.end(), d) == axes.end())
-      outs = {segmented(ir::attrInt(n.attrs, "keepdims")
-                            ? d
-                            : d - int64_t(std::count_if(axes.begin(), axes.end(), [&](int64_t a) { return a < d; })))};
+    if (auto o = afterReduce(n, reducedAxes(interner_.attrMap(interner_.attrs(n.op, n.attrs, inRank))), in[0].dim))
+      outs = {segmented(*o)};
   }
   if (outs.size() != n.outputs.size()) return {};
   return finalize(n, in, std::move(outs), 1.0);
