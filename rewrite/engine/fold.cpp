@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <cstdio>
 #include <optional>
 #include <set>
@@ -48,13 +49,18 @@ enum class Lay : uint8_t { None, Rep, Split, Sum, RunSum };
 // mesh folds three groups per stage).
 constexpr size_t kMaxMoreGroups = 3;
 
-// What every rank's copy of one D value is, as a whole (rewrite/engine/fold.h).
+// A segment of a segmented split (Fact::segs): local width, run length,
+// and whether its members hold partial sums of their run's piece.
 struct Seg {
   int64_t w = 0, inner = 1;
   bool runSum = false;
   bool operator==(const Seg& o) const = default;
 };
+bool hasRunSums(const std::vector<Seg>& segs) {
+  return std::any_of(segs.begin(), segs.end(), [](const Seg& sg) { return sg.runSum; });
+}
 
+// What every rank's copy of one D value is, as a whole (rewrite/engine/fold.h).
 struct Fact {
   Lay lay = Lay::None;
   int64_t dim = 0;  // Split
@@ -1861,6 +1867,8 @@ std::vector<Fact> Folder::runSumRule(const ir::Node& n, const std::vector<Fact>&
     }
   auto count = [&](Lay l) { return std::count_if(in.begin(), in.end(), [&](const Fact& f) { return f.lay == l; }); };
   const int64_t runs = count(Lay::RunSum), reps = count(Lay::Rep);
+  // where an operand's dim lands in an elementwise result (numpy broadcasting, aligned right)
+  auto aligned = [&](size_t i) { return in[i].dim + R - int64_t(local(i).shape.size()); };
   switch (n.op) {
     case OpKind::Neg: case OpKind::Identity:
       return make(runSum(d, q), n.op, n.attrs);
@@ -1875,22 +1883,19 @@ std::vector<Fact> Folder::runSumRule(const ir::Node& n, const std::vector<Fact>&
       auto od = afterReduce(n, reducedAxes(norm), d);
       return make(od ? runSum(*od, q) : Fact{Lay::Sum, 0, {}}, n.op, n.attrs);
     }
-    case OpKind::Slice: case OpKind::Split: {
-      if (n.op == OpKind::Split && ir::attrInt(norm, "axis") == d) return {};
-      if (n.op == OpKind::Slice && has(sliceAxes(n, inRank), d)) return {};
-      if (n.op == OpKind::Slice) return make(runSum(d, q), n.op, n.attrs);
-      return {};
-    }
+    case OpKind::Slice:  // (a split has several outputs: refused above)
+      if (has(sliceAxes(n, inRank), d)) return {};
+      return make(runSum(d, q), n.op, n.attrs);
     case OpKind::Add: case OpKind::Sub:
       // each run's terms added to the other's: both partial sums alike
       if (runs != int64_t(in.size())) return {};
       for (size_t i = 0; i < in.size(); ++i)
-        if (in[i].dim + R - int64_t(local(i).shape.size()) != d + R - int64_t(local(first).shape.size())) return {};
-      return make(runSum(d + R - int64_t(local(first).shape.size()), q), n.op, n.attrs);
+        if (aligned(i) != aligned(first)) return {};
+      return make(runSum(aligned(first), q), n.op, n.attrs);
     case OpKind::Mul: case OpKind::Div:
       // linear in the partial sums, the other factor the same on every member
       if (runs != 1 || reps != int64_t(in.size()) - 1 || (n.op == OpKind::Div && first != 0)) return {};
-      return make(runSum(d + R - int64_t(local(first).shape.size()), q), n.op, n.attrs);
+      return make(runSum(aligned(first), q), n.op, n.attrs);
     case OpKind::Concat: {
       if (ir::attrInt(norm, "axis") == d) return segConcat(n, in);  // [dq_r | dk_j | dv_j]
       if (runs != int64_t(in.size())) return {};
@@ -2763,9 +2768,7 @@ std::vector<Fact> Folder::segRule(const ir::Node& n, const std::vector<Fact>& in
   // Segments of partial sums: linear ops only, the other operands the
   // same on every member (a scale, a matmul by a replicated weight) or
   // alike partial sums added.
-  const bool sums = std::any_of(in.begin(), in.end(), [](const Fact& f) {
-    return std::any_of(f.segs.begin(), f.segs.end(), [](const Seg& sg) { return sg.runSum; });
-  });
+  const bool sums = std::any_of(in.begin(), in.end(), [](const Fact& f) { return hasRunSums(f.segs); });
   if (sums && !contracting) {
     bool linear = false;
     const int64_t segmentedIns = std::count_if(in.begin(), in.end(), [](const Fact& f) { return f.lay == Lay::Split; });
@@ -2841,9 +2844,7 @@ std::vector<Fact> Folder::segRule(const ir::Node& n, const std::vector<Fact>& in
     };
     if (contracting && in[0].lay == Lay::Split && in[1].lay == Lay::Split && in[0].dim == ra - 1 && in[1].dim == rb - 2 &&
         alike(in[0].segs, in[1].segs) && use("matmul-contract-split")) {
-      const bool anySums = std::any_of(in[0].segs.begin(), in[0].segs.end(), [](const Seg& sg) { return sg.runSum; }) ||
-                           std::any_of(in[1].segs.begin(), in[1].segs.end(), [](const Seg& sg) { return sg.runSum; });
-      if (!anySums || use("run-partial-sums")) outs = {Fact{Lay::Sum, 0, {}}};
+      if (!(hasRunSums(in[0].segs) || hasRunSums(in[1].segs)) || use("run-partial-sums")) outs = {Fact{Lay::Sum, 0, {}}};
     }
   } else if (n.op == OpKind::Split && in.size() == 1 && use("slice-of-split")) {
     auto ax = ir::normAxis(ir::attrInt(n.attrs, "axis"), int64_t(local(0).shape.size()), "split");
@@ -2906,8 +2907,7 @@ std::vector<Fact> Folder::segConcat(const ir::Node& n, const std::vector<Fact>& 
       return {};
     }
   }
-  const bool sums = std::any_of(o.segs.begin(), o.segs.end(), [](const Seg& sg) { return sg.runSum; });
-  if (!anySplit || !use("segmented-split") || (sums && !use("run-partial-sums"))) return {};
+  if (!anySplit || !use("segmented-split") || (hasRunSums(o.segs) && !use("run-partial-sums"))) return {};
   return finalize(n, in, {o}, 1.0);
 }
 
@@ -4385,14 +4385,25 @@ FoldOutcome Folder::run() {
                         !twoD_ && n_ % f.inner == 0;
       const std::string& name = g_->value(c).name;
       RelPtr concrete, shown;
+      // Each run's piece, `piece(i)` of its members: the first member's, or
+      // (partial sums) the sum of all of them.
+      auto runPieces = [&](int64_t inner, bool sums, const std::function<RelPtr(int64_t)>& piece,
+                           std::vector<RelPtr>& parts) {
+        for (int64_t j = 0; j < n_; j += inner) {
+          if (!sums) {
+            parts.push_back(piece(j));
+            continue;
+          }
+          std::vector<RelPtr> terms;
+          for (int64_t i = j; i < j + inner; ++i) terms.push_back(piece(i));
+          parts.push_back(Rel::sum(terms));
+        }
+      };
+      auto whole = [&](int64_t i) { return Rel::dist(IntExpr::constant(members_[size_t(i)]), name); };
       if (f.lay == Lay::RunSum) {  // each run's piece: the sum of its members' terms
         if (twoD_ || f.inner < 2 || n_ % f.inner) return std::nullopt;
         std::vector<RelPtr> parts;
-        for (int64_t j = 0; j < n_; j += f.inner) {
-          std::vector<RelPtr> terms;
-          for (int64_t i = j; i < j + f.inner; ++i) terms.push_back(Rel::dist(IntExpr::constant(members_[size_t(i)]), name));
-          parts.push_back(Rel::sum(terms));
-        }
+        runPieces(f.inner, true, whole, parts);
         concrete = shown = Rel::concat(f.dim, parts);
         return std::make_pair(concrete, shown);
       }
@@ -4402,19 +4413,9 @@ FoldOutcome Folder::run() {
         std::vector<RelPtr> parts;
         int64_t off = 0;
         for (const Seg& sg : f.segs) {
-          auto piece = [&](int64_t i) {
-            return Rel::slice(Rel::dist(IntExpr::constant(members_[size_t(i)]), name), f.dim, IntExpr::constant(off),
-                              IntExpr::constant(off + sg.w));
-          };
-          for (int64_t j = 0; j < n_; j += sg.inner) {
-            if (!sg.runSum) {
-              parts.push_back(piece(j));
-              continue;
-            }
-            std::vector<RelPtr> terms;  // partial sums: the run's sum
-            for (int64_t i = j; i < j + sg.inner; ++i) terms.push_back(piece(i));
-            parts.push_back(Rel::sum(terms));
-          }
+          runPieces(sg.inner, sg.runSum, [&](int64_t i) {
+            return Rel::slice(whole(i), f.dim, IntExpr::constant(off), IntExpr::constant(off + sg.w));
+          }, parts);
           off += sg.w;
         }
         concrete = shown = Rel::concat(f.dim, parts);
@@ -4423,7 +4424,7 @@ FoldOutcome Folder::run() {
       if (!f.plain() && !blocked && !runs) return std::nullopt;
       if (runs) {
         std::vector<RelPtr> parts;
-        for (int64_t j = 0; j < n_; j += f.inner) parts.push_back(Rel::dist(IntExpr::constant(members_[size_t(j)]), name));
+        runPieces(f.inner, false, whole, parts);
         concrete = shown = Rel::concat(f.dim, parts);
         return std::make_pair(concrete, shown);
       }
