@@ -296,8 +296,18 @@ TEST(Torch2Llama, UnseenTrainingStepLayoutsVerifyFolded) {
   EXPECT_EQ(w["verdict"], "refuted") << w.dump(1);
   fs::remove_all(dir);
   // KV heads on runs of 2 without the MLP region's backward all_reduce
+  // (both copy_to regions' backward sums dropped: no one edit repairs it).
+  // Folding names the fault in milliseconds; the per-rank engine gets a
+  // second first, and the repair search, after a folded localization,
+  // tries folded edits only: refuted in about 1.5 s (14.6 s before).
   auto t = verifyJson(trainingStep(fixture("llama_kv_runs_tp8_joint_twin")), 1);
   EXPECT_EQ(t["verdict"], "refuted") << t.dump(1);
+  EXPECT_NE(t["failure"]["message"].get<std::string>().find("holds partial sums over group tp"), std::string::npos)
+      << t.dump(1);
+  bool byFolding = false;
+  for (const auto& a : t["assumptions"])
+    byFolding = byFolding || a.get<std::string>().find("group tp (8 ranks) localized the failure") != std::string::npos;
+  EXPECT_TRUE(byFolding) << t.dump(1);
   // the MLP at TP 6 without it: its input gradient partial on each rank,
   // which refinement alone accepts (S's is their sum); expected whole on
   // every rank, as Megatron promises, it is refuted

@@ -684,6 +684,7 @@ class Folder {
   // group's too unless primaryOnly).
   TensorType globalOf(const TensorType& local, const Fact& f, bool primaryOnly = false) const;
   std::vector<Fact> transfer(const ir::Node& n);
+  std::vector<std::string> partialSumOrigins(ir::ValueId v) const;
   std::vector<Fact> rules(const ir::Node& n, const std::vector<Fact>& in);
   // 2-D folding: each group's layout decided on its own, then one check of
   // S's types and one expression for the outputs.
@@ -4007,6 +4008,62 @@ RelPtr Folder::rebuild2(const Fact& f, const std::string& name, const Shape& loc
   return over(nB_.size(), 0);
 }
 
+// The D values of the current class where a sum of the partial sums `v`
+// holds belongs. Walking back through the ops that carried them (their
+// operands holding partial sums too), the origins are the first values
+// whose producer took none (a contraction of whole or split operands) or
+// that are inputs; with several (a SwiGLU's two input-gradient matmuls,
+// added), first the earliest carried value reached from all of them, where
+// one sum covers every term, then the origins in program order; at most
+// four.
+std::vector<std::string> Folder::partialSumOrigins(ir::ValueId v) const {
+  std::vector<ir::ValueId> carried;  // v and the values it was carried from
+  std::vector<bool> seen(g_->values().size(), false);
+  std::vector<ir::ValueId> work{v};
+  seen[size_t(v)] = true;
+  std::vector<ir::ValueId> origins;
+  while (!work.empty()) {
+    ir::ValueId x = work.back();
+    work.pop_back();
+    carried.push_back(x);
+    int64_t p = g_->value(x).producer;
+    bool fromSums = false;
+    if (p >= 0)
+      for (ir::ValueId u : g_->node(ir::NodeId(p)).inputs)
+        if ((*facts_)[size_t(u)].lay == Lay::Sum) {
+          fromSums = true;
+          if (!seen[size_t(u)]) {
+            seen[size_t(u)] = true;
+            work.push_back(u);
+          }
+        }
+    if (!fromSums) origins.push_back(x);
+  }
+  std::sort(origins.begin(), origins.end());
+  std::sort(carried.begin(), carried.end());  // program order: operands first
+  std::vector<ir::ValueId> out;
+  if (origins.size() > 1) {
+    // The origins each carried value is reached from, in program order.
+    std::map<ir::ValueId, std::set<ir::ValueId>> from;
+    for (ir::ValueId x : carried) {
+      std::set<ir::ValueId>& mine = from[x];
+      if (std::binary_search(origins.begin(), origins.end(), x)) mine.insert(x);
+      int64_t p = g_->value(x).producer;
+      if (p >= 0)
+        for (ir::ValueId u : g_->node(ir::NodeId(p)).inputs)
+          if (auto it = from.find(u); it != from.end()) mine.insert(it->second.begin(), it->second.end());
+      if (mine.size() == origins.size()) {
+        out.push_back(x);
+        break;
+      }
+    }
+  }
+  out.insert(out.end(), origins.begin(), origins.end());
+  std::vector<std::string> names;
+  for (size_t i = 0; i < out.size() && i < 4; ++i) names.push_back(g_->value(out[i]).name);
+  return names;
+}
+
 FoldOutcome Folder::run() {
   FoldOutcome res;
   int64_t world = dist_.worldSize();
@@ -4169,6 +4226,7 @@ FoldOutcome Folder::run() {
   // (a bias added to them, a nonlinearity): the likely bug.
   std::string sumMisuse;
   std::vector<std::string> sumMisuseAt;
+  std::vector<std::string> sumOrigins;  // where those partial sums began
   std::string sumMisuseSeq;  // the S value that op computes from whole values, if S has it
   std::string copyMisuse;    // that op mixing micro-batch copies
   std::vector<std::string> copyMisuseAt;
@@ -4302,6 +4360,8 @@ FoldOutcome Folder::run() {
                       " '" + n.name + "' (" + n.loc.str() + ") uses as if whole: missing sum over group " + res.group;
           for (size_t i = 0; i < members_.size() && i < 8; ++i)
             sumMisuseAt.push_back("r" + std::to_string(members_[i]) + ":" + name);
+          for (const std::string& o : partialSumOrigins(v))
+            if (!members_.empty()) sumOrigins.push_back("r" + std::to_string(members_[0]) + ":" + o);
         }
       }
       // Where the failure shows in S: the value the op computes from the
@@ -4552,6 +4612,7 @@ FoldOutcome Folder::run() {
       res.diagnosis = "no D " + std::string(isSeqOutput(*sv) ? "output" : "value") + " holds S's '" + w + "'" + want +
                       ": " + sumMisuse;
       res.closest = sumMisuseAt;
+      res.sumOrigins = sumOrigins;
       res.missingSumGroups.push_back(res.group);
     } else if (auto scaled = lastScaledValue(sval)) {
       // The D value nearest the outputs that holds an S value times another

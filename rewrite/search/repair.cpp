@@ -7,6 +7,10 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
+
+#include <spdlog/spdlog.h>
 
 #include "ir/program_edit.h"
 #include "rewrite/engine/engine.h"
@@ -21,10 +25,84 @@ struct Candidate {
   std::function<void(ir::ProgramSpec&)> edit;  // applied to D's spec when the candidate is tried
 };
 
+// Names in "r<rank>:<name>" entries, each once, in order.
+std::vector<std::string> namesOf(const std::vector<std::string>& entries) {
+  std::vector<std::string> names;
+  for (const auto& c : entries) {
+    auto colon = c.find(':');
+    if (colon == std::string::npos) continue;
+    std::string n = c.substr(colon + 1);
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  }
+  return names;
+}
+
+// The D value names an edit of a collective can bear on: the values the
+// failure names and, on every rank, what they are computed from (a
+// collective's inputs on all of its ranks, names being shared by the
+// ranks' graphs, which over-approximates), plus the outputs of the first
+// collectives downstream of them on each path (the engine may relate a
+// value only through a later sum: a masked vocab-parallel gather stays
+// pending until its all_reduce, which may be the fault). An edit of a
+// collective none of whose outputs is among them changes only values the
+// failure does not read. Empty `seeds`: no pruning (nullopt).
+std::optional<std::set<std::string>> relevantNames(const ir::Program& dist, const std::vector<std::string>& seeds) {
+  if (seeds.empty()) return std::nullopt;
+  auto isCollective = [](const ir::Node& n) { return ir::opInfo(n.op).category == ir::OpCategory::Collective; };
+  std::vector<const ir::Graph*> graphs;  // each rank class's once
+  for (int64_t r = 0; r < dist.worldSize(); ++r)
+    if (std::find(graphs.begin(), graphs.end(), &dist.rank(r)) == graphs.end()) graphs.push_back(&dist.rank(r));
+  std::set<std::string> in(seeds.begin(), seeds.end());
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const ir::Graph* gp : graphs) {
+      const ir::Graph& g = *gp;
+      for (size_t i = g.nodes().size(); i-- > 0;) {
+        const ir::Node& n = g.nodes()[i];
+        bool feeds = std::any_of(n.outputs.begin(), n.outputs.end(),
+                                 [&](ir::ValueId o) { return in.count(g.value(o).name) > 0; });
+        if (!feeds) continue;
+        for (ir::ValueId u : n.inputs) changed = in.insert(g.value(u).name).second || changed;
+      }
+    }
+  }
+  std::set<std::string> out = in;
+  for (const ir::Graph* gp : graphs) {
+    const ir::Graph& g = *gp;
+    std::vector<bool> seen(g.values().size(), false);
+    std::vector<ir::ValueId> work;
+    for (const auto& name : seeds)
+      if (auto v = g.findValue(name)) {
+        seen[size_t(*v)] = true;
+        work.push_back(*v);
+      }
+    while (!work.empty()) {
+      ir::ValueId x = work.back();
+      work.pop_back();
+      for (ir::NodeId u : g.users(x)) {
+        const ir::Node& n = g.node(u);
+        for (ir::ValueId o : n.outputs) {
+          if (isCollective(n)) {
+            out.insert(g.value(o).name);
+            continue;
+          }
+          if (!seen[size_t(o)]) {
+            seen[size_t(o)] = true;
+            work.push_back(o);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
 // Edits of every collective that keep the program well-formed in most
 // cases (the builder rejects the rest): another reduce mode, another dim,
 // another group. In program order of the first rank holding the node.
-std::vector<Candidate> candidates(const ir::Program& dist, const ir::ProgramSpec& base) {
+// With `relevant`, only collectives with an output among them.
+std::vector<Candidate> candidates(const ir::Program& dist, const ir::ProgramSpec& base,
+                                  const std::optional<std::set<std::string>>& relevant) {
   const std::vector<std::string> groups = ir::groupNames(base);
   struct Site {
     const ir::Node* node;  // on the first rank holding it
@@ -38,6 +116,9 @@ std::vector<Candidate> candidates(const ir::Program& dist, const ir::ProgramSpec
     for (size_t i = 0; i < g.nodes().size(); ++i) {
       const ir::Node& n = g.nodes()[i];
       if (n.op != ir::OpKind::AllReduce && n.op != ir::OpKind::ReduceScatter && n.op != ir::OpKind::AllGather) continue;
+      if (relevant && std::none_of(n.outputs.begin(), n.outputs.end(),
+                                   [&](ir::ValueId o) { return relevant->count(g.value(o).name) > 0; }))
+        continue;
       std::string key = std::string(ir::opName(n.op)) + "/" + n.name;
       auto [it, fresh] = sites.try_emplace(key, Site{&n, int64_t(g.value(n.inputs[0]).type.shape.size()), {}});
       if (fresh) order.push_back(key);
@@ -73,16 +154,9 @@ std::vector<Candidate> candidates(const ir::Program& dist, const ir::ProgramSpec
 
 // A sum over a group the explanation found missing, inserted after a D
 // value the failure names (on every rank that holds it, its users reading
-// the sum). `closest` holds "r<rank>:<name>" entries.
-std::vector<Candidate> insertions(const ir::Program& dist, const std::vector<std::string>& closest,
+// the sum).
+std::vector<Candidate> insertions(const ir::Program& dist, const std::vector<std::string>& names,
                                   const std::vector<std::string>& groups) {
-  std::vector<std::string> names;
-  for (const auto& c : closest) {
-    auto colon = c.find(':');
-    if (colon == std::string::npos) continue;
-    std::string n = c.substr(colon + 1);
-    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-  }
   std::vector<Candidate> out;
   for (const auto& name : names) {
     std::string where;
@@ -104,10 +178,20 @@ std::vector<Candidate> insertions(const ir::Program& dist, const std::vector<std
                               [holders, name, group](ir::ProgramSpec& spec) {
                                 for (size_t r : holders) {
                                   ir::GraphSpec& gs = spec.ranks[r];
-                                  std::string summed = gs.freshName(name + "_sum");
-                                  gs.renameUses(name, summed);
-                                  gs.nodes.push_back({ir::OpKind::AllReduce, {}, {name}, {summed},
-                                                      {{"group", group}, {"reduce", std::string("sum")}}, {}});
+                                  ir::AttrMap attrs{{"group", group}, {"reduce", std::string("sum")}};
+                                  int p = gs.producer(name);
+                                  if (p < 0) {  // an input: its users (and the outputs) read the sum
+                                    std::string summed = gs.freshName(name + "_sum");
+                                    gs.renameUses(name, summed);
+                                    gs.nodes.push_back({ir::OpKind::AllReduce, {}, {name}, {summed}, attrs, {}});
+                                    continue;
+                                  }
+                                  // Computed: the sum takes its name (an output stays the
+                                  // output the relations name), the partial a fresh one.
+                                  std::string partial = gs.freshName(name + "_partial");
+                                  for (auto& out : gs.nodes[size_t(p)].outputs)
+                                    if (out == name) out = partial;
+                                  gs.nodes.push_back({ir::OpKind::AllReduce, {}, {partial}, {name}, attrs, {}});
                                 }
                               }});
   }
@@ -126,8 +210,13 @@ std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program&
   sub.progress = nullptr;
   sub.repairSeconds = 0;
   const ir::ProgramSpec base = ir::toSpec(dist);
-  std::vector<Candidate> all = insertions(dist, failure.closestDist, failure.missingSumGroups);
-  for (auto& c : candidates(dist, base)) all.push_back(std::move(c));
+  // Sums first where the partial sums began, then after the values the
+  // failure names; then edits of the collectives those values depend on.
+  std::vector<std::string> origins = failure.sumOrigins;
+  origins.insert(origins.end(), failure.closestDist.begin(), failure.closestDist.end());
+  std::vector<std::string> named = namesOf(origins);
+  std::vector<Candidate> all = insertions(dist, named, failure.missingSumGroups);
+  for (auto& c : candidates(dist, base, relevantNames(dist, named))) all.push_back(std::move(c));
   // Each edited program is built when it is tried and dropped after: all
   // of them at once would hold a copy of D per candidate (gigabytes for a
   // training step with a few hundred collective edits).
@@ -139,8 +228,11 @@ std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program&
   // each at most an eighth of the budget: a correct edit verifies about as
   // fast as the program would, a wrong one may spend its e-graph budgets
   // before giving up.
+  // After a localization by folding the per-rank phase is skipped: the
+  // whole program folded, and so does any edit of one collective of it.
   for (bool perRank : {false, true}) {
     if (!perRank && !opts.fold) continue;
+    if (perRank && failure.foldLocalized && opts.fold) continue;
     sub.perRank = perRank;
     for (size_t i = 0; i < all.size() && left() > 0; ++i) {
       if (illFormed[i]) continue;
@@ -152,7 +244,13 @@ std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program&
         continue;
       }
       sub.timeLimitSeconds = perRank ? std::min(left(), seconds / 8) : left();
+      auto tc = std::chrono::steady_clock::now();
       auto r = verify(seq, *built, rel, sub);
+      spdlog::debug("repair: {} ({}): {} in {:.3f} s", all[i].what, perRank ? "per rank" : "folded",
+                    !r.ok() ? r.error().str()
+                    : r->verdict == Verdict::Verified ? "verified"
+                    : std::string(verdictName(r->verdict)) + ": " + (r->failure ? r->failure->message : r->reason),
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - tc).count());
       if (r.ok() && r->verdict == Verdict::Verified) return all[i].what;
     }
   }

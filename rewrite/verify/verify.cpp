@@ -465,9 +465,11 @@ constexpr double kRewalkSeconds = 10.0;
 // before the per-rank engine (verifyCone).
 constexpr int64_t kFoldedRefutationRanks = 16;
 // Below it, the per-rank engine's time before the fold's localization and
-// the witness take over (it localizes small programs in well under this;
-// sequence-parallel partial sums can keep it searching for a minute).
-constexpr double kPerRankFirstSeconds = 3.0;
+// the witness take over (it localizes small programs in well under this:
+// 0.01-0.3 s for the captures and cases in tests/; a training step's
+// partial sums can keep it searching for a minute, where folding has
+// named the fault in milliseconds).
+constexpr double kPerRankFirstSeconds = 1.0;
 
 // Rank folding's verdict (rewrite/engine/fold.h), when it decides: verified, or,
 // folded over a large group with an S value not held as required, refuted
@@ -527,7 +529,7 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
                               : "input '" + val.name + "'";
   VerifyReport rep = base;
   rep.failure = Failure{what,          val.name, computed ? seq.node(val.producer).loc : val.loc,
-                        fold.diagnosis, fold.closest, std::nullopt, {}, fold.missingSumGroups};
+                        fold.diagnosis, fold.closest, std::nullopt, {}, fold.missingSumGroups, fold.sumOrigins, true};
   rep.outputs = fold.outputs;
   SP_TRY(decideWithWitness(seq, *in.dist, *in.relations, opts, fold.unmatched, in.expected, deadline, rep));
   if (rep.verdict != Verdict::Refuted) return std::optional<VerifyReport>();
@@ -562,7 +564,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   if (lowerError == "deadlock" || lowerError == "collective-mismatch" || lowerError == "unreceived-send" ||
       lowerError == "mismatched-send-recv") {
     rep.verdict = Verdict::Refuted;
-    rep.failure = Failure{"D", "", {}, lowered.error().message, {}, std::nullopt, {}, {}};
+    rep.failure = failureAt("D", "", {}, lowered.error().message);
     rep.stats.distOps = 0;
     for (int64_t r = 0; r < dist.worldSize(); ++r) rep.stats.distOps += int64_t(dist.rank(r).nodes().size());
     rep.stats.seqOps = int64_t(seq.nodes().size());
@@ -727,7 +729,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     }
     if (elapsed() > opts.timeLimitSeconds) {
       rep.reason = "time limit of " + secondsStr(opts.timeLimitSeconds) + " s reached at " + what;
-      rep.failure = Failure{what, seq.value(node.outputs[0]).name, node.loc, rep.reason, {}, std::nullopt, {}, {}};
+      rep.failure = failureAt(what, seq.value(node.outputs[0]).name, node.loc, rep.reason);
       break;
     }
     std::vector<const SeqRel*> ins;
@@ -750,7 +752,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       }
     }
     if (!missingInput.empty()) {
-      rep.failure = Failure{what, seq.value(node.outputs[0]).name, node.loc, missingInput, {}, std::nullopt, {}, {}};
+      rep.failure = failureAt(what, seq.value(node.outputs[0]).name, node.loc, missingInput);
       break;
     }
     // S common subexpressions: an op of the same kind, attributes and input
@@ -916,11 +918,10 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
           // D's outputs cannot meet the expectation (a collective that
           // changed a shape): refuted, the witness shows the shapes.
           unproven.push_back(n);
-          rep.failure = Failure{what, n, node.loc,
+          rep.failure = failureAt(what, n, node.loc,
                                 "the expected relation " + str(*expected[n]) + " rebuilds " +
                                     eng.graph().type(*c).str() + " from D, but S's '" + n + "' is " +
-                                    eng.graph().type(targets[k]).str() + ": D's outputs have the wrong shape",
-                                {}, std::nullopt, {}, {}};
+                                    eng.graph().type(targets[k]).str() + ": D's outputs have the wrong shape");
           nameLeavesClosest(*expected[n], dist, *rep.failure);
           break;
         }
@@ -972,7 +973,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
             explainFailure(seq, dist, node, ins, n, distInputs, &sumGroup) + (rangeGap.empty() ? "" : ": " + rangeGap);
         bool budget = stop != StopReason::Saturated && stop != StopReason::GoalReached;
         if (budget) rep.reason = "e-graph budget ran out at " + what + " (" + std::string(stopReasonName(stop)) + ")";
-        Failure f{what, n, node.loc, msg, {}, std::nullopt, {}, {}};
+        Failure f = failureAt(what, n, node.loc, msg);
         if (!sumGroup.empty()) f.missingSumGroups.push_back(sumGroup);
         // Closest D tensors: same shape, or a shape that concatenates to it;
         // among those, the fewest D ops downstream of the D tensors the
@@ -1077,10 +1078,9 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
           unproven.push_back(n);
           *outputOnly = true;
           std::string sumGroup;
-          rep.failure = Failure{what, n, node.loc,
+          rep.failure = failureAt(what, n, node.loc,
                                 "S output '" + n + "' is " + str(*best) + ", not proven equal to the expected " +
-                                    str(*expected[n]) + explainExpectMismatch(dist, *best, *expected[n], &sumGroup),
-                                {}, std::nullopt, {}, {}};
+                                    str(*expected[n]) + explainExpectMismatch(dist, *best, *expected[n], &sumGroup));
           if (!sumGroup.empty()) rep.failure->missingSumGroups.push_back(sumGroup);
           nameLeavesClosest(*expected[n], dist, *rep.failure);
           nameLeavesClosest(*best, dist, *rep.failure);
@@ -1093,9 +1093,8 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       } else {
         unproven.push_back(n);
         *outputOnly = true;
-        rep.failure = Failure{what, n, node.loc,
-                              "S output '" + n + "' is " + str(*best) + " over D intermediates, but no D output rebuilds it",
-                              {}, std::nullopt, {}, {}};
+        rep.failure = failureAt(what, n, node.loc,
+                              "S output '" + n + "' is " + str(*best) + " over D intermediates, but no D output rebuilds it");
         nameLeavesClosest(*best, dist, *rep.failure);
       }
     }
@@ -1179,7 +1178,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   if (unproven.empty() && !rep.failure) {
     rep.verdict = Verdict::Verified;
   } else {
-    if (!rep.failure) rep.failure = Failure{"", unproven.front(), {}, "no relation found for S output '" + unproven.front() + "'", {}, std::nullopt, {}, {}};
+    if (!rep.failure) rep.failure = failureAt("", unproven.front(), {}, "no relation found for S output '" + unproven.front() + "'");
     // The per-rank engine stopped for want of a relation (its own gap,
     // perhaps, not D's bug) where folding named the fault (a micro-batch's
     // terms missing or twice, partial sums used as whole): folding's

@@ -110,7 +110,23 @@ struct Failure {
   // Groups over which the explanation found rank-local partial sums that D
   // never adds up (the repair search tries an all_reduce over them).
   std::vector<std::string> missingSumGroups;
+  // Partial sums used as whole: the D values ("r0:h") where they began
+  // (FoldOutcome::sumOrigins), where the repair search tries a sum first.
+  std::vector<std::string> sumOrigins;
+  // Localized by rank folding over the whole program: the repair search's
+  // edited programs, SPMD as well, are decided by folding alone.
+  bool foldLocalized = false;
 };
+
+// A failure at S value `value` (of op `what`, at `loc`), said by `message`.
+inline Failure failureAt(std::string what, std::string value, ir::SourceLoc loc, std::string message) {
+  Failure f;
+  f.seqOp = std::move(what);
+  f.seqValue = std::move(value);
+  f.location = std::move(loc);
+  f.message = std::move(message);
+  return f;
+}
 
 struct VerifyStats {
   double seconds = 0;

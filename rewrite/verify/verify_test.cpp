@@ -551,7 +551,8 @@ TEST(InferRelations, ProposesMegatronLayout) {
 
 // Repair search: an all_gather along the wrong dim is refuted, and with a
 // repair budget the report names the edit under which D verifies; without
-// a budget, or with no collective to edit (a dropped all_reduce), none.
+// a budget, none. A dropped all_reduce before an output: the sum inserted
+// there, the output keeping its name (the one the expected relation reads).
 TEST(Repair, WrongGatherDimNamesTheVerifyingEdit) {
   Case c = load("col_seq.sp", "col_tp2_wrong_dim.sp", "col_tp2.rel");
   VerifyOptions o;
@@ -564,11 +565,37 @@ TEST(Repair, WrongGatherDimNamesTheVerifyingEdit) {
   ASSERT_TRUE(rep.ok()) << rep.error().str();
   ASSERT_EQ(rep->verdict, Verdict::Refuted) << test::describe(*rep);
   EXPECT_EQ(rep->failure->repair, "all_gather 'hg' (col_tp2_wrong_dim.sp:8:5) along dim 1 instead of 0");
-  Case none = load("mlp_seq.sp", "mlp_tp2_no_allreduce.sp", "mlp_tp2.rel");
-  rep = verify(none.seq, none.dist, none.rel, o);
+  Case dropped = load("mlp_seq.sp", "mlp_tp2_no_allreduce.sp", "mlp_tp2.rel");
+  rep = verify(dropped.seq, dropped.dist, dropped.rel, o);
   ASSERT_TRUE(rep.ok()) << rep.error().str();
   ASSERT_EQ(rep->verdict, Verdict::Refuted) << test::describe(*rep);
-  EXPECT_TRUE(rep->failure->repair.empty()) << rep->failure->repair;
+  EXPECT_EQ(rep->failure->repair.rfind("an all_reduce over group tp inserted after 'y' (", 0), 0u)
+      << rep->failure->repair;
+}
+
+// Partial sums of two row-parallel products, added, then read by a bias
+// add (through a neg) and by a gelu, with no all_reduce (TP 16, so rank
+// folding localizes it at the bias add, reading 't'). A sum after 't'
+// mends the add but not the gelu; the repair search walks back to where
+// the partial sums began (the two products) and puts the sum where they
+// join, after 's', under which D verifies.
+TEST(Repair, SumGoesWhereThePartialSumsJoin) {
+  Case good = load("branches_seq.sp", "branches_tp16.sp", "branches_tp16.rel");
+  VerifyOptions o;
+  auto ok = verify(good.seq, good.dist, good.rel, o);
+  ASSERT_TRUE(ok.ok()) << ok.error().str();
+  EXPECT_EQ(ok->verdict, Verdict::Verified) << test::describe(*ok);
+  Case c = load("branches_seq.sp", "branches_tp16_no_allreduce.sp", "branches_tp16.rel");
+  o.repairSeconds = 30;
+  auto rep = verify(c.seq, c.dist, c.rel, o);
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  ASSERT_EQ(rep->verdict, Verdict::Refuted) << test::describe(*rep);
+  EXPECT_NE(rep->failure->message.find("D's 't' holds partial sums over group tp"), std::string::npos)
+      << rep->failure->message;
+  EXPECT_TRUE(rep->failure->foldLocalized);
+  EXPECT_EQ(rep->failure->sumOrigins, (std::vector<std::string>{"r0:s", "r0:p1", "r0:p2"}));
+  EXPECT_EQ(rep->failure->repair.rfind("an all_reduce over group tp inserted after 's' (", 0), 0u)
+      << rep->failure->repair;
 }
 
 // A merged projection (vLLM's QKV, GPT-2's c_attn): S splits the matmul's
