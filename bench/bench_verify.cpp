@@ -316,26 +316,47 @@ Texts generateCp(int n) {
 
 // The cell's twin (--twin): its last all_reduce replaced by identity, or,
 // when its last sum over ranks is a reduce_scatter, by the rank's own slice
-// of its partial sums; a wrong program that type-checks, to be refuted.
-// Empty when the cell has neither.
+// of its partial sums, in every rank body that computes it (a program
+// written as several rank bodies changes alike in each: no deadlock); a
+// wrong program that type-checks, to be refuted. Empty when the cell has
+// neither.
 std::string twinOf(const std::string& dist) {
   size_t ar = dist.rfind("= all_reduce(%"), rs = dist.rfind("= reduce_scatter(%");
   size_t at = ar != std::string::npos && (rs == std::string::npos || ar > rs) ? ar : rs;
   if (at == std::string::npos) return "";
-  size_t lineStart = dist.rfind('\n', at) + 1, lineEnd = dist.find('\n', at);
-  std::string line = dist.substr(lineStart, lineEnd - lineStart);
-  size_t open = line.find("(%"), close = line.find(')', open);
-  std::string operand = line.substr(open + 1, close - open - 1);
-  std::string head = line.substr(0, line.find("= ") + 2);
-  std::string repl;
-  if (at == ar) {
-    repl = head + "identity(" + operand + ")";
-  } else {
-    size_t lb = line.find('['), comma = line.find_first_of(",]", lb);
-    repl = head + "slice(" + operand + ") {starts = [0], ends = [" + line.substr(lb + 1, comma - lb - 1) +
-           "], axes = [0]}";
+  const bool reduce = at == ar;
+  auto lineAt = [&](size_t pos) {
+    size_t lineStart = dist.rfind('\n', pos) + 1, lineEnd = dist.find('\n', pos);
+    return std::make_pair(lineStart, lineEnd);
+  };
+  auto defined = [](const std::string& line) {  // "%x" of "    %x: f32[..] = op(...)"
+    size_t pct = line.find('%'), colon = line.find(':', pct);
+    return pct == std::string::npos || colon == std::string::npos ? std::string() : line.substr(pct, colon - pct);
+  };
+  auto [s0, e0] = lineAt(at);
+  const std::string name = defined(dist.substr(s0, e0 - s0));
+  const std::string op = reduce ? "= all_reduce(%" : "= reduce_scatter(%";
+  std::string out;
+  size_t from = 0;
+  for (size_t pos = dist.find(op); pos != std::string::npos; pos = dist.find(op, pos + 1)) {
+    auto [lineStart, lineEnd] = lineAt(pos);
+    std::string line = dist.substr(lineStart, lineEnd - lineStart);
+    if (defined(line) != name) continue;
+    size_t open = line.find("(%"), close = line.find(')', open);
+    std::string operand = line.substr(open + 1, close - open - 1);
+    std::string head = line.substr(0, line.find("= ") + 2);
+    std::string repl;
+    if (reduce) {
+      repl = head + "identity(" + operand + ")";
+    } else {
+      size_t lb = line.find('['), comma = line.find_first_of(",]", lb);
+      repl = head + "slice(" + operand + ") {starts = [0], ends = [" + line.substr(lb + 1, comma - lb - 1) +
+             "], axes = [0]}";
+    }
+    out += dist.substr(from, lineStart - from) + repl;
+    from = lineEnd;
   }
-  return dist.substr(0, lineStart) + repl + dist.substr(lineEnd);
+  return out + dist.substr(from);
 }
 
 // The cell must be buildable (generate); its note leads the reason.

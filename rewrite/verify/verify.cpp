@@ -875,6 +875,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     std::vector<std::vector<int64_t>> memoLeaves;
     bool memoHit = false;
     StopReason stop = StopReason::Saturated;
+    bool cappedByLimit = false;  // this op's search cut short by the time limit
     for (int phase = 0; phase < 2; ++phase) {
       if (phase > 0) {
         holder.emplace(interner, rules, es, dist);
@@ -949,7 +950,13 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
           }
         }
       }
-      stop = eng.saturate(opts.perOpBudget, goal);
+      // One op's search ends by the time limit too (the limit is checked
+      // between ops; a repair candidate gets a second or so).
+      Budget opBudget = opts.perOpBudget;
+      auto leftMs = std::chrono::milliseconds(int64_t(std::max(0.0, opts.timeLimitSeconds - elapsed()) * 1000.0) + 1);
+      cappedByLimit = leftMs < opBudget.time;
+      if (cappedByLimit) opBudget.time = leftMs;
+      stop = eng.saturate(opBudget, goal);
       sameDist.record(eng);
       // The narrow phase stands only where it reached the goal (a D leaf or
       // tiling, the expected relation): a relation it found that is only
@@ -972,7 +979,10 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
         std::string msg =
             explainFailure(seq, dist, node, ins, n, distInputs, &sumGroup) + (rangeGap.empty() ? "" : ": " + rangeGap);
         bool budget = stop != StopReason::Saturated && stop != StopReason::GoalReached;
-        if (budget) rep.reason = "e-graph budget ran out at " + what + " (" + std::string(stopReasonName(stop)) + ")";
+        if (budget)
+          rep.reason = cappedByLimit && stop == StopReason::TimeLimit
+                           ? "time limit of " + secondsStr(opts.timeLimitSeconds) + " s reached at " + what
+                           : "e-graph budget ran out at " + what + " (" + std::string(stopReasonName(stop)) + ")";
         Failure f = failureAt(what, n, node.loc, msg);
         if (!sumGroup.empty()) f.missingSumGroups.push_back(sumGroup);
         // Closest D tensors: same shape, or a shape that concatenates to it;
