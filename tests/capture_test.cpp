@@ -81,7 +81,16 @@ TEST_P(CaptureFixture, TwinWithoutTheAllReduceIsRefuted) {
   std::string msg = j["failure"]["message"].get<std::string>();
   // The S output is the sum of the ranks' partial results, which D never adds.
   EXPECT_NE(msg.find("S output 'add' is sum(dist[0]."), std::string::npos) << msg;
-  EXPECT_NE(msg.find("over D intermediates, but no D output rebuilds it"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("over D intermediates, but no D output rebuilds it: rank-local partial sums, missing sum "
+                     "over group tp (all_reduce)"),
+            std::string::npos)
+      << msg;
+  // The repair search, told the sum over tp is missing, proves where it
+  // goes: right after the row-parallel product (line 39 or 56).
+  std::string repair = j["failure"]["repair"].is_string() ? j["failure"]["repair"].get<std::string>() : "";
+  EXPECT_EQ(repair.rfind("an all_reduce over group tp inserted after '", 0), 0u) << r.out;
+  EXPECT_NE(repair.find("tools/capture/examples/tp_blocks.py:" + std::to_string(c.sourceLine - 3)), std::string::npos)
+      << repair;
   // Localized at the bias add that reads the row-parallel matmul, where the
   // all_reduce was: the source line of the helper's `# File:` comment.
   std::string loc = j["failure"]["location"].get<std::string>();

@@ -34,6 +34,7 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
                            std::string* sumGroup);
 std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, const Rel& expected,
                                   std::string* sumGroup);
+std::string sumOverRanksGroup(const ir::Program& dist, const Rel& found);
 std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
                                         const VerifyOptions& opts, const Failure& failure, double seconds);
 Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
@@ -1103,8 +1104,14 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       } else {
         unproven.push_back(n);
         *outputOnly = true;
+        // A sum over ranks no D output holds: the sum is missing (the
+        // repair search tries an all_reduce over that group).
+        std::string sumGroup = sumOverRanksGroup(dist, *best);
         rep.failure = failureAt(what, n, node.loc,
-                              "S output '" + n + "' is " + str(*best) + " over D intermediates, but no D output rebuilds it");
+                                "S output '" + n + "' is " + str(*best) + " over D intermediates, but no D output rebuilds it" +
+                                    (sumGroup.empty() ? "" : ": rank-local partial sums, missing sum over group " +
+                                                                 sumGroup + " (all_reduce)"));
+        if (!sumGroup.empty()) rep.failure->missingSumGroups.push_back(sumGroup);
         nameLeavesClosest(*best, dist, *rep.failure);
       }
     }

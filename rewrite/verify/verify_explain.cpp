@@ -306,17 +306,25 @@ std::string allToAllNotInverse(const ir::Program& dist, const std::vector<const 
   return "";
 }
 
+// The group a relation sums over when it is a sum of D values of two or
+// more ranks (rank-local partial sums); "" otherwise.
+std::string sumOverRanksGroup(const ir::Program& dist, const Rel& found) {
+  if (found.op != RelOp::Sum) return "";
+  std::vector<int64_t> ranks;
+  std::vector<std::string> names;
+  leavesOf(found, ranks, names);
+  if (std::set<int64_t>(ranks.begin(), ranks.end()).size() < 2) return "";
+  return groupName(dist, ranks);
+}
+
 // An S output whose relation is a sum over ranks of D values where the
 // expected relation sums nothing: every rank returns its own partial sums.
 // "": no such explanation.
 std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, const Rel& expected,
                                   std::string* sumGroup) {
-  if (found.op != RelOp::Sum || firstSum(expected)) return "";
-  std::vector<int64_t> ranks;
-  std::vector<std::string> names;
-  leavesOf(found, ranks, names);
-  if (std::set<int64_t>(ranks.begin(), ranks.end()).size() < 2) return "";
-  std::string group = groupName(dist, ranks);
+  if (firstSum(expected)) return "";
+  std::string group = sumOverRanksGroup(dist, found);
+  if (group.empty()) return "";
   if (sumGroup) *sumGroup = group;
   return ": S's value is a sum over group " + group +
          " of rank-local values, which D's output does not add up: rank-local partial sums, missing sum over group " +
