@@ -1229,31 +1229,6 @@ TensorType Folder::globalOf(const TensorType& local, const Fact& f, bool primary
   return t;
 }
 
-// The output dim a reshape maps the input dims {a, a + 1} to, when they are
-// exactly one factor group of it and that group is one output dim.
-std::optional<int64_t> mergedDim(const Shape& in, const Shape& out, int64_t a) {
-  if (!ir::isConcrete(in) || !ir::isConcrete(out)) return std::nullopt;
-  auto li = ir::concreteDims(in), lo = ir::concreteDims(out);
-  size_t i = 0, j = 0;
-  while (i < li.size() && j < lo.size()) {
-    size_t i0 = i, j0 = j;
-    int64_t pi = li[i++], po = lo[j++];
-    while (pi != po) {
-      if (pi < po) {
-        if (i >= li.size()) return std::nullopt;
-        pi *= li[i++];
-      } else {
-        if (j >= lo.size()) return std::nullopt;
-        po *= lo[j++];
-      }
-    }
-    if (i0 == size_t(a)) {
-      if (i != size_t(a) + 2 || j != j0 + 1) return std::nullopt;
-      return int64_t(j0);
-    }
-  }
-  return std::nullopt;
-}
 
 // Reshape of a tensor split on dim d: the factor groups of the reshape (runs
 // of input and output dims with equal products) move independently, so the
@@ -1266,19 +1241,31 @@ std::optional<int64_t> mergedDim(const Shape& in, const Shape& out, int64_t a) {
 struct ReshapeGroup {
   size_t i0, i1, j0, j1;
 };
-std::vector<ReshapeGroup> reshapeGroups(const std::vector<int64_t>& li, const std::vector<int64_t>& lo) {
+// Dims may be symbolic monomials (ONNX's dynamic batch and seq, Dynamo's
+// s0): a group's products are compared by divisibility then (batch * 16 ->
+// batch, 16 is two groups; 4 against batch decides nothing: no groups).
+std::vector<ReshapeGroup> reshapeGroups(const Shape& li, const Shape& lo) {
+  // Whether prefix product p is a proper factor of q (nullopt: neither).
+  auto smaller = [](const Dim& p, const Dim& q) -> std::optional<bool> {
+    if (p.isConcrete() && q.isConcrete()) return p.value() < q.value();
+    if (ir::exactDiv(q, p)) return true;
+    if (ir::exactDiv(p, q)) return false;
+    return std::nullopt;
+  };
   std::vector<ReshapeGroup> gs;
   size_t i = 0, j = 0;
   while (i < li.size() || j < lo.size()) {
     size_t i0 = i, j0 = j;
-    int64_t pi = i < li.size() ? li[i++] : 1, po = j < lo.size() ? lo[j++] : 1;
+    Dim pi = i < li.size() ? li[i++] : Dim(1), po = j < lo.size() ? lo[j++] : Dim(1);
     while (pi != po) {
-      if (pi < po) {
+      auto lt = smaller(pi, po);
+      if (!lt) return {};
+      if (*lt) {
         if (i >= li.size()) return {};
-        pi *= li[i++];
+        pi = pi * li[i++];
       } else {
         if (j >= lo.size()) return {};
-        po *= lo[j++];
+        po = po * lo[j++];
       }
     }
     gs.push_back({i0, i, j0, j});
@@ -1286,12 +1273,22 @@ std::vector<ReshapeGroup> reshapeGroups(const std::vector<int64_t>& li, const st
   return gs;
 }
 
+// The output dim a reshape maps the input dims {a, a + 1} to, when they are
+// exactly one factor group of it and that group is one output dim.
+std::optional<int64_t> mergedDim(const Shape& in, const Shape& out, int64_t a) {
+  for (const ReshapeGroup& g : reshapeGroups(in, out))
+    if (g.i0 == size_t(a)) {
+      if (g.i1 != size_t(a) + 2 || g.j1 != g.j0 + 1) return std::nullopt;
+      return int64_t(g.j0);
+    }
+  return std::nullopt;
+}
+
 // The output dim a reshape from shape a to b carries input dim d to whole:
 // d a factor group of its own (the dims around it merged or split among
-// themselves); nullopt where d is merged or split, or a shape is symbolic.
+// themselves); nullopt where d is merged or split.
 std::optional<int64_t> carriedWhole(const Shape& a, const Shape& b, int64_t d) {
-  if (!ir::isConcrete(a) || !ir::isConcrete(b)) return std::nullopt;
-  for (const ReshapeGroup& gr : reshapeGroups(ir::concreteDims(a), ir::concreteDims(b)))
+  for (const ReshapeGroup& gr : reshapeGroups(a, b))
     if (int64_t(gr.i0) == d && gr.i1 == gr.i0 + 1 && gr.j1 == gr.j0 + 1) return int64_t(gr.j0);
   return std::nullopt;
 }
@@ -1324,22 +1321,21 @@ std::optional<int64_t> unitReshapeDim(const Shape& a, const Shape& b, int64_t d)
 // the pieces, plain. Returns {o, blocks of o}.
 std::optional<std::pair<int64_t, int64_t>> blockedReshape(const Shape& in, const Shape& out, int64_t d, int64_t n,
                                                           int64_t blocks) {
-  if (!ir::isConcrete(in) || !ir::isConcrete(out)) return std::nullopt;
-  auto gi = ir::concreteDims(in);
-  gi[size_t(d)] *= n;
+  Shape gi = in;
+  gi[size_t(d)] = Dim(n) * gi[size_t(d)];
   for (size_t o = 0; o < out.size(); ++o) {
-    auto go = ir::concreteDims(out);
-    go[o] *= n;
+    Shape go = out;
+    go[o] = Dim(n) * go[o];
     for (const ReshapeGroup& g : reshapeGroups(gi, go)) {
       if (size_t(d) < g.i0 || size_t(d) >= g.i1 || o < g.j0 || o >= g.j1) continue;
       if (blocks == 1 && g.j1 - g.j0 == 1) {  // merge
-        int64_t outer = 1;
-        for (size_t a = g.i0; a < size_t(d); ++a) outer *= gi[a];
-        if (outer > 1) return std::pair{int64_t(o), outer};
+        Dim outer(1);
+        for (size_t a = g.i0; a < size_t(d); ++a) outer = outer * gi[a];
+        if (outer.isConcrete() && outer.value() > 1) return std::pair{int64_t(o), outer.value()};
       } else if (blocks > 1 && g.i1 - g.i0 == 1) {  // split of the blocked dim
-        int64_t lead = 1;
-        for (size_t b = g.j0; b < o; ++b) lead *= go[b];
-        if (lead == blocks) return std::pair{int64_t(o), int64_t(1)};
+        Dim lead(1);
+        for (size_t b = g.j0; b < o; ++b) lead = lead * go[b];
+        if (lead == Dim(blocks)) return std::pair{int64_t(o), int64_t(1)};
       }
     }
   }
@@ -1347,16 +1343,16 @@ std::optional<std::pair<int64_t, int64_t>> blockedReshape(const Shape& in, const
 }
 
 std::vector<int64_t> reshapeSplitDims(const Shape& in, const Shape& out, int64_t d) {
-  if (!ir::isConcrete(in) || !ir::isConcrete(out)) return {};
-  auto li = ir::concreteDims(in), lo = ir::concreteDims(out);
+  const Shape& li = in;
+  const Shape& lo = out;
   for (const ReshapeGroup& g : reshapeGroups(li, lo)) {
     if (size_t(d) < g.i0 || size_t(d) >= g.i1) continue;
     for (size_t a = g.i0; a < size_t(d); ++a)
-      if (li[a] != 1) return {};
+      if (li[a] != Dim(1)) return {};
     std::vector<int64_t> dims;
     for (size_t b = g.j0; b < g.j1 && b < lo.size(); ++b) {
       dims.push_back(int64_t(b));
-      if (lo[b] != 1) break;
+      if (lo[b] != Dim(1)) break;
     }
     return dims;
   }
@@ -1636,14 +1632,14 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
   // head. Every such q (and o, among unit dims) is a true layout; one is
   // kept only where S computes it.
   if (!decideOnly_ && !twoD_ && reshapeLike(n.op) && in[0].lay == Lay::Split && in[0].plain() && in[0].innerDim < 0 &&
-      !in[0].zig && in[0].moreRep() && in[0].lay3 == Lay::Rep && ir::isConcrete(local(0).shape) &&
-      ir::isConcrete(out0.shape) && use("reshape-of-split")) {
-    auto li = ir::concreteDims(local(0).shape), lo = ir::concreteDims(out0.shape);
+      !in[0].zig && in[0].moreRep() && in[0].lay3 == Lay::Rep && use("reshape-of-split")) {
+    const Shape& li = local(0).shape;
+    const Shape& lo = out0.shape;
     const size_t d = size_t(in[0].dim);
-    int64_t before = 1, at = 1;
-    for (size_t a = 0; a < d; ++a) before *= li[a];
-    for (size_t o = 0; o + 1 < lo.size(); at *= lo[o++]) {
-      if (at != before || lo[o] != 1 || lo[o + 1] != li[d]) continue;
+    Dim before(1), at(1);
+    for (size_t a = 0; a < d; ++a) before = before * li[a];
+    for (size_t o = 0; o + 1 < lo.size(); at = at * lo[o++]) {
+      if (at != before || lo[o] != Dim(1) || lo[o + 1] != li[d]) continue;
       for (int64_t q = 2; q < n_; ++q)
         if (n_ % q == 0) {
           candidates.push_back(int64_t(o));

@@ -573,6 +573,27 @@ TEST(Repair, WrongGatherDimNamesTheVerifyingEdit) {
       << rep->failure->repair;
 }
 
+// Symbolic batch and seq (a dynamic export): the reshapes to batch*seq rows
+// and into heads are grouped by their monomials, so the TP 4 MLP verifies
+// folded; without its all_reduce it is refuted, with the proven repair.
+TEST(Verify, SymbolicDimsFold) {
+  Case c = load("sym_mlp_seq.sp", "sym_mlp_tp4.sp", "sym_mlp_tp4.rel");
+  VerifyOptions o;
+  auto ok = verify(c.seq, c.dist, c.rel, o);
+  ASSERT_TRUE(ok.ok()) << ok.error().str();
+  EXPECT_EQ(ok->verdict, Verdict::Verified) << test::describe(*ok);
+  bool folded = false;
+  for (const auto& a : ok->assumptions) folded = folded || a.find("ranks folded") != std::string::npos;
+  EXPECT_TRUE(folded) << test::describe(*ok);
+  Case bad = load("sym_mlp_seq.sp", "sym_mlp_tp4_no_allreduce.sp", "sym_mlp_tp4.rel");
+  o.repairSeconds = 30;
+  auto rep = verify(bad.seq, bad.dist, bad.rel, o);
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  ASSERT_EQ(rep->verdict, Verdict::Refuted) << test::describe(*rep);
+  EXPECT_EQ(rep->failure->repair.rfind("an all_reduce over group tp inserted after 'y' (", 0), 0u)
+      << rep->failure->repair;
+}
+
 // Partial sums of two row-parallel products, added, then read by a bias
 // add (through a neg) and by a gelu, with no all_reduce (TP 16, so rank
 // folding localizes it at the bias add, reading 't'). A sum after 't'
