@@ -156,10 +156,14 @@ TEST(OnnxGqa, OneQueryHeadPerRankMeetsSsRepeat) {
 // monomials (batch and seq each a group of their own), so it verifies
 // folded as the static export does, with the relations written for it
 // and inferred; it was inconclusive (no relation at the scores) while
-// groups needed concrete dims. The r % 2 twin is refuted at the scores.
+// groups needed concrete dims. TP 8 (one query head a rank, no repeat in
+// D) meets S's repeat through the view algebra, whose atoms may be
+// symbolic too. The r % 2 twin is refuted at the scores.
 TEST(OnnxGqa, DynamicBatchAndSeqVerifyFolded) {
-  for (const char* rel : {"gqa_tp4.rel", ""}) {
-    auto r = verifyFixture(gqa("gqa_dyn.seq.onnx"), gqa("gqa_dyn_tp4"), *rel ? gqa(rel) : "");
+  for (auto [dir, rel] : {std::pair{"gqa_dyn_tp4", "gqa_tp4.rel"}, std::pair{"gqa_dyn_tp4", ""},
+                          std::pair{"gqa_dyn_tp8", "gqa_tp8.rel"}}) {
+    SCOPED_TRACE(std::string(dir) + " " + rel);
+    auto r = verifyFixture(gqa("gqa_dyn.seq.onnx"), gqa(dir), *rel ? gqa(rel) : "");
     ASSERT_TRUE(r.ok()) << r.error().str();
     EXPECT_EQ(r->verdict, Verdict::Verified) << describe(*r);
     bool folded = false;

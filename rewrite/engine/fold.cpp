@@ -443,19 +443,26 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
 // the identity is the base itself. Two chains of layout ops are the same
 // tensor exactly when their normal forms are equal (their index maps are),
 // so S's and D's expressions meet whatever order their layout ops took.
+// Sizes are Dims: a symbolic size (a dynamic export's batch, seq) is an
+// atom like any other, split only where a monomial divides it.
 struct View {
   int base = -1;
-  std::vector<int64_t> atoms;               // sizes (> 1), in the base's order
-  std::vector<std::vector<int64_t>> dims;   // >= 0: an atom; < 0: a broadcast of size -x
+  std::vector<Dim> atoms;                   // sizes (not 1), in the base's order
+  std::vector<Dim> bcasts;                  // broadcast sizes, named by -(index + 1)
+  std::vector<std::vector<int64_t>> dims;   // >= 0: an atom; < 0: a broadcast
 };
 
+int64_t newBroadcast(View& v, const Dim& size) {
+  v.bcasts.push_back(size);
+  return -int64_t(v.bcasts.size());
+}
+
 std::optional<View> identityView(int base, const Shape& shape) {
-  if (!ir::isConcrete(shape)) return std::nullopt;
   View v;
   v.base = base;
-  for (int64_t d : ir::concreteDims(shape)) {
+  for (const Dim& d : shape) {
     v.dims.emplace_back();
-    if (d != 1) {
+    if (d != Dim(1)) {
       v.dims.back().push_back(int64_t(v.atoms.size()));
       v.atoms.push_back(d);
     }
@@ -463,15 +470,21 @@ std::optional<View> identityView(int base, const Shape& shape) {
   return v;
 }
 
-int64_t atomSize(const View& v, int64_t a) { return a >= 0 ? v.atoms[size_t(a)] : -a; }
+const Dim& atomSize(const View& v, int64_t a) { return a >= 0 ? v.atoms[size_t(a)] : v.bcasts[size_t(-a - 1)]; }
+
+// Whether size a is a proper factor of b (concrete: smaller).
+bool properFactor(const Dim& a, const Dim& b) {
+  if (a.isConcrete() && b.isConcrete()) return a.value() < b.value();
+  return a != b && ir::exactDiv(b, a).has_value();
+}
 
 // Splits entry `at` of the flat list (atom or broadcast) into a major part
-// of size `major` and the rest.
-void splitAtom(View& v, int64_t a, int64_t major, std::vector<int64_t>& flat, size_t at) {
-  int64_t minor = atomSize(v, a) / major;
+// of size `major` and the rest (major divides it).
+void splitAtom(View& v, int64_t a, const Dim& major, std::vector<int64_t>& flat, size_t at) {
+  Dim minor = *ir::exactDiv(atomSize(v, a), major);
   if (a < 0) {
-    flat[at] = -major;
-    flat.insert(flat.begin() + std::ptrdiff_t(at) + 1, -minor);
+    flat[at] = newBroadcast(v, major);
+    flat.insert(flat.begin() + std::ptrdiff_t(at) + 1, newBroadcast(v, minor));
     return;
   }
   v.atoms[size_t(a)] = major;
@@ -483,24 +496,26 @@ void splitAtom(View& v, int64_t a, int64_t major, std::vector<int64_t>& flat, si
 
 // Row-major reshape to `shape`: the result dims take the atoms in order,
 // splitting one where a dim ends inside it.
-bool reshapeView(View& v, const std::vector<int64_t>& shape) {
+bool reshapeView(View& v, const Shape& shape) {
   std::vector<int64_t> flat;
   for (const auto& d : v.dims) flat.insert(flat.end(), d.begin(), d.end());
   std::vector<std::vector<int64_t>> dims;
   size_t at = 0;
-  for (int64_t s : shape) {
+  for (const Dim& s : shape) {
     dims.emplace_back();
-    int64_t have = 1;
-    while (have < s) {
+    Dim have(1);
+    while (properFactor(have, s)) {
       if (at >= flat.size()) return false;
-      int64_t z = atomSize(v, flat[at]);
-      if (have * z > s) {
-        if (s % have || z % (s / have)) return false;
-        splitAtom(v, flat[at], s / have, flat, at);
-        z = s / have;
+      Dim z = atomSize(v, flat[at]);
+      Dim next = have * z;
+      if (next != s && !properFactor(next, s)) {  // the dim ends inside this atom
+        auto rest = ir::exactDiv(s, have);
+        if (!rest || !ir::exactDiv(z, *rest)) return false;
+        splitAtom(v, flat[at], *rest, flat, at);
+        z = *rest;
       }
       dims.back().push_back(flat[at++]);
-      have *= z;
+      have = have * z;
     }
     if (have != s) return false;
   }
@@ -515,16 +530,16 @@ bool reshapeView(View& v, const std::vector<int64_t>& shape) {
 
 // numpy broadcasting to `shape`: new leading dims and size-1 dims widened
 // are broadcasts.
-bool expandView(View& v, const std::vector<int64_t>& shape) {
+bool expandView(View& v, const Shape& shape) {
   if (shape.size() < v.dims.size()) return false;
   std::vector<std::vector<int64_t>> dims(shape.size() - v.dims.size());
   dims.insert(dims.end(), v.dims.begin(), v.dims.end());
   for (size_t i = 0; i < shape.size(); ++i) {
-    int64_t have = 1;
-    for (int64_t x : dims[i]) have *= atomSize(v, x);
+    Dim have(1);
+    for (int64_t x : dims[i]) have = have * atomSize(v, x);
     if (have == shape[i]) continue;
-    if (have != 1) return false;
-    dims[i] = {-shape[i]};
+    if (have != Dim(1)) return false;
+    dims[i] = {newBroadcast(v, shape[i])};
   }
   v.dims = std::move(dims);
   return true;
@@ -537,7 +552,7 @@ void normalizeView(View& v) {
       for (size_t i = 0; i + 1 < d.size() && !merged; ++i) {
         int64_t x = d[i], y = d[i + 1];
         if (x >= 0 && y == x + 1) {
-          v.atoms[size_t(x)] *= v.atoms[size_t(y)];
+          v.atoms[size_t(x)] = v.atoms[size_t(x)] * v.atoms[size_t(y)];
           v.atoms.erase(v.atoms.begin() + y);
           d.erase(d.begin() + std::ptrdiff_t(i) + 1);
           for (auto& e : v.dims)
@@ -545,25 +560,34 @@ void normalizeView(View& v) {
               if (z > y) --z;
           merged = true;
         } else if (x < 0 && y < 0) {
-          d[i] = x * -y;
+          d[i] = newBroadcast(v, atomSize(v, x) * atomSize(v, y));
           d.erase(d.begin() + std::ptrdiff_t(i) + 1);
           merged = true;
         }
       }
     for (auto& d : v.dims) {
-      auto unit = std::remove(d.begin(), d.end(), int64_t(-1));
+      auto unit = std::remove_if(d.begin(), d.end(), [&](int64_t x) { return x < 0 && atomSize(v, x) == Dim(1); });
       if (unit != d.end()) d.erase(unit, d.end()), merged = true;
     }
   }
+  // broadcasts renumbered in order of use: equal views, equal members
+  std::vector<Dim> used;
+  for (auto& d : v.dims)
+    for (auto& x : d)
+      if (x < 0) {
+        used.push_back(atomSize(v, x));
+        x = -int64_t(used.size());
+      }
+  v.bcasts = std::move(used);
 }
 
 std::string viewKey(const View& v) {
   std::string k = "view " + std::to_string(v.base) + " [";
-  for (int64_t a : v.atoms) k += std::to_string(a) + " ";
+  for (const Dim& a : v.atoms) k += a.str() + " ";
   k += "]";
   for (const auto& d : v.dims) {
     k += " (";
-    for (int64_t x : d) k += (x >= 0 ? "a" + std::to_string(x) : "b" + std::to_string(-x)) + " ";
+    for (int64_t x : d) k += (x >= 0 ? "a" + std::to_string(x) : "b" + atomSize(v, x).str()) + " ";
     k += ")";
   }
   return k;
@@ -1163,14 +1187,13 @@ int Folder::unbroadcastBatch(int x) {
 }
 
 std::optional<int> Folder::viewNode(OpKind op, const ir::AttrMap& attrs, int x, const TensorType& t) {
-  if (!ir::isConcrete(t.shape)) return std::nullopt;
   const bool reshape = op == OpKind::Reshape || op == OpKind::Squeeze || op == OpKind::Unsqueeze;
   // A reshape of a reshape is one reshape (row-major both): of the value
   // the first one reshaped, where that one was not a view in normal form.
   if (auto it = flatOf_.find(x); reshape && it != flatOf_.end()) x = it->second;
   std::optional<View> v = viewOf(x);
   if (!v || ex_.type(x).dtype != t.dtype) return std::nullopt;
-  auto out = ir::concreteDims(t.shape);
+  const Shape& out = t.shape;
   if (op == OpKind::Transpose) {
     const auto& perm = ir::attrInts(attrs, "perm");
     if (perm.size() != v->dims.size()) return std::nullopt;
@@ -1190,8 +1213,8 @@ std::optional<int> Folder::viewNode(OpKind op, const ir::AttrMap& attrs, int x, 
   }
   // the result's sizes are the op's
   for (size_t i = 0; i < v->dims.size(); ++i) {
-    int64_t have = 1;
-    for (int64_t a : v->dims[i]) have *= atomSize(*v, a);
+    Dim have(1);
+    for (int64_t a : v->dims[i]) have = have * atomSize(*v, a);
     if (i >= out.size() || have != out[i]) return std::nullopt;
   }
   if (v->dims.size() != out.size()) return std::nullopt;
@@ -2372,14 +2395,14 @@ std::optional<Fact> Folder::runsAsRepeat(const Fact& f, const TensorType& local)
       f.lay3 != Lay::Rep || size_t(f.dim) >= local.shape.size() || !local.shape[size_t(f.dim)].isConcrete())
     return std::nullopt;
   TensorType g = globalOf(local, f);
-  if (!ir::isConcrete(g.shape) || !(ex_.type(f.v.node) == g)) return std::nullopt;
-  auto shape = ir::concreteDims(g.shape);
+  if (!(ex_.type(f.v.node) == g)) return std::nullopt;
+  const Shape& shape = g.shape;
   const size_t d = size_t(f.dim);
   const int64_t q = f.inner, p = n_ / q, k = local.shape[d].value();
   std::optional<View> v = viewOf(f.v.node);
   if (!v) return std::nullopt;
   auto with = [&](std::vector<int64_t> mid) {
-    std::vector<int64_t> s2(shape.begin(), shape.begin() + std::ptrdiff_t(d));
+    Shape s2(shape.begin(), shape.begin() + std::ptrdiff_t(d));
     s2.insert(s2.end(), mid.begin(), mid.end());
     s2.insert(s2.end(), shape.begin() + std::ptrdiff_t(d) + 1, shape.end());
     return s2;
