@@ -573,25 +573,34 @@ TEST(Repair, WrongGatherDimNamesTheVerifyingEdit) {
       << rep->failure->repair;
 }
 
+// `c` verified (and by rank folding), and `twin` refuted with a repair
+// budget: its report.
+VerifyReport foldsAndTwinRefuted(const Case& c, const Case& twin) {
+  VerifyOptions o;
+  auto ok = verify(c.seq, c.dist, c.rel, o);
+  EXPECT_TRUE(ok.ok()) << ok.error().str();
+  if (ok.ok()) {
+    EXPECT_EQ(ok->verdict, Verdict::Verified) << test::describe(*ok);
+    bool folded = false;
+    for (const auto& a : ok->assumptions) folded = folded || a.find("ranks folded") != std::string::npos;
+    EXPECT_TRUE(folded) << test::describe(*ok);
+  }
+  o.repairSeconds = 30;
+  auto rep = verify(twin.seq, twin.dist, twin.rel, o);
+  EXPECT_TRUE(rep.ok()) << rep.error().str();
+  if (!rep.ok()) return {};
+  EXPECT_EQ(rep->verdict, Verdict::Refuted) << test::describe(*rep);
+  return *rep;
+}
+
 // Symbolic batch and seq (a dynamic export): the reshapes to batch*seq rows
 // and into heads are grouped by their monomials, so the TP 4 MLP verifies
 // folded; without its all_reduce it is refuted, with the proven repair.
 TEST(Verify, SymbolicDimsFold) {
-  Case c = load("sym_mlp_seq.sp", "sym_mlp_tp4.sp", "sym_mlp_tp4.rel");
-  VerifyOptions o;
-  auto ok = verify(c.seq, c.dist, c.rel, o);
-  ASSERT_TRUE(ok.ok()) << ok.error().str();
-  EXPECT_EQ(ok->verdict, Verdict::Verified) << test::describe(*ok);
-  bool folded = false;
-  for (const auto& a : ok->assumptions) folded = folded || a.find("ranks folded") != std::string::npos;
-  EXPECT_TRUE(folded) << test::describe(*ok);
-  Case bad = load("sym_mlp_seq.sp", "sym_mlp_tp4_no_allreduce.sp", "sym_mlp_tp4.rel");
-  o.repairSeconds = 30;
-  auto rep = verify(bad.seq, bad.dist, bad.rel, o);
-  ASSERT_TRUE(rep.ok()) << rep.error().str();
-  ASSERT_EQ(rep->verdict, Verdict::Refuted) << test::describe(*rep);
-  EXPECT_EQ(rep->failure->repair.rfind("an all_reduce over group tp inserted after 'y' (", 0), 0u)
-      << rep->failure->repair;
+  auto rep = foldsAndTwinRefuted(load("sym_mlp_seq.sp", "sym_mlp_tp4.sp", "sym_mlp_tp4.rel"),
+                                 load("sym_mlp_seq.sp", "sym_mlp_tp4_no_allreduce.sp", "sym_mlp_tp4.rel"));
+  ASSERT_TRUE(rep.failure);
+  EXPECT_EQ(rep.failure->repair.rfind("an all_reduce over group tp inserted after 'y' (", 0), 0u) << rep.failure->repair;
 }
 
 // Partial sums of two row-parallel products, added, then read by a bias
@@ -601,22 +610,14 @@ TEST(Verify, SymbolicDimsFold) {
 // the partial sums began (the two products) and puts the sum where they
 // join, after 's', under which D verifies.
 TEST(Repair, SumGoesWhereThePartialSumsJoin) {
-  Case good = load("branches_seq.sp", "branches_tp16.sp", "branches_tp16.rel");
-  VerifyOptions o;
-  auto ok = verify(good.seq, good.dist, good.rel, o);
-  ASSERT_TRUE(ok.ok()) << ok.error().str();
-  EXPECT_EQ(ok->verdict, Verdict::Verified) << test::describe(*ok);
-  Case c = load("branches_seq.sp", "branches_tp16_no_allreduce.sp", "branches_tp16.rel");
-  o.repairSeconds = 30;
-  auto rep = verify(c.seq, c.dist, c.rel, o);
-  ASSERT_TRUE(rep.ok()) << rep.error().str();
-  ASSERT_EQ(rep->verdict, Verdict::Refuted) << test::describe(*rep);
-  EXPECT_NE(rep->failure->message.find("D's 't' holds partial sums over group tp"), std::string::npos)
-      << rep->failure->message;
-  EXPECT_TRUE(rep->failure->foldLocalized);
-  EXPECT_EQ(rep->failure->sumOrigins, (std::vector<std::string>{"r0:s", "r0:p1", "r0:p2"}));
-  EXPECT_EQ(rep->failure->repair.rfind("an all_reduce over group tp inserted after 's' (", 0), 0u)
-      << rep->failure->repair;
+  auto rep = foldsAndTwinRefuted(load("branches_seq.sp", "branches_tp16.sp", "branches_tp16.rel"),
+                                 load("branches_seq.sp", "branches_tp16_no_allreduce.sp", "branches_tp16.rel"));
+  ASSERT_TRUE(rep.failure);
+  EXPECT_NE(rep.failure->message.find("D's 't' holds partial sums over group tp"), std::string::npos)
+      << rep.failure->message;
+  EXPECT_TRUE(rep.failure->foldLocalized);
+  EXPECT_EQ(rep.failure->sumOrigins, (std::vector<std::string>{"r0:s", "r0:p1", "r0:p2"}));
+  EXPECT_EQ(rep.failure->repair.rfind("an all_reduce over group tp inserted after 's' (", 0), 0u) << rep.failure->repair;
 }
 
 // A merged projection (vLLM's QKV, GPT-2's c_attn): S splits the matmul's
