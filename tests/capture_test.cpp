@@ -10,8 +10,6 @@
 #include <tuple>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli_harness.h"
@@ -100,71 +98,32 @@ TEST_P(CaptureFixture, TwinWithoutTheAllReduceIsRefuted) {
   EXPECT_EQ(j["failure"]["seq_op"], "add 'add'") << r.out;
 }
 
-// The MLP captures as Dynamo writes them with dynamic shapes (torch 2.x,
-// `dynamic=True`): the batch a SymInt s0, a sym_size query and the size
-// arithmetic in the graph, the views taking SymInt arguments ([mul_s, 16]),
-// types over s0 ("f32[s0, 3, 16]", "f32[3*s0, 16]"). Made from the static
-// fixtures (batch 2, seq 3) by rewriting those places. They verify folded
-// like the static ones (the fold's reshape groups and views read
-// monomials), and the twin is refuted with the sum put back after the
-// row-parallel product.
-std::string symbolicBatch(std::string text) {
-  auto replaceAll = [&](const std::string& from, const std::string& to) {
-    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
-      text.replace(at, from.size(), to);
-  };
-  replaceAll("def forward(self, x: \"f32[2, 3, 16]\"", "def forward(self, arg0_1: \"Sym(s0)\", x: \"f32[s0, 3, 16]\"");
-  size_t body = text.find("\n\n        # File");
-  if (body != std::string::npos)
-    text.insert(body + 1,
-                "        sym_size_int: \"Sym(s0)\" = torch.ops.aten.sym_size.int(x, 0)\n"
-                "        mul_s: \"Sym(3*s0)\" = sym_size_int * 3\n");
-  replaceAll("\"f32[2, 3, ", "\"f32[s0, 3, ");
-  replaceAll("\"f32[6, ", "\"f32[3*s0, ");
-  for (const char* w : {"16", "24", "48", "12"}) {
-    replaceAll("[6, " + std::string(w) + "])", "[mul_s, " + std::string(w) + "])");
-    replaceAll("[2, 3, " + std::string(w) + "])", "[sym_size_int, 3, " + std::string(w) + "])");
-  }
-  return text;
-}
-
-fs::path symbolicCopy(const std::string& name) {
-  fs::path out = tempDir("capture-sym-" + name);
-  fs::create_directories(out / "dist");
-  fs::copy_file(fixture(name + "/mesh.txt"), out / "mesh.txt");
-  auto rewrite = [](const fs::path& from, const fs::path& to) {
-    std::ifstream in(from);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::ofstream(to) << symbolicBatch(ss.str());
-  };
-  rewrite(fixture(name + "/seq.py"), out / "seq.py");
-  for (const auto& e : fs::directory_iterator(fixture(name + "/dist"))) rewrite(e.path(), out / "dist" / e.path().filename());
-  return out;
-}
-
-TEST(CaptureSymbolic, DynamicBatchVerifiesFoldedAndTheTwinIsRepaired) {
-  for (const char* name : {"mlp_tp2", "mlp_tp4"}) {
-    fs::path dir = symbolicCopy(name);
-    std::ifstream seq(dir / "seq.py");
-    std::string text((std::istreambuf_iterator<char>(seq)), std::istreambuf_iterator<char>());
-    ASSERT_NE(text.find("view.default(x, [mul_s, 16])"), std::string::npos) << text;
-    auto r = verifyCapture(dir.string(), (dir / "dist").string());
-    ASSERT_EQ(r.code, 0) << r.out << r.err;
+// The MLP and attention captures as Dynamo prints them with a dynamic batch
+// (tests/fixtures/capture_symbolic, make_symbolic_captures.py): a SymInt
+// s0, sym_size and size arithmetic in the graph, views over [mul_tokens,
+// 16] and torch's bmm view of batch x heads, [s0, 2, 3, 4] ->
+// [2*s0, 3, 4]. Rank folding reads reshapes and views over monomials and
+// a symbolic number of blocks, so each verifies folded like the static
+// capture (the MLP was inconclusive before, the attention too), and the
+// twins are refuted with the sum put back after the row-parallel product.
+TEST(CaptureSymbolic, DynamicBatchVerifiesFoldedAndTheTwinsAreRepaired) {
+  auto sym = [](const std::string& name) { return sourcePath("tests/fixtures/capture_symbolic/" + name); };
+  for (const char* name : {"mlp_tp2", "mlp_tp4", "attention_tp2", "attention_tp4"}) {
+    auto r = verifyCapture(sym(name), sym(name) + "/dist");
+    ASSERT_EQ(r.code, 0) << name << "\n" << r.out << r.err;
     auto j = nlohmann::json::parse(r.out);
     bool folded = false;
     for (const auto& a : j["assumptions"]) folded = folded || a.get<std::string>().find("ranks folded") != std::string::npos;
-    EXPECT_TRUE(folded) << r.out;
-    fs::remove_all(dir);
+    EXPECT_TRUE(folded) << name << "\n" << r.out;
   }
-  fs::path twin = symbolicCopy("mlp_tp4_twin");
-  auto r = verifyCapture(twin.string(), (twin / "dist").string());
-  ASSERT_EQ(r.code, 1) << r.out << r.err;
-  auto j = nlohmann::json::parse(r.out);
-  EXPECT_NE(j["failure"]["message"].get<std::string>().find("missing sum over group tp"), std::string::npos) << r.out;
-  std::string repair = j["failure"]["repair"].is_string() ? j["failure"]["repair"].get<std::string>() : "";
-  EXPECT_EQ(repair.rfind("an all_reduce over group tp inserted after '", 0), 0u) << r.out;
-  fs::remove_all(twin);
+  for (const char* name : {"mlp_tp4_twin", "attention_tp4_twin"}) {
+    auto r = verifyCapture(sym(name), sym(name) + "/dist");
+    ASSERT_EQ(r.code, 1) << name << "\n" << r.out << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_NE(j["failure"]["message"].get<std::string>().find("missing sum over group tp"), std::string::npos) << r.out;
+    std::string repair = j["failure"]["repair"].is_string() ? j["failure"]["repair"].get<std::string>() : "";
+    EXPECT_EQ(repair.rfind("an all_reduce over group tp inserted after 'mm' (", 0), 0u) << r.out;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CaptureFixture,

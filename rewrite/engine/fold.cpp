@@ -71,6 +71,10 @@ struct Fact {
   // independently along dim commute with any selection of positions on it,
   // so such ops carry it like a plain split; reshapes, collectives and
   // outputs take only plain ones, and a split op into the blocks ends it.
+  // A symbolic number of blocks (a dynamic batch merged with a split head
+  // dim, [s0, heads, s, hd] -> [heads*s0, s, hd]) is a negative id of the
+  // folder's symBlocks_; no rule computes with it but the reshapes that
+  // make and end it.
   int64_t blocks = 1;
   // Two levels (GQA with more ranks than KV heads): the group's N ranks form
   // N / inner runs of `inner` consecutive ranks; rank position i holds piece
@@ -709,6 +713,16 @@ class Folder {
   TensorType globalOf(const TensorType& local, const Fact& f, bool primaryOnly = false) const;
   std::vector<Fact> transfer(const ir::Node& n);
   std::vector<std::string> partialSumOrigins(ir::ValueId v) const;
+  // Fact::blocks as a Dim and back (symbolic counts interned as negative ids).
+  std::vector<Dim> symBlocks_;
+  Dim blockCount(int64_t b) const { return b >= 0 ? Dim(b) : symBlocks_[size_t(-b - 1)]; }
+  int64_t blocksId(const Dim& d) {
+    if (d.isConcrete()) return d.value();
+    auto it = std::find(symBlocks_.begin(), symBlocks_.end(), d);
+    if (it == symBlocks_.end()) it = symBlocks_.insert(symBlocks_.end(), d);
+    return -int64_t(it - symBlocks_.begin()) - 1;
+  }
+  static bool isBlocked(int64_t b) { return b > 1 || b < 0; }
   std::vector<Fact> rules(const ir::Node& n, const std::vector<Fact>& in);
   // 2-D folding: each group's layout decided on its own, then one check of
   // S's types and one expression for the outputs.
@@ -1342,8 +1356,8 @@ std::optional<int64_t> unitReshapeDim(const Shape& a, const Shape& b, int64_t d)
 // with the heads split). Its inverse: a dim blocked `blocks` times split
 // into dims whose leading ones multiply to `blocks`, the next (o) taking
 // the pieces, plain. Returns {o, blocks of o}.
-std::optional<std::pair<int64_t, int64_t>> blockedReshape(const Shape& in, const Shape& out, int64_t d, int64_t n,
-                                                          int64_t blocks) {
+std::optional<std::pair<int64_t, Dim>> blockedReshape(const Shape& in, const Shape& out, int64_t d, int64_t n,
+                                                      const Dim& blocks) {
   Shape gi = in;
   gi[size_t(d)] = Dim(n) * gi[size_t(d)];
   for (size_t o = 0; o < out.size(); ++o) {
@@ -1351,14 +1365,14 @@ std::optional<std::pair<int64_t, int64_t>> blockedReshape(const Shape& in, const
     go[o] = Dim(n) * go[o];
     for (const ReshapeGroup& g : reshapeGroups(gi, go)) {
       if (size_t(d) < g.i0 || size_t(d) >= g.i1 || o < g.j0 || o >= g.j1) continue;
-      if (blocks == 1 && g.j1 - g.j0 == 1) {  // merge
+      if (blocks == Dim(1) && g.j1 - g.j0 == 1) {  // merge
         Dim outer(1);
         for (size_t a = g.i0; a < size_t(d); ++a) outer = outer * gi[a];
-        if (outer.isConcrete() && outer.value() > 1) return std::pair{int64_t(o), outer.value()};
-      } else if (blocks > 1 && g.i1 - g.i0 == 1) {  // split of the blocked dim
+        if (outer != Dim(1)) return std::pair{int64_t(o), outer};
+      } else if (blocks != Dim(1) && g.i1 - g.i0 == 1) {  // split of the blocked dim
         Dim lead(1);
         for (size_t b = g.j0; b < o; ++b) lead = lead * go[b];
-        if (lead == Dim(blocks)) return std::pair{int64_t(o), int64_t(1)};
+        if (lead == blocks) return std::pair{int64_t(o), Dim(1)};
       }
     }
   }
@@ -1551,16 +1565,17 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
       blocks = f.blocks;
       inner = f.inner;
     }
-  if (blocks > 1 && n.op == OpKind::Expand) return {};
+  if (isBlocked(blocks) && n.op == OpKind::Expand) return {};
   // A reshape moving the split into or out of blocks (blockedReshape): a
   // candidate of its own, with its blocks.
   std::optional<std::pair<int64_t, int64_t>> blockedCand;
   if (reshapeLike(n.op) && in[0].lay == Lay::Split && in[0].inner == 1 && in[0].innerDim < 0 &&
       use("reshape-of-split"))
-    blockedCand = blockedReshape(local(0).shape, out0.shape, in[0].dim, n_, in[0].blocks);
-  if (blocks > 1 && reshapeLike(n.op) && blockedCand) {
+    if (auto b = blockedReshape(local(0).shape, out0.shape, in[0].dim, n_, blockCount(in[0].blocks)))
+      blockedCand = std::pair{b->first, blocksId(b->second)};
+  if (isBlocked(blocks) && reshapeLike(n.op) && blockedCand) {
     candidates.clear();  // out of blocks: the blocked dim does not carry over whole
-  } else if (blocks > 1 && reshapeLike(n.op)) {
+  } else if (isBlocked(blocks) && reshapeLike(n.op)) {
     // the blocked dim carries over whole: only unit dims added or dropped,
     // or the dim a factor group of its own both locally and in S (other
     // dims merged or split around it)
@@ -1579,7 +1594,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
       candidates = {*o};
     }
   }
-  if (inner > 1 && blocks > 1) return {};
+  if (inner > 1 && isBlocked(blocks)) return {};
   if (concatBlocks) blocks = concatBlocks;
   if (n.op == OpKind::Split && in[0].lay == Lay::Split && ir::attrInt(norm, "axis") == in[0].dim) {
     const auto& sizes = ir::attrInts(n.attrs, "sizes");
@@ -4359,7 +4374,7 @@ FoldOutcome Folder::run() {
                   : f.lay == Lay::RunSum ? "sum(" + std::to_string(f.dim) + ", runs of " + std::to_string(f.inner) + ")"
                                          : "split") +
                  (f.lay == Lay::Split ? "(" + std::to_string(f.dim) +
-                                            (f.blocks > 1 ? ", " + std::to_string(f.blocks) + " blocks" : "") +
+                                            (isBlocked(f.blocks) ? ", " + blockCount(f.blocks).str() + " blocks" : "") +
                                             (f.inner > 1 ? ", runs of " + std::to_string(f.inner) +
                                                                (f.innerDim >= 0 ? " split on " + std::to_string(f.innerDim) : "")
                                                          : "") +
@@ -4418,7 +4433,7 @@ FoldOutcome Folder::run() {
     if (f.lay == Lay::RunSum)
       return "along dim " + std::to_string(f.dim) + ", each run of " + std::to_string(f.inner) +
              " ranks' piece the sum of its ranks' " + relName(name) + " (partial sums within runs)";
-    if (f.blocks != 1) return "split along dim " + std::to_string(f.dim) + " in " + std::to_string(f.blocks) + " blocks";
+    if (f.blocks != 1) return "split along dim " + std::to_string(f.dim) + " in " + blockCount(f.blocks).str() + " blocks";
     if (f.inner != 1) return "split along dim " + std::to_string(f.dim) + " over runs of " + std::to_string(f.inner) + " ranks";
     return "the concat of " + each + " along dim " + std::to_string(f.dim);
   };
@@ -4456,6 +4471,8 @@ FoldOutcome Folder::run() {
     // asIs: a replicated value as the expect line names its rank.
     auto rebuild = [&](const Fact& f, ir::ValueId c, size_t cl,
                        bool asIs) -> std::optional<std::pair<RelPtr, RelPtr>> {
+      // A symbolic number of blocks: no relation written with it.
+      if (f.lay == Lay::Split && f.blocks < 0) return std::nullopt;
       // a blocked split: rank r's piece of each block ([q_r | k_r | v_r])
       const bool blocked = f.lay == Lay::Split && f.blocks > 1 && f.inner == 1 && f.innerDim < 0 &&
                            (!twoD_ || f.moreRep());
