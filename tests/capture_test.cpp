@@ -106,6 +106,7 @@ TEST_P(CaptureFixture, TwinWithoutTheAllReduceIsRefuted) {
 // a symbolic number of blocks, so each verifies folded like the static
 // capture (the MLP was inconclusive before, the attention too), and the
 // twins are refuted with the sum put back after the row-parallel product.
+// A twin mixing batch and heads in the bmm's view is refuted.
 TEST(CaptureSymbolic, DynamicBatchVerifiesFoldedAndTheTwinsAreRepaired) {
   auto sym = [](const std::string& name) { return sourcePath("tests/fixtures/capture_symbolic/" + name); };
   for (const char* name : {"mlp_tp2", "mlp_tp4", "attention_tp2", "attention_tp4"}) {
@@ -116,6 +117,10 @@ TEST(CaptureSymbolic, DynamicBatchVerifiesFoldedAndTheTwinsAreRepaired) {
     for (const auto& a : j["assumptions"]) folded = folded || a.get<std::string>().find("ranks folded") != std::string::npos;
     EXPECT_TRUE(folded) << name << "\n" << r.out;
   }
+  // Reading the bmm's rows back as [2, s0, ...] and transposing mixes batch
+  // and heads: never verified.
+  auto mixed = verifyCapture(sym("attention_tp2_bmm_mixed"), sym("attention_tp2_bmm_mixed") + "/dist");
+  EXPECT_EQ(mixed.code, 1) << mixed.out << mixed.err;
   for (const char* name : {"mlp_tp4_twin", "attention_tp4_twin"}) {
     auto r = verifyCapture(sym(name), sym(name) + "/dist");
     ASSERT_EQ(r.code, 1) << name << "\n" << r.out << r.err;
