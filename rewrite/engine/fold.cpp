@@ -1284,9 +1284,8 @@ struct ReshapeGroup {
 std::vector<ReshapeGroup> reshapeGroups(const Shape& li, const Shape& lo) {
   // Whether prefix product p is a proper factor of q (nullopt: neither).
   auto smaller = [](const Dim& p, const Dim& q) -> std::optional<bool> {
-    if (p.isConcrete() && q.isConcrete()) return p.value() < q.value();
-    if (ir::exactDiv(q, p)) return true;
-    if (ir::exactDiv(p, q)) return false;
+    if (properFactor(p, q)) return true;
+    if (properFactor(q, p)) return false;
     return std::nullopt;
   };
   std::vector<ReshapeGroup> gs;
