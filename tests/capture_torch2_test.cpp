@@ -89,11 +89,7 @@ nlohmann::json inferred(const std::string& dir, int* code = nullptr, bool* folde
     ADD_FAILURE() << "not JSON: " << e.what() << "\n" << r.out << r.err;
     return {};
   }
-  if (folded) {
-    *folded = false;
-    for (const auto& x : j["assumptions"])
-      *folded = *folded || x.get<std::string>().find("ranks folded") != std::string::npos;
-  }
+  if (folded) *folded = assumes(j, "ranks folded");
   return j;
 }
 
@@ -236,9 +232,7 @@ TEST(Torch2Llama, GradientsLaidOutAsTheirWeightsVerify) {
     auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["verdict"], "verified") << dir << "\n" << j.dump(1);
     EXPECT_EQ(r.code, 0) << dir;
-    bool folded = false;
-    for (const auto& a : j["assumptions"]) folded = folded || a.get<std::string>().find("ranks folded") != std::string::npos;
-    EXPECT_TRUE(folded) << dir << "\n" << j.dump(1);
+    EXPECT_TRUE(assumes(j, "ranks folded")) << dir << "\n" << j.dump(1);
     std::map<std::string, std::string> rel;
     for (const auto& o : j["outputs"]) rel[o["name"].get<std::string>()] = o["relation"].get<std::string>();
     if (std::string(dir) == "llama_kv_runs_tp8_joint") {
@@ -304,10 +298,7 @@ TEST(Torch2Llama, UnseenTrainingStepLayoutsVerifyFolded) {
   EXPECT_EQ(t["verdict"], "refuted") << t.dump(1);
   EXPECT_NE(t["failure"]["message"].get<std::string>().find("holds partial sums over group tp"), std::string::npos)
       << t.dump(1);
-  bool byFolding = false;
-  for (const auto& a : t["assumptions"])
-    byFolding = byFolding || a.get<std::string>().find("group tp (8 ranks) localized the failure") != std::string::npos;
-  EXPECT_TRUE(byFolding) << t.dump(1);
+  EXPECT_TRUE(assumes(t, "group tp (8 ranks) localized the failure")) << t.dump(1);
   // the MLP at TP 6 without it: its input gradient partial on each rank,
   // which refinement alone accepts (S's is their sum); expected whole on
   // every rank, as Megatron promises, it is refuted

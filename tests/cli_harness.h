@@ -60,6 +60,15 @@ inline CliResult runCli(const std::vector<std::string>& args, long memoryKb = 0)
   return r;
 }
 
+// Whether one of a JSON report's assumptions (`verify --format json`)
+// contains `text` ("ranks folded": the verdict was reached by rank folding).
+template <class Json>
+bool assumes(const Json& report, const std::string& text) {
+  for (const auto& a : report["assumptions"])
+    if (a.template get<std::string>().find(text) != std::string::npos) return true;
+  return false;
+}
+
 inline std::string sourcePath(const std::string& rel) { return std::string(SP_SOURCE_DIR) + "/" + rel; }
 
 }  // namespace sp::test

@@ -246,11 +246,13 @@ std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program&
       sub.timeLimitSeconds = perRank ? std::min(left(), seconds / 8) : left();
       auto tc = std::chrono::steady_clock::now();
       auto r = verify(seq, *built, rel, sub);
-      spdlog::debug("repair: {} ({}): {} in {:.3f} s", all[i].what, perRank ? "per rank" : "folded",
-                    !r.ok() ? r.error().str()
-                    : r->verdict == Verdict::Verified ? "verified"
-                    : std::string(verdictName(r->verdict)) + ": " + (r->failure ? r->failure->message : r->reason),
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - tc).count());
+      if (spdlog::should_log(spdlog::level::debug))  // the outcome's text only when it is shown
+        spdlog::debug("repair: {} ({}): {} in {:.3f} s", all[i].what, perRank ? "per rank" : "folded",
+                      !r.ok() ? r.error().str()
+                      : r->verdict == Verdict::Verified
+                          ? "verified"
+                          : std::string(verdictName(r->verdict)) + ": " + (r->failure ? r->failure->message : r->reason),
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - tc).count());
       if (r.ok() && r->verdict == Verdict::Verified) return all[i].what;
     }
   }
