@@ -4390,7 +4390,8 @@ FoldOutcome Folder::run() {
           const std::string& name = g_->value(v).name;
           sumMisuse = "D's '" + name + "' holds partial sums over group " + res.group + " (the sum of dist[r]." +
                       relName(name) + " for r in " + domains[c].str() + "), which " + std::string(ir::opName(n.op)) +
-                      " '" + n.name + "' (" + n.loc.str() + ") uses as if whole: missing sum over group " + res.group;
+                      " '" + n.name + "' (" + n.loc.str() + ") uses as if whole: missing sum over group " + res.group +
+                      " (all_reduce)";
           for (size_t i = 0; i < members_.size() && i < 8; ++i)
             sumMisuseAt.push_back("r" + std::to_string(members_[i]) + ":" + name);
           for (const std::string& o : partialSumOrigins(v))
@@ -4635,7 +4636,7 @@ FoldOutcome Folder::run() {
                       (f.v.k != target.k ? "a multiple (by " + factorText(f.v.k / target.k) + ") of it, " : "it as ") +
                       layoutText(f, name, other->first);
       if (f.lay == Lay::Sum) {
-        res.diagnosis += ", which D never adds up: missing sum over group " + res.group;
+        res.diagnosis += ", which D never adds up: missing sum over group " + res.group + " (all_reduce)";
         res.missingSumGroups.push_back(res.group);
       }
       if (f.lay3 == Lay::Sum) res.diagnosis += ": the other micro-batches' terms are never added";
