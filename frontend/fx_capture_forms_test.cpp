@@ -45,6 +45,42 @@ class <lambda>(torch.nn.Module):
   EXPECT_EQ(g.nodes()[0].op, ir::OpKind::Neg);
 }
 
+// Megatron's scatter to a parallel region, `torch.split(x, n, dim)[rank]`:
+// a split of which one piece is read (the other getitem lines unused)
+// imports as the slice of that piece, so rank graphs that differ only in
+// the piece they read differ only in slice bounds (rank folding); a split
+// read at two pieces stays a split.
+TEST(FxCaptureForms, SplitReadAtOnePieceIsItsSlice) {
+  auto capture = [](int piece, bool both) {
+    std::string read = "getitem_" + std::to_string(piece);
+    return std::string(R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[6, 2]"):
+        split = torch.ops.aten.split.Tensor(x, 2)
+        getitem_0: "f32[2, 2]" = split[0]
+        getitem_1: "f32[2, 2]" = split[1]
+        getitem_2: "f32[2, 2]" = split[2];  split = None
+        neg: "f32[2, 2]" = torch.ops.aten.neg.default()FX") +
+           read + ")\n        " + (both ? "add: \"f32[2, 2]\" = torch.ops.aten.add.Tensor(neg, getitem_0)\n        return (add,)\n"
+                                       : "return (neg,)\n");
+  };
+  Tensor x = f32({6, 2}, 5);
+  auto xs = values(x);
+  for (int piece : {0, 1, 2}) {
+    ir::Graph g = mustImportText(capture(piece, false), "scatter.py");
+    ASSERT_EQ(g.nodes().size(), 2u);
+    EXPECT_EQ(g.nodes()[0].op, ir::OpKind::Slice);
+    EXPECT_EQ(ir::attrInts(g.nodes()[0].attrs, "starts"), std::vector<int64_t>{2 * piece});
+    EXPECT_EQ(ir::attrInts(g.nodes()[0].attrs, "ends"), std::vector<int64_t>{2 * piece + 2});
+    auto out = ir::runGraph(g, {{"x", x}});
+    ASSERT_TRUE(out.ok()) << out.error().str();
+    auto y = values(out->at("neg"));
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(y[i], -xs[size_t(4 * piece) + i]);
+  }
+  ir::Graph two = mustImportText(capture(2, true), "scatter2.py");
+  EXPECT_EQ(two.nodes()[0].op, ir::OpKind::Split);
+}
+
 // The joint graph AOTAutograd prints for y = x @ w with its backward: the
 // containers `primals` and `tangents` are flattened into declared names.
 const char* kJoint = R"FX(

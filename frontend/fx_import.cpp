@@ -412,6 +412,29 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
       if (live.count(o)) keep[k] = true;
     if (keep[k]) live.insert(e.ops[k].inputs.begin(), e.ops[k].inputs.end());
   }
+  // A split read at one piece is the slice of that piece: Megatron's
+  // `torch.split(x, n, dim)[rank]` (scatter to the sequence- or tensor-
+  // parallel region), a rank-affine slice, so that rank graphs differing
+  // only in the piece they read stay one graph up to slice bounds.
+  for (size_t k = 0; k < e.ops.size(); ++k) {
+    auto& p = e.ops[k];
+    if (!keep[k] || p.op != ir::OpKind::Split) continue;
+    std::vector<size_t> read;
+    for (size_t o = 0; o < p.outputs.size(); ++o)
+      if (live.count(p.outputs[o])) read.push_back(o);
+    const std::vector<int64_t> sizes = ir::attrInts(p.attrs, "sizes");
+    if (read.size() != 1 || sizes.size() != p.outputs.size()) continue;
+    const size_t o = read[0];
+    int64_t start = 0;
+    for (size_t i = 0; i < o; ++i) start += sizes[i];
+    p.op = ir::OpKind::Slice;
+    p.attrs = ir::AttrMap{{"starts", std::vector<int64_t>{start}},
+                          {"ends", std::vector<int64_t>{start + sizes[o]}},
+                          {"axes", std::vector<int64_t>{ir::attrInt(p.attrs, "axis")}},
+                          {"steps", std::vector<int64_t>{1}}};
+    p.outputs = {p.outputs[o]};
+    p.declared = {o < p.declared.size() ? p.declared[o] : std::nullopt};
+  }
   std::string name = std::filesystem::path(path).filename().string();
   Built b{ir::GraphBuilder(name), {}};
   for (auto& l : e.leaves) {

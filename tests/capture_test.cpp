@@ -270,6 +270,42 @@ TEST(CaptureGqa, RepeatedKvHeadsVerifyAndTwinsAreRefuted) {
   }
 }
 
+// Megatron-LM's own layout (tools/capture/examples/megatron_sp_block.py):
+// [seq, batch, hidden] with sequence parallelism, the fused QKV in per-head
+// row order, and attention over [seq, batch*heads, head_dim], whose context
+// goes back by [seq, batch*heads, head_dim] -> [seq, batch, heads*head_dim]:
+// a split blocked by batch in, a plain split of heads*head_dim out (the
+// reshape's factor group [batch, heads, head_dim] read as a mixed radix).
+// The block verifies folded at world size 2 and 4 (inconclusive at the
+// causal masked_fill before: folding had no reading of that reshape), and
+// without sequence parallelism at 3. The twin takes each rank's own rows
+// of the attention's partial sums, `torch.split(y, rows)[rank]`: imported
+// as a slice by rank, it folds, and the report names the slice and puts
+// the sum back after the row-parallel product (before, the ranks' graphs
+// differed in which piece they read: no folding, a localization at the
+// masked_fill and no repair).
+TEST(CaptureMegatron, SequenceParallelBlockFoldsAndTheSplitTwinIsRepaired) {
+  for (const char* name : {"megatron_sp_tp2", "megatron_sp_tp4", "megatron_tp3"}) {
+    auto r = verifyCapture(fixture(name), fixture(name) + "/dist");
+    ASSERT_EQ(r.code, 0) << name << "\n" << r.out << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(assumes(j, "ranks folded")) << name << "\n" << r.out;
+    EXPECT_EQ(j["outputs"][0]["relation"], std::string(name) == "megatron_tp3"
+                                               ? "dist[0].add_3"
+                                               : "concat(dim=0, for r in tp: dist[r].add_3)")
+        << r.out;
+  }
+  std::string twin = fixture("megatron_sp_tp4_twin");
+  auto t = verifyCapture(twin, twin + "/dist");
+  ASSERT_EQ(t.code, 1) << t.out << t.err;
+  auto j = nlohmann::json::parse(t.out);
+  std::string msg = j["failure"]["message"].get<std::string>();
+  EXPECT_NE(msg.find("which slice 'getitem_3' (tools/capture/examples/megatron_sp_block.py:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("uses as if whole: missing sum over group tp (all_reduce)"), std::string::npos) << msg;
+  std::string repair = j["failure"]["repair"].is_string() ? j["failure"]["repair"].get<std::string>() : "";
+  EXPECT_EQ(repair.rfind("an all_reduce over group tp inserted after 'mm_1' (", 0), 0u) << t.out;
+}
+
 TEST(CaptureHelper, CapturesOnGlooAndVerifies) {
   if (!havePythonTorch()) GTEST_SKIP() << "/usr/bin/python3 with torch not found";
   auto out = tempDir("capture-helper");

@@ -1346,17 +1346,28 @@ std::optional<int64_t> unitReshapeDim(const Shape& a, const Shape& b, int64_t d)
   return std::nullopt;
 }
 
-// A reshape moving a split of dim d of the local input `in` to blocks (the
-// layout of Fact::blocks), read on S's shapes (dim d n times larger in,
-// the candidate output dim o n times larger out, so size-1 dims do not
-// blur the groups). A merge of d with `outer` non-unit dims before it into
-// one output dim o: rank r's piece of each of the outer blocks, the blocked
-// split of o into `outer` blocks (S's [b, heads, s, hd] -> [b*heads, s, hd]
-// with the heads split). Its inverse: a dim blocked `blocks` times split
-// into dims whose leading ones multiply to `blocks`, the next (o) taking
-// the pieces, plain. Returns {o, blocks of o}.
-std::optional<std::pair<int64_t, Dim>> blockedReshape(const Shape& in, const Shape& out, int64_t d, int64_t n,
-                                                      const Dim& blocks) {
+// A reshape of a split of dim d of the local input `in` (`blocks` blocks,
+// 1 for a plain split) that lands the split on an output dim o as a
+// blocked split, or out of blocks into a plain one; read on S's shapes (dim
+// d n times larger in, o n times larger out, so size-1 dims do not blur
+// the groups). In S the factor group of d is the mixed radix
+// [outer, blocks, n, m, tail] (outer: the group's dims before d, m: the
+// rank's piece of a block, tail: the group's dims after d), rank r fixing
+// the n digit. An output dim o of the group with Q elements after it in
+// the group holds rank r's elements as K blocks of its own exactly when Q
+// divides m * tail (the n digit lies inside o) and o spans K whole
+// [n, m, tail] runs: go[o] * Q = K * n * m * tail, the dims before o
+// taking the rest (outer * blocks / K). This covers S's [b, heads, s, hd]
+// -> [b*heads, s, hd] with the heads split (K = b), its inverse (blocks b
+// split into [b, heads, ...], K = 1), and Megatron's
+// [s, b*heads, hd] -> [s, b, heads*hd] (blocks b, K = 1). Returns every
+// {o, K}, each a true layout (the caller keeps the one S computes), except
+// a plain split staying plain (reshapeSplitDims' reading).
+std::vector<std::pair<int64_t, Dim>> blockedReshape(const Shape& in, const Shape& out, int64_t d, int64_t n,
+                                                    const Dim& blocks) {
+  std::vector<std::pair<int64_t, Dim>> found;
+  auto m = ir::exactDiv(in[size_t(d)], blocks);
+  if (!m) return found;
   Shape gi = in;
   gi[size_t(d)] = Dim(n) * gi[size_t(d)];
   for (size_t o = 0; o < out.size(); ++o) {
@@ -1364,18 +1375,19 @@ std::optional<std::pair<int64_t, Dim>> blockedReshape(const Shape& in, const Sha
     go[o] = Dim(n) * go[o];
     for (const ReshapeGroup& g : reshapeGroups(gi, go)) {
       if (size_t(d) < g.i0 || size_t(d) >= g.i1 || o < g.j0 || o >= g.j1) continue;
-      if (blocks == Dim(1) && g.j1 - g.j0 == 1) {  // merge
-        Dim outer(1);
-        for (size_t a = g.i0; a < size_t(d); ++a) outer = outer * gi[a];
-        if (outer != Dim(1)) return std::pair{int64_t(o), outer};
-      } else if (blocks != Dim(1) && g.i1 - g.i0 == 1) {  // split of the blocked dim
-        Dim lead(1);
-        for (size_t b = g.j0; b < o; ++b) lead = lead * go[b];
-        if (lead == blocks) return std::pair{int64_t(o), Dim(1)};
-      }
+      Dim outer(1), tail(1), before(1), after(1);
+      for (size_t a = g.i0; a < size_t(d); ++a) outer = outer * gi[a];
+      for (size_t a = size_t(d) + 1; a < g.i1; ++a) tail = tail * gi[a];
+      for (size_t b = g.j0; b < o; ++b) before = before * go[b];
+      for (size_t b = o + 1; b < g.j1; ++b) after = after * go[b];
+      const Dim inner = *m * tail;
+      if (!ir::exactDiv(inner, after)) continue;
+      auto k = ir::exactDiv(go[o] * after, Dim(n) * inner);
+      if (!k || before * *k != outer * blocks) continue;
+      if (blocks != Dim(1) || *k != Dim(1)) found.emplace_back(int64_t(o), *k);
     }
   }
-  return std::nullopt;
+  return found;
 }
 
 std::vector<int64_t> reshapeSplitDims(const Shape& in, const Shape& out, int64_t d) {
@@ -1565,14 +1577,14 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
       inner = f.inner;
     }
   if (isBlocked(blocks) && n.op == OpKind::Expand) return {};
-  // A reshape moving the split into or out of blocks (blockedReshape): a
-  // candidate of its own, with its blocks.
-  std::optional<std::pair<int64_t, int64_t>> blockedCand;
+  // A reshape moving the split into or out of blocks (blockedReshape):
+  // candidates of their own, with their blocks.
+  std::vector<std::pair<int64_t, int64_t>> blockedCands;
   if (reshapeLike(n.op) && in[0].lay == Lay::Split && in[0].inner == 1 && in[0].innerDim < 0 &&
       use("reshape-of-split"))
-    if (auto b = blockedReshape(local(0).shape, out0.shape, in[0].dim, n_, blockCount(in[0].blocks)))
-      blockedCand = std::pair{b->first, blocksId(b->second)};
-  if (isBlocked(blocks) && reshapeLike(n.op) && blockedCand) {
+    for (const auto& [o, k] : blockedReshape(local(0).shape, out0.shape, in[0].dim, n_, blockCount(in[0].blocks)))
+      blockedCands.emplace_back(o, blocksId(k));
+  if (isBlocked(blocks) && reshapeLike(n.op) && !blockedCands.empty()) {
     candidates.clear();  // out of blocks: the blocked dim does not carry over whole
   } else if (isBlocked(blocks) && reshapeLike(n.op)) {
     // the blocked dim carries over whole: only unit dims added or dropped,
@@ -1645,11 +1657,12 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
   // stand as before (a unit dim on S's side blurs a merge too: [16, 2, h]
   // -> [32, 1, ...] is a reshape of S's shapes as well).
   std::vector<int64_t> candBlocks(candidates.size(), blocks);
-  if (blockedCand && in[0].innerDim < 0) {
-    candidates.push_back(blockedCand->first);
-    candBlocks.push_back(blockedCand->second);
-    innerDims.push_back(-1);
-  }
+  if (in[0].innerDim < 0)
+    for (const auto& [o, k] : blockedCands) {
+      candidates.push_back(o);
+      candBlocks.push_back(k);
+      innerDims.push_back(-1);
+    }
   std::vector<TensorType> gin;
   std::vector<Val> vin;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -1657,7 +1670,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     vin.push_back(in[i].v);
   }
   int64_t inRank = int64_t(local(0).shape.size());
-  std::vector<Fact> first, copiesOuts;
+  std::vector<Fact> first, copiesOuts, sameValue;
   bool merged = reshapeLike(n.op) && in[0].innerDim >= 0;
   std::vector<int64_t> candInner(candidates.size(), merged ? 1 : inner);
   // A reshape cutting a plain split's dim (k on each member) into a unit
@@ -1734,6 +1747,13 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
       outs.push_back(want);
     }
     if (outs.size() != n.outputs.size()) continue;
+    // A reshape the rank does in place of nothing (its local shape kept)
+    // may read as S's own value again, another true layout: S's reshape
+    // it stands for is preferred.
+    if (candidates.size() > 1 && reshapeLike(n.op) && outs[0].v == in[0].v) {
+      if (sameValue.empty()) sameValue = outs;
+      continue;
+    }
     if (candidates.size() == 1 || sComputes(outs)) return outs;
     if (first.empty()) first = outs;
     // An expand S computes in none of its readings: the runs keep their
@@ -1741,6 +1761,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     // takes the runs as its operand's repeat).
     if (n.op == OpKind::Expand && inner > 1 && innerDims[ci] < 0) copiesOuts = outs;
   }
+  if (!sameValue.empty() && (first.empty() || sComputes(sameValue))) return sameValue;
   return copiesOuts.empty() ? first : copiesOuts;
 }
 

@@ -1221,6 +1221,65 @@ TEST(FoldViews, HeadsMergedWithTheBatchAreBlocks) {
 namespace sp::rewrite {
 namespace {
 
+// Megatron's layout, [s, b*heads, hd] for its batched matmuls, with the
+// heads split: a split blocked by the batch (b blocks of the rank's
+// heads). Its context goes back by [s, b*heads, hd] -> [s, b, heads*hd],
+// a factor group [b, heads, hd] on both sides: the heads digit leads
+// heads*hd, a plain split there (blockedReshape's mixed-radix reading).
+// Verified folded at TP 2, 3 and 6 over 6 heads; reading the rows back
+// heads-major is refuted wherever a rank holds several heads.
+TEST(FoldViews, BatchBlockedHeadsLeaveAsAPlainSplitOfTheirWidth) {
+  for (int64_t n : {2, 3, 6}) {
+    SCOPED_TRACE("tp " + std::to_string(n));
+    const int64_t h = 6 / n;
+    auto H = std::to_string(h), BH = std::to_string(2 * h), HD = std::to_string(2 * h), N = std::to_string(n);
+    Case c;
+    c.seq = R"(graph ctx {
+  input %q: f32[3, 2, 6, 2]
+  %m: f32[3, 12, 2] = reshape(%q) {shape = [3, 12, 2]}
+  %p: f32[3, 12, 2] = softmax(%m)
+  %y: f32[3, 2, 12] = reshape(%p) {shape = [3, 2, 12]}
+  output %y
+}
+)";
+    std::string body = replaceAll(R"(program ctx {
+  world N
+  mesh [tp = N]
+  rank 0..LAST {
+    input %q: f32[3, 2, H, 2]
+    %m: f32[3, BH, 2] = reshape(%q) {shape = [3, BH, 2]}
+    %p: f32[3, BH, 2] = softmax(%m)
+    BACK
+    output %y
+  }
+}
+)", "LAST", std::to_string(n - 1));
+    body = replaceAll(replaceAll(replaceAll(body, "world N", "world " + N), "[tp = N]", "[tp = " + N + "]"), "BH", BH);
+    body = replaceAll(body, ", H,", ", " + H + ",");
+    c.dist = replaceAll(body, "BACK", "%y: f32[3, 2, " + HD + "] = reshape(%p) {shape = [3, 2, " + HD + "]}");
+    c.rel = "for r in tp: dist[r].q = slice(seq.q, dim=2, start=idx(r,tp)*" + H + ", end=(idx(r,tp)+1)*" + H + ")\n" +
+            "expect seq.y = concat(dim=2, for r in tp: dist[r].y)\n";
+    auto rep = check(c);
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep)) << why(rep);
+    if (h > 1) {
+      Case bad = c;
+      bad.dist = replaceAll(body, "BACK", "%ph: f32[3, " + H + ", 2, 2] = reshape(%p) {shape = [3, " + H +
+                                              ", 2, 2]}\n    %pt: f32[3, 2, " + H +
+                                              ", 2] = transpose(%ph) {perm = [0, 2, 1, 3]}\n    %y: f32[3, 2, " + HD +
+                                              "] = reshape(%pt) {shape = [3, 2, " + HD + "]}");
+      auto r2 = check(bad);
+      EXPECT_EQ(r2.verdict, Verdict::Refuted) << why(r2);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
 // One KV head broadcast to the query heads: S expands it explicitly
 // (unsqueeze, expand, reshape), each rank leaves it to the batched matmul's
 // broadcasting over its heads; the two meet (view-algebra), folded at TP 3
