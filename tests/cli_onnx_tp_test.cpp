@@ -80,6 +80,16 @@ TEST(CliOnnxTp, MissingAllReduceIsRefuted) {
   EXPECT_NE(r.out.find("missing sum over group world (all_reduce)"), std::string::npos) << r.out;
 }
 
+// The Megatron sequence-parallel twin (onnx_tp_test.cpp): the AllReduce
+// put back after the attention's row-parallel product verifies.
+TEST(CliOnnxTp, MegatronSequenceParallelTwinIsRepaired) {
+  auto r = verifyTp("megatron_sp.seq.onnx", tp("megatron_sp_tp4_twin"));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("repair: D verifies with an all_reduce over group world inserted after '/MatMul_3_output_0'"),
+            std::string::npos)
+      << r.out;
+}
+
 // Three rank files whose AllGather says group_size 2: one clear error, exit 3.
 TEST(CliOnnxTp, GroupSizeNotDividingTheRankFilesIsBadInput) {
   auto dir = tempDir("onnx-tp-three");

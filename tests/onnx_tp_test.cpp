@@ -80,6 +80,28 @@ TEST(OnnxTp, MissingAllReduceIsRefuted) {
       << r->failure->message;
 }
 
+// Megatron's sequence-parallel block exported per rank with ORT's
+// collectives (make_ort_collectives.py megatron_sp): AllGather along seq,
+// and for the reduce-scatter an AllReduce and the rank's rows, a Slice
+// whose constant bounds differ by rank. The ranks fold (slice bounds affine
+// in the rank; the [seq, batch*heads, hd] context read back as a plain
+// split of heads*hd); the twin slicing the attention's partial sums is
+// refuted at that Slice (the CLI test checks the repair).
+TEST(OnnxTp, MegatronSequenceParallelBlockFolds) {
+  auto r = verifyFixture("megatron_sp.seq.onnx", "megatron_sp_tp4");
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r->verdict, Verdict::Verified) << describe(*r);
+  bool folded = false;
+  for (const auto& a : r->assumptions) folded = folded || a.rfind("ranks folded", 0) == 0;
+  EXPECT_TRUE(folded);
+  auto t = verifyFixture("megatron_sp.seq.onnx", "megatron_sp_tp4_twin");
+  ASSERT_TRUE(t.ok()) << t.error().str();
+  ASSERT_EQ(t->verdict, Verdict::Refuted) << describe(*t);
+  EXPECT_NE(t->failure->message.find("which slice '/Slice//Slice_output_0'"), std::string::npos) << t->failure->message;
+  EXPECT_NE(t->failure->message.find("missing sum over group world (all_reduce)"), std::string::npos)
+      << t->failure->message;
+}
+
 // Grouped-query attention as Hugging Face Llama exports it (K and V
 // repeated to the query heads by Unsqueeze, Expand and Reshape: repeat_kv),
 // tests/fixtures/onnx_gqa (make_gqa_onnx.py): TP 2 (a KV head per rank)

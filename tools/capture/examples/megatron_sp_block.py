@@ -40,20 +40,12 @@ def rms_norm(x, w):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
 
 
-def block(x, ln1, wqkv, wo, ln2, wg, wu, wd, head_dim, group=None, sp=False, drop=False, check=False):
-    def gather(h):  # gather_from_sequence_parallel_region
-        return spc.all_gather_into_tensor(h, group) if sp else h
-
-    def reduce(y, drop_this=False):  # reduce(_scatter_to_sequence_parallel)_region
-        if group is None:
-            return y
-        if drop_this:
-            if not sp:
-                return y
-            world, rank = dist.get_world_size(group), dist.get_rank(group)
-            return torch.split(y, y.shape[0] // world, dim=0)[rank]
-        return spc.reduce_scatter_tensor(y, group) if sp else spc.all_reduce(y, group)
-
+def block(x, ln1, wqkv, wo, ln2, wg, wu, wd, head_dim, gather=None, reduce=None, check=False):
+    """gather(h): gather_from_sequence_parallel_region; reduce(y, attention):
+    reduce(_scatter_to_sequence_parallel)_region, attention=True for the
+    attention's. None: the sequential block."""
+    gather = gather or (lambda h: h)
+    reduce = reduce or (lambda y, attention: y)
     h = gather(rms_norm(x, ln1))
     s, b, _ = h.shape
     qkv = torch.matmul(h, wqkv.t())
@@ -70,10 +62,10 @@ def block(x, ln1, wqkv, wo, ln2, wg, wu, wd, head_dim, group=None, sp=False, dro
     causal = torch.triu(torch.ones(s, s, dtype=torch.bool), diagonal=1)
     p = torch.softmax(scores.masked_fill(causal, -10000.0), dim=-1)
     ctx = torch.bmm(p, v).transpose(0, 1).reshape(s, b, heads * head_dim)
-    x = x + reduce(torch.matmul(ctx, wo.t()), drop_this=drop)
+    x = x + reduce(torch.matmul(ctx, wo.t()), True)
     h = gather(rms_norm(x, ln2))
     a = torch.nn.functional.silu(torch.matmul(h, wg.t())) * torch.matmul(h, wu.t())
-    return x + reduce(torch.matmul(a, wd.t()))
+    return x + reduce(torch.matmul(a, wd.t()), False)
 
 
 def full_params(hidden, heads, ffn, seq, batch):
@@ -114,8 +106,16 @@ def rank_main(rank, world, sizes, out, sp, drop):
     def seq_fn(check=False, **kw):
         return block(head_dim=d, check=check, **kw)
 
+    def gather(h):
+        return spc.all_gather_into_tensor(h, tp) if sp else h
+
+    def reduce(y, attention):
+        if drop and attention:  # the twin: its own rows of the partial sums, or nothing
+            return torch.split(y, y.shape[0] // world, dim=0)[rank] if sp else y
+        return spc.reduce_scatter_tensor(y, tp) if sp else spc.all_reduce(y, tp)
+
     def dist_fn(check=False, **kw):
-        return block(head_dim=d, group=tp, sp=sp, drop=drop, check=check, **kw)
+        return block(head_dim=d, gather=gather, reduce=reduce, check=check, **kw)
 
     if not drop:
         with torch.no_grad():
