@@ -45,6 +45,26 @@ class <lambda>(torch.nn.Module):
   EXPECT_EQ(g.nodes()[0].op, ir::OpKind::Neg);
 }
 
+// torch 1.13's make_fx writes a reshape that can be a view as
+// `_reshape_alias(x, size, stride)`: the reshape to `size` (the strides
+// only say where the view's elements lie in memory).
+TEST(FxCaptureForms, ReshapeAliasIsAReshape) {
+  ir::Graph g = mustImportText(R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[3, 4]"):
+        t: "f32[4, 3]" = torch.ops.aten.t.default(x)
+        _reshape_alias: "f32[2, 6]" = torch.ops.aten._reshape_alias.default(x, [2, 6], [6, 1])
+        return (_reshape_alias, t)
+)FX",
+                               "alias.py");
+  ASSERT_EQ(g.nodes().size(), 2u);
+  EXPECT_EQ(g.nodes()[1].op, ir::OpKind::Reshape);
+  Tensor x = f32({3, 4}, 9);
+  auto out = ir::runGraph(g, {{"x", x}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  EXPECT_EQ(values(out->at("_reshape_alias")), values(x));
+}
+
 // Megatron's scatter to a parallel region, `torch.split(x, n, dim)[rank]`:
 // a split of which one piece is read (the other getitem lines unused)
 // imports as the slice of that piece, so rank graphs that differ only in

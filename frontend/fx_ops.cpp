@@ -13,6 +13,9 @@ const OpMapping kOps[] = {
     {"aten.view.default", mapView, 0},
     {"aten._unsafe_view.default", mapView, 0},
     {"aten.reshape.default", mapView, 0},
+    // torch 1.13's make_fx: reshape as a view with the strides it computed
+    // (the logical row-major order of its input, whatever the strides say)
+    {"aten._reshape_alias.default", mapView, 0},
     {"aten.t.default", mapT, 0},
     {"aten.transpose.int", mapTranspose, 0},
     {"aten.permute.default", mapPermute, 0},
