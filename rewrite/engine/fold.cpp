@@ -428,6 +428,10 @@ const std::map<std::string, std::vector<std::string>>& schemaLemmas() {
       // Each member's slice of a value all hold, its piece: slice's own
       // semantics, no lemma.
       {"slice-by-rank", {}},
+      // An all_to_all exchanging chunks along the dim it splits: a plain
+      // split becomes the split blocked once per member and back (the
+      // collective's own semantics, ir/collectives.h; no lemma).
+      {"all-to-all-exchange", {}},
       {"linear-over-sum", {"add-of-sums", "mul-over-sum", "neg-over-sum", "scale-over-sum", "matmul-over-sum-left",
                            "matmul-over-sum-right", "reduce-sum-of-sum", "concat-of-sums", "sum-of-merged-first",
                            "slice-of-sum"}},
@@ -2051,7 +2055,11 @@ std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>&
     return *d;
   };
   const Fact& x = in[0];
-  if (x.lay == Lay::Split && !x.plain()) return {};
+  // (an all_to_all exchanging along one dim takes a split blocked once per
+  // member, below)
+  const bool exchangeBlocks = n.op == OpKind::AllToAll && x.lay == Lay::Split && x.blocks == n_ && x.inner == 1 &&
+                              x.segs.empty() && n_ > 1;
+  if (x.lay == Lay::Split && !x.plain() && !exchangeBlocks) return {};
   // Zigzag chunks: gathered along their dim, S's value with its pieces in
   // member order; no other collective takes them.
   if (x.zig) {
@@ -2111,7 +2119,75 @@ std::vector<Fact> Folder::collective(const ir::Node& n, const std::vector<Fact>&
     }
     case OpKind::AllToAll: {
       auto s = dimAttr("split_dim"), c = dimAttr("concat_dim");
-      if (!s || !c || *s == *c || x.lay != Lay::Split || x.dim != *c) return {};
+      if (!s || !c || x.lay != Lay::Split || x.zig || x.innerDim >= 0) return {};
+      if (*s == *c && x.dim != *s && x.plain()) {
+        // Pieces along another dim d exchanged along s: member j gets
+        // chunk j along s of every member's piece, the pieces in member
+        // order along s. With V's dim s as [N, a] and d as [N, p], member
+        // j holds W[j] for W = V viewed [.., N(j), a, .., N(r), p, ..] with
+        // r moved after j, then flattened: a plain split of s of that
+        // reshape of V (an expert-parallel combine of expert-split rows).
+        const Shape& g = globalOf(inT, x, true).shape;
+        const Dim& ls = inT.shape[size_t(*s)];
+        if (!(outT == inT) || !ls.isConcrete() || ls.value() % n_ || !use("all-to-all-exchange")) return {};
+        const int64_t a = ls.value() / n_;
+        Shape split;
+        std::vector<int64_t> perm;
+        Shape flat;
+        for (int64_t i = 0; i < rank; ++i) {
+          if (i == *s) {
+            split.push_back(Dim(n_)), split.push_back(Dim(a));
+          } else if (i == x.dim) {
+            split.push_back(Dim(n_)), split.push_back(inT.shape[size_t(i)]);
+          } else {
+            split.push_back(g[size_t(i)]);
+          }
+        }
+        auto at = [&](int64_t dim) {  // first factor of dim in `split`
+          int64_t k = 0;
+          for (int64_t i = 0; i < dim; ++i) k += (i == *s || i == x.dim) ? 2 : 1;
+          return k;
+        };
+        for (int64_t i = 0; i < rank; ++i) {
+          if (i == *s) {
+            perm.insert(perm.end(), {at(i), at(x.dim), at(i) + 1});
+            flat.push_back(Dim(n_ * n_ * a));
+          } else if (i == x.dim) {
+            perm.push_back(at(i) + 1);
+            flat.push_back(inT.shape[size_t(i)]);
+          } else {
+            perm.push_back(at(i));
+            flat.push_back(g[size_t(i)]);
+          }
+        }
+        Fact out{Lay::Split, *s, {}};
+        if (!(globalOf(outT, out, true).shape == flat)) return {};
+        if (decideOnly_) return {out};
+        TensorType ts{inT.dtype, split}, tp{inT.dtype, {}}, tf{inT.dtype, flat};
+        for (int64_t q : perm) tp.shape.push_back(split[size_t(q)]);
+        Val v = canon(OpKind::Reshape, ir::AttrMap{{"shape", split}}, {x.v}, 0, ts, rank);
+        v = canon(OpKind::Transpose, ir::AttrMap{{"perm", perm}}, {v}, 0, tp, int64_t(split.size()));
+        out.v = canon(OpKind::Reshape, ir::AttrMap{{"shape", flat}}, {v}, 0, tf, int64_t(split.size()));
+        return {out};
+      }
+      if (x.dim != *c) return {};
+      if (*s == *c) {
+        // Exchanging pieces along the split dim itself (an expert-parallel
+        // dispatch and combine): member i's chunk j goes to member j, at
+        // place i. A plain split of V (member i holding V's piece i, N
+        // chunks of k) becomes V blocked N times (member j holding chunk
+        // j of every member's piece: piece j of each of V's N blocks), and
+        // a split blocked N times with pieces of k becomes the plain split
+        // (member j gathering block j's N pieces). Same V, same shapes.
+        if (!(outT == inT) || !inT.shape[size_t(*s)].isConcrete() || inT.shape[size_t(*s)].value() % n_ ||
+            !use("all-to-all-exchange"))
+          return {};
+        Fact out = x;
+        out.blocks = x.blocks == 1 ? n_ : 1;
+        if (!(globalOf(outT, out, true) == globalOf(inT, x, true))) return {};
+        return {out};
+      }
+      if (!x.plain()) return {};
       Fact out{Lay::Split, *s, x.v};
       if (!(globalOf(outT, out, true) == globalOf(inT, x, true))) return {};
       return {out};

@@ -2332,3 +2332,82 @@ TEST(FoldRunSums, RandomReadingsAgreeWithTheWitness) {
 
 }  // namespace
 }  // namespace sp::rewrite
+
+namespace sp::rewrite {
+namespace {
+
+// Expert parallelism with `el` local experts of capacity c per member: S
+// routes block b's tokens for expert e ([B, E, C, M] -> [E, B*C, M]) to one
+// batched matmul over the stacked expert weights and back; member r holds
+// token block r and experts r*el.., dispatches with an all_to_all along
+// the dim it splits (chunk j of its block to member j), regroups what it
+// received expert-major, and combines with the inverse all_to_all. `bug`:
+// "perm" regroups source-major (the transpose left out), "combine" skips
+// the combine all_to_all.
+Case expertParallel(int64_t n, int64_t el, int64_t c, const std::string& bug = "") {
+  const int64_t e = n * el;
+  auto S = [](int64_t v) { return std::to_string(v); };
+  Case k;
+  k.seq = "graph moe {\n  input %x: f32[" + S(n * e * c) + ", 4]\n  param %we: f32[" + S(e) + ", 4, 3]\n" +
+          "  %x4: f32[" + S(n) + ", " + S(e) + ", " + S(c) + ", 4] = reshape(%x) {shape = [" + S(n) + ", " + S(e) + ", " +
+          S(c) + ", 4]}\n" + "  %xe: f32[" + S(e) + ", " + S(n) + ", " + S(c) +
+          ", 4] = transpose(%x4) {perm = [1, 0, 2, 3]}\n" + "  %xr: f32[" + S(e) + ", " + S(n * c) +
+          ", 4] = reshape(%xe) {shape = [" + S(e) + ", " + S(n * c) + ", 4]}\n" + "  %he: f32[" + S(e) + ", " +
+          S(n * c) + ", 3] = matmul(%xr, %we)\n" + "  %ht: f32[" + S(e) + ", " + S(n * c) + ", 3] = tanh(%he)\n" +
+          "  %h4: f32[" + S(e) + ", " + S(n) + ", " + S(c) + ", 3] = reshape(%ht) {shape = [" + S(e) + ", " + S(n) +
+          ", " + S(c) + ", 3]}\n" + "  %hb: f32[" + S(n) + ", " + S(e) + ", " + S(c) +
+          ", 3] = transpose(%h4) {perm = [1, 0, 2, 3]}\n" + "  %y: f32[" + S(n * e * c) +
+          ", 3] = reshape(%hb) {shape = [" + S(n * e * c) + ", 3]}\n" + "  %out: f32[" + S(n * e * c) +
+          ", 3] = layer_norm(%y)\n  output %out\n}\n";
+  std::string combine = bug == "combine" ? "identity(%hd)" : "all_to_all(%hd) {group = \"ep\"}";
+  std::string perm = bug == "perm" ? "[0, 1, 2, 3]" : "[1, 0, 2, 3]";
+  std::string xt = bug == "perm" ? S(n) + ", " + S(el) : S(el) + ", " + S(n);
+  k.dist = "program moe {\n  world " + S(n) + "\n  mesh [ep = " + S(n) + "]\n  rank 0.." + S(n - 1) + " {\n" +
+           "    input %x: f32[" + S(e * c) + ", 4]\n    param %we: f32[" + S(el) + ", 4, 3]\n" +
+           "    %xd: f32[" + S(n) + ", " + S(el * c) + ", 4] = reshape(%x) {shape = [" + S(n) + ", " + S(el * c) +
+           ", 4]}\n" + "    %xa: f32[" + S(n) + ", " + S(el * c) + ", 4] = all_to_all(%xd) {group = \"ep\"}\n" +
+           "    %xg: f32[" + S(n) + ", " + S(el) + ", " + S(c) + ", 4] = reshape(%xa) {shape = [" + S(n) + ", " +
+           S(el) + ", " + S(c) + ", 4]}\n" + "    %xt: f32[" + xt + ", " + S(c) + ", 4] = transpose(%xg) {perm = " +
+           perm + "}\n" + "    %xl: f32[" + S(el) + ", " + S(n * c) + ", 4] = reshape(%xt) {shape = [" + S(el) +
+           ", " + S(n * c) + ", 4]}\n" + "    %he: f32[" + S(el) + ", " + S(n * c) + ", 3] = matmul(%xl, %we)\n" +
+           "    %ht: f32[" + S(el) + ", " + S(n * c) + ", 3] = tanh(%he)\n" + "    %hg: f32[" + S(el) + ", " + S(n) +
+           ", " + S(c) + ", 3] = reshape(%ht) {shape = [" + S(el) + ", " + S(n) + ", " + S(c) + ", 3]}\n" +
+           "    %hb: f32[" + S(n) + ", " + S(el) + ", " + S(c) + ", 3] = transpose(%hg) {perm = [1, 0, 2, 3]}\n" +
+           "    %hd: f32[" + S(n) + ", " + S(el * c) + ", 3] = reshape(%hb) {shape = [" + S(n) + ", " + S(el * c) +
+           ", 3]}\n" + "    %ya: f32[" + S(n) + ", " + S(el * c) + ", 3] = " + combine + "\n" + "    %y: f32[" +
+           S(e * c) + ", 3] = reshape(%ya) {shape = [" + S(e * c) + ", 3]}\n" + "    %out: f32[" + S(e * c) +
+           ", 3] = layer_norm(%y)\n    output %out\n  }\n}\n";
+  k.rel = "for r in ep: dist[r].x = slice(seq.x, dim=0, start=idx(r,ep)*" + S(e * c) + ", end=(idx(r,ep)+1)*" +
+          S(e * c) + ")\nfor r in ep: dist[r].we = slice(seq.we, dim=0, start=idx(r,ep)*" + S(el) +
+          ", end=(idx(r,ep)+1)*" + S(el) + ")\nexpect seq.out = concat(dim=0, for r in ep: dist[r].out)\n";
+  return k;
+}
+
+// The dispatch and the combine fold (all-to-all-exchange: a plain split
+// becomes the split blocked once per member and back, and the dispatch
+// buffer's reshape reads that blocked split as S's experts split over the
+// members, blockedReshape's mixed radix; the combine takes the rows
+// split by expert back to token blocks): EP 2 to 64 with 1 to 3 local
+// experts verify folded in milliseconds (per rank, EP 6 took 6.6 s and EP
+// 8 2.5 s, growing with the members). Regrouping source-major, or leaving
+// out the combine, is refuted.
+TEST(FoldExperts, DispatchAndCombineAllToAllsFold) {
+  struct Size {
+    int64_t n, el, c;
+  };
+  for (Size z : {Size{2, 1, 2}, Size{3, 2, 3}, Size{4, 2, 2}, Size{6, 3, 2}, Size{8, 2, 1}, Size{64, 1, 1}}) {
+    SCOPED_TRACE("ep " + std::to_string(z.n) + ", " + std::to_string(z.el) + " local experts");
+    auto rep = check(expertParallel(z.n, z.el, z.c));
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep)) << why(rep);
+    if (z.n > 4) continue;  // (the twins go to the per-rank engine first at small groups)
+    for (const char* bug : {"perm", "combine"}) {
+      if (std::string(bug) == "perm" && z.el == 1) continue;  // one local expert: nothing to regroup
+      auto b = check(expertParallel(z.n, z.el, z.c, bug));
+      EXPECT_EQ(b.verdict, Verdict::Refuted) << bug << ": " << why(b);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sp::rewrite
