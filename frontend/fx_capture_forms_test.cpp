@@ -45,6 +45,94 @@ class <lambda>(torch.nn.Module):
   EXPECT_EQ(g.nodes()[0].op, ir::OpKind::Neg);
 }
 
+// torch.export's training IR keeps layer_norm, rms_norm, softmax and
+// dropout undecomposed, with their defaults left out of the call.
+TEST(FxCaptureForms, ExportTrainingIrNormsAndSoftmax) {
+  ir::Graph g = mustImportText(R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, p_ln_weight: "f32[4]", p_ln_bias: "f32[4]", p_rms_weight: "f32[4]", x: "f32[3, 4]"):
+        layer_norm: "f32[3, 4]" = torch.ops.aten.layer_norm.default(x, [4], p_ln_weight, p_ln_bias)
+        rms_norm: "f32[3, 4]" = torch.ops.aten.rms_norm.default(layer_norm, [4], p_rms_weight, 1e-06)
+        rms_plain: "f32[3, 4]" = torch.ops.aten.rms_norm.default(x, [4])
+        dropout: "f32[3, 4]" = torch.ops.aten.dropout.default(rms_norm, 0.1, False)
+        softmax: "f32[3, 4]" = torch.ops.aten.softmax.int(dropout, -1)
+        log_softmax: "f32[3, 4]" = torch.ops.aten.log_softmax.int(rms_plain, 1)
+        return (softmax, log_softmax, layer_norm)
+)FX",
+                               "export.py");
+  std::map<ir::OpKind, int> count;
+  for (const auto& n : g.nodes()) ++count[n.op];
+  EXPECT_EQ(count[ir::OpKind::LayerNorm], 1);
+  EXPECT_EQ(count[ir::OpKind::RmsNorm], 2);
+  EXPECT_EQ(count[ir::OpKind::Softmax], 1);
+  EXPECT_EQ(count[ir::OpKind::LogSoftmax], 1);
+  EXPECT_EQ(count[ir::OpKind::Dropout], 0);  // train=False: the identity
+  for (const auto& n : g.nodes())
+    if (n.op == ir::OpKind::LayerNorm) EXPECT_EQ(ir::attrFloat(n.attrs, "epsilon"), 1e-5);
+    else if (n.op == ir::OpKind::RmsNorm && n.inputs.size() == 1)  // eps None: f32's machine epsilon
+      EXPECT_EQ(ir::attrFloat(n.attrs, "epsilon"), 1.1920928955078125e-07);
+  Tensor x = f32({3, 4}, 4), w = f32({4}, 5), b = f32({4}, 6), r = f32({4}, 7);
+  auto out = ir::runGraph(g, {{"x", x}, {"p_ln_weight", w}, {"p_ln_bias", b}, {"p_rms_weight", r}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  auto sm = values(out->at("softmax")), ls = values(out->at("log_softmax")), xs = values(x);
+  for (size_t row = 0; row < 3; ++row) {
+    double s = 0, e = 0;
+    for (size_t k = 0; k < 4; ++k) s += sm[row * 4 + k], e += std::exp(ls[row * 4 + k]);
+    EXPECT_NEAR(s, 1.0, 1e-5);
+    EXPECT_NEAR(e, 1.0, 1e-5);
+    // log_softmax of x / rms(x): its argmax is x's
+    size_t ax = 0, al = 0;
+    for (size_t k = 1; k < 4; ++k) {
+      if (xs[row * 4 + k] > xs[row * 4 + ax]) ax = k;
+      if (ls[row * 4 + k] > ls[row * 4 + al]) al = k;
+    }
+    EXPECT_EQ(ax, al);
+  }
+}
+
+// Layout ops that torch.export's training IR may keep: chunk (pieces of
+// ceil(n / chunks)), narrow, flatten, unflatten, type_as.
+TEST(FxCaptureForms, ExportTrainingIrLayoutOps) {
+  ir::Graph g = mustImportText(R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[2, 5, 3]", h: "f16[2]"):
+        chunk = torch.ops.aten.chunk.default(x, 2, 1)
+        getitem: "f32[2, 3, 3]" = chunk[0]
+        getitem_1: "f32[2, 2, 3]" = chunk[1];  chunk = None
+        narrow: "f32[2, 2, 3]" = torch.ops.aten.narrow.default(x, 1, -3, 2)
+        flatten: "f32[2, 15]" = torch.ops.aten.flatten.using_ints(x, 1)
+        unflatten: "f32[2, 5, 3]" = torch.ops.aten.unflatten.int(flatten, 1, [5, 3])
+        type_as: "f16[2, 5, 3]" = torch.ops.aten.type_as.default(unflatten, h)
+        return (getitem, getitem_1, narrow, type_as)
+)FX",
+                               "export_layout.py");
+  Tensor x = f32({2, 5, 3}, 8), h = typed(DType::F16, {2}, noise(2, 9));
+  auto out = ir::runGraph(g, {{"x", x}, {"h", h}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  auto xs = values(x);
+  auto at = [&](int64_t i, int64_t j, int64_t k) { return xs[size_t((i * 5 + j) * 3 + k)]; };
+  auto c0 = values(out->at("getitem")), c1 = values(out->at("getitem_1")), nw = values(out->at("narrow"));
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t k = 0; k < 3; ++k) {
+      for (int64_t j = 0; j < 3; ++j) EXPECT_EQ(c0[size_t((i * 3 + j) * 3 + k)], at(i, j, k));
+      for (int64_t j = 0; j < 2; ++j) {
+        EXPECT_EQ(c1[size_t((i * 2 + j) * 3 + k)], at(i, 3 + j, k));
+        EXPECT_EQ(nw[size_t((i * 2 + j) * 3 + k)], at(i, 2 + j, k));
+      }
+    }
+  EXPECT_EQ(out->at("type_as").dtype(), DType::F16);
+  auto bad = importFxText(R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[2, 5]"):
+        narrow: "f32[2, 4]" = torch.ops.aten.narrow.default(x, 1, 3, 4)
+        return (narrow,)
+)FX",
+                          "bad_narrow.py");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("narrow of [3, +4) is outside dim 1 of size 5"), std::string::npos)
+      << bad.error().str();
+}
+
 // torch 1.13's make_fx writes a reshape that can be a view as
 // `_reshape_alias(x, size, stride)`: the reshape to `size` (the strides
 // only say where the view's elements lie in memory).

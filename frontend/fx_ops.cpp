@@ -28,6 +28,10 @@ const OpMapping kOps[] = {
     {"aten.stack.default", mapStack, 0},
     {"aten.unbind.int", mapUnbind, 1},
     {"aten.split.Tensor", mapSplit, 1},
+    {"aten.chunk.default", mapChunk, 1},
+    {"aten.narrow.default", mapNarrow, 0},
+    {"aten.flatten.using_ints", mapView, 0},
+    {"aten.unflatten.int", mapView, 0},
     {"aten.split_with_sizes.default", mapSplitWithSizes, 1},
     {"aten.slice.Tensor", mapSlice, 0},
     {"aten.slice_scatter.default", mapSliceScatter, 0},
@@ -49,6 +53,8 @@ const OpMapping kOps[] = {
     {"aten.contiguous.default", mapIdentity, 0},
     {"aten._to_copy.default", mapIdentity, 0},
     {"aten.to.dtype", mapIdentity, 0},
+    {"aten.to.dtype_layout", mapIdentity, 0},
+    {"aten.type_as.default", mapIdentity, 0},
     {"aten.copy.default", mapCopy, 0},
     // ---- elementwise ----
     {"aten.add.Tensor", mapAdd, 0},
@@ -132,6 +138,9 @@ const OpMapping kOps[] = {
     {"aten.argmax.default", mapArgMax, 0},
     {"aten._softmax.default", mapSoftmax, 0},
     {"aten._log_softmax.default", mapSoftmax, 0},
+    // torch.export's training IR keeps these undecomposed
+    {"aten.softmax.int", mapSoftmax, 0},
+    {"aten.log_softmax.int", mapSoftmax, 0},
     // ---- linear algebra, normalization, randomness ----
     {"aten.mm.default", mapMatMul, 0},
     {"aten.bmm.default", mapMatMul, 0},
@@ -148,6 +157,9 @@ const OpMapping kOps[] = {
     {"aten._scaled_dot_product_efficient_attention_backward.default", mapSdpaBackward, 4},
     {"aten.native_layer_norm.default", mapLayerNorm, 3},
     {"aten.native_dropout.default", mapDropout, 2},
+    {"aten.layer_norm.default", mapLayerNorm, 0},
+    {"aten.rms_norm.default", mapRmsNorm, 0},
+    {"aten.dropout.default", mapDropout, 0},
     {"aten.nll_loss_forward.default", mapNllLossForward, 2},
     // ---- factories ----
     {"aten.zeros.default", mapFactory, 0},

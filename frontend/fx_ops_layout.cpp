@@ -155,6 +155,41 @@ Status mapSplit(Emitter& e) {
   return emitSplit(e, x, d, sizes);
 }
 
+// chunk(x, chunks, dim): pieces of ceil(n / chunks), the last smaller, as
+// few as that takes (torch.chunk).
+Status mapChunk(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(int64_t chunks, e.integer(1, "chunks"));
+  SP_ASSIGN(int64_t d, e.integer(2, "dim", 0));
+  SP_ASSIGN(d, normDim(e, d, x.rank()));
+  SP_ASSIGN(int64_t n, concreteDim(e, x, d));
+  if (chunks <= 0) return e.error("fx-arg", "chunk count " + std::to_string(chunks) + " must be positive");
+  const int64_t size = std::max<int64_t>(1, (n + chunks - 1) / chunks);
+  std::vector<int64_t> sizes;
+  for (int64_t s = 0; s < n; s += size) sizes.push_back(std::min(size, n - s));
+  if (sizes.empty()) sizes.push_back(0);
+  e.outNames.resize(std::max(e.outNames.size(), sizes.size()));
+  e.outBound.resize(e.outNames.size());
+  return emitSplit(e, x, d, sizes);
+}
+
+// narrow(x, dim, start, length): the slice [start, start + length).
+Status mapNarrow(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "self"));
+  SP_ASSIGN(int64_t d, e.integer(1, "dim"));
+  SP_ASSIGN(d, normDim(e, d, x.rank()));
+  SP_ASSIGN(int64_t start, e.integer(2, "start"));
+  SP_ASSIGN(int64_t length, e.integer(3, "length"));
+  SP_ASSIGN(int64_t n, concreteDim(e, x, d));
+  if (start < 0) start += n;
+  if (start < 0 || length < 0 || start > n || length > n - start)
+    return e.error("fx-arg", "narrow of [" + std::to_string(start) + ", +" + std::to_string(length) +
+                                 ") is outside dim " + std::to_string(d) + " of size " + std::to_string(n));
+  return e.out(0, OpKind::Slice, {x},
+               {{"starts", std::vector<int64_t>{start}}, {"ends", std::vector<int64_t>{start + length}},
+                {"axes", std::vector<int64_t>{d}}, {"steps", std::vector<int64_t>{1}}});
+}
+
 Status mapSplitWithSizes(Emitter& e) {
   SP_ASSIGN(TRef x, e.tensor(0, "self"));
   SP_ASSIGN(auto sizes, e.ints(1, "split_sizes"));

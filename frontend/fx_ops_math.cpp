@@ -272,7 +272,10 @@ Status mapSoftmax(Emitter& e) {
   SP_ASSIGN(TensorType t, e.outType(0));
   auto r = ir::normAxis(d, std::max<int64_t>(x.rank(), 1), e.op);
   if (!r) return e.error("fx-dim", r.error().message);
-  OpKind k = baseName(e.op) == "_softmax" ? OpKind::Softmax : OpKind::LogSoftmax;
+  // _softmax(x, dim, half_to_float), softmax.int(x, dim, dtype): the
+  // declared result type says the dtype either way
+  const std::string b = baseName(e.op);
+  OpKind k = b == "_softmax" || b == "softmax" ? OpKind::Softmax : OpKind::LogSoftmax;
   return e.out(0, k, {e.cast(x, t.dtype)}, {{"axis", *r}});
 }
 

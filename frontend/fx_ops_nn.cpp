@@ -104,7 +104,10 @@ Status mapLayerNorm(Emitter& e) {
   SP_ASSIGN(auto ns, e.ints(1, "normalized_shape"));
   SP_ASSIGN(auto w, e.optTensor(2, "weight"));
   SP_ASSIGN(auto b, e.optTensor(3, "bias"));
-  SP_ASSIGN(double eps, e.number(4, "eps"));
+  // aten.layer_norm (torch.export's training IR): one result, eps 1e-5
+  // unless given
+  const bool one = baseName(e.op) == "layer_norm";
+  SP_ASSIGN(double eps, e.number(4, "eps", one ? std::optional<double>(1e-5) : std::nullopt));
   SP_ASSIGN(int64_t axis, normAxisFor(e, x, ns));
   if (e.wanted(0)) {
     std::vector<TRef> in{x};
@@ -116,7 +119,25 @@ Status mapLayerNorm(Emitter& e) {
   return normStats(e, x, axis, eps, 1, 2, true);
 }
 
-// native_dropout(x, p, train) -> (y, mask). The random stream is explicit: a
+// rms_norm(input, normalized_shape, weight=None, eps=None) (torch.export's
+// training IR): eps None is the machine epsilon of the input's dtype, as
+// torch takes it.
+Status mapRmsNorm(Emitter& e) {
+  SP_ASSIGN(TRef x, e.tensor(0, "input"));
+  SP_ASSIGN(auto ns, e.ints(1, "normalized_shape"));
+  SP_ASSIGN(auto w, e.optTensor(2, "weight"));
+  double machine = x.dtype() == DType::F64 ? 2.220446049250313e-16
+                   : x.dtype() == DType::F16 ? 0.0009765625
+                   : x.dtype() == DType::BF16 ? 0.0078125
+                                              : 1.1920928955078125e-07;
+  SP_ASSIGN(double eps, e.number(3, "eps", machine));
+  SP_ASSIGN(int64_t axis, normAxisFor(e, x, ns));
+  std::vector<TRef> in{x};
+  if (w) in.push_back(*w);
+  return e.out(0, OpKind::RmsNorm, in, {{"axis", axis}, {"epsilon", eps}});
+}
+
+// native_dropout(x, p, train) -> (y, mask); dropout(x, p, train) -> y. The random stream is explicit: a
 // graph input `<node>_rng`, f32 uniform [0, 1) laid out like x.
 Status mapDropout(Emitter& e) {
   SP_ASSIGN(TRef x, e.tensor(0, "input"));
