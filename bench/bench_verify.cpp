@@ -16,7 +16,8 @@
 //  --blocks mlp an MLP stack;
 //  dp: the data-parallel family, --tp giving the DP degrees; see generateDp;
 //  dptp: an MLP stack on a [dp, tp = 8] mesh, --tp giving the world size; see generateDpTp;
-//  cp: context-parallel attention, --tp giving the CP degrees; see generateCp)
+//  cp: context-parallel attention, --tp giving the CP degrees; see generateCp;
+//  ep: an expert-parallel MoE layer, --tp giving the EP degrees; see generateEp)
 //                     [--blocks mlp|full] [--time-limit SECONDS]
 //                     [--batch N] [--seq N] [--dump DIR] [--no-memo] [--no-fold]
 //   --blocks mlp:  each layer is [norm + TP MLP + residual] (GPT: layer norm,
@@ -99,6 +100,8 @@ ModelShape dpShape() { return {"dp", kDpHidden, 1, 1, kDpFfn, false}; }
 constexpr int64_t kCpTokens = 8, kCpHeads = 4, kCpHeadDim = 16;
 constexpr int64_t kCpHidden() { return kCpHeads * kCpHeadDim; }
 ModelShape cpShape() { return {"cp", kCpHeads * kCpHeadDim, kCpHeads, kCpHeads, 0, false}; }
+// The expert-parallel family's sizes (generateEp): hidden and expert ffn.
+ModelShape epShape() { return {"ep", 64, 1, 1, 64, false}; }
 // The DP x TP family's sizes (generateDpTp): TP degree, tokens per DP rank, hidden, ffn per TP rank.
 constexpr int64_t kDpTpTp = 8, kDpTpTokens = 8, kDpTpHidden = 64, kDpTpFfn = 32;
 ModelShape dpTpShape() { return {"dptp", kDpTpHidden, 1, 1, kDpTpFfn * kDpTpTp, false}; }
@@ -314,6 +317,48 @@ Texts generateCp(int n) {
   return t;
 }
 
+// The expert-parallel family (`--models ep`, the cell's tp field is the EP
+// degree N): a hash-routed MoE layer with 2 local experts a rank (E = 2N,
+// capacity 4, hidden 64, expert ffn 64). S routes token block b's tokens
+// for expert e ([N, E, 4, 64] -> [E, N*4, 64]) to one batched matmul over
+// the stacked expert weights, applies gelu and routes back; rank r holds
+// token block r and experts 2r, 2r+1, dispatches with an all_to_all along
+// the dim it splits, regroups expert-major, and combines with the inverse
+// all_to_all. Any N. With --twin the combine is left out.
+Texts generateEp(int n, bool twin) {
+  const int64_t el = 2, c = 4, m = 64, f = 64, e = n * el, bt = e * c;
+  auto sh = [](std::initializer_list<int64_t> d) {
+    std::string o = "[";
+    for (int64_t v : d) o += (o.size() > 1 ? ", " : "") + S(v);
+    return o + "]";
+  };
+  auto ty = [&](std::initializer_list<int64_t> d) { return "f32" + sh(d); };
+  auto reshape = [&](const std::string& in, const std::string& name, const std::string& src,
+                     std::initializer_list<int64_t> d) {
+    return in + "%" + name + ": " + ty(d) + " = reshape(%" + src + ") {shape = " + sh(d) + "}\n";
+  };
+  Texts t;
+  t.seq = "graph moe {\n  input %x: " + ty({n * bt, m}) + "\n  param %we: " + ty({e, m, f}) + "\n" +
+          reshape("  ", "x4", "x", {n, e, c, m}) + "  %xe: " + ty({e, n, c, m}) +
+          " = transpose(%x4) {perm = [1, 0, 2, 3]}\n" + reshape("  ", "xr", "xe", {e, n * c, m}) + "  %he: " +
+          ty({e, n * c, f}) + " = matmul(%xr, %we)\n  %ht: " + ty({e, n * c, f}) + " = gelu(%he)\n" +
+          reshape("  ", "h4", "ht", {e, n, c, f}) + "  %hb: " + ty({n, e, c, f}) +
+          " = transpose(%h4) {perm = [1, 0, 2, 3]}\n" + reshape("  ", "y", "hb", {n * bt, f}) + "  output %y\n}\n";
+  t.dist = spmdHead("moe_ep" + S(n), "ep", n) + "    input %x: " + ty({bt, m}) + "\n    param %we: " + ty({el, m, f}) +
+           "\n" + reshape("    ", "xd", "x", {n, el * c, m}) + "    %xa: " + ty({n, el * c, m}) +
+           " = all_to_all(%xd) {group = \"ep\"}\n" + reshape("    ", "xg", "xa", {n, el, c, m}) + "    %xt: " +
+           ty({el, n, c, m}) + " = transpose(%xg) {perm = [1, 0, 2, 3]}\n" +
+           reshape("    ", "xl", "xt", {el, n * c, m}) + "    %he: " + ty({el, n * c, f}) + " = matmul(%xl, %we)\n" +
+           "    %ht: " + ty({el, n * c, f}) + " = gelu(%he)\n" + reshape("    ", "hg", "ht", {el, n, c, f}) +
+           "    %hb: " + ty({n, el, c, f}) + " = transpose(%hg) {perm = [1, 0, 2, 3]}\n" +
+           reshape("    ", "hd", "hb", {n, el * c, f}) + "    %ya: " + ty({n, el * c, f}) + " = " +
+           (twin ? "identity(%hd)" : "all_to_all(%hd) {group = \"ep\"}") + "\n" + reshape("    ", "y", "ya", {bt, f}) +
+           "    output %y\n  }\n}\n";
+  t.rel = rowShards("x", "ep", bt) + "for r in ep: dist[r].we = slice(seq.we, dim=0, start=idx(r,ep)*" + S(el) +
+          ", end=(idx(r,ep)+1)*" + S(el) + ")\nexpect seq.y = concat(dim=0, for r in ep: dist[r].y)\n";
+  return t;
+}
+
 // The cell's twin (--twin): its last all_reduce replaced by identity, or,
 // when its last sum over ranks is a reduce_scatter, by the rank's own slice
 // of its partial sums, in every rank body that computes it (a program
@@ -364,9 +409,10 @@ int runCell(const Cell& c, double timeLimit, bool memo, bool fold, const std::st
   std::string note;
   auto t = c.m.name == "dp"     ? generateDp(c.tp)
            : c.m.name == "cp"   ? generateCp(c.tp)
+           : c.m.name == "ep"   ? generateEp(c.tp, c.twin)
            : c.m.name == "dptp" ? generateDpTp(c.tp, c.layers)
                               : std::get<Texts>(generate(c, &note));
-  if (c.twin) t.dist = twinOf(t.dist);
+  if (c.twin && c.m.name != "ep") t.dist = twinOf(t.dist);
   if (!dump.empty()) {
     std::string dir = dump + "/" + c.m.name + (c.full ? "-full" : "-mlp") + "-tp" + S(c.tp) + "-l" + S(c.layers);
     mkdir(dump.c_str(), 0755);
@@ -512,7 +558,7 @@ std::vector<std::string> splitList(const std::string& s) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: bench_verify [--models gpt,llama,heads,dp,cp,dptp] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
+               "usage: bench_verify [--models gpt,llama,heads,dp,cp,dptp,ep] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
                "                    [--blocks mlp|full] [--time-limit SECONDS] [--batch N] [--seq N]\n"
                "                    [--layout sbh|sh] [--rope megatron|halves] [--dump DIR]\n"
                "                    [--no-memo] [--no-fold] [--twin] [--profile N]\n");
@@ -576,7 +622,7 @@ int main(int argc, char** argv) {
     else return usage();
   }
   for (auto& m : models)
-    if (m != "gpt" && m != "llama" && m != "heads" && m != "dp" && m != "cp" && m != "dptp") return usage();
+    if (m != "gpt" && m != "llama" && m != "heads" && m != "dp" && m != "cp" && m != "dptp" && m != "ep") return usage();
   for (int t : tps)
     if (t < 1) return usage();
   for (int l : layers)
@@ -604,6 +650,9 @@ int main(int argc, char** argv) {
         if (name == "cp") {
           c.m = cpShape();
           if (nl != layers.front()) continue;  // one attention per CP degree
+        } else if (name == "ep") {
+          c.m = epShape();
+          if (nl != layers.front()) continue;  // one MoE layer per EP degree
         } else if (name == "dptp") {
           c.m = dpTpShape();
           if (tp % kDpTpTp != 0 || tp < 2 * kDpTpTp) {
@@ -623,7 +672,7 @@ int main(int argc, char** argv) {
           std::printf("cp,%d,1,skipped,,,,,,,,%s\n", tp, csvQuote("--twin: no sum over ranks to drop").c_str());
           continue;
         }
-        if (name != "cp" && name != "dp" && name != "dptp")
+        if (name != "cp" && name != "dp" && name != "dptp" && name != "ep")
           if (auto gen = generate(c, nullptr); auto* why = std::get_if<std::string>(&gen)) {
             std::printf("%s,%d,%d,skipped,,,,,,,,%s\n", name.c_str(), tp, nl, csvQuote(*why).c_str());
             std::fflush(stdout);
