@@ -140,6 +140,17 @@ static Status emitSplit(Emitter& e, const TRef& x, int64_t d, std::vector<int64_
   return e.outAll(OpKind::Split, {x}, {{"axis", d}, {"sizes", sizes}}, sizes.size());
 }
 
+// Pieces of `size` along dim d (of extent n), the last smaller: one
+// output each (split.Tensor, chunk).
+static Status splitEvery(Emitter& e, const TRef& x, int64_t d, int64_t n, int64_t size) {
+  std::vector<int64_t> sizes;
+  for (int64_t s = 0; s < n; s += size) sizes.push_back(std::min(size, n - s));
+  if (sizes.empty()) sizes.push_back(0);
+  e.outNames.resize(std::max(e.outNames.size(), sizes.size()));
+  e.outBound.resize(e.outNames.size());
+  return emitSplit(e, x, d, sizes);
+}
+
 Status mapSplit(Emitter& e) {
   SP_ASSIGN(TRef x, e.tensor(0, "self"));
   SP_ASSIGN(int64_t size, e.integer(1, "split_size"));
@@ -147,12 +158,7 @@ Status mapSplit(Emitter& e) {
   SP_ASSIGN(d, normDim(e, d, x.rank()));
   SP_ASSIGN(int64_t n, concreteDim(e, x, d));
   if (size <= 0) return e.error("fx-arg", "split size " + std::to_string(size) + " must be positive");
-  std::vector<int64_t> sizes;
-  for (int64_t s = 0; s < n; s += size) sizes.push_back(std::min(size, n - s));
-  if (sizes.empty()) sizes.push_back(0);
-  e.outNames.resize(std::max(e.outNames.size(), sizes.size()));
-  e.outBound.resize(e.outNames.size());
-  return emitSplit(e, x, d, sizes);
+  return splitEvery(e, x, d, n, size);
 }
 
 // chunk(x, chunks, dim): pieces of ceil(n / chunks), the last smaller, as
@@ -164,13 +170,7 @@ Status mapChunk(Emitter& e) {
   SP_ASSIGN(d, normDim(e, d, x.rank()));
   SP_ASSIGN(int64_t n, concreteDim(e, x, d));
   if (chunks <= 0) return e.error("fx-arg", "chunk count " + std::to_string(chunks) + " must be positive");
-  const int64_t size = std::max<int64_t>(1, (n + chunks - 1) / chunks);
-  std::vector<int64_t> sizes;
-  for (int64_t s = 0; s < n; s += size) sizes.push_back(std::min(size, n - s));
-  if (sizes.empty()) sizes.push_back(0);
-  e.outNames.resize(std::max(e.outNames.size(), sizes.size()));
-  e.outBound.resize(e.outNames.size());
-  return emitSplit(e, x, d, sizes);
+  return splitEvery(e, x, d, n, std::max<int64_t>(1, (n + chunks - 1) / chunks));
 }
 
 // narrow(x, dim, start, length): the slice [start, start + length).
