@@ -1206,9 +1206,9 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     // "and D tensors": an all_to_all that does not invert the dispatch, a
     // sum where a concat was needed).
     const std::string& msg = rep.failure->message;
-    const size_t tail = msg.find(" and D tensors");
-    const bool explained = tail != std::string::npos && tail + 14 < msg.size() &&
-                           (msg[tail + 14] == ':' || msg[tail + 14] == ';');
+    constexpr std::string_view kTail = " and D tensors";  // explainFailure's
+    const size_t tail = msg.find(kTail), note = tail + kTail.size();
+    const bool explained = tail != std::string::npos && note < msg.size() && (msg[note] == ':' || msg[note] == ';');
     if (foldMismatch && msg.rfind("no relation found", 0) == 0 && !explained) {
       SP_ASSIGN(std::optional<VerifyReport> decided, foldedLocalization(true));
       if (decided) return std::move(*decided);
