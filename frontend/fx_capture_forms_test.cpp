@@ -45,6 +45,52 @@ class <lambda>(torch.nn.Module):
   EXPECT_EQ(g.nodes()[0].op, ir::OpKind::Neg);
 }
 
+// torch 2.3+ prints strides and the device after the dims where asked
+// (TORCH_LOGS graphs, print_readable(include_stride=True,
+// include_device=True)): the same graph as without them, symbolic strides
+// included; a stride list of the wrong length or a malformed device is an
+// error naming the annotation.
+TEST(FxCaptureForms, StridesAndDeviceInAnnotations) {
+  ir::Graph g = mustImportText(R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, s0: "Sym(s0)", x: "f32[s0, 4][4, 1]cuda:0", w: "f32[6, 4][4, 1]cpu", b: "bf16[][]cuda"):
+        t: "f32[4, 6][1, 4]cuda:0" = torch.ops.aten.t.default(w)
+        mm: "f32[s0, 6][6, 1]cuda:0" = torch.ops.aten.mm.default(x, t)
+        view: "f32[s0, 2, 3][6, 3, 1]cuda:0" = torch.ops.aten.view.default(mm, [s0, 2, 3])
+        return (view,)
+)FX",
+                               "strided.py");
+  ASSERT_EQ(g.outputs().size(), 1u);
+  EXPECT_EQ(g.value(g.outputs()[0]).type.str(), "f32[s0, 2, 3]");
+  for (const char* bad : {R"("f32[2, 3][3]cpu")", R"("f32[2, 3][3, 1]cuda:x")", R"("f32[2, 3][3, 1]CPU")",
+                          R"("f32[2, 3][3, 1")"}) {
+    std::string text = std::string("def forward(self, x: ") + bad +
+                       "):\n    neg: \"f32[2, 3]\" = torch.ops.aten.neg.default(x)\n    return (neg,)\n";
+    auto r = importFxText(text, "bad.py");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().id, "fx-type") << r.error().str();
+  }
+}
+
+// A graph copied from TORCH_LOGS=aot_graphs output: the log record's
+// header before the class line (skipped with the preamble), strides and
+// devices, and the ANSI color codes the logs print, dropped.
+TEST(FxCaptureForms, GraphCopiedFromTorchLogs) {
+  std::string text =
+      "V1127 12:00:00.123000 4242 torch/_functorch/_aot_autograd/dispatch_and_compile_graph.py:215] [0/0] "
+      "[__aot_graphs] TRACED GRAPH\n"
+      " ===== Forward graph 0 ===== /usr/lib/python3/dist-packages/torch/fx/_lazy_graph_module.py "
+      "class GraphModule(torch.nn.Module):\n"
+      "    def forward(self, primals_1: \"\x1b[31mf32[2, 3][3, 1]cuda:0\x1b[0m\"):\n"
+      "        \x1b[1mneg\x1b[0m: \"f32[2, 3][3, 1]cuda:0\" = torch.ops.aten.neg.default(primals_1);  primals_1 = None\n"
+      "        return (neg,)\n"
+      "        \n";
+  ir::Graph g = mustImportText(text, "aot_graphs.log");
+  ASSERT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(g.nodes()[0].op, ir::OpKind::Neg);
+  EXPECT_EQ(g.value(g.outputs()[0]).type.str(), "f32[2, 3]");
+}
+
 // torch.export's training IR keeps layer_norm, rms_norm, softmax and
 // dropout undecomposed, with their defaults left out of the call.
 TEST(FxCaptureForms, ExportTrainingIrNormsAndSoftmax) {

@@ -2,6 +2,7 @@
 
 #include "frontend/fx_lexer.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -475,8 +476,29 @@ std::string Expr::str() const {
   return "?";
 }
 
+// Graphs copied from TORCH_LOGS output carry ANSI color codes (the logs
+// print them with print_readable(colored=True)): a select-graphic-rendition
+// sequence, ESC [ digits and ';' m, is never Python, and is dropped.
+static std::string withoutColorCodes(const std::string& text) {
+  if (text.find('\x1b') == std::string::npos) return text;
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\x1b' && i + 1 < text.size() && text[i + 1] == '[') {
+      size_t j = i + 2;
+      while (j < text.size() && (std::isdigit(uint8_t(text[j])) || text[j] == ';')) ++j;
+      if (j < text.size() && text[j] == 'm') {
+        i = j;
+        continue;
+      }
+    }
+    out += text[i];
+  }
+  return out;
+}
+
 Result<Module> parseModule(const std::string& text, const std::string& path) {
-  return Parser(lex(text), path).run();
+  return Parser(lex(withoutColorCodes(text)), path).run();
 }
 
 std::optional<ir::DType> dtypeFromTorchName(const std::string& name) {
@@ -499,7 +521,46 @@ std::optional<ir::DType> dtypeFromTorchName(const std::string& name) {
   return std::nullopt;
 }
 
-Result<ir::TensorType> parseTensorAnnotation(const std::string& text) {
+// torch 2.3+ prints strides and the device after the dims where asked
+// (`print_readable(include_stride=True, include_device=True)`, TORCH_LOGS
+// graphs): "f32[4, 8][8, 1]cuda:0". A stride list must have one entry per
+// dim (integers or symbolic expressions); the device is a name with an
+// optional ":index". Values do not depend on either: both are checked and
+// dropped. Returns the "dtype[dims]" part, or an error.
+static Result<std::string> stripStridesAndDevice(const std::string& text) {
+  size_t close = text.find(']');
+  if (close == std::string::npos || close + 1 == text.size()) return text;
+  std::string head = text.substr(0, close + 1), rest = text.substr(close + 1);
+  auto bad = [&](const std::string& why) {
+    return makeError("fx-type", "type annotation '" + text + "': " + why);
+  };
+  auto count = [](const std::string& list) {  // entries of "[a, b, c]" (0 for "[]")
+    std::string inner = list.substr(1, list.size() - 2);
+    if (inner.find_first_not_of(' ') == std::string::npos) return size_t(0);
+    return size_t(std::count(inner.begin(), inner.end(), ',')) + 1;
+  };
+  if (rest[0] == '[') {
+    size_t end = rest.find(']');
+    if (end == std::string::npos) return bad("unclosed stride list");
+    std::string strides = rest.substr(0, end + 1);
+    if (strides.find('[', 1) != std::string::npos) return bad("nested brackets in the stride list");
+    if (count(strides) != count(head.substr(head.find('[')))) return bad("the stride list does not have one entry per dim");
+    rest = rest.substr(end + 1);
+  }
+  if (!rest.empty()) {
+    size_t colon = rest.find(':');
+    std::string name = rest.substr(0, colon), index = colon == std::string::npos ? "" : rest.substr(colon + 1);
+    bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return std::islower(uint8_t(c)) || c == '_'; });
+    ok = ok && (colon == std::string::npos || (!index.empty() && std::all_of(index.begin(), index.end(), [](char c) {
+                                                  return std::isdigit(uint8_t(c));
+                                                })));
+    if (!ok) return bad("expected a device such as 'cpu' or 'cuda:0' after the dims, got '" + rest + "'");
+  }
+  return head;
+}
+
+Result<ir::TensorType> parseTensorAnnotation(const std::string& full) {
+  SP_ASSIGN(std::string text, stripStridesAndDevice(full));
   size_t open = text.find('[');
   if (open == std::string::npos || text.empty() || text.back() != ']')
     return makeError("fx-type", "type annotation '" + text + "' is not dtype[dims]");
