@@ -1,9 +1,21 @@
 #include "rewrite/engine/egraph.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <limits>
 
 namespace sp::rewrite {
+
+double threadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+bool Budget::past(std::chrono::steady_clock::time_point deadline) const {
+  return std::chrono::steady_clock::now() > deadline || (cpuUntil > 0 && threadCpuSeconds() > cpuUntil);
+}
 
 std::string_view stopReasonName(StopReason r) {
   switch (r) {

@@ -59,7 +59,15 @@ struct Budget {
   int iterations = 30;
   size_t nodes = 200000;
   std::chrono::milliseconds time{2000};
+  // The calling thread's CPU clock (threadCpuSeconds) past which the search
+  // stops too, as at the time limit; 0: none. CPU time, unlike wall time,
+  // does not shrink when other processes load the machine.
+  double cpuUntil = 0;
+  bool past(std::chrono::steady_clock::time_point deadline) const;
 };
+
+// The calling thread's CPU time in seconds.
+double threadCpuSeconds();
 
 class EGraph {
  public:

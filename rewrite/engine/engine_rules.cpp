@@ -610,11 +610,11 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
       for (auto& b : found)
         if (m.ranksCovered(r, b)) hits.push_back({&r, c, std::move(b)});
     }
-    if (std::chrono::steady_clock::now() > deadline) break;
+    if (budget.past(deadline)) break;
   }
   int changed = 0;
   for (auto& h : hits) {
-    if (g_.numNodes() > budget.nodes || std::chrono::steady_clock::now() > deadline) break;
+    if (g_.numNodes() > budget.nodes || budget.past(deadline)) break;
     m.dropoutOut = h.rule->dropoutOut;
     if (!m.conditions(*h.rule, h.bind)) continue;
     size_t before = g_.numNodes();
@@ -794,7 +794,7 @@ StopReason Engine::saturate(const Budget& b, const std::function<bool()>& done) 
     stats_.nodes = std::max<int64_t>(stats_.nodes, int64_t(g_.numNodes()));
     if (changed == 0) return StopReason::Saturated;
     if (g_.numNodes() > b.nodes) return StopReason::NodeLimit;
-    if (std::chrono::steady_clock::now() > deadline) return StopReason::TimeLimit;
+    if (b.past(deadline)) return StopReason::TimeLimit;
   }
   if (done && done()) return StopReason::GoalReached;
   return StopReason::IterationLimit;

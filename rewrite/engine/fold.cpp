@@ -845,6 +845,8 @@ class Folder {
   // Per class: the slices whose bounds differ between its members.
   std::map<size_t, std::set<ir::NodeId>> bySlice_;
   std::optional<Fact> sliceByRank(const ir::Node& n, const Fact& x);
+  std::optional<Fact> sliceByRankB(const ir::Node& n, const Fact& x,
+                                   const std::vector<std::pair<int64_t, int64_t>>& all, int64_t axis);
   std::vector<std::vector<Fact>> allFacts_;
   void enter(size_t c) {
     g_ = graphs_[c];
@@ -2405,7 +2407,7 @@ std::optional<Fact> Folder::sliceByRank(const ir::Node& n, const Fact& x) {
   if (twoD_) {
     if (int64_t(all.size()) != n_ * nAllB()) return std::nullopt;
     for (size_t p = 0; p < all.size(); ++p)
-      if (all[p] != all[p % size_t(n_)]) return std::nullopt;
+      if (all[p] != all[p % size_t(n_)]) return sliceByRankB(n, x, all, *axis);
     all.resize(size_t(n_));
   }
   piece = all;
@@ -2436,6 +2438,39 @@ std::optional<Fact> Folder::sliceByRank(const ir::Node& n, const Fact& x) {
   f.copiesAs(x);
   if (!nestedAllowed(f)) return std::nullopt;
   return f;
+}
+
+// The same over a further group B_k: the pieces depend on the member's
+// B_k position alone (a context parallel rank's rows of the causal mask,
+// with tensor parallelism as group A), each position's piece of equal
+// width at its position times the width, tiling the axis: a split over
+// B_k, replicated over A as the value is (slice-by-rank). `all`: the
+// members' [start, end), A position fastest.
+std::optional<Fact> Folder::sliceByRankB(const ir::Node& n, const Fact& x,
+                                         const std::vector<std::pair<int64_t, int64_t>>& all, int64_t axis) {
+  const TensorType& whole = g_->value(n.inputs[0]).type;
+  const TensorType& out = g_->value(n.outputs[0]).type;
+  const int64_t size = whole.shape[size_t(axis)].value();
+  for (size_t k = 0; k < nB_.size(); ++k) {
+    auto at = [&](int64_t b) { return all[size_t(b * strideB_[k] * n_)]; };  // A and the other groups at 0
+    bool alone = true;
+    for (size_t p = 0; p < all.size() && alone; ++p)
+      alone = all[p] == at(int64_t(p) / n_ / strideB_[k] % nB_[k]);
+    if (!alone) continue;
+    const int64_t w = at(0).second - at(0).first;
+    bool tiles = w > 0 && nB_[k] * w == size;
+    for (int64_t b = 0; b < nB_[k] && tiles; ++b) tiles = at(b).first == b * w && at(b).second == (b + 1) * w;
+    if (!tiles || x.layB[k] != Lay::Rep || x.moreSplit(axis) || (x.lay3 == Lay::Split && x.dim3 == axis) ||
+        !use("slice-by-rank"))
+      return std::nullopt;
+    Fact f = x;
+    f.layB[k] = Lay::Split;
+    f.dimB[k] = axis;
+    f.zigB[k] = false;
+    if (!(globalOf(out, f) == whole) || !nestedAllowed(f)) return std::nullopt;
+    return f;
+  }
+  return std::nullopt;
 }
 
 // Gradients added up across micro-batches: two values holding disjoint
@@ -3047,14 +3082,18 @@ std::vector<Fact> Folder::segConcat(const ir::Node& n, const std::vector<Fact>& 
 // user's terms, with the D values ("r0:x") it concerns.
 std::optional<std::pair<std::string, std::vector<std::string>>> Folder::lastScaledValue(const std::vector<Val>& sval) {
   std::unordered_map<int, ir::ValueId> seqOf;
+  std::set<std::pair<int, double>> held;  // S values as they are: a D value holding one is no other expression
   for (size_t v = sval.size(); v-- > 0;)
-    if (sval[v].node >= 0) seqOf[sval[v].node] = ir::ValueId(v);
+    if (sval[v].node >= 0) {
+      seqOf[sval[v].node] = ir::ValueId(v);
+      held.emplace(sval[v].node, sval[v].k);
+    }
   for (size_t c = classes_.size(); c-- > 0;) {
     enter(c);
     for (size_t v = g_->values().size(); v-- > 0;) {
       const Fact& f = (*facts_)[v];
       auto it = f.lay == Lay::None ? seqOf.end() : seqOf.find(f.v.node);
-      if (it == seqOf.end() || f.v.k == sval[size_t(it->second)].k) continue;
+      if (it == seqOf.end() || held.count({f.v.node, f.v.k})) continue;
       const std::string& name = g_->value(ir::ValueId(v)).name;
       std::string text = "D's '" + name + "' holds S's '" + seq_.value(it->second).name + "' times " +
                          factorText(f.v.k / sval[size_t(it->second)].k) + " (" + g_->value(ir::ValueId(v)).loc.str() + ")";
@@ -4496,21 +4535,40 @@ FoldOutcome Folder::run() {
         }
       }
       // Where the failure shows in S: the value the op computes from the
-      // whole values its operands stand for (sums summed, copies as they
-      // are), when S computes it too.
+      // whole values its operands stand for (sums summed, pieces joined,
+      // copies as they are), when S computes it too: a column-parallel
+      // matmul reading partial sums names S's matmul. Only a name for the
+      // report: the witness decides on the outputs.
       bool whole = std::all_of(n.inputs.begin(), n.inputs.end(), [&](ir::ValueId v) {
-        return (*facts_)[size_t(v)].lay == Lay::Rep || (*facts_)[size_t(v)].lay == Lay::Sum;
+        Lay l = (*facts_)[size_t(v)].lay;
+        return l == Lay::Rep || l == Lay::Sum || l == Lay::Split;
       });
       if (!sumMisuse.empty() && whole && n.outputs.size() == 1) {
         std::vector<Val> vin;
         for (ir::ValueId v : n.inputs) vin.push_back((*facts_)[size_t(v)].v);
         int64_t inRank = n.inputs.empty() ? 0 : int64_t(g_->value(n.inputs[0]).type.shape.size());
-        Val at = canon(n.op, n.attrs, vin, 0, g_->value(n.outputs[0]).type, inRank);
-        for (size_t v = 0; at.node < sCount_ && v < sval.size(); ++v)
-          if (sval[v] == at) {
-            sumMisuseSeq = seq_.value(ir::ValueId(v)).name;
-            break;
+        bool pieces = std::any_of(n.inputs.begin(), n.inputs.end(),
+                                  [&](ir::ValueId v) { return (*facts_)[size_t(v)].lay == Lay::Split; });
+        if (!pieces) {
+          Val at = canon(n.op, n.attrs, vin, 0, g_->value(n.outputs[0]).type, inRank);
+          for (size_t v = 0; at.node < sCount_ && v < sval.size(); ++v)
+            if (sval[v] == at) {
+              sumMisuseSeq = seq_.value(ir::ValueId(v)).name;
+              break;
+            }
+        } else {
+          // A piece's whole value has S's type, not the rank's: S's op of
+          // the same kind over exactly those values.
+          for (const ir::Node& sn : seq_.nodes()) {
+            if (sn.op != n.op || sn.inputs.size() != vin.size() || sn.outputs.size() != 1) continue;
+            bool same = true;
+            for (size_t i = 0; i < vin.size() && same; ++i) same = sval[size_t(sn.inputs[i])] == vin[i];
+            if (same) {
+              sumMisuseSeq = seq_.value(sn.outputs[0]).name;
+              break;
+            }
           }
+        }
       }
       noteCopyMisuse(n, false);
       break;
