@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <optional>
 #include <set>
+#include <unordered_set>
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
@@ -704,6 +705,25 @@ class Folder {
   int sCount_ = 0;
   bool sComputes(const std::vector<Fact>& outs) const {
     return std::all_of(outs.begin(), outs.end(), [&](const Fact& f) { return f.v.node >= 0 && f.v.node < sCount_; });
+  }
+  // Next best, where no reading is S's own value: a view of S's index map
+  // with other unit dims (S reshapes tokens to [1, n, e, c, m] where D's
+  // reading is [n, e, c, m]) is the value S computes in another shape, and
+  // the reading that goes on from it meets S's values where the unit dims
+  // go.
+  std::unordered_set<std::string> sViewsUnitFree_;
+  static std::string unitFreeKey(View v) {
+    v.dims.erase(std::remove_if(v.dims.begin(), v.dims.end(), [](const std::vector<int64_t>& d) { return d.empty(); }),
+                 v.dims.end());
+    return viewKey(v);
+  }
+  bool sComputesUpToUnitDims(const std::vector<Fact>& outs) const {
+    return std::all_of(outs.begin(), outs.end(), [&](const Fact& f) {
+      if (f.v.node < 0) return false;
+      if (f.v.node < sCount_) return true;
+      auto it = views_.find(f.v.node);
+      return it != views_.end() && sViewsUnitFree_.count(unitFreeKey(it->second)) > 0;
+    });
   }
   std::unordered_map<int, int> flatOf_;  // a reshape that is no view -> the node it reshapes
   // A split shared by runs of q members as a plain split of the block
@@ -1676,7 +1696,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     vin.push_back(in[i].v);
   }
   int64_t inRank = int64_t(local(0).shape.size());
-  std::vector<Fact> first, copiesOuts, sameValue;
+  std::vector<Fact> first, copiesOuts, sameValue, nearS;
   bool merged = reshapeLike(n.op) && in[0].innerDim >= 0;
   std::vector<int64_t> candInner(candidates.size(), merged ? 1 : inner);
   // A reshape cutting a plain split's dim (k on each member) into a unit
@@ -1761,6 +1781,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
       continue;
     }
     if (candidates.size() == 1 || sComputes(outs)) return outs;
+    if (nearS.empty() && sComputesUpToUnitDims(outs)) nearS = outs;
     if (first.empty()) first = outs;
     // An expand S computes in none of its readings: the runs keep their
     // copies (an expand to its own shape before a batched matmul, which
@@ -1768,6 +1789,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     if (n.op == OpKind::Expand && inner > 1 && innerDims[ci] < 0) copiesOuts = outs;
   }
   if (!sameValue.empty() && (first.empty() || sComputes(sameValue))) return sameValue;
+  if (!nearS.empty()) return nearS;
   return copiesOuts.empty() ? first : copiesOuts;
 }
 
@@ -4356,6 +4378,8 @@ FoldOutcome Folder::run() {
   }
 
   sCount_ = int(ex_.size());
+  for (const auto& [node, view] : views_)
+    if (node < sCount_) sViewsUnitFree_.insert(unitFreeKey(view));
 
   // D's inputs from the relations, then its ops in order.
   if (in_.templates) {
@@ -4567,6 +4591,27 @@ FoldOutcome Folder::run() {
               sumMisuseSeq = seq_.value(sn.outputs[0]).name;
               break;
             }
+          }
+        }
+      }
+      // The S op this D op stands for, for the report: S's op of the same
+      // kind over the values the operands with a group layout hold (the
+      // replicated operands may be what D got wrong).
+      if (n.outputs.size() == 1) {
+        for (const ir::Node& sn : seq_.nodes()) {
+          if (sn.op != n.op || sn.inputs.size() != n.inputs.size() || sn.outputs.size() != 1) continue;
+          size_t laid = 0;
+          bool same = true;
+          for (size_t i = 0; i < n.inputs.size() && same; ++i) {
+            const Fact& f = (*facts_)[size_t(n.inputs[i])];
+            if (f.lay == Lay::Rep) continue;
+            ++laid;
+            same = sval[size_t(sn.inputs[i])] == f.v;
+          }
+          if (same && laid > 0) {
+            res.stuckAt = seq_.value(sn.outputs[0]).name;
+            res.stuckText = stuck;
+            break;
           }
         }
       }
@@ -4823,6 +4868,19 @@ FoldOutcome Folder::run() {
     }
   }
   res.copies = copies_;
+  {  // S values some D value holds as S computes them (a layout over the group)
+    std::map<std::pair<int, double>, std::vector<std::string>> names;
+    for (size_t v = 0; v < sval.size(); ++v)
+      if (sval[v].node >= 0) names[{sval[v].node, sval[v].k}].push_back(seq_.value(ir::ValueId(v)).name);
+    for (size_t c = 0; c < classes_.size(); ++c) {
+      enter(c);
+      for (size_t v = 0; v < g_->values().size(); ++v) {
+        const Fact& f = (*facts_)[v];
+        if (f.lay == Lay::None || f.lay3 != Lay::Rep) continue;
+        if (auto it = names.find({f.v.node, f.v.k}); it != names.end()) res.held.insert(it->second.begin(), it->second.end());
+      }
+    }
+  }
   if (!res.unmatched.empty()) {
     res.why = res.diagnosis;
     return res;

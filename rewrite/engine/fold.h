@@ -35,6 +35,7 @@
 // verdict to the per-rank engine (rewrite/verify/verify.cpp), which also refutes.
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,12 @@ struct FoldOutcome {
   // unmatched one): the value of the D op that uses partial sums as if
   // whole, computed from whole values.
   std::string failedAt;
+  // S values some D value holds, as S computes them, in a layout over the
+  // group: where the per-rank engine found no relation for one of these,
+  // the gap is its own. The S value of the first D op with no layout
+  // (stuckText: that op and its operands' layouts), when S has that op.
+  std::set<std::string> held;
+  std::string stuckAt, stuckText;
   // Folding from templates could not decide (an input relation it does not
   // read as a layout): fold again with the per-rank relations.
   bool needsRanks = false;

@@ -2509,5 +2509,33 @@ TEST(FoldExperts, DispatchAndCombineAllToAllsFold) {
   }
 }
 
+// The same layer with S's tokens reshaped with a unit dim first, [1, B,
+// E, C, M] (a batch of one), as frameworks write it: D's reading of its
+// dispatch buffer is S's value up to that unit dim, and is kept as the one
+// S computes (before: a blocked reading on another dim was kept, and the
+// expert matmul had no layout; the per-rank engine found no relation
+// either).
+TEST(FoldExperts, TokensReshapedWithAUnitDimFold) {
+  auto S = [](int64_t v) { return std::to_string(v); };
+  for (auto [n, el, c] : {std::tuple<int64_t, int64_t, int64_t>{2, 1, 2}, {4, 2, 2}, {3, 2, 1}, {8, 1, 2}}) {
+    SCOPED_TRACE("ep " + std::to_string(n));
+    const int64_t e = n * el;
+    Case k = expertParallel(n, el, c);
+    const std::string x4 = "%x4: f32[" + S(n) + ", " + S(e) + ", " + S(c) + ", 4] = reshape(%x) {shape = [" + S(n) +
+                           ", " + S(e) + ", " + S(c) + ", 4]}";
+    const std::string xe = "%xe: f32[" + S(e) + ", " + S(n) + ", " + S(c) + ", 4] = transpose(%x4) {perm = [1, 0, 2, 3]}";
+    ASSERT_NE(k.seq.find(x4), std::string::npos);
+    ASSERT_NE(k.seq.find(xe), std::string::npos);
+    k.seq.replace(k.seq.find(x4), x4.size(),
+                  "%x4: f32[1, " + S(n) + ", " + S(e) + ", " + S(c) + ", 4] = reshape(%x) {shape = [1, " + S(n) + ", " +
+                      S(e) + ", " + S(c) + ", 4]}");
+    k.seq.replace(k.seq.find(xe), xe.size(),
+                  "%xe: f32[" + S(e) + ", 1, " + S(n) + ", " + S(c) + ", 4] = transpose(%x4) {perm = [2, 0, 1, 3, 4]}");
+    auto rep = check(k);
+    EXPECT_EQ(rep.verdict, Verdict::Verified) << why(rep);
+    EXPECT_TRUE(folded(rep)) << why(rep);
+  }
+}
+
 }  // namespace
 }  // namespace sp::rewrite

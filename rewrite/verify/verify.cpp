@@ -488,7 +488,8 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
                                                  std::chrono::steady_clock::time_point deadline,
                                                  const VerifyReport& base, bool* needsRanks = nullptr,
                                                  bool* mismatch = nullptr,
-                                                 bool witnessFirst = false, bool faultNamedOnly = false) {
+                                                 bool witnessFirst = false, bool faultNamedOnly = false,
+                                                 FoldOutcome* seen = nullptr) {
   std::map<std::string, bool> provenByName;
   for (const auto& s : lib.status) provenByName[s.name] = s.proven;
   in.proven = [&](const std::string& n) {
@@ -497,6 +498,7 @@ Result<std::optional<VerifyReport>> decideFolded(FoldInput in, const ProvenLibra
   };
   auto t0 = std::chrono::steady_clock::now();
   FoldOutcome fold = verifyFolded(in);
+  if (seen && !fold.needsRanks) *seen = fold;
   if (needsRanks) *needsRanks = fold.needsRanks;
   if (mismatch) *mismatch = *mismatch || fold.layoutMismatch;
   spdlog::debug("rank folding: {} in {:.3f} s", fold.verified ? "verified" : fold.why,
@@ -637,13 +639,14 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   // (rewrite/engine/fold.h); what folding does not decide goes to the per-rank
   // engine below, which also refutes.
   bool foldMismatch = false;  // folding found an S value held otherwise than required (a likely bug)
+  FoldOutcome foldSeen;       // folding's reading of the whole program, where it ran
   if (opts.fold) {
     bool needsRanks = true;
     if (templates) {
       FoldInput fin{&seq, &dist, &relations, nullptr, uniform ? nullptr : &model, wanted, expected, nullptr};
       fin.templates = &*templates;
       SP_ASSIGN(std::optional<VerifyReport> decided,
-                decideFolded(fin, *lib, opts, deadline, rep, &needsRanks, &foldMismatch));
+                decideFolded(fin, *lib, opts, deadline, rep, &needsRanks, &foldMismatch, false, false, &foldSeen));
       if (decided) {
         decided->stats.seconds = elapsed();
         return std::move(*decided);
@@ -659,7 +662,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     if (needsRanks) {
       FoldInput fin{&seq, &dist, &relations, &checkedInputs, &model, wanted, expected, nullptr};
       SP_ASSIGN(std::optional<VerifyReport> decided,
-                decideFolded(fin, *lib, opts, deadline, rep, nullptr, &foldMismatch));
+                decideFolded(fin, *lib, opts, deadline, rep, nullptr, &foldMismatch, false, false, &foldSeen));
       if (decided) {
         decided->stats.seconds = elapsed();
         return std::move(*decided);
@@ -1227,6 +1230,21 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     if (foldMismatch && msg.rfind("no relation found", 0) == 0 && !explained) {
       SP_ASSIGN(std::optional<VerifyReport> decided, foldedLocalization(true));
       if (decided) return std::move(*decided);
+    }
+    // Where the per-rank engine found no relation for an S value that
+    // folding reads D as holding, the gap is the engine's: the report names
+    // the first D op folding gives no layout, at the S op it stands for
+    // (a name only: the witness decides as before).
+    const std::string stopped = rep.failure->seqValue;
+    if (msg.rfind("no relation found", 0) == 0 && !explained && foldSeen.held.count(stopped) &&
+        !foldSeen.stuckAt.empty() && foldSeen.stuckAt != stopped) {
+      const ir::Value& v = seq.value(*seq.findValue(foldSeen.stuckAt));
+      const ir::Node& at = seq.node(v.producer);
+      rep.failure = failureAt(std::string(ir::opName(at.op)) + " '" + at.name + "'", v.name, at.loc,
+                              "no relation found between S value '" + v.name +
+                                  "' and D tensors: folding gives no layout over the group to " + foldSeen.stuckText +
+                                  " (the per-rank engine stopped earlier, at S's '" + stopped +
+                                  "', which folding reads D as holding)");
     }
     SP_TRY(decideWithWitness(seq, dist, relations, opts, unproven, expected, deadline, rep));
   }
