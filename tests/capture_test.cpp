@@ -331,6 +331,28 @@ TEST(CaptureCp, AllGatherKvFoldsAndTwinsAreRefuted) {
                                                : "concat(dim=0, for r in cp: dist[r]._unsafe_view_4)")
         << r.out;
   }
+  // Inference cannot tell which axis halves x's seq dim: exit 3, with each
+  // reading as a relation line to pick from; the cp one verifies.
+  {
+    std::string d = fixture("cp2_tp2");
+    auto r = verifyCapture(d, d + "/dist");
+    EXPECT_EQ(r.code, 3) << r.out << r.err;
+    const std::string cpLine = "for r in cp: dist[r].x = slice(seq.x, dim=0, start=idx(r,cp)*4, end=(idx(r,cp)+1)*4)";
+    EXPECT_NE(r.err.find("2 mesh axes divide the dim (cp, tp; write the relation in a file and pass --relation), one of: `" +
+                         cpLine + "`; `for r in tp: dist[r].x = "),
+              std::string::npos)
+        << r.err;
+    std::string rel = slurp(d + "/relations.rel");
+    const std::string mine = "for r in 0..3: dist[r].x = slice(seq.x, dim=0, start=idx(r,cp)*4, end=(idx(r,cp)+1)*4)";
+    ASSERT_NE(rel.find(mine), std::string::npos);
+    rel.replace(rel.find(mine), mine.size(), cpLine);
+    auto tmp = fs::temp_directory_path() / "cp2_tp2_picked.rel";
+    std::ofstream(tmp) << rel;
+    auto v = runCli({"verify", "--seq", d + "/seq.py", "--dist", d + "/dist", "--mesh", d + "/mesh.txt", "--relation",
+                     tmp.string(), "--format", "json"});
+    EXPECT_EQ(v.code, 0) << v.out << v.err;
+    fs::remove(tmp);
+  }
   // Without the exchange the scores' bmm is the first S op D does not
   // compute; with the mask not moved, the masked_fill (the per-rank engine
   // stops at the bmm for want of a relation folding has: the report names

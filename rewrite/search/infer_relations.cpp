@@ -83,7 +83,7 @@ Result<std::string> matchStream(const ir::Graph& seq, const ir::Graph& d, const 
 
 // Replicated, or one dim split evenly over one mesh axis.
 Result<Proposal> propose(const ir::TensorType& st, const ir::TensorType& dt, const ir::Program& dist, int64_t r,
-                         const std::string& name) {
+                         const std::string& name, const std::string& sname) {
   Proposal p;
   if (dt.shape == st.shape) {
     p.replicated = true;
@@ -128,7 +128,17 @@ Result<Proposal> propose(const ir::TensorType& st, const ir::TensorType& dt, con
     }
   std::string axes;
   for (const auto& f : found) axes += (axes.empty() ? " (" : ", ") + f.axis;
-  if (found.size() > 1) axes += "; write the relation in a file and pass --relation)";
+  if (found.size() > 1) {
+    // Each reading as the line the file takes, to pick from: the dim's size
+    // cannot tell which axis splits it, the user's launch can.
+    axes += "; write the relation in a file and pass --relation), one of:";
+    for (const auto& f : found) {
+      std::string idx = "idx(r," + f.axis + ")" + (f.holders > 1 ? "/" + std::to_string(f.holders) : "");
+      axes += (&f == &found[0] ? " `" : "; `") + std::string("for r in ") + f.axis + ": dist[r]." + name +
+              " = slice(seq." + sname + ", dim=" + std::to_string(f.dim) + ", start=" + idx + "*" +
+              std::to_string(f.extent) + ", end=(" + idx + "+1)*" + std::to_string(f.extent) + ")`";
+    }
+  }
   return makeError("unmatched-input",
                    "rank " + std::to_string(r) + ": D input '" + name + "' " + dt.str() + " vs S " + st.str() + ": " +
                        (differing != 1 ? std::to_string(differing) + " dims differ"
@@ -393,7 +403,7 @@ Result<RelationFile> inferRelations(const ir::Graph& seq, const ir::Program& dis
     std::optional<Proposal> common;
     for (int64_t r : ranksOf[name]) {
       const auto& dt = dist.rank(r).value(*dist.rank(r).findValue(name)).type;
-      SP_ASSIGN(Proposal p, propose(st, dt, dist, r, name));
+      SP_ASSIGN(Proposal p, propose(st, dt, dist, r, name, sname));
       if (common && (common->replicated != p.replicated || common->axis != p.axis || common->dim != p.dim ||
                      common->holders != p.holders || common->blocksOnly != p.blocksOnly))
         return makeError("unmatched-input", "D input '" + name + "' is related differently on different ranks");
