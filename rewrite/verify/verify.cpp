@@ -968,8 +968,10 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       if (cappedByLimit) opBudget.time = leftMs;
       if (foldMismatch) opBudget.cpuUntil = walkCpu0 + kPerRankFirstCpuSeconds;
       stop = eng.saturate(opBudget, goal);
-      if (foldMismatch && stop == StopReason::TimeLimit && walkCpu() > kPerRankFirstCpuSeconds) {
-        // Out of its first turn inside one op (the op D got wrong, often):
+      if (foldMismatch && stop != StopReason::GoalReached && stop != StopReason::Saturated &&
+          walkCpu() > kPerRankFirstCpuSeconds) {
+        // Out of its first turn inside one op (the op D got wrong, often;
+        // the CPU limit may show as the node limit, checked first):
         // folding's localization, if the witness confirms it; else this
         // op's search goes on with its own budget.
         foldMismatch = false;
