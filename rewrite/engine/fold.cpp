@@ -4512,6 +4512,24 @@ FoldOutcome Folder::run() {
       }
     }
   }
+  // The output of S's op of D op n's kind whose inputs are the S values
+  // n's operands hold (skipRep: the replicated operands not compared, at
+  // least one other is); "" if S has none. A name for the report only.
+  auto seqOpOver = [&](const ir::Node& n, bool skipRep) -> std::string {
+    for (const ir::Node& sn : seq_.nodes()) {
+      if (sn.op != n.op || sn.inputs.size() != n.inputs.size() || sn.outputs.size() != 1) continue;
+      size_t compared = 0;
+      bool same = true;
+      for (size_t i = 0; i < n.inputs.size() && same; ++i) {
+        const Fact& f = (*facts_)[size_t(n.inputs[i])];
+        if (skipRep && f.lay == Lay::Rep) continue;
+        ++compared;
+        same = sval[size_t(sn.inputs[i])] == f.v;
+      }
+      if (same && compared > 0) return seq_.value(sn.outputs[0]).name;
+    }
+    return "";
+  };
   for (size_t c = 0; c < classes_.size() && stuck.empty(); ++c) {
     enter(c);
     for (const auto& n : g_->nodes()) {
@@ -4583,37 +4601,15 @@ FoldOutcome Folder::run() {
         } else {
           // A piece's whole value has S's type, not the rank's: S's op of
           // the same kind over exactly those values.
-          for (const ir::Node& sn : seq_.nodes()) {
-            if (sn.op != n.op || sn.inputs.size() != vin.size() || sn.outputs.size() != 1) continue;
-            bool same = true;
-            for (size_t i = 0; i < vin.size() && same; ++i) same = sval[size_t(sn.inputs[i])] == vin[i];
-            if (same) {
-              sumMisuseSeq = seq_.value(sn.outputs[0]).name;
-              break;
-            }
-          }
+          sumMisuseSeq = seqOpOver(n, false);
         }
       }
       // The S op this D op stands for, for the report: S's op of the same
       // kind over the values the operands with a group layout hold (the
       // replicated operands may be what D got wrong).
       if (n.outputs.size() == 1) {
-        for (const ir::Node& sn : seq_.nodes()) {
-          if (sn.op != n.op || sn.inputs.size() != n.inputs.size() || sn.outputs.size() != 1) continue;
-          size_t laid = 0;
-          bool same = true;
-          for (size_t i = 0; i < n.inputs.size() && same; ++i) {
-            const Fact& f = (*facts_)[size_t(n.inputs[i])];
-            if (f.lay == Lay::Rep) continue;
-            ++laid;
-            same = sval[size_t(sn.inputs[i])] == f.v;
-          }
-          if (same && laid > 0) {
-            res.stuckAt = seq_.value(sn.outputs[0]).name;
-            res.stuckText = stuck;
-            break;
-          }
-        }
+        res.stuckAt = seqOpOver(n, true);
+        if (!res.stuckAt.empty()) res.stuckText = stuck;
       }
       noteCopyMisuse(n, false);
       break;
