@@ -13,8 +13,15 @@ double threadCpuSeconds() {
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
+namespace {
+thread_local int64_t tWork = 0;
+}
+
+int64_t threadSearchWork() { return tWork; }
+void addSearchWork(int64_t units) { tWork += units; }
+
 bool Budget::past(std::chrono::steady_clock::time_point deadline) const {
-  return std::chrono::steady_clock::now() > deadline || (cpuUntil > 0 && threadCpuSeconds() > cpuUntil);
+  return std::chrono::steady_clock::now() > deadline || (workUntil > 0 && tWork > workUntil);
 }
 
 std::string_view stopReasonName(StopReason r) {
@@ -59,6 +66,7 @@ std::optional<ClassId> EGraph::lookup(ENode n) const {
 }
 
 ClassId EGraph::add(ENode n, const ir::TensorType& type) {
+  ++tWork;
   n = canonicalize(std::move(n));
   if (auto it = memo_.find(n); it != memo_.end()) {
     ClassId c = find(it->second);

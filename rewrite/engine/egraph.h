@@ -59,15 +59,22 @@ struct Budget {
   int iterations = 30;
   size_t nodes = 200000;
   std::chrono::milliseconds time{2000};
-  // The calling thread's CPU clock (threadCpuSeconds) past which the search
-  // stops too, as at the time limit; 0: none. CPU time, unlike wall time,
-  // does not shrink when other processes load the machine.
-  double cpuUntil = 0;
+  // The calling thread's count of search work (threadSearchWork) past
+  // which the search stops too, as at the time limit; 0: none. A count of
+  // work done, unlike wall or CPU time (hyperthreads sharing a core
+  // stretch CPU time too), does not change with the machine's load, so
+  // the same input stops at the same point everywhere.
+  int64_t workUntil = 0;
   bool past(std::chrono::steady_clock::time_point deadline) const;
 };
 
 // The calling thread's CPU time in seconds.
 double threadCpuSeconds();
+// The search work this thread has done, ever, in units: one per e-node
+// added to any e-graph (hash-consed re-additions included: each is one
+// rule result built) and one per rule matched at an e-class.
+int64_t threadSearchWork();
+void addSearchWork(int64_t units);
 
 class EGraph {
  public:

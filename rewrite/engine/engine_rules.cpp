@@ -99,6 +99,7 @@ struct RuleMatcher {
   Engine& e;
   const EGraph& g;
   int dropoutOut = 0;  // the rule being matched or built: Rule::dropoutOut
+  mutable int64_t visited = 0;  // e-nodes matching has looked at (search work)
 
   int outIndexOf(const Pattern& p) const { return p.irOp == ir::OpKind::Dropout ? dropoutOut : 0; }
 
@@ -244,6 +245,7 @@ struct RuleMatcher {
       return;
     }
     // Matching only reads the e-graph, so the class's nodes are not copied.
+    visited += int64_t(g.nodes(c).size());
     for (const ENode& n : g.nodes(c)) {
       if (n.kids.size() != p.args.size() || !opMayMatch(p, n)) continue;
       Bind nb = b;
@@ -610,6 +612,8 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
       for (auto& b : found)
         if (m.ranksCovered(r, b)) hits.push_back({&r, c, std::move(b)});
     }
+    addSearchWork(m.visited);
+    m.visited = 0;
     if (budget.past(deadline)) break;
   }
   int changed = 0;

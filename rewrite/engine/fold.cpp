@@ -717,6 +717,11 @@ class Folder {
                  v.dims.end());
     return viewKey(v);
   }
+  // S's value, interned before the operand's (S interns in its own order):
+  // a reading that goes back to an earlier value of S.
+  bool readsBack(const std::vector<Fact>& outs, const Fact& operand) const {
+    return sComputes(outs) && operand.v.node >= 0 && operand.v.node < sCount_ && outs[0].v.node < operand.v.node;
+  }
   bool sComputesUpToUnitDims(const std::vector<Fact>& outs) const {
     return std::all_of(outs.begin(), outs.end(), [&](const Fact& f) {
       if (f.v.node < 0) return false;
@@ -1696,7 +1701,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     vin.push_back(in[i].v);
   }
   int64_t inRank = int64_t(local(0).shape.size());
-  std::vector<Fact> first, copiesOuts, sameValue, nearS;
+  std::vector<Fact> first, copiesOuts, sameValue, readBack, nearS;
   bool merged = reshapeLike(n.op) && in[0].innerDim >= 0;
   std::vector<int64_t> candInner(candidates.size(), merged ? 1 : inner);
   // A reshape cutting a plain split's dim (k on each member) into a unit
@@ -1780,6 +1785,14 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
       if (sameValue.empty()) sameValue = outs;
       continue;
     }
+    // One that S computes before the operand (the reshape undoing one of
+    // S's earlier reshapes: a batch of one rank's sequences flattened to
+    // tokens, then given a unit dim) is true too, but S's reshape of the
+    // operand, a later value, is preferred: the ops after it act on that.
+    if (candidates.size() > 1 && reshapeLike(n.op) && readsBack(outs, in[0])) {
+      if (readBack.empty()) readBack = outs;
+      continue;
+    }
     if (candidates.size() == 1 || sComputes(outs)) return outs;
     if (nearS.empty() && sComputesUpToUnitDims(outs)) nearS = outs;
     if (first.empty()) first = outs;
@@ -1789,6 +1802,7 @@ std::vector<Fact> Folder::splitRule(const ir::Node& n, const std::vector<Fact>& 
     if (n.op == OpKind::Expand && inner > 1 && innerDims[ci] < 0) copiesOuts = outs;
   }
   if (!sameValue.empty() && (first.empty() || sComputes(sameValue))) return sameValue;
+  if (!readBack.empty()) return readBack;
   if (!nearS.empty()) return nearS;
   return copiesOuts.empty() ? first : copiesOuts;
 }
@@ -3256,7 +3270,9 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
   // held by runs of ranks; a reshape adding unit dims next to a dim another
   // group splits), the one S computes is kept (as splitRule does with one
   // group); where S computes none, the first readings stand.
-  std::vector<Fact> first;
+  // (A reshape's reading that goes back to an earlier value of S comes
+  // after S's own reshape of the operand, as in splitRule.)
+  std::vector<Fact> first, readBack;
   for (size_t pick = 0;; ++pick) {
     decideOnly_ = true;
     decidedFactor_ = 1.0;
@@ -3270,10 +3286,15 @@ std::vector<Fact> Folder::transfer2(const ir::Node& n, const std::vector<Fact>& 
     for (size_t combo = 0; combo < secCombos; ++combo) {
       if (!chooseSec(combo)) continue;
       std::vector<Fact> outs = combine2(n, in, pri, sec, f1, f2);
-      if (!outs.empty() && ((picks == 1 && secCombos == 1) || sComputes(outs))) return mbDecided_ = nullptr, outs;
+      const bool several = picks > 1 || secCombos > 1;
+      if (!outs.empty() && several && reshapeLike(n.op) && readsBack(outs, in[0])) {
+        if (readBack.empty()) readBack = std::move(outs);
+        continue;
+      }
+      if (!outs.empty() && (!several || sComputes(outs))) return mbDecided_ = nullptr, outs;
       if (first.empty()) first = std::move(outs);
     }
-    if (pick + 1 >= picks) return mbDecided_ = nullptr, first;
+    if (pick + 1 >= picks) return mbDecided_ = nullptr, readBack.empty() ? first : readBack;
   }
 }
 
@@ -3426,12 +3447,34 @@ bool Folder::nestedOk(const ir::Node& n, const std::vector<Fact>& in, const std:
           if (lands(ti.shape, to.shape, i, o) && lands(gi, go, i, o)) to_[size_t(i)] = o;
       }
     }
+    // A reshape may also merge or cut a nested dim, where it leads its
+    // factor group (size-1 dims aside) in the rank's shapes and in S's, on
+    // an output dim leading the group's image: row-major, S's element
+    // (p * l + x) * rest + y of the group lands in piece p of the output
+    // dim, at the rank's own reshape of (x, y), for P pieces of any
+    // nesting (data parallel ranks' tokens, each split again over expert
+    // parallel ranks, flattened to [tokens, hidden]).
+    std::vector<std::vector<int64_t>> leadDims(static_cast<size_t>(ri));
+    if (reshapeLike(n.op)) {
+      Fact fi = in[0], fo = outs[0];
+      fi.whole(), fo.whole();
+      const Shape gi = globalOf(ti, fi).shape, go = globalOf(to, fo).shape;
+      for (int64_t i = 0; i < ri; ++i) {
+        auto inS = reshapeSplitDims(gi, go, i);
+        for (int64_t o : reshapeSplitDims(ti.shape, to.shape, i))
+          if (std::find(inS.begin(), inS.end(), o) != inS.end()) leadDims[size_t(i)].push_back(o);
+      }
+    }
     std::vector<bool> covered(size_t(ro), false);
     for (int64_t d = 0; d < ri; ++d) {
       unsigned bits = groupsOn(in[0], d);
       if (!many(bits)) continue;
-      if (to_[size_t(d)] < 0 || groupsOn(outs[0], to_[size_t(d)]) != bits) return false;
-      covered[size_t(to_[size_t(d)])] = true;
+      int64_t o = to_[size_t(d)];
+      if (o < 0 || groupsOn(outs[0], o) != bits)
+        for (int64_t c : leadDims[size_t(d)])
+          if (groupsOn(outs[0], c) == bits) o = c;
+      if (o < 0 || groupsOn(outs[0], o) != bits) return false;
+      covered[size_t(o)] = true;
     }
     for (int64_t o = 0; o < ro; ++o)
       if (many(groupsOn(outs[0], o)) && !covered[size_t(o)]) return false;
@@ -4860,7 +4903,11 @@ FoldOutcome Folder::run() {
       // A collective whose operand's layout it cannot take (a gather of a
       // replicated value, a sum of whole ones, the other group's) is a
       // likely bug rather than a missing schema: the witness goes first.
-      res.layoutMismatch = stuckCollective;
+      // So is a program every op of which has a layout, its outputs exact
+      // expressions over S's values, none of them the one wanted (the
+      // ranks' pieces of a batch in another order than the outputs'): the
+      // witness decides, and only a numeric difference refutes.
+      res.layoutMismatch = stuckCollective || stuck.empty();
     }
   }
   res.copies = copies_;

@@ -465,16 +465,19 @@ constexpr double kRewalkSeconds = 10.0;
 // Group size from which a failure found while folding goes to the witness
 // before the per-rank engine (verifyCone).
 constexpr int64_t kFoldedRefutationRanks = 16;
-// Below it, the per-rank engine's CPU time (the walk's, on this thread)
-// before the fold's localization and the witness take over, where folding
-// saw a likely bug. It localizes small programs in well under this: 0.01-0.3
-// s for the captures and cases in tests/; at the op D got wrong it may
-// search to its budget for want of a relation (a 4-layer MLP stack at TP 8
-// with one all_reduce dropped: 4.6 s), where folding named the fault in
-// milliseconds. CPU time, not wall-clock: a loaded CI machine (tests in
-// parallel on 2 cores) stretches the wall clock, not the work done (with
-// 1 s of wall clock one test fell over to folding's localization).
-constexpr double kPerRankFirstCpuSeconds = 1.0;
+// Below it, the per-rank engine's search work (the walk's, on this thread,
+// in threadSearchWork units: e-nodes added and e-nodes matched) before the
+// fold's localization and the witness take over, where folding saw a likely
+// bug. At the op D got wrong the engine may search to its budget for want
+// of a relation (a 4-layer MLP stack at TP 8 with one all_reduce dropped:
+// 4.6 s), where folding named the fault in milliseconds. A count, not a
+// clock: wall time stretches on a loaded machine and CPU time does too
+// (hyperthreads sharing a core), and a verdict's localization must not
+// depend on the load (with 1 s of thread CPU time, the Llama TP 8 twin's
+// moved from the norm to the residual add under a parallel build). 10M
+// units are 0.3-1 s of one core here (the Llama block's ops match few
+// nodes each, the MLP stack's large sums many).
+constexpr int64_t kPerRankFirstWork = 10000000;
 
 // Rank folding's verdict (rewrite/engine/fold.h), when it decides: verified, or,
 // folded over a large group with an S value not held as required, refuted
@@ -724,14 +727,14 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     if (decided) decided->stats.seconds = elapsed();
     return decided;
   };
-  const double walkCpu0 = threadCpuSeconds();
-  auto walkCpu = [&] { return threadCpuSeconds() - walkCpu0; };
+  const int64_t walkWork0 = threadSearchWork();
+  auto walkWork = [&] { return threadSearchWork() - walkWork0; };
   for (size_t ni = 0; ni < total && !rep.failure; ++ni) {
     const ir::Node& node = seq.node(ir::NodeId(ni));
     if (!neededNode[ni]) continue;
     if (opts.progress) opts.progress(ni, total, node.name);
     std::string what = std::string(ir::opName(node.op)) + " '" + node.name + "'";
-    if (foldMismatch && walkCpu() > kPerRankFirstCpuSeconds) {
+    if (foldMismatch && walkWork() > kPerRankFirstWork) {
       // Folding already saw a likely bug: its localization and the witness.
       foldMismatch = false;
       SP_ASSIGN(std::optional<VerifyReport> decided, foldedLocalization(false));
@@ -966,18 +969,18 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       auto leftMs = std::chrono::milliseconds(int64_t(std::max(0.0, opts.timeLimitSeconds - elapsed()) * 1000.0) + 1);
       cappedByLimit = leftMs < opBudget.time;
       if (cappedByLimit) opBudget.time = leftMs;
-      if (foldMismatch) opBudget.cpuUntil = walkCpu0 + kPerRankFirstCpuSeconds;
+      if (foldMismatch) opBudget.workUntil = walkWork0 + kPerRankFirstWork;
       stop = eng.saturate(opBudget, goal);
       if (foldMismatch && stop != StopReason::GoalReached && stop != StopReason::Saturated &&
-          walkCpu() > kPerRankFirstCpuSeconds) {
+          walkWork() > kPerRankFirstWork) {
         // Out of its first turn inside one op (the op D got wrong, often;
-        // the CPU limit may show as the node limit, checked first):
+        // the work limit may show as the node limit, checked first):
         // folding's localization, if the witness confirms it; else this
         // op's search goes on with its own budget.
         foldMismatch = false;
         SP_ASSIGN(std::optional<VerifyReport> decided, foldedLocalization(false));
         if (decided) return std::move(*decided);
-        opBudget.cpuUntil = 0;
+        opBudget.workUntil = 0;
         stop = eng.saturate(opBudget, goal);
       }
       sameDist.record(eng);
