@@ -14,6 +14,7 @@
 
 #include "frontend/fx_decomp.h"
 #include "frontend/fx_ops.h"
+#include "frontend/fx_torch_ops.h"
 
 namespace sp::frontend {
 
@@ -48,6 +49,13 @@ bool isSizeAssertion(const Expr& v) {
   for (const char* op : kOps)
     if (v.s == op) return true;
   return false;
+}
+
+// Calls of a torch-level graph that compute no value: grad mode changes
+// (`torch._C._set_grad_enabled(False)` around no_grad regions) do not change
+// forward values.
+bool isValuelessCall(const Expr& v) {
+  return v.kind == Expr::Kind::Call && (v.s == "torch._C._set_grad_enabled" || v.s == "torch._C._log_api_usage_once");
 }
 
 // Size queries of tensors (SymInt results), when printed without a type.
@@ -164,6 +172,30 @@ Result<std::string> calledOp(Emitter& e, const Expr& call, Expr& wrapped, bool& 
 
 Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
                const std::map<int64_t, const Stmt*>* getitems, const DecompLibrary& lib) {
+  // A torch-level call (Dynamo's graphs): its ATen steps, mapped in turn;
+  // intermediates typed by the translation, the last step typed by the
+  // capture (a picked tuple result reads the statement's declared type).
+  if (isTorchLevelCall(s.value)) {
+    SP_ASSIGN(std::vector<AtenStep> steps, translateTorchCall(e, s.value, s.target));
+    for (size_t k = 0; k < steps.size(); ++k) {
+      Stmt st = s;
+      st.value = std::move(steps[k].call);
+      if (k + 1 < steps.size()) {
+        st.target = steps[k].target;
+        st.annotation = steps[k].type->str();
+        SP_TRY(mapCall(e, path, st, nullptr, lib));
+      } else if (steps[k].pick) {
+        if (getitems) return e.error("fx-getitem", "result is not a tuple but is indexed");
+        st.target = e.fresh(s.target + "_tuple");
+        st.annotation.reset();
+        std::map<int64_t, const Stmt*> picked{{*steps[k].pick, &s}};
+        SP_TRY(mapCall(e, path, st, &picked, lib));
+      } else {
+        SP_TRY(mapCall(e, path, st, getitems, lib));
+      }
+    }
+    return okStatus();
+  }
   Expr wrapped;
   bool functionalized = false;
   std::vector<std::string> bases;
@@ -188,6 +220,11 @@ Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
                              "related; a model with a static size there is needed",
                          lineLoc(path, line));
   }
+  // `torch.ops._c10d_functional.all_reduce(...)`: an op packet, called
+  // without an overload, as Dynamo's torch-level graphs print it
+  if (!functionalized && std::count(op.begin(), op.end(), '.') == 1 && !findOpMapping(op) && !lib.find(op) &&
+      findOpMapping(op + ".default"))
+    op += ".default";
   const OpMapping* m = functionalized ? nullptr : findOpMapping(op);
   const Decomposition* d = m ? nullptr : lib.find(op);
   if (!m && !d)
@@ -314,12 +351,24 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
     e.leaves.push_back({p.name, *t, false, std::nullopt, ir::SourceLoc{path, p.line, p.col, ""}});
     e.env[p.name] = TRef{p.name, *t};
   }
+  // Values with a tensor type (typed arguments and nodes, and their
+  // aliases): a subscript of one indexes the tensor (torch-level graphs);
+  // tuple results are untyped.
+  std::set<std::string> tensors;
+  for (const auto& p : m.params)
+    if (p.annotation && !symText(p.annotation)) tensors.insert(p.name);
+  for (const auto& s : m.body) {
+    if (s.kind != Stmt::Kind::Assign) continue;
+    if (s.annotation && !symText(s.annotation)) tensors.insert(s.target);
+    else if (!s.annotation && s.value.kind == Expr::Kind::Name && tensors.count(s.value.s)) tensors.insert(s.target);
+  }
   // Tuple results are read by getitem lines: their targets name the outputs.
   std::map<std::string, std::map<int64_t, const Stmt*>> getitems;
   for (const auto& s : m.body) {
     std::string base;
     int64_t idx;
-    if (s.kind == Stmt::Kind::Assign && asGetitem(s.value, base, idx)) getitems[base][idx] = &s;
+    if (s.kind == Stmt::Kind::Assign && asGetitem(s.value, base, idx) && !tensors.count(base))
+      getitems[base][idx] = &s;
   }
   std::vector<std::pair<std::string, ir::SourceLoc>> outputs;
   std::set<std::string> outNames;
@@ -378,7 +427,7 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
     std::string base;
     int64_t idx;
     if (v.kind == Expr::Kind::None) continue;  // `x = None` frees a value
-    if (asGetitem(v, base, idx)) {
+    if (asGetitem(v, base, idx) && !tensors.count(base)) {
       if (!e.env.count(s.target))
         return makeError("fx-getitem", "'" + s.target + "' reads " + base + "[" + std::to_string(idx) +
                                            "], which is not a tuple result defined before",
@@ -396,9 +445,19 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
       e.env[s.target] = t;
       continue;
     }
+    if (v.kind == Expr::Kind::Subscript) {
+      // `x[(Ellipsis, slice(None, 1, None))]`: operator.getitem of a tensor
+      Stmt call = s;
+      call.value.kind = Expr::Kind::Call;
+      call.value.s = "operator.getitem";
+      auto g = getitems.find(s.target);
+      SP_TRY(mapCall(e, path, call, g == getitems.end() ? nullptr : &g->second, lib));
+      continue;
+    }
     if (v.kind != Expr::Kind::Call)
       return makeError("fx-unsupported-stmt", "unsupported statement: " + s.target + " = " + v.str(),
                        e.captureLoc);
+    if (isValuelessCall(v)) continue;
     auto g = getitems.find(s.target);
     SP_TRY(mapCall(e, path, s, g == getitems.end() ? nullptr : &g->second, lib));
   }
