@@ -8,7 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
 #include <regex>
+#include <sstream>
 
 #include "frontend/fx_import.h"
 #include "frontend/fx_ops.h"
@@ -609,31 +613,65 @@ TEST(FxTorchLevel, EveryCallableHasANumericRow) {
       {"add", " + "}, {"sub", " - "}, {"mul", " * "}, {"truediv", " / "}, {"floordiv", " // "}, {"pow", " ** "},
       {"matmul", " @ "}, {"neg", "= -"}, {"pos", "= +"}, {"lt", " < "}, {"le", " <= "}, {"gt", " > "},
       {"ge", " >= "}, {"eq", " == "}, {"ne", " != "}, {"getitem", "x["}};
-  for (const auto& c : fx::torchLevelCallables()) {
-    std::string pat;
-    if (c.name.rfind("operator.", 0) == 0) {
-      auto it = kOperators.find(c.name.substr(9));
-      ASSERT_NE(it, kOperators.end()) << c.name;
-      EXPECT_NE(all.find(it->second), std::string::npos) << c.name << ": no row uses " << it->second;
-      continue;
+  for (const auto& entry : fx::torchLevelEntries())
+    for (const auto& name : entry.names) {
+      if (name.rfind("operator.", 0) == 0) {
+        auto it = kOperators.find(name.substr(9));
+        ASSERT_NE(it, kOperators.end()) << name;
+        EXPECT_NE(all.find(it->second), std::string::npos) << name << ": no row uses " << it->second;
+        continue;
+      }
+      if (name.rfind("Tensor.", 0) == 0) {
+        std::regex method("(^|[ (,=])(?!torch\\b)[a-z][a-z0-9_]*\\." + name.substr(7) + "\\(");
+        EXPECT_TRUE(std::regex_search(all, method)) << name << ": no row calls it as a method";
+        continue;
+      }
+      EXPECT_NE(all.find(name + "("), std::string::npos) << name << ": no row calls it";
     }
-    if (c.name.rfind("Tensor.", 0) == 0) {
-      std::regex method("(^|[ (,=])(?!torch\\b)[a-z][a-z0-9_]*\\." + c.name.substr(7) + "\\(");
-      EXPECT_TRUE(std::regex_search(all, method)) << c.name << ": no row calls it as a method";
-      continue;
-    }
-    EXPECT_NE(all.find(c.name + "("), std::string::npos) << c.name << ": no row calls it";
-  }
 }
 
 // Every ATen op a translation can produce is in the ATen table.
 TEST(FxTorchLevel, TargetsAreMappedAtenOps) {
   auto mapped = fx::mappedOpNames();
-  for (const auto& c : fx::torchLevelCallables())
-    for (const auto& op : c.aten) {
+  for (const auto& entry : fx::torchLevelEntries())
+    for (const auto& op : entry.aten) {
       if (op[0] == '@') continue;
-      EXPECT_NE(std::find(mapped.begin(), mapped.end(), op), mapped.end()) << c.name << " -> " << op;
+      EXPECT_NE(std::find(mapped.begin(), mapped.end(), op), mapped.end()) << entry.names[0] << " -> " << op;
     }
+}
+
+// docs/fx-import.md lists the table (between the markers below), generated
+// from it: `SP_UPDATE_DOCS=1 build/frontend/frontend_tests
+// --gtest_filter=FxTorchLevel.DocsListTheTable` rewrites the list.
+TEST(FxTorchLevel, DocsListTheTable) {
+  const std::map<std::string, std::string> kHooks = {
+      {"@index", "one view per index item: select.int (int), slice.Tensor (slice), unsqueeze.default (None), "
+                 "index.Tensor (integer tensor); Ellipsis spans the rest"},
+      {"@cross_entropy", "_log_softmax.default over the classes, then nll_loss_forward.default (result 0)"},
+      {"@nll_loss", "nll_loss_forward.default (result 0)"}};
+  std::string table = "| callables | ATen |\n|---|---|\n";
+  for (const auto& entry : fx::torchLevelEntries()) {
+    std::string names, ops;
+    for (const auto& n : entry.names) names += (names.empty() ? "`" : ", `") + n + "`";
+    for (const auto& op : entry.aten) ops += (ops.empty() ? "" : ", ") + (kHooks.count(op) ? kHooks.at(op) : op);
+    table += "| " + names + " | " + ops + " |\n";
+  }
+  const std::string begin = "<!-- torch-level table: generated from frontend/fx_torch_ops.cpp -->\n";
+  const std::string end = "<!-- end of the torch-level table -->";
+  const std::string path = SP_SOURCE_DIR "/docs/fx-import.md";
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string doc = ss.str();
+  size_t a = doc.find(begin), b = doc.find(end);
+  ASSERT_TRUE(a != std::string::npos && b != std::string::npos && a < b) << "markers missing in " << path;
+  a += begin.size();
+  if (std::getenv("SP_UPDATE_DOCS")) {
+    doc.replace(a, b - a, table);
+    std::ofstream(path, std::ios::trunc) << doc;
+    return;
+  }
+  EXPECT_EQ(doc.substr(a, b - a), table) << "refresh with SP_UPDATE_DOCS=1";
 }
 
 // ------------------------------------------------------------------ errors

@@ -684,13 +684,14 @@ Result<std::vector<AtenStep>> translateTorchCall(Emitter& e, const Expr& call, c
                    e.captureLoc);
 }
 
-std::vector<TorchCallable> torchLevelCallables() {
-  std::vector<TorchCallable> out;
+std::vector<TorchEntry> torchLevelEntries() {
+  std::vector<TorchEntry> out;
   for (const auto& en : entries()) {
-    std::vector<std::string> ops;
-    for (const auto& t : en.targets)
-      if (t.op != "@unsupported" && std::find(ops.begin(), ops.end(), t.op) == ops.end()) ops.push_back(t.op);
-    for (const auto& n : en.names) out.push_back({n, ops});
+    TorchEntry t{en.names, {}};
+    for (const auto& x : en.targets)
+      if (x.op != "@unsupported" && std::find(t.aten.begin(), t.aten.end(), x.op) == t.aten.end())
+        t.aten.push_back(x.op);
+    out.push_back(std::move(t));
   }
   return out;
 }

@@ -37,12 +37,14 @@ bool isTorchLevelCall(const Expr& call);
 // translates it; fx-arg / fx-unsupported for arguments its entry rejects.
 Result<std::vector<AtenStep>> translateTorchCall(Emitter& e, const Expr& call, const std::string& target);
 
-// Every torch-level callable of the table, in table order ("torch.matmul",
-// "Tensor.view", "operator.add"), with the ATen ops its entry can become.
-struct TorchCallable {
-  std::string name;
-  std::vector<std::string> aten;  // "aten.view.default"; "@index" for a lowering of several steps
+// The table's entries, in order: the callables of each ("torch.matmul",
+// "Tensor.view", "operator.add") and the ATen ops it can become
+// ("aten.view.default"; "@index" for a lowering of several steps). For docs
+// and tests.
+struct TorchEntry {
+  std::vector<std::string> names;
+  std::vector<std::string> aten;
 };
-std::vector<TorchCallable> torchLevelCallables();
+std::vector<TorchEntry> torchLevelEntries();
 
 }  // namespace sp::frontend::fx
