@@ -458,6 +458,21 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
       return makeError("fx-unsupported-stmt", "unsupported statement: " + s.target + " = " + v.str(),
                        e.captureLoc);
     if (isValuelessCall(v)) continue;
+    // Autocast regions: one that disables autocast (Hugging Face's rotary
+    // embedding) computes as without it; in an enabled one an op's
+    // operands would be cast to a dtype the capture does not show
+    if (v.s == "torch.amp.autocast_mode._exit_autocast") continue;
+    if (v.s == "torch.amp.autocast_mode._enter_autocast") {
+      const Expr* on = v.items.size() > 2 ? &v.items[2] : nullptr;
+      for (const auto& [k, x] : v.kwargs)
+        if (k == "enabled") on = &x;
+      if (on && on->kind == Expr::Kind::Bool && !on->b) continue;
+      return makeError("fx-unsupported",
+                       "autocast region (" + v.str() +
+                           "): only regions that disable autocast are supported (in an enabled one, operands are "
+                           "cast to dtypes the capture does not show)",
+                       e.captureLoc);
+    }
     auto g = getitems.find(s.target);
     SP_TRY(mapCall(e, path, s, g == getitems.end() ? nullptr : &g->second, lib));
   }
