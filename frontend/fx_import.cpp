@@ -373,6 +373,7 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
   std::vector<std::pair<std::string, ir::SourceLoc>> outputs;
   std::set<std::string> outNames;
   std::map<std::string, const Stmt*> declared;  // `name: "type";` lines
+  std::map<std::string, ir::Shape> sizeResults;  // `size = x.size()`: x's shape
   for (const auto& s : m.body) {
     e.captureLoc = lineLoc(path, s.line);
     const Expr& v = s.value;
@@ -393,6 +394,47 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
     if (isSizeAssertion(v)) continue;
     if (!s.annotation && isSizeQuery(v)) {
       e.syms[s.target] = v.str();
+      continue;
+    }
+    // Torch-level size queries (`size = l_x_.size()`, `l_x_.size(1)`,
+    // `l_x_.dim()`): SymInts, known integers where the dims are concrete;
+    // `size[1]` reads one dim of a `size()` result.
+    if (!s.annotation && v.kind == Expr::Kind::Call) {
+      size_t dot = v.s.find('.');
+      std::string recv = dot == std::string::npos ? "" : v.s.substr(0, dot);
+      std::string method = dot == std::string::npos ? "" : v.s.substr(dot + 1);
+      if (auto it = e.env.find(recv); it != e.env.end() && v.kwargs.empty()) {
+        const ir::Shape& shape = it->second.type.shape;
+        if (method == "size" && v.items.empty()) {
+          sizeResults[s.target] = shape;
+          e.syms[s.target] = v.str();
+          continue;
+        }
+        if (method == "size" && v.items.size() == 1 && v.items[0].kind == Expr::Kind::Int) {
+          int64_t k = v.items[0].i < 0 ? v.items[0].i + int64_t(shape.size()) : v.items[0].i;
+          if (k < 0 || k >= int64_t(shape.size()))
+            return makeError("fx-dim", v.str() + ": dim " + std::to_string(v.items[0].i) + " of a " +
+                                           std::to_string(shape.size()) + "-d tensor",
+                             e.captureLoc);
+          e.syms[s.target] = shape[size_t(k)].str();
+          continue;
+        }
+        if (method == "dim" && v.items.empty()) {
+          e.syms[s.target] = std::to_string(shape.size());
+          continue;
+        }
+      }
+    }
+    std::string sizeBase;
+    int64_t i = 0;
+    if (asGetitem(v, sizeBase, i) && sizeResults.count(sizeBase)) {
+      const ir::Shape& shape = sizeResults.at(sizeBase);
+      int64_t k = i < 0 ? i + int64_t(shape.size()) : i;
+      if (k < 0 || k >= int64_t(shape.size()))
+        return makeError("fx-dim", v.str() + ": index " + std::to_string(i) + " of a " +
+                                       std::to_string(shape.size()) + "-d size",
+                         e.captureLoc);
+      e.syms[s.target] = shape[size_t(k)].str();
       continue;
     }
     if (s.kind == Stmt::Kind::Return) {

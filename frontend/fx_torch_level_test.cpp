@@ -781,6 +781,27 @@ class GraphModule(torch.nn.Module):
   fx_test::expectNear(values(out->at("q_embed")), rot, 1e-5, "rotary");
 }
 
+// Size queries (`size = x.size()`, `x.size(-1)`, `size[0]`, `x.dim()`)
+// are SymInts: known integers where the dims are concrete, usable as sizes.
+TEST(FxTorchLevel, SizeQueriesAreKnownIntegers) {
+  auto g = importFxText(R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, L_x_: "f32[2, 3, 4]"):
+        l_x_ = L_x_
+        size = l_x_.size()
+        getitem = size[0]
+        getitem_1 = size[-2];  size = None
+        size_1 = l_x_.size(-1)
+        dim = l_x_.dim()
+        view: "f32[6, 4]" = l_x_.view(getitem_1 * getitem, size_1)
+        view_1: "f32[2, 12]" = l_x_.reshape(getitem, -1)
+        return (view, view_1)
+)FX",
+                        "sizes.py");
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  EXPECT_EQ(g->value(g->outputs()[0]).type.str(), "f32[6, 4]");
+}
+
 // ------------------------------------------------------------------ errors
 
 Error importError(const std::string& body, const std::string& name = "dyn.py") {
