@@ -14,8 +14,8 @@ class GraphModule(torch.nn.Module):
         neg: "f32[2, 3, 5]" = -pow_1
         view: "f32[6, 5]" = neg.view(6, 5)
         view_1: "f32[3, 2, 5]" = neg.view((3, 2, -1))
-        transpose: "f32[2, 3, 6]" = l_x_.transpose(1, 2)
-        getitem: "f32[2, 1, 3, 2]" = transpose[(slice(None, None, None), None, Ellipsis, slice(1, 3, None))]
+        transpose: "f32[2, 4, 3]" = l_x_.transpose(1, 2)
+        getitem: "f32[2, 1, 4, 2]" = transpose[(slice(None, None, None), None, Ellipsis, slice(1, 3, None))]
         getitem_1: "f32[3, 4]" = l_x_[0]
         getitem_2: "f32[2, 3, 4]" = l_x_[L_i_]
         chunk = torch.chunk(l_x_, 2, dim = -1)
