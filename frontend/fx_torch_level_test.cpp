@@ -846,6 +846,7 @@ TEST(FxTorchLevel, UnsupportedArgumentsAreRejected) {
       {"y: \"f32[]\" = torch.nn.functional.cross_entropy(l_x_, l_x_, label_smoothing = 0.1)", "fx-unsupported",
        "label_smoothing"},
       {"y: \"f32[2, 3]\" = l_x_[[0, 1]]", "fx-unsupported", "list"},
+      {"y: \"f32[2]\" = l_x_[(L_x_, 0)]", "fx-unsupported", "advanced indexing"},
       {"y = torch.amp.autocast_mode._enter_autocast('cuda', torch.bfloat16, True, None)", "fx-unsupported",
        "autocast region"},
       {"y: \"f32[2, 3]\" = torch.repeat_interleave(l_x_, l_x_)", "fx-unsupported-op", "no form"},

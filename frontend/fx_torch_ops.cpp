@@ -504,6 +504,18 @@ Result<std::vector<AtenStep>> lowerIndex(Emitter& e, const Bound& b, const std::
     else if (i.kind != Expr::Kind::None) ++consumed;
   }
   if (ellipses > 1) return e.error("fx-arg", "index " + idx.str() + " has more than one Ellipsis");
+  // An integer tensor indexes its dim as a gather; with other tensors or
+  // ints (advanced indices broadcast together, their dims moved first when
+  // apart) it would not: only slices, None and Ellipsis may join it.
+  int64_t tensors = 0, ints = 0;
+  for (const auto& i : items) {
+    tensors += isTensor(e, i);
+    ints += i.kind == Expr::Kind::Int;
+  }
+  if (tensors > 1 || (tensors == 1 && ints > 0))
+    return e.error("fx-unsupported", "index " + idx.str() +
+                                         " combines a tensor index with other tensor or integer indices (advanced "
+                                         "indexing); only one tensor index with slices, None and Ellipsis is supported");
   if (consumed > x.rank())
     return e.error("fx-index", "index " + idx.str() + " indexes " + std::to_string(consumed) + " dims of a " +
                                    std::to_string(x.rank()) + "-d tensor");
