@@ -292,6 +292,7 @@ const std::vector<Row> kCopies = {
     {"x.to(dtype = torch.float64)", "aten._to_copy.default(x, dtype = torch.float64)", "f64[2, 3, 4]"},
     {"x.to(device(type='cpu'), torch.bfloat16)", "aten._to_copy.default(x, dtype = torch.bfloat16)", "bf16[2, 3, 4]"},
     {"m.type_as(x)", "aten._to_copy.default(m, dtype = torch.float32)", "f32[2, 3, 4]"},
+    {"x.type(torch.float64)", "aten._to_copy.default(x, dtype = torch.float64)", "f64[2, 3, 4]"},
 };
 
 const std::vector<Row> kLayout = {
@@ -800,6 +801,88 @@ class GraphModule(torch.nn.Module):
                         "sizes.py");
   ASSERT_TRUE(g.ok()) << g.error().str();
   EXPECT_EQ(g->value(g->outputs()[0]).type.str(), "f32[6, 4]");
+}
+
+// Hugging Face GPT-2 as Dynamo prints it (eager attention, NewGELU, Conv1D):
+// each is checked against the graph's own equivalent written with the fused
+// callables (causal scaled_dot_product_attention, F.gelu tanh, F.linear).
+TEST(FxTorchLevel, Gpt2EagerFormsMatchTheFusedOnes) {
+  auto g = importFxText(R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, L_q_: "f32[1, 2, 4, 4]", L_k_: "f32[1, 2, 4, 4]", L_v_: "f32[1, 2, 4, 4]", L_self_modules_attn_buffers_bias_: "b8[1, 1, 8, 8]", L_x_: "f32[2, 4, 4]", L_self_modules_c_attn_parameters_weight_: "f32[4, 6]", L_self_modules_c_attn_parameters_bias_: "f32[6]"):
+        l_q_ = L_q_
+        l_k_ = L_k_
+        l_v_ = L_v_
+        l_self_modules_attn_buffers_bias_ = L_self_modules_attn_buffers_bias_
+        l_x_ = L_x_
+        l_self_modules_c_attn_parameters_weight_ = L_self_modules_c_attn_parameters_weight_
+        l_self_modules_c_attn_parameters_bias_ = L_self_modules_c_attn_parameters_bias_
+        
+         # File: /transformers/models/gpt2/modeling_gpt2.py:190 in _attn, code: attn_weights = torch.matmul(query, key.transpose(-1, -2))
+        transpose: "f32[1, 2, 4, 4]" = l_k_.transpose(-1, -2)
+        attn_weights: "f32[1, 2, 4, 4]" = torch.matmul(l_q_, transpose);  transpose = None
+        
+         # File: /transformers/models/gpt2/modeling_gpt2.py:193 in _attn, code: attn_weights = attn_weights / torch.full([], value.size(-1) ** 0.5, dtype=attn_weights.dtype, device=attn_weights.device)
+        full: "f32[]" = torch.full([], 2.0, dtype = torch.float32, device = device(type='cpu'))
+        attn_weights_1: "f32[1, 2, 4, 4]" = attn_weights / full;  attn_weights = full = None
+        
+         # File: /transformers/models/gpt2/modeling_gpt2.py:203 in _attn, code: causal_mask = self.bias[:, :, key_length - query_length : key_length, :key_length]
+        causal_mask: "b8[1, 1, 4, 4]" = l_self_modules_attn_buffers_bias_[(slice(None, None, None), slice(None, None, None), slice(0, 4, None), slice(None, 4, None))];  l_self_modules_attn_buffers_bias_ = None
+        
+         # File: /transformers/models/gpt2/modeling_gpt2.py:207 in _attn, code: mask_value = torch.full([], mask_value, dtype=attn_weights.dtype, device=attn_weights.device)
+        full_1: "f32[]" = torch.full([], -3.4028234663852886e+38, dtype = torch.float32, device = device(type='cpu'))
+        
+         # File: /transformers/models/gpt2/modeling_gpt2.py:208 in _attn, code: attn_weights = torch.where(causal_mask, attn_weights.to(attn_weights.dtype), mask_value)
+        to: "f32[1, 2, 4, 4]" = attn_weights_1.to(torch.float32);  attn_weights_1 = None
+        attn_weights_2: "f32[1, 2, 4, 4]" = torch.where(causal_mask, to, full_1);  causal_mask = to = full_1 = None
+        
+         # File: /transformers/models/gpt2/modeling_gpt2.py:214 in _attn, code: attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+        attn_weights_3: "f32[1, 2, 4, 4]" = torch.nn.functional.softmax(attn_weights_2, dim = -1);  attn_weights_2 = None
+        
+         # File: /transformers/models/gpt2/modeling_gpt2.py:217 in _attn, code: attn_weights = attn_weights.type(value.dtype)
+        attn_weights_4: "f32[1, 2, 4, 4]" = attn_weights_3.type(torch.float32);  attn_weights_3 = None
+        
+         # File: /transformers/models/gpt2/modeling_gpt2.py:225 in _attn, code: attn_output = torch.matmul(attn_weights, value)
+        attn_output: "f32[1, 2, 4, 4]" = torch.matmul(attn_weights_4, l_v_);  attn_weights_4 = None
+        sdpa: "f32[1, 2, 4, 4]" = torch._C._nn.scaled_dot_product_attention(l_q_, l_k_, l_v_, attn_mask = None, dropout_p = 0.0, is_causal = True)
+        
+         # File: /transformers/activations.py:56 in forward, code: return 0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 * torch.pow(input, 3.0))))
+        mul: "f32[1, 2, 4, 4]" = 0.5 * l_q_
+        pow_1: "f32[1, 2, 4, 4]" = torch.pow(l_q_, 3.0)
+        mul_1: "f32[1, 2, 4, 4]" = 0.044715 * pow_1;  pow_1 = None
+        add: "f32[1, 2, 4, 4]" = l_q_ + mul_1;  mul_1 = None
+        mul_2: "f32[1, 2, 4, 4]" = 0.7978845608028654 * add;  add = None
+        tanh: "f32[1, 2, 4, 4]" = torch.tanh(mul_2);  mul_2 = None
+        add_1: "f32[1, 2, 4, 4]" = 1.0 + tanh;  tanh = None
+        mul_3: "f32[1, 2, 4, 4]" = mul * add_1;  mul = add_1 = None
+        gelu: "f32[1, 2, 4, 4]" = torch.nn.functional.gelu(l_q_, approximate = 'tanh')
+        
+         # File: /transformers/pytorch_utils.py:105 in forward, code: x = torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+        view: "f32[8, 4]" = l_x_.view(-1, 4)
+        addmm: "f32[8, 6]" = torch.addmm(l_self_modules_c_attn_parameters_bias_, view, l_self_modules_c_attn_parameters_weight_);  view = None
+        
+         # File: /transformers/pytorch_utils.py:106 in forward, code: x = x.view(size_out)
+        view_1: "f32[2, 4, 6]" = addmm.view((2, 4, 6));  addmm = None
+        t: "f32[6, 4]" = l_self_modules_c_attn_parameters_weight_.t()
+        linear: "f32[2, 4, 6]" = torch._C._nn.linear(l_x_, t, l_self_modules_c_attn_parameters_bias_)
+        return (attn_output, sdpa, mul_3, gelu, view_1, linear)
+)FX",
+                        "gpt2.py");
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  std::vector<double> tril(64);
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c <= r; ++c) tril[size_t(r * 8 + c)] = 1;
+  auto out = ir::runGraph(*g, {{"L_q_", typed(DType::F32, {1, 2, 4, 4}, noise(32, 1))},
+                               {"L_k_", typed(DType::F32, {1, 2, 4, 4}, noise(32, 2))},
+                               {"L_v_", typed(DType::F32, {1, 2, 4, 4}, noise(32, 3))},
+                               {"L_self_modules_attn_buffers_bias_", typed(DType::Bool, {1, 1, 8, 8}, tril)},
+                               {"L_x_", typed(DType::F32, {2, 4, 4}, noise(32, 4))},
+                               {"L_self_modules_c_attn_parameters_weight_", typed(DType::F32, {4, 6}, noise(24, 5))},
+                               {"L_self_modules_c_attn_parameters_bias_", typed(DType::F32, {6}, noise(6, 6))}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  fx_test::expectNear(values(out->at("attn_output")), values(out->at("sdpa")), 1e-5, "eager vs sdpa");
+  fx_test::expectNear(values(out->at("mul_3")), values(out->at("gelu")), 1e-5, "NewGELU vs gelu tanh");
+  fx_test::expectNear(values(out->at("view_1")), values(out->at("linear")), 1e-5, "Conv1D vs linear");
 }
 
 // ------------------------------------------------------------------ errors

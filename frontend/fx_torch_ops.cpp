@@ -84,6 +84,8 @@ const TorchOp kTorchOps[] = {
     {"Tensor.to", "input, -a=None, -b=None, -c=None, *, -dtype=None, -device=None, -non_blocking=False, -copy=False, "
      "-memory_format=None", "aten._to_copy.default(input)"},
     {"Tensor.type_as", "input, -other", "aten._to_copy.default(input)"},
+    // x.type() without a dtype is the type's name, a string
+    {"Tensor.type", "input, dtype=None, -non_blocking=False", "[dtype!=None] aten._to_copy.default(input)"},
     // ---- elementwise ----
     {"operator.add torch.add Tensor.add", "input, other, *, alpha=1", "aten.add.Tensor(input, other, alpha)"},
     {"operator.sub torch.sub Tensor.sub torch.subtract", "input, other, *, alpha=1",
