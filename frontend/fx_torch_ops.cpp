@@ -132,9 +132,11 @@ const TorchOp kTorchOps[] = {
      "[value:tensor] aten.masked_fill.Tensor(input, mask, value) | aten.masked_fill.Scalar(input, mask, value)"},
     // ---- reductions and softmax ----
     {"torch.sum Tensor.sum", "input, dim=None, keepdim=False, *, dtype=None",
-     "[dim!=None] aten.sum.dim_IntList(input, dim, keepdim, dtype=dtype) | aten.sum.default(input, dtype=dtype)"},
+     "[dim!=None] aten.sum.dim_IntList(input, dim, keepdim, dtype=dtype) | "
+     "[keepdim==True] aten.sum.dim_IntList(input, [], keepdim, dtype=dtype) | aten.sum.default(input, dtype=dtype)"},
     {"torch.mean Tensor.mean", "input, dim=None, keepdim=False, *, dtype=None",
-     "[dim!=None] aten.mean.dim(input, dim, keepdim, dtype=dtype) | aten.mean.default(input, dtype=dtype)"},
+     "[dim!=None] aten.mean.dim(input, dim, keepdim, dtype=dtype) | "
+     "[keepdim==True] aten.mean.dim(input, [], keepdim, dtype=dtype) | aten.mean.default(input, dtype=dtype)"},
     {"torch.amax Tensor.amax", "input, dim=[], keepdim=False", "aten.amax.default(input, dim, keepdim)"},
     {"torch.amin Tensor.amin", "input, dim=[], keepdim=False", "aten.amin.default(input, dim, keepdim)"},
     {"torch.max Tensor.max", "input, dim/other=None, keepdim=False",
