@@ -47,4 +47,22 @@ struct TorchEntry {
 };
 std::vector<TorchEntry> torchLevelEntries();
 
+// ---- lowerings of several steps (fx_torch_lower.cpp) ----
+
+// x[index] (`operator.getitem` of a tensor): one ATen view per index item.
+Result<std::vector<AtenStep>> lowerTensorIndex(Emitter& e, const Expr& input, const Expr& index,
+                                               const std::string& target, const Expr& at);
+// F.cross_entropy (logSoftmax: log_softmax over the classes first) and
+// F.nll_loss: nll_loss_forward, result 0.
+struct NllArgs {
+  const Expr &input, &target, &weight, &ignoreIndex, &reduction;
+};
+Result<std::vector<AtenStep>> lowerNllLoss(Emitter& e, const NllArgs& args, bool logSoftmax, const std::string& target,
+                                           const Expr& at);
+
+// A value of the capture that is a tensor (or a module constant).
+bool isTensorValue(const Emitter& e, const Expr& x);
+// `torch.ops.<op>(items, kws)` at the source position of `at`.
+Expr atenCallExpr(const std::string& op, std::vector<Expr> items, std::vector<Kwarg> kws, const Expr& at);
+
 }  // namespace sp::frontend::fx
