@@ -272,6 +272,20 @@ const std::vector<Row> kElementwise = {
     {"m.logical_or(n)", "aten.logical_or.default(m, n)", "b8[2, 3, 4]"},
     {"torch.logical_not(m)", "aten.logical_not.default(m)", "b8[2, 3, 4]"},
     {"m.logical_not()", "aten.logical_not.default(m)", "b8[2, 3, 4]"},
+    {"torch.logical_xor(m, n)", "aten.logical_xor.default(m, n)", "b8[2, 3, 4]"},
+    {"m.logical_xor(n)", "aten.logical_xor.default(m, n)", "b8[2, 3, 4]"},
+    {"m & n", "aten.bitwise_and.Tensor(m, n)", "b8[2, 3, 4]"},
+    {"torch.bitwise_and(m, n)", "aten.bitwise_and.Tensor(m, n)", "b8[2, 3, 4]"},
+    {"m.bitwise_and(n)", "aten.bitwise_and.Tensor(m, n)", "b8[2, 3, 4]"},
+    {"m | n", "aten.bitwise_or.Tensor(m, n)", "b8[2, 3, 4]"},
+    {"torch.bitwise_or(m, n)", "aten.bitwise_or.Tensor(m, n)", "b8[2, 3, 4]"},
+    {"m.bitwise_or(n)", "aten.bitwise_or.Tensor(m, n)", "b8[2, 3, 4]"},
+    {"m ^ n", "aten.bitwise_xor.Tensor(m, n)", "b8[2, 3, 4]"},
+    {"torch.bitwise_xor(m, n)", "aten.bitwise_xor.Tensor(m, n)", "b8[2, 3, 4]"},
+    {"m.bitwise_xor(n)", "aten.bitwise_xor.Tensor(m, n)", "b8[2, 3, 4]"},
+    {"~m", "aten.bitwise_not.default(m)", "b8[2, 3, 4]"},
+    {"torch.bitwise_not(m)", "aten.bitwise_not.default(m)", "b8[2, 3, 4]"},
+    {"m.bitwise_not()", "aten.bitwise_not.default(m)", "b8[2, 3, 4]"},
 };
 
 const std::vector<Row> kCopies = {
@@ -615,7 +629,8 @@ TEST(FxTorchLevel, EveryCallableHasANumericRow) {
   const std::map<std::string, std::string> kOperators = {
       {"add", " + "}, {"sub", " - "}, {"mul", " * "}, {"truediv", " / "}, {"floordiv", " // "}, {"pow", " ** "},
       {"matmul", " @ "}, {"neg", "= -"}, {"pos", "= +"}, {"lt", " < "}, {"le", " <= "}, {"gt", " > "},
-      {"ge", " >= "}, {"eq", " == "}, {"ne", " != "}, {"getitem", "x["}};
+      {"ge", " >= "}, {"eq", " == "}, {"ne", " != "}, {"getitem", "x["}, {"and_", " & "}, {"or_", " | "},
+      {"xor", " ^ "}, {"invert", "= ~"}};
   for (const auto& entry : fx::torchLevelEntries())
     for (const auto& name : entry.names) {
       if (name.rfind("operator.", 0) == 0) {
@@ -885,6 +900,15 @@ class GraphModule(torch.nn.Module):
   fx_test::expectNear(values(out->at("attn_output")), values(out->at("sdpa")), 1e-5, "eager vs sdpa");
   fx_test::expectNear(values(out->at("mul_3")), values(out->at("gelu")), 1e-5, "NewGELU vs gelu tanh");
   fx_test::expectNear(values(out->at("view_1")), values(out->at("linear")), 1e-5, "Conv1D vs linear");
+}
+
+// Python precedence of the bitwise operators: `|` below `^` below `&`
+// below `+`, comparisons below all of them; `~` binds to its operand.
+TEST(FxTorchLevel, BitwiseOperatorsFollowPythonPrecedence) {
+  auto m = fx::parseModule("def forward(self, a: \"b8[2]\"):\n    y = a | b ^ c & ~d < e + f\n    return y\n", "p.py");
+  ASSERT_TRUE(m.ok()) << m.error().str();
+  EXPECT_EQ(m->body[0].value.str(),
+            "operator.lt(operator.or_(a, operator.xor(b, operator.and_(c, operator.invert(d)))), operator.add(e, f))");
 }
 
 // ------------------------------------------------------------------ errors
