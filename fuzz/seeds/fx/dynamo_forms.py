@@ -27,7 +27,9 @@ class GraphModule(torch.nn.Module):
         mean: "f32[2, 3, 1]" = l_x_.mean(-1, keepdim = True)
         softmax: "f32[2, 3, 4]" = torch.nn.functional.softmax(l_x_, dim = -1, dtype = torch.float32)
         masked_fill: "f32[2, 3, 4]" = softmax.masked_fill(L_m_, -inf)
-        where: "f32[2, 3, 4]" = torch.where(L_m_, l_x_, 0.0)
+        invert: "b8[2, 3, 4]" = ~L_m_
+        and_: "b8[2, 3, 4]" = invert & L_m_ | (L_m_ ^ invert)
+        where: "f32[2, 3, 4]" = torch.where(and_, l_x_, 0.0)
         to: "bf16[2, 3, 4]" = where.to(torch.bfloat16)
         _enter_autocast = torch.amp.autocast_mode._enter_autocast('cpu', None, False, None)
         matmul: "f32[2, 3, 3]" = l_x_ @ transpose
