@@ -28,7 +28,9 @@ class GraphModule(torch.nn.Module):
         softmax: "f32[2, 3, 4]" = torch.nn.functional.softmax(l_x_, dim = -1, dtype = torch.float32)
         masked_fill: "f32[2, 3, 4]" = softmax.masked_fill(L_m_, -inf)
         invert: "b8[2, 3, 4]" = ~L_m_
-        and_: "b8[2, 3, 4]" = invert & L_m_ | (L_m_ ^ invert)
+        xor: "b8[2, 3, 4]" = L_m_ ^ invert
+        or_: "b8[2, 3, 4]" = invert | xor
+        and_: "b8[2, 3, 4]" = or_ & L_m_
         where: "f32[2, 3, 4]" = torch.where(and_, l_x_, 0.0)
         to: "bf16[2, 3, 4]" = where.to(torch.bfloat16)
         _enter_autocast = torch.amp.autocast_mode._enter_autocast('cpu', None, False, None)
