@@ -14,6 +14,7 @@
 
 #include "frontend/fx_decomp.h"
 #include "frontend/fx_ops.h"
+#include "frontend/fx_torch_ops.h"
 
 namespace sp::frontend {
 
@@ -48,6 +49,13 @@ bool isSizeAssertion(const Expr& v) {
   for (const char* op : kOps)
     if (v.s == op) return true;
   return false;
+}
+
+// Calls of a torch-level graph that compute no value: grad mode changes
+// (`torch._C._set_grad_enabled(False)` around no_grad regions) do not change
+// forward values.
+bool isValuelessCall(const Expr& v) {
+  return v.kind == Expr::Kind::Call && (v.s == "torch._C._set_grad_enabled" || v.s == "torch._C._log_api_usage_once");
 }
 
 // Size queries of tensors (SymInt results), when printed without a type.
@@ -164,6 +172,30 @@ Result<std::string> calledOp(Emitter& e, const Expr& call, Expr& wrapped, bool& 
 
 Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
                const std::map<int64_t, const Stmt*>* getitems, const DecompLibrary& lib) {
+  // A torch-level call (Dynamo's graphs): its ATen steps, mapped in turn;
+  // intermediates typed by the translation, the last step typed by the
+  // capture (a picked tuple result reads the statement's declared type).
+  if (isTorchLevelCall(s.value)) {
+    SP_ASSIGN(std::vector<AtenStep> steps, translateTorchCall(e, s.value, s.target));
+    for (size_t k = 0; k < steps.size(); ++k) {
+      Stmt st = s;
+      st.value = std::move(steps[k].call);
+      if (k + 1 < steps.size()) {
+        st.target = steps[k].target;
+        st.annotation = steps[k].type->str();
+        SP_TRY(mapCall(e, path, st, nullptr, lib));
+      } else if (steps[k].pick) {
+        if (getitems) return e.error("fx-getitem", "result is not a tuple but is indexed");
+        st.target = e.fresh(s.target + "_tuple");
+        st.annotation.reset();
+        std::map<int64_t, const Stmt*> picked{{*steps[k].pick, &s}};
+        SP_TRY(mapCall(e, path, st, &picked, lib));
+      } else {
+        SP_TRY(mapCall(e, path, st, getitems, lib));
+      }
+    }
+    return okStatus();
+  }
   Expr wrapped;
   bool functionalized = false;
   std::vector<std::string> bases;
@@ -188,6 +220,11 @@ Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
                              "related; a model with a static size there is needed",
                          lineLoc(path, line));
   }
+  // `torch.ops._c10d_functional.all_reduce(...)`: an op packet, called
+  // without an overload, as Dynamo's torch-level graphs print it
+  if (!functionalized && std::count(op.begin(), op.end(), '.') == 1 && !findOpMapping(op) && !lib.find(op) &&
+      findOpMapping(op + ".default"))
+    op += ".default";
   const OpMapping* m = functionalized ? nullptr : findOpMapping(op);
   const Decomposition* d = m ? nullptr : lib.find(op);
   if (!m && !d)
@@ -314,16 +351,29 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
     e.leaves.push_back({p.name, *t, false, std::nullopt, ir::SourceLoc{path, p.line, p.col, ""}});
     e.env[p.name] = TRef{p.name, *t};
   }
+  // Values with a tensor type (typed arguments and nodes, and their
+  // aliases): a subscript of one indexes the tensor (torch-level graphs);
+  // tuple results are untyped.
+  std::set<std::string> tensors;
+  for (const auto& p : m.params)
+    if (p.annotation && !symText(p.annotation)) tensors.insert(p.name);
+  for (const auto& s : m.body) {
+    if (s.kind != Stmt::Kind::Assign) continue;
+    if (s.annotation && !symText(s.annotation)) tensors.insert(s.target);
+    else if (!s.annotation && s.value.kind == Expr::Kind::Name && tensors.count(s.value.s)) tensors.insert(s.target);
+  }
   // Tuple results are read by getitem lines: their targets name the outputs.
   std::map<std::string, std::map<int64_t, const Stmt*>> getitems;
   for (const auto& s : m.body) {
     std::string base;
     int64_t idx;
-    if (s.kind == Stmt::Kind::Assign && asGetitem(s.value, base, idx)) getitems[base][idx] = &s;
+    if (s.kind == Stmt::Kind::Assign && asGetitem(s.value, base, idx) && !tensors.count(base))
+      getitems[base][idx] = &s;
   }
   std::vector<std::pair<std::string, ir::SourceLoc>> outputs;
   std::set<std::string> outNames;
   std::map<std::string, const Stmt*> declared;  // `name: "type";` lines
+  std::map<std::string, ir::Shape> sizeResults;  // `size = x.size()`: x's shape
   for (const auto& s : m.body) {
     e.captureLoc = lineLoc(path, s.line);
     const Expr& v = s.value;
@@ -344,6 +394,47 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
     if (isSizeAssertion(v)) continue;
     if (!s.annotation && isSizeQuery(v)) {
       e.syms[s.target] = v.str();
+      continue;
+    }
+    // Torch-level size queries (`size = l_x_.size()`, `l_x_.size(1)`,
+    // `l_x_.dim()`): SymInts, known integers where the dims are concrete;
+    // `size[1]` reads one dim of a `size()` result.
+    if (!s.annotation && v.kind == Expr::Kind::Call) {
+      size_t dot = v.s.find('.');
+      std::string recv = dot == std::string::npos ? "" : v.s.substr(0, dot);
+      std::string method = dot == std::string::npos ? "" : v.s.substr(dot + 1);
+      if (auto it = e.env.find(recv); it != e.env.end() && v.kwargs.empty()) {
+        const ir::Shape& shape = it->second.type.shape;
+        if (method == "size" && v.items.empty()) {
+          sizeResults[s.target] = shape;
+          e.syms[s.target] = v.str();
+          continue;
+        }
+        if (method == "size" && v.items.size() == 1 && v.items[0].kind == Expr::Kind::Int) {
+          int64_t k = v.items[0].i < 0 ? v.items[0].i + int64_t(shape.size()) : v.items[0].i;
+          if (k < 0 || k >= int64_t(shape.size()))
+            return makeError("fx-dim", v.str() + ": dim " + std::to_string(v.items[0].i) + " of a " +
+                                           std::to_string(shape.size()) + "-d tensor",
+                             e.captureLoc);
+          e.syms[s.target] = shape[size_t(k)].str();
+          continue;
+        }
+        if (method == "dim" && v.items.empty()) {
+          e.syms[s.target] = std::to_string(shape.size());
+          continue;
+        }
+      }
+    }
+    std::string sizeBase;
+    int64_t i = 0;
+    if (asGetitem(v, sizeBase, i) && sizeResults.count(sizeBase)) {
+      const ir::Shape& shape = sizeResults.at(sizeBase);
+      int64_t k = i < 0 ? i + int64_t(shape.size()) : i;
+      if (k < 0 || k >= int64_t(shape.size()))
+        return makeError("fx-dim", v.str() + ": index " + std::to_string(i) + " of a " +
+                                       std::to_string(shape.size()) + "-d size",
+                         e.captureLoc);
+      e.syms[s.target] = shape[size_t(k)].str();
       continue;
     }
     if (s.kind == Stmt::Kind::Return) {
@@ -378,7 +469,7 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
     std::string base;
     int64_t idx;
     if (v.kind == Expr::Kind::None) continue;  // `x = None` frees a value
-    if (asGetitem(v, base, idx)) {
+    if (asGetitem(v, base, idx) && !tensors.count(base)) {
       if (!e.env.count(s.target))
         return makeError("fx-getitem", "'" + s.target + "' reads " + base + "[" + std::to_string(idx) +
                                            "], which is not a tuple result defined before",
@@ -396,9 +487,34 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
       e.env[s.target] = t;
       continue;
     }
+    if (v.kind == Expr::Kind::Subscript) {
+      // `x[(Ellipsis, slice(None, 1, None))]`: operator.getitem of a tensor
+      Stmt call = s;
+      call.value.kind = Expr::Kind::Call;
+      call.value.s = "operator.getitem";
+      auto g = getitems.find(s.target);
+      SP_TRY(mapCall(e, path, call, g == getitems.end() ? nullptr : &g->second, lib));
+      continue;
+    }
     if (v.kind != Expr::Kind::Call)
       return makeError("fx-unsupported-stmt", "unsupported statement: " + s.target + " = " + v.str(),
                        e.captureLoc);
+    if (isValuelessCall(v)) continue;
+    // Autocast regions: one that disables autocast (Hugging Face's rotary
+    // embedding) computes as without it; in an enabled one an op's
+    // operands would be cast to a dtype the capture does not show
+    if (v.s == "torch.amp.autocast_mode._exit_autocast") continue;
+    if (v.s == "torch.amp.autocast_mode._enter_autocast") {
+      const Expr* on = v.items.size() > 2 ? &v.items[2] : nullptr;
+      for (const auto& [k, x] : v.kwargs)
+        if (k == "enabled") on = &x;
+      if (on && on->kind == Expr::Kind::Bool && !on->b) continue;
+      return makeError("fx-unsupported",
+                       "autocast region (" + v.str() +
+                           "): only regions that disable autocast are supported (in an enabled one, operands are "
+                           "cast to dtypes the capture does not show)",
+                       e.captureLoc);
+    }
     auto g = getitems.find(s.target);
     SP_TRY(mapCall(e, path, s, g == getitems.end() ? nullptr : &g->second, lib));
   }

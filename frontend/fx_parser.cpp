@@ -208,6 +208,9 @@ class Parser {
     static const std::vector<std::vector<std::pair<const char*, const char*>>> kLevels = {
         {{"<", "operator.lt"}, {">", "operator.gt"}, {"<=", "operator.le"}, {">=", "operator.ge"},
          {"==", "operator.eq"}, {"!=", "operator.ne"}},
+        {{"|", "operator.or_"}},
+        {{"^", "operator.xor"}},
+        {{"&", "operator.and_"}},
         {{"+", "operator.add"}, {"-", "operator.sub"}},
         {{"*", "operator.mul"}, {"/", "operator.truediv"}, {"//", "operator.floordiv"}, {"%", "operator.mod"},
          {"@", "operator.matmul"}},
@@ -220,15 +223,17 @@ class Parser {
 
   Result<Expr> parseExpr() { return parseBinary(0); }
 
+  static constexpr int kPowLevel = 6;  // the last level of binaryOp, `**`
+
   Result<Expr> parseBinary(int level) {
-    if (level == 4) return parseUnary();
+    if (level == kPowLevel + 1) return parseUnary();
     SP_ASSIGN(Expr lhs, parseBinary(level + 1));
     while (cur().kind == Token::Kind::Punct) {
       const char* name = binaryOp(cur().text, level);
       if (!name) break;
       ++pos_;
       // ** is right-associative.
-      SP_ASSIGN(Expr rhs, parseBinary(level == 3 ? level : level + 1));
+      SP_ASSIGN(Expr rhs, parseBinary(level == kPowLevel ? level : level + 1));
       Expr call;
       call.kind = Expr::Kind::Call;
       call.s = name;
@@ -241,9 +246,23 @@ class Parser {
     return lhs;
   }
 
-  // Unary minus/plus: folded into a number, else operator.neg / operator.pos.
+  // Unary minus/plus: folded into a number, else operator.neg / operator.pos;
+  // `~x` is operator.invert.
   Result<Expr> parseUnary() {
     const Token& t = cur();
+    if (isPunct("~")) {
+      Nest nest(depth_);
+      SP_TRY(tooDeep(t));
+      ++pos_;
+      SP_ASSIGN(Expr inner, parseUnary());
+      Expr call;
+      call.kind = Expr::Kind::Call;
+      call.s = "operator.invert";
+      call.line = t.line;
+      call.col = t.col;
+      call.items.push_back(std::move(inner));
+      return call;
+    }
     if (!isPunct("-") && !isPunct("+")) return parsePrimary();
     Nest nest(depth_);
     SP_TRY(tooDeep(t));

@@ -3,8 +3,9 @@
 // (GraphModule.print_readable / the `code` of a traced module): the typed
 // `def forward(self, x: "f32[8, 16]", ...)` signature, one assignment per node,
 // `# File: path:line in fn, code: ...` source comments, and the return.
-// Infix arithmetic and comparisons (SymInt expressions such as
-// `sym_size_int >= 0`) parse as calls of "operator.<name>" (operator.ge).
+// Infix arithmetic, comparisons and bitwise operators (SymInt expressions
+// such as `sym_size_int >= 0`, torch-level graphs' `a * 0.5`, `m & n`, `~m`)
+// parse as calls of "operator.<name>" (operator.ge, operator.and_).
 // The result is a small syntax tree; fx_import.cpp gives it meaning.
 #include <optional>
 #include <string>

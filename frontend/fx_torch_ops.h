@@ -1,0 +1,68 @@
+#pragma once
+// Dynamo's torch-level graphs (what `TORCH_LOGS=graph_code` prints and a
+// `torch.compile(backend=...)` backend receives): calls of torch functions
+// (`torch._C._nn.linear`, `torch.nn.functional.gelu`), Tensor methods
+// (`x.view(4, 2, 8)`), Python operators (`a * 0.5`, `a @ b`, `-a`) and
+// subscripts (`x[(Ellipsis, slice(None, 1, None))]`). Each is translated
+// onto the ATen table (fx_ops.cpp): the one torch-level table
+// (fx_torch_ops.cpp) declares, per callable, its Python signature and the
+// ATen call(s) it becomes, with the arguments in the ATen schema.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/fx_emit.h"
+
+namespace sp::frontend::fx {
+
+// One ATen call of a translation. Steps before the last produce one
+// intermediate value each (`target`, of `type`); the last produces the
+// statement's value(s) with the capture's declared types, or, when `pick`
+// is set, result `pick` of a tuple op is the statement's value.
+struct AtenStep {
+  std::string op;  // "aten.transpose.int"
+  Expr call;       // callee "torch.ops.<op>", arguments in the ATen schema
+  std::string target;
+  std::optional<ir::TensorType> type;
+  std::optional<int64_t> pick;
+};
+
+// Whether a call statement is torch-level (not `torch.ops.<ns>.<op>` nor a
+// higher-order wrapper of one).
+bool isTorchLevelCall(const Expr& call);
+
+// The ATen steps that a torch-level call (or `operator.getitem` on a tensor)
+// becomes; `target` names the statement's value (intermediates are named
+// after it). Errors: fx-unsupported-op naming the callable when no entry
+// translates it; fx-arg / fx-unsupported for arguments its entry rejects.
+Result<std::vector<AtenStep>> translateTorchCall(Emitter& e, const Expr& call, const std::string& target);
+
+// The table's entries, in order: the callables of each ("torch.matmul",
+// "Tensor.view", "operator.add") and the ATen ops it can become
+// ("aten.view.default"; "@index" for a lowering of several steps). For docs
+// and tests.
+struct TorchEntry {
+  std::vector<std::string> names;
+  std::vector<std::string> aten;
+};
+std::vector<TorchEntry> torchLevelEntries();
+
+// ---- lowerings of several steps (fx_torch_lower.cpp) ----
+
+// x[index] (`operator.getitem` of a tensor): one ATen view per index item.
+Result<std::vector<AtenStep>> lowerTensorIndex(Emitter& e, const Expr& input, const Expr& index,
+                                               const std::string& target, const Expr& at);
+// F.cross_entropy (logSoftmax: log_softmax over the classes first) and
+// F.nll_loss: nll_loss_forward, result 0.
+struct NllArgs {
+  const Expr &input, &target, &weight, &ignoreIndex, &reduction;
+};
+Result<std::vector<AtenStep>> lowerNllLoss(Emitter& e, const NllArgs& args, bool logSoftmax, const std::string& target,
+                                           const Expr& at);
+
+// A value of the capture that is a tensor (or a module constant).
+bool isTensorValue(const Emitter& e, const Expr& x);
+// `torch.ops.<op>(items, kws)` at the source position of `at`.
+Expr atenCallExpr(const std::string& op, std::vector<Expr> items, std::vector<Kwarg> kws, const Expr& at);
+
+}  // namespace sp::frontend::fx
