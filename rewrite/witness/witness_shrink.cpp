@@ -11,6 +11,7 @@
 
 #include "ir/collective_order.h"
 #include "ir/program_edit.h"
+#include <spdlog/spdlog.h>
 
 namespace sp::rewrite {
 
@@ -987,6 +988,7 @@ std::optional<OneShrink> shrinkOnce(const ir::Graph& seq, const ir::Program& dis
           s.analyze();
         } catch (const Stop& st) {
           if (firstWhy.empty()) firstWhy = "extent " + istr(n) + ": " + st.why;
+          spdlog::debug("shrink: extent {} multiples {} params {}: {}", n, multiples, paramsToo, st.why);
           continue;
         }
         if (double saved = s.saved(); saved > 0) picks.push_back({saved, n, paramsToo, multiples});
