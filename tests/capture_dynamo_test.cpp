@@ -60,19 +60,14 @@ TEST_P(DynamoCapture, Verified) {
 TEST_P(DynamoCapture, SequentialAndDistributedRefineThemselves) {
   const Case& c = GetParam();
   std::string dir = fixture(c.block + "_tp" + std::to_string(c.world));
-  auto one = tempDir("dynamo-self-" + c.block + std::to_string(c.world));
-  fs::copy_file(dir + "/seq.py", one / "seq.r0.py");
-  auto r = runCli({"verify", "--seq", dir + "/seq.py", "--dist", one.string(), "--infer-relations"});
+  auto r = verifyAgainstItself(dir + "/seq.py", "dynamo-self-" + c.block + std::to_string(c.world));
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("verdict: verified"), std::string::npos) << r.out;
   // rank 0 of D as a sequential model of a one-rank program of itself
-  auto rank0 = tempDir("dynamo-self-r0-" + c.block + std::to_string(c.world));
-  fs::copy_file(dir + "/dist/" + c.block + ".r0.py", rank0 / (c.block + ".r0.py"));
-  r = runCli({"verify", "--seq", dir + "/dist/" + c.block + ".r0.py", "--dist", rank0.string(), "--infer-relations"});
+  r = verifyAgainstItself(dir + "/dist/" + c.block + ".r0.py", "dynamo-self-r0-" + c.block + std::to_string(c.world),
+                          c.block + ".r0.py");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("verdict: verified"), std::string::npos) << r.out;
-  fs::remove_all(one);
-  fs::remove_all(rank0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Blocks, DynamoCapture,

@@ -120,10 +120,7 @@ TEST(CaptureLoss, SequentialRefinesItself) {
   for (const char* name : {"ce_grad", "ce_sum_tp2", "ce_none_tp2", "pick_tp2"}) {
     SCOPED_TRACE(name);
     std::string seq = lossFixture(name) + "/seq.py";
-    auto one = tempDir(std::string("capture-loss-self-") + name);
-    fs::copy_file(seq, one / "seq.r0.py");
-    auto r = runCli({"verify", "--seq", seq, "--dist", one.string(), "--infer-relations"});
-    fs::remove_all(one);
+    auto r = verifyAgainstItself(seq, std::string("capture-loss-self-") + name);
     EXPECT_EQ(r.code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("verdict: verified"), std::string::npos) << r.out;
   }

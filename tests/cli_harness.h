@@ -71,4 +71,16 @@ bool assumes(const Json& report, const std::string& text) {
 
 inline std::string sourcePath(const std::string& rel) { return std::string(SP_SOURCE_DIR) + "/" + rel; }
 
+// `verify` of a capture against a one-rank program of itself (a capture
+// refines itself), with --infer-relations; the rank file is `rankName`
+// (`<name>.r0.py`) in a temporary directory named after `tag`.
+inline CliResult verifyAgainstItself(const std::string& capture, const std::string& tag,
+                                     const std::string& rankName = "seq.r0.py") {
+  auto one = tempDir(tag);
+  std::filesystem::copy_file(capture, one / rankName);
+  auto r = runCli({"verify", "--seq", capture, "--dist", one.string(), "--infer-relations"});
+  std::filesystem::remove_all(one);
+  return r;
+}
+
 }  // namespace sp::test
