@@ -28,10 +28,13 @@
 namespace sp::rewrite {
 
 std::string groupName(const ir::Program& p, std::vector<int64_t> ranks);
+// The failure's message at S op `node`; *namesFault: whether it names
+// what D does wrong (else the per-rank engine found no relation there and
+// nothing says why: perhaps its own gap).
 std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,
                            const std::vector<const SeqRel*>& inputs, const std::string& value,
                            const std::map<std::pair<int64_t, std::string>, std::string>& distInputs,
-                           std::string* sumGroup);
+                           const std::string& rangeGap, std::string* sumGroup, bool* namesFault);
 std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, const Rel& expected,
                                   std::string* sumGroup);
 std::string sumOverRanksGroup(const ir::Program& dist, const Rel& found);
@@ -1002,14 +1005,15 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
                     best ? str(*best) : "(no relation)", stopReasonName(stop), es.lemmasApplied, eng.graph().numNodes());
       if (!best) {
         std::string sumGroup;
-        std::string msg =
-            explainFailure(seq, dist, node, ins, n, distInputs, &sumGroup) + (rangeGap.empty() ? "" : ": " + rangeGap);
+        bool namesFault = true;
+        std::string msg = explainFailure(seq, dist, node, ins, n, distInputs, rangeGap, &sumGroup, &namesFault);
         bool budget = stop != StopReason::Saturated && stop != StopReason::GoalReached;
         if (budget)
           rep.reason = cappedByLimit && stop == StopReason::TimeLimit
                            ? "time limit of " + secondsStr(opts.timeLimitSeconds) + " s reached at " + what
                            : "e-graph budget ran out at " + what + " (" + std::string(stopReasonName(stop)) + ")";
         Failure f = failureAt(what, n, node.loc, msg);
+        f.unexplainedGap = !namesFault;
         if (!sumGroup.empty()) f.missingSumGroups.push_back(sumGroup);
         // Closest D tensors: same shape, or a shape that concatenates to it;
         // among those, the fewest D ops downstream of the D tensors the
@@ -1220,19 +1224,18 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   if (unproven.empty() && !rep.failure) {
     rep.verdict = Verdict::Verified;
   } else {
-    if (!rep.failure) rep.failure = failureAt("", unproven.front(), {}, "no relation found for S output '" + unproven.front() + "'");
+    if (!rep.failure) {
+      rep.failure = failureAt("", unproven.front(), {}, "no relation found for S output '" + unproven.front() + "'");
+      rep.failure->unexplainedGap = true;
+    }
     // The per-rank engine stopped for want of a relation (its own gap,
     // perhaps, not D's bug) where folding named the fault (a micro-batch's
     // terms missing or twice, partial sums used as whole): folding's
     // localization, if the witness confirms it.
-    // Not where its own explanation names what D does wrong (a note after
-    // "and D tensors": an all_to_all that does not invert the dispatch, a
-    // sum where a concat was needed).
-    const std::string& msg = rep.failure->message;
-    constexpr std::string_view kTail = " and D tensors";  // explainFailure's
-    const size_t tail = msg.find(kTail), note = tail + kTail.size();
-    const bool explained = tail != std::string::npos && note < msg.size() && (msg[note] == ':' || msg[note] == ';');
-    if (foldMismatch && msg.rfind("no relation found", 0) == 0 && !explained) {
+    // Not where its own explanation names what D does wrong (an all_to_all
+    // that does not invert the dispatch, a sum where a concat was needed).
+    const bool gap = rep.failure->unexplainedGap;
+    if (foldMismatch && gap) {
       SP_ASSIGN(std::optional<VerifyReport> decided, foldedLocalization(true));
       if (decided) return std::move(*decided);
     }
@@ -1241,7 +1244,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     // the first D op folding gives no layout, at the S op it stands for
     // (a name only: the witness decides as before).
     const std::string stopped = rep.failure->seqValue;
-    if (msg.rfind("no relation found", 0) == 0 && !explained && foldSeen.held.count(stopped) &&
+    if (gap && foldSeen.held.count(stopped) &&
         !foldSeen.stuckAt.empty() && foldSeen.stuckAt != stopped) {
       const ir::Value& v = seq.value(*seq.findValue(foldSeen.stuckAt));
       const ir::Node& at = seq.node(v.producer);

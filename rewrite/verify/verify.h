@@ -116,6 +116,10 @@ struct Failure {
   // Localized by rank folding over the whole program: the repair search's
   // edited programs, SPMD as well, are decided by folding alone.
   bool foldLocalized = false;
+  // The per-rank engine found no relation here and nothing names what D
+  // does wrong: perhaps the engine's own gap (folding's reading decides
+  // what the report says then).
+  bool unexplainedGap = false;
 };
 
 // A failure at S value `value` (of op `what`, at `loc`), said by `message`.

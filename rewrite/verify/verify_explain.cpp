@@ -529,10 +529,17 @@ std::string streamNote(const ir::Graph& seq, const ir::Program& dist, const ir::
   });
 }
 
-std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,
-                           const std::vector<const SeqRel*>& inputs, const std::string& value,
-                           const std::map<std::pair<int64_t, std::string>, std::string>& distInputs,
-                           std::string* sumGroup) {
+namespace {
+
+// explainFailure's text, and whether it names what D does wrong.
+struct Explained {
+  std::string text;
+  bool namesFault = true;
+};
+
+Explained explainOp(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,
+                    const std::vector<const SeqRel*>& inputs, const std::string& value,
+                    const std::map<std::pair<int64_t, std::string>, std::string>& distInputs, std::string* sumGroup) {
   std::string what = std::string(ir::opName(node.op)) + " '" + node.name + "'";
   bool linear = node.op == ir::OpKind::Add || node.op == ir::OpKind::Sub || node.op == ir::OpKind::Neg ||
                 node.op == ir::OpKind::Identity;
@@ -555,9 +562,9 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
         return n.op == ir::OpKind::Reshape ? "; " + distOp(n) + " reshapes each rank's '" + l + "' on its own"
                                            : std::string();
       });
-      return "shards mixed by a reshape: " + what + " reads '" + in + "', which is " + str(r) +
+      return {"shards mixed by a reshape: " + what + " reads '" + in + "', which is " + str(r) +
              ", a reshape of a tensor sharded on dim " + std::to_string(d) + " over group " + group +
-             " that interleaves the shards" + reshaped;
+             " that interleaves the shards" + reshaped};
     }
     if (const Rel* sum = firstSum(r); sum && !linear) {
       std::vector<int64_t> summed;
@@ -566,8 +573,8 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
       std::string g = groupName(dist, summed);
       SumNote note = sumNote(dist, *sum, g);
       if (sumGroup && !note.sameGroup) *sumGroup = g;
-      return "rank-local partial sums reach " + what + ": its input '" + in + "' is " + str(r) +
-             (note.sameGroup ? "" : "; missing sum over group " + g + " (all_reduce) before it") + note.text;
+      return {"rank-local partial sums reach " + what + ": its input '" + in + "' is " + str(r) +
+             (note.sameGroup ? "" : "; missing sum over group " + g + " (all_reduce) before it") + note.text};
     }
     if (r.op == RelOp::Concat) {
       int64_t rank = int64_t(seq.value(node.inputs[i]).type.shape.size());
@@ -584,16 +591,16 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
         int64_t od = normDim(o.dim, orank);
         auto owhole = dimsReadWhole(seq, node, 1 - i);
         if (std::find(owhole.begin(), owhole.end(), od) != owhole.end()) continue;
-        return "shards do not pair up: " + what + " contracts dim " + std::to_string(d) + " of '" + in +
+        return {"shards do not pair up: " + what + " contracts dim " + std::to_string(d) + " of '" + in +
                "', which D holds split over group " + group + ", while '" + seq.value(node.inputs[1 - i]).name +
                "' is split along dim " + std::to_string(od) +
-               (owhole.size() == 1 ? ", not its contracted dim " + std::to_string(owhole[0]) : "");
+               (owhole.size() == 1 ? ", not its contracted dim " + std::to_string(owhole[0]) : "")};
       }
       if (readWhole)
-        return "shard of dim " + std::to_string(d) + " where the full tensor is needed: " + what + " reads all of dim " +
+        return {"shard of dim " + std::to_string(d) + " where the full tensor is needed: " + what + " reads all of dim " +
                std::to_string(d) + " of '" + in + "', which D holds split over group " + group +
                "; missing all_gather over group " + group + scatterNote(dist, r, d, rank, whole) +
-               concatNote(dist, r, d, rank, group);
+               concatNote(dist, r, d, rank, group)};
     }
   }
   // No explanation from one input: what D does to the inputs' D tensors.
@@ -613,12 +620,27 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
     else note = replicatedSumNote(dist, *inputs[i]);
   }
   if (std::string a2a = allToAllNotInverse(dist, inputs); !a2a.empty())
-    return "no relation found between S value '" + value + "' and D tensors: " + a2a;
+    return {"no relation found between S value '" + value + "' and D tensors: " + a2a};
+  // A broadcast no lemma covers is a gap of the library's, whatever D does.
   if (ir::opInfo(node.op).category == ir::OpCategory::Binary && inputs.size() == 2 && inputs[0] && inputs[1] &&
       seq.value(node.inputs[0]).type.shape != seq.value(node.inputs[1]).type.shape)
-    return "no relation found between S value '" + value + "' and D tensors (" + what +
-           " broadcasts its operands; no lemma covers that split)" + note;
-  return "no relation found between S value '" + value + "' and D tensors" + note;
+    return {"no relation found between S value '" + value + "' and D tensors (" + what +
+                " broadcasts its operands; no lemma covers that split)" + note,
+            false};
+  return {"no relation found between S value '" + value + "' and D tensors" + note, !note.empty()};
+}
+
+}  // namespace
+
+std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const ir::Node& node,
+                           const std::vector<const SeqRel*>& inputs, const std::string& value,
+                           const std::map<std::pair<int64_t, std::string>, std::string>& distInputs,
+                           const std::string& rangeGap, std::string* sumGroup, bool* namesFault) {
+  Explained e = explainOp(seq, dist, node, inputs, value, distInputs, sumGroup);
+  // A gap in what the proofs cover (gather indices in range) names it too,
+  // unless the library lacks the broadcast anyway.
+  if (namesFault) *namesFault = e.namesFault || (!rangeGap.empty() && e.text.find(" broadcasts its operands;") == std::string::npos);
+  return rangeGap.empty() ? e.text : e.text + ": " + rangeGap;
 }
 
 }  // namespace sp::rewrite
