@@ -1,17 +1,9 @@
 #include "rewrite/engine/egraph.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <limits>
 
 namespace sp::rewrite {
-
-double threadCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
 
 namespace {
 thread_local int64_t tWork = 0;

@@ -68,8 +68,6 @@ struct Budget {
   bool past(std::chrono::steady_clock::time_point deadline) const;
 };
 
-// The calling thread's CPU time in seconds.
-double threadCpuSeconds();
 // The search work this thread has done, ever, in units: one per e-node
 // added to any e-graph (hash-consed re-additions included: each is one
 // rule result built) and one per rule matched at an e-class.

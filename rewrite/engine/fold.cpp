@@ -3418,12 +3418,14 @@ bool Folder::nestedOk(const ir::Node& n, const std::vector<Fact>& in, const std:
     const TensorType& to = g_->value(n.outputs[0]).type;
     if (!ir::isConcrete(ti.shape) || !ir::isConcrete(to.shape)) return false;
     const int64_t ri = int64_t(ti.shape.size()), ro = int64_t(to.shape.size());
-    std::vector<int64_t> to_(size_t(ri), -1);  // input dim -> the output dim it becomes whole
+    // Input dim -> the output dims it may become, in order: whole, or, for
+    // a reshape, the one leading its factor group's image.
+    std::vector<std::vector<int64_t>> to_(static_cast<size_t>(ri));
     if (n.op == OpKind::Transpose) {
       const auto& perm = ir::attrInts(n.attrs, "perm");
       if (int64_t(perm.size()) != ri) return false;
       for (int64_t o = 0; o < ri; ++o)
-        if (perm[size_t(o)] >= 0 && perm[size_t(o)] < ri) to_[size_t(perm[size_t(o)])] = o;
+        if (perm[size_t(o)] >= 0 && perm[size_t(o)] < ri) to_[size_t(perm[size_t(o)])].push_back(o);
     } else {
       // Row-major, dim i lands whole on dim o where the dims before each
       // hold as many elements and the two are of one size (a factor group
@@ -3443,38 +3445,31 @@ bool Folder::nestedOk(const ir::Node& n, const std::vector<Fact>& in, const std:
       if (!ir::isConcrete(gi) || !ir::isConcrete(go)) return false;
       for (int64_t i = 0; i < ri; ++i) {
         if (gi[size_t(i)].value() == 1) continue;
-        for (int64_t o = 0; o < ro; ++o)
-          if (lands(ti.shape, to.shape, i, o) && lands(gi, go, i, o)) to_[size_t(i)] = o;
-      }
-    }
-    // A reshape may also merge or cut a nested dim, where it leads its
-    // factor group (size-1 dims aside) in the rank's shapes and in S's, on
-    // an output dim leading the group's image: row-major, S's element
-    // (p * l + x) * rest + y of the group lands in piece p of the output
-    // dim, at the rank's own reshape of (x, y), for P pieces of any
-    // nesting (data parallel ranks' tokens, each split again over expert
-    // parallel ranks, flattened to [tokens, hidden]).
-    std::vector<std::vector<int64_t>> leadDims(static_cast<size_t>(ri));
-    if (reshapeLike(n.op)) {
-      Fact fi = in[0], fo = outs[0];
-      fi.whole(), fo.whole();
-      const Shape gi = globalOf(ti, fi).shape, go = globalOf(to, fo).shape;
-      for (int64_t i = 0; i < ri; ++i) {
+        for (int64_t o = ro; o-- > 0;)
+          if (lands(ti.shape, to.shape, i, o) && lands(gi, go, i, o)) {
+            to_[size_t(i)].push_back(o);
+            break;
+          }
+        // A reshape may also merge or cut a nested dim, where it leads its
+        // factor group (size-1 dims aside) in the rank's shapes and in S's,
+        // on an output dim leading the group's image: row-major, S's element
+        // (p * l + x) * rest + y of the group lands in piece p of the output
+        // dim, at the rank's own reshape of (x, y), for P pieces of any
+        // nesting (data parallel ranks' tokens, each split again over expert
+        // parallel ranks, flattened to [tokens, hidden]).
         auto inS = reshapeSplitDims(gi, go, i);
         for (int64_t o : reshapeSplitDims(ti.shape, to.shape, i))
-          if (std::find(inS.begin(), inS.end(), o) != inS.end()) leadDims[size_t(i)].push_back(o);
+          if (std::find(inS.begin(), inS.end(), o) != inS.end()) to_[size_t(i)].push_back(o);
       }
     }
     std::vector<bool> covered(size_t(ro), false);
     for (int64_t d = 0; d < ri; ++d) {
       unsigned bits = groupsOn(in[0], d);
       if (!many(bits)) continue;
-      int64_t o = to_[size_t(d)];
-      if (o < 0 || groupsOn(outs[0], o) != bits)
-        for (int64_t c : leadDims[size_t(d)])
-          if (groupsOn(outs[0], c) == bits) o = c;
-      if (o < 0 || groupsOn(outs[0], o) != bits) return false;
-      covered[size_t(o)] = true;
+      const auto& cands = to_[size_t(d)];
+      auto o = std::find_if(cands.begin(), cands.end(), [&](int64_t c) { return groupsOn(outs[0], c) == bits; });
+      if (o == cands.end()) return false;
+      covered[size_t(*o)] = true;
     }
     for (int64_t o = 0; o < ro; ++o)
       if (many(groupsOn(outs[0], o)) && !covered[size_t(o)]) return false;
