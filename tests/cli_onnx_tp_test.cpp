@@ -80,12 +80,15 @@ TEST(CliOnnxTp, MissingAllReduceIsRefuted) {
   EXPECT_NE(r.out.find("missing sum over group world (all_reduce)"), std::string::npos) << r.out;
 }
 
-// The Megatron sequence-parallel twin (onnx_tp_test.cpp): the AllReduce
-// put back after the attention's row-parallel product verifies.
+// The Megatron sequence-parallel twin (onnx_tp_test.cpp), whose ranks cut
+// their own rows out of the attention's row-parallel partial sums: the
+// reduce-scatter in place of that slice verifies (sequence parallel's own
+// collective; an all_reduce before the slice would too).
 TEST(CliOnnxTp, MegatronSequenceParallelTwinIsRepaired) {
   auto r = verifyTp("megatron_sp.seq.onnx", tp("megatron_sp_tp4_twin"));
   EXPECT_EQ(r.code, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find("repair: D verifies with an all_reduce over group world inserted after '/MatMul_3_output_0'"),
+  EXPECT_NE(r.out.find("repair: D verifies with a reduce_scatter over group world along dim 0 in place of slice "
+                       "'/Slice//Slice_output_0'"),
             std::string::npos)
       << r.out;
 }

@@ -159,6 +159,7 @@ class Engine {
   std::optional<double> scalarConstant(ClassId c) const;  // value of a one-element float constant
   int applyRules(const std::chrono::steady_clock::time_point& deadline, const Budget& b);
   int tileSlices();
+  int slicesOfConcats();  // engine_rules.cpp
   int dropZeroTerms();  // engine_rules.cpp
   int composeReshapes();  // engine_reshape.cpp
   int composeScales();    // engine_scale.cpp
@@ -168,6 +169,7 @@ class Engine {
   int concatsThroughConcats();   // engine_reshape_concat.cpp
   int flattenAssoc();            // engine_assoc.cpp
   std::vector<ClassId> viewClasses_;  // prefixes and suffixes flattenAssoc made (sorted)
+  std::function<bool()> overBudget_;  // set during applyRules' relation-semantics steps
 
   friend struct RuleMatcher;
   Interner& in_;

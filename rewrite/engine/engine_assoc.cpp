@@ -170,6 +170,7 @@ int Engine::flattenAssoc() {
            std::binary_search(covered.begin(), covered.end(), ChainKey{t.op, t.dim, parts.size(), true, rev.h1, rev.h2});
   };
   for (const auto& add : adds) {
+    if (overBudget_ && overBudget_()) break;
     // Named references, not structured bindings: lambdas below capture
     // them (clang 14 rejects captured bindings; the fuzz and sanitizer
     // builds use it).

@@ -5,6 +5,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "rewrite/engine/engine.h"
@@ -191,6 +192,10 @@ struct RuleMatcher {
   // attributes completed with the IR defaults); nullopt when they do not
   // complete. Cached: the same for every node matched in one round.
   mutable std::map<std::pair<const Pattern*, int64_t>, std::optional<int64_t>> irAttrIds;
+  // Matches kept per root class and rule (a class holding many equal
+  // forms, each matching a nested pattern, multiplies them): past it the
+  // rest are dropped, equalities left unfound, never a wrong one.
+  size_t cap = std::numeric_limits<size_t>::max();
   std::optional<int64_t> irAttrId(const Pattern& p, int64_t inRank) const {
     auto key = std::make_pair(&p, inRank);
     if (auto it = irAttrIds.find(key); it != irAttrIds.end()) return it->second;
@@ -247,6 +252,7 @@ struct RuleMatcher {
     // Matching only reads the e-graph, so the class's nodes are not copied.
     visited += int64_t(g.nodes(c).size());
     for (const ENode& n : g.nodes(c)) {
+      if (out.size() >= cap) return;
       if (n.kids.size() != p.args.size() || !opMayMatch(p, n)) continue;
       Bind nb = b;
       bool ok = false;
@@ -359,7 +365,10 @@ struct RuleMatcher {
         std::vector<Bind> partial{nb};
         for (size_t k = 0; k < p.args.size() && !partial.empty(); ++k) {
           std::vector<Bind> next;
-          for (auto& pb : partial) match(*p.args[k], n.kids[order ? 1 - k : k], std::move(pb), next);
+          for (auto& pb : partial) {
+            if (next.size() >= cap) break;
+            match(*p.args[k], n.kids[order ? 1 - k : k], std::move(pb), next);
+          }
           partial = std::move(next);
         }
         for (auto& pb : partial) out.push_back(std::move(pb));
@@ -595,6 +604,8 @@ struct RuleMatcher {
   }
 };
 
+constexpr size_t kMaxMatchesPerClass = 4096;
+
 int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, const Budget& budget) {
   RuleMatcher m{*this, g_, 0, {}};
   struct Hit {
@@ -604,9 +615,15 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
   };
   std::vector<Hit> hits;
   const std::vector<ClassId> classes = g_.canonicalClasses();  // matching adds no nodes
+  m.cap = kMaxMatchesPerClass;
   for (const Rule& r : rules_) {
     m.dropoutOut = r.dropoutOut;
-    for (ClassId c : classes) {
+    for (size_t ci = 0; ci < classes.size(); ++ci) {
+      const ClassId c = classes[ci];
+      // Matching one rule over a large e-graph can itself take seconds:
+      // the budget is looked at every 256 classes, and no more hits are
+      // collected than the node budget could ever apply.
+      if ((ci & 255) == 255 && (budget.past(deadline) || hits.size() > budget.nodes)) break;
       std::vector<Bind> found;
       m.match(*r.lemma->lhs, c, Bind{}, found);
       for (auto& b : found)
@@ -634,19 +651,28 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
   g_.rebuild();
   // The relation-semantics steps written in C++ (docs/lemmas.md): counted
   // under "engine:" names, which the report lists as assumptions.
-  auto step = [&](const char* name, int n) {
+  // A step starts only within the budget (a step may add many nodes at
+  // once: associativity views of a large e-graph went 4x past the node
+  // budget in one iteration), and flattenAssoc stops adding past it.
+  // Stopping early only leaves equalities unfound.
+  overBudget_ = [&] { return g_.numNodes() > budget.nodes || budget.past(deadline); };
+  auto step = [&](const char* name, const std::function<int()>& run) {
+    if (overBudget_()) return;
+    int n = run();
     changed += n;
     if (n > 0) stats_.perLemma[std::string("engine:") + name] += n;
   };
-  step("slice-tiling", tileSlices());
-  step("zero-terms", dropZeroTerms());
-  step("reshape-composition", composeReshapes());
-  step("scale-composition", composeScales());
-  step("scale-through-sum", flattenLinear());
-  step("permute-through-concat", permutesThroughConcats());
-  step("reshape-scale-through-concat", reshapesThroughConcats());
-  step("concat-through-concat", concatsThroughConcats());
-  step("associativity-views", flattenAssoc());
+  step("slice-tiling", [&] { return tileSlices(); });
+  step("slice-of-concat", [&] { return slicesOfConcats(); });
+  step("zero-terms", [&] { return dropZeroTerms(); });
+  step("reshape-composition", [&] { return composeReshapes(); });
+  step("scale-composition", [&] { return composeScales(); });
+  step("scale-through-sum", [&] { return flattenLinear(); });
+  step("permute-through-concat", [&] { return permutesThroughConcats(); });
+  step("reshape-scale-through-concat", [&] { return reshapesThroughConcats(); });
+  step("concat-through-concat", [&] { return concatsThroughConcats(); });
+  step("associativity-views", [&] { return flattenAssoc(); });
+  overBudget_ = nullptr;
   return changed;
 }
 
@@ -783,6 +809,62 @@ int Engine::tileSlices() {
       bool merged = g_.find(*cat) != g_.find(key.first) && mergeChecked(key.first, *cat);
       if (merged || g_.numNodes() != before) ++changed;
     }
+  }
+  if (changed) g_.rebuild();
+  return changed;
+}
+
+// Slice of a concat (relation semantics, the general form of the proven
+// slice-within-first, slice-past-first-last and slice-of-concat-first):
+// slice(concat(x_1..x_n, dim=d), d, s, e) over concrete extents is the
+// concat along d of the parts [s, e) covers, the first and last cut to the
+// range (one part: that part, or its slice). Read off the widest concat of
+// the class along d (associativity-views' flat node), so a slice at any
+// part boundary of an n-ary concat (a fused QKV of 3 x tp unequal heads)
+// resolves in one step instead of one part per iteration of lemmas.
+int Engine::slicesOfConcats() {
+  struct Cut {
+    ClassId out;
+    int64_t dim;
+    std::vector<std::tuple<ClassId, int64_t, int64_t>> parts;  // part, start, end within it
+  };
+  std::vector<Cut> cuts;
+  for (ClassId c : g_.canonicalClasses())
+    for (const ENode& n : g_.nodes(c)) {
+      if (n.op != kOpSlice) continue;
+      const int64_t d = n.data[0], s = n.data[1], e = n.data[2];
+      const ENode* widest = nullptr;
+      for (const ENode& m : g_.nodes(n.kids[0]))
+        if (m.op == kOpConcat && m.data[0] == d && (!widest || m.kids.size() > widest->kids.size())) widest = &m;
+      if (!widest) continue;
+      Cut cut{c, d, {}};
+      int64_t pos = 0;
+      bool concrete = true;
+      for (ClassId k : widest->kids) {
+        const ir::Shape& ks = g_.type(k).shape;
+        if (size_t(d) >= ks.size() || !ks[size_t(d)].isConcrete()) {
+          concrete = false;
+          break;
+        }
+        const int64_t w = ks[size_t(d)].value(), lo = std::max(s, pos), hi = std::min(e, pos + w);
+        if (lo < hi) cut.parts.emplace_back(k, lo - pos, hi - pos);
+        pos += w;
+      }
+      if (concrete && !cut.parts.empty() && e <= pos) cuts.push_back(std::move(cut));
+    }
+  int changed = 0;
+  for (const Cut& cut : cuts) {
+    size_t before = g_.numNodes();
+    std::vector<ClassId> parts;
+    for (const auto& [k, lo, hi] : cut.parts) {
+      auto p = slice(k, cut.dim, lo, hi);  // the whole part is the part itself
+      if (!p) break;
+      parts.push_back(*p);
+    }
+    if (parts.size() != cut.parts.size()) continue;
+    auto whole = parts.size() == 1 ? std::optional<ClassId>(parts[0]) : relNode(kOpConcat, {cut.dim}, parts);
+    bool merged = whole && g_.find(*whole) != g_.find(cut.out) && mergeChecked(cut.out, *whole);
+    if (merged || g_.numNodes() != before) ++changed;
   }
   if (changed) g_.rebuild();
   return changed;

@@ -140,5 +140,35 @@ TEST(EngineRules, PermuteMovesThroughConcat) {
   EXPECT_NE(e.graph().find(y), e.graph().find(*swapped));
 }
 
+// slice(concat(x_1..x_n, dim=d), d, s, e) is the concat of the parts [s, e)
+// covers, the end ones cut (engine_rules.cpp slicesOfConcats), with no
+// lemma at all and in one round, wherever the cut falls: a fused QKV of
+// unequal per-rank blocks split into q, k and v.
+TEST(EngineRules, SliceOfConcatIsItsCoveredParts) {
+  Fixture f("");
+  Engine e(f.in, f.rules, f.stats, f.prog);
+  ClassId a = f.leaf(e, "a"), b = f.leaf(e, "b");  // [3, 2], [3, 4]
+  ClassId cat = *e.concat(1, {a, b, a, b, a});      // [3, 14]: 0 a 2 b 6 a 8 b 12 a 14
+  ClassId aligned = *e.slice(cat, 1, 2, 8);         // b, a
+  ClassId inner = *e.slice(cat, 1, 3, 5);           // inside the first b
+  ClassId across = *e.slice(cat, 1, 1, 10);         // a[1:2], b, a, b[0:2]
+  // The expected terms (left-nested chains: associativity views meet
+  // them with the step's flat concats), and a cut elsewhere, another
+  // tensor of the same shape.
+  ClassId wantAligned = *e.concat(1, {b, a});
+  ClassId wantInner = *e.slice(b, 1, 1, 3);
+  ClassId wantAcross = *e.concat(1, {*e.slice(a, 1, 1, 2), b, a, *e.slice(b, 1, 0, 2)});
+  ClassId shifted = *e.concat(1, {*e.slice(a, 1, 0, 1), b, a, *e.slice(b, 1, 0, 2)});
+  Budget few;
+  few.iterations = 4;
+  e.saturate(few, nullptr);
+  EXPECT_GT(f.stats.perLemma["engine:slice-of-concat"], 0);
+  const EGraph& g = e.graph();
+  EXPECT_EQ(g.find(aligned), g.find(wantAligned));
+  EXPECT_EQ(g.find(inner), g.find(wantInner));
+  EXPECT_EQ(g.find(across), g.find(wantAcross));
+  EXPECT_NE(g.find(across), g.find(shifted));
+}
+
 }  // namespace
 }  // namespace sp::rewrite

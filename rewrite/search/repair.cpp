@@ -1,5 +1,6 @@
 // Repair search: when D is refuted, single edits under which D verifies: an
-// all_reduce inserted after a D value the failure names, or one attribute
+// all_reduce inserted after a D value the failure names, a reduce_scatter in
+// place of a slice of the partial sums it names, or one attribute
 // of one collective changed (on every rank that has it). A repair found is a fact
 // about the edited program (it is verified, by the same verifier), given to
 // the user as the likely fix next to the failure.
@@ -198,6 +199,63 @@ std::vector<Candidate> insertions(const ir::Program& dist, const std::vector<std
   return out;
 }
 
+// A reduce_scatter over a group the explanation found missing, in place of
+// a slice that cuts a rank's own block out of the partial sums `names` (on
+// every rank slicing one of them along one dim to 1/|G| of its extent, at
+// any offset): the sequence-parallel reduce-scatter written as "take my
+// rows" without the sum.
+std::vector<Candidate> scatterSlices(const ir::Program& dist, const std::vector<std::string>& names,
+                                     const std::vector<std::string>& groups) {
+  std::vector<Candidate> out;
+  for (const auto& group : groups) {
+    // (slice node name) -> its (rank, node index) sites and dim
+    std::map<std::string, std::pair<std::vector<std::pair<size_t, size_t>>, int64_t>> sites;
+    std::vector<std::string> order;
+    std::string where;
+    for (int64_t r = 0; r < dist.worldSize(); ++r) {
+      const ir::Graph& g = dist.rank(r);
+      auto size = dist.groupOf(group, r);
+      if (!size.ok()) continue;
+      const int64_t n = int64_t(size->size());
+      for (size_t i = 0; i < g.nodes().size(); ++i) {
+        const ir::Node& node = g.nodes()[i];
+        if (node.op != ir::OpKind::Slice || n < 2) continue;
+        const ir::Value& in = g.value(node.inputs[0]);
+        if (std::find(names.begin(), names.end(), in.name) == names.end()) continue;
+        const ir::Shape& from = in.type.shape;
+        const ir::Shape& to = g.value(node.outputs[0]).type.shape;
+        if (from.size() != to.size() || !ir::isConcrete(from) || !ir::isConcrete(to)) continue;
+        int64_t dim = -1, cut = 0;
+        for (size_t d = 0; d < from.size(); ++d)
+          if (from[d].value() != to[d].value()) {
+            dim = int64_t(d);
+            ++cut;
+          }
+        if (cut != 1 || to[size_t(dim)].value() * n != from[size_t(dim)].value()) continue;
+        auto [it, fresh] = sites.try_emplace(node.name, std::make_pair(std::vector<std::pair<size_t, size_t>>{}, dim));
+        if (fresh) {
+          order.push_back(node.name);
+          if (!node.loc.empty() && where.empty()) where = " (" + node.loc.str() + ")";
+        }
+        if (it->second.second == dim) it->second.first.emplace_back(size_t(r), i);
+      }
+    }
+    for (const auto& name : order) {
+      auto [at, dim] = sites.at(name);
+      out.push_back(Candidate{"a reduce_scatter over group " + group + " along dim " + std::to_string(dim) +
+                                  " in place of slice '" + name + "'" + where,
+                              [at, dim, group](ir::ProgramSpec& spec) {
+                                for (auto [r, i] : at) {
+                                  ir::NodeSpec& n = spec.ranks[r].nodes[i];
+                                  n.op = ir::OpKind::ReduceScatter;
+                                  n.attrs = ir::AttrMap{{"group", group}, {"dim", dim}, {"reduce", std::string("sum")}};
+                                }
+                              }});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
@@ -215,7 +273,10 @@ std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program&
   std::vector<std::string> origins = failure.sumOrigins;
   origins.insert(origins.end(), failure.closestDist.begin(), failure.closestDist.end());
   std::vector<std::string> named = namesOf(origins);
-  std::vector<Candidate> all = insertions(dist, named, failure.missingSumGroups);
+  // A slice of the partial sums replaced by the reduce_scatter first (the
+  // more specific edit, where there is such a slice), then sums inserted.
+  std::vector<Candidate> all = scatterSlices(dist, namesOf(failure.sumOrigins), failure.missingSumGroups);
+  for (auto& c : insertions(dist, named, failure.missingSumGroups)) all.push_back(std::move(c));
   for (auto& c : candidates(dist, base, relevantNames(dist, named))) all.push_back(std::move(c));
   // Each edited program is built when it is tried and dropped after: all
   // of them at once would hold a copy of D per candidate (gigabytes for a

@@ -38,6 +38,7 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
 std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, const Rel& expected,
                                   std::string* sumGroup);
 std::string sumOverRanksGroup(const ir::Program& dist, const Rel& found);
+std::vector<std::string> sumOriginsOf(const Rel& found);
 std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
                                         const VerifyOptions& opts, const Failure& failure, double seconds);
 Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
@@ -1121,7 +1122,10 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
           rep.failure = failureAt(what, n, node.loc,
                                 "S output '" + n + "' is " + str(*best) + ", not proven equal to the expected " +
                                     str(*expected[n]) + explainExpectMismatch(dist, *best, *expected[n], &sumGroup));
-          if (!sumGroup.empty()) rep.failure->missingSumGroups.push_back(sumGroup);
+          if (!sumGroup.empty()) {
+            rep.failure->missingSumGroups.push_back(sumGroup);
+            rep.failure->sumOrigins = sumOriginsOf(*best);
+          }
           nameLeavesClosest(*expected[n], dist, *rep.failure);
           nameLeavesClosest(*best, dist, *rep.failure);
         }
@@ -1140,7 +1144,10 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
                                 "S output '" + n + "' is " + str(*best) + " over D intermediates, but no D output rebuilds it" +
                                     (sumGroup.empty() ? "" : ": rank-local partial sums, missing sum over group " +
                                                                  sumGroup + " (all_reduce)"));
-        if (!sumGroup.empty()) rep.failure->missingSumGroups.push_back(sumGroup);
+        if (!sumGroup.empty()) {
+          rep.failure->missingSumGroups.push_back(sumGroup);
+          rep.failure->sumOrigins = sumOriginsOf(*best);
+        }
         nameLeavesClosest(*best, dist, *rep.failure);
       }
     }

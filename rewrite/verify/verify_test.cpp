@@ -595,12 +595,64 @@ VerifyReport foldsAndTwinRefuted(const Case& c, const Case& twin) {
 
 // Symbolic batch and seq (a dynamic export): the reshapes to batch*seq rows
 // and into heads are grouped by their monomials, so the TP 4 MLP verifies
-// folded; without its all_reduce it is refuted, with the proven repair.
+// folded; without its all_reduce it is refuted, with the proven repair: a
+// sum right after 'p', the D value the partial sums reach the output as
+// (Failure::sumOrigins; 'y' is its identity).
 TEST(Verify, SymbolicDimsFold) {
   auto rep = foldsAndTwinRefuted(load("sym_mlp_seq.sp", "sym_mlp_tp4.sp", "sym_mlp_tp4.rel"),
                                  load("sym_mlp_seq.sp", "sym_mlp_tp4_no_allreduce.sp", "sym_mlp_tp4.rel"));
   ASSERT_TRUE(rep.failure);
-  EXPECT_EQ(rep.failure->repair.rfind("an all_reduce over group tp inserted after 'y' (", 0), 0u) << rep.failure->repair;
+  ASSERT_FALSE(rep.failure->sumOrigins.empty());
+  EXPECT_EQ(rep.failure->sumOrigins[0], "r0:p");
+  EXPECT_EQ(rep.failure->repair.rfind("an all_reduce over group tp inserted after 'p' (", 0), 0u) << rep.failure->repair;
+}
+
+// A sequence-parallel MLP whose ranks cut their own rows out of the
+// row-parallel partial sums (a slice in place of the reduce_scatter), at
+// TP 4 and 8, folded and per rank: refuted, and the repair is the
+// reduce_scatter in place of that slice (the per-rank explanation names
+// where the partial sums begin, as the fold does: Failure::sumOrigins).
+TEST(Verify, SliceOfPartialSumsIsRepairedByAReduceScatter) {
+  for (int tp : {4, 8})
+    for (bool fold : {true, false}) {
+      const int rows = 2, s = rows * tp;
+      auto S = ir::parseGraph("graph g {\n  input %x: f32[" + std::to_string(s) + ", 8]\n  param %w1: f32[8, " +
+                                  std::to_string(4 * tp) + "]\n  param %w2: f32[" + std::to_string(4 * tp) +
+                                  ", 8]\n  %h: f32[" + std::to_string(s) + ", " + std::to_string(4 * tp) +
+                                  "] = matmul(%x, %w1)\n  %g: f32[" + std::to_string(s) + ", " + std::to_string(4 * tp) +
+                                  "] = gelu(%h)\n  %y: f32[" + std::to_string(s) +
+                                  ", 8] = matmul(%g, %w2)\n  %z: f32[" + std::to_string(s) +
+                                  ", 8] = add(%y, %x)\n  output %z\n}\n",
+                              "seq.sp");
+      ASSERT_TRUE(S.ok()) << S.error().str();
+      auto D = ir::parseProgram(
+          "program d {\n  world " + std::to_string(tp) + "\n  mesh [tp = " + std::to_string(tp) + "]\n  rank 0.." +
+              std::to_string(tp - 1) + " {\n    input %x: f32[2, 8]\n    param %w1: f32[8, 4]\n    param %w2: f32[4, 8]\n" +
+              "    %xa: f32[" + std::to_string(s) + ", 8] = all_gather(%x) {group = \"tp\", dim = 0}\n    %h: f32[" +
+              std::to_string(s) + ", 4] = matmul(%xa, %w1)\n    %g: f32[" + std::to_string(s) +
+              ", 4] = gelu(%h)\n    %p: f32[" + std::to_string(s) + ", 8] = matmul(%g, %w2)\n" +
+              "    %y: f32[2, 8] = slice(%p) {starts = [0], ends = [2], axes = [0]}\n" +
+              "    %z: f32[2, 8] = add(%y, %x)\n    output %z\n  }\n}\n",
+          "twin.sp");
+      ASSERT_TRUE(D.ok()) << D.error().str();
+      auto R = parseRelations(
+          "for r in tp: dist[r].x = slice(seq.x, dim=0, start=idx(r,tp)*2, end=(idx(r,tp)+1)*2)\n"
+          "for r in tp: dist[r].w1 = slice(seq.w1, dim=1, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)\n"
+          "for r in tp: dist[r].w2 = slice(seq.w2, dim=0, start=idx(r,tp)*4, end=(idx(r,tp)+1)*4)\n"
+          "expect seq.z = concat(dim=0, for r in tp: dist[r].z)\n",
+          "twin.rel");
+      ASSERT_TRUE(R.ok()) << R.error().str();
+      VerifyOptions o;
+      o.fold = fold;
+      o.repairSeconds = 30;
+      auto rep = verify(*S, *D, *R, o);
+      ASSERT_TRUE(rep.ok()) << rep.error().str();
+      ASSERT_EQ(rep->verdict, Verdict::Refuted) << test::describe(*rep);
+      ASSERT_TRUE(rep->failure);
+      EXPECT_EQ(rep->failure->repair.rfind("a reduce_scatter over group tp along dim 0 in place of slice 'y'", 0), 0u)
+          << "tp " << tp << (fold ? " folded: " : " per rank: ") << rep->failure->repair << "\n"
+          << test::describe(*rep);
+    }
 }
 
 // Partial sums of two row-parallel products, added, then read by a bias
