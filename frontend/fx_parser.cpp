@@ -146,6 +146,9 @@ class Parser {
     s.line = t.line;
     s.col = t.col;
     ++pos_;
+    if (const char* op = augmentedOp(); op) return parseAugmented(std::move(s), op);
+    if (isPunct("["))
+      return err(cur(), "subscript assignment ('" + s.target + "[...] = ...', operator.setitem) is not supported");
     if (isPunct(",")) {
       s.kind = Stmt::Kind::Unpack;
       s.targets.push_back(s.target);
@@ -191,6 +194,66 @@ class Parser {
       out.push_back(std::move(next));
     }
     return out;
+  }
+
+  // `x OP= y` (FX prints `operator.iadd(x, y)` nodes so): the in-place
+  // operator, or nullptr when the statement is not an augmented assignment.
+  const char* augmentedOp() const {
+    static const std::pair<const char*, const char*> kOps[] = {
+        {"+", "operator.iadd"},      {"-", "operator.isub"},   {"*", "operator.imul"},  {"/", "operator.itruediv"},
+        {"//", "operator.ifloordiv"}, {"%", "operator.imod"},  {"**", "operator.ipow"}, {"@", "operator.imatmul"},
+        {"&", "operator.iand"},      {"|", "operator.ior"},    {"^", "operator.ixor"}};
+    if (cur().kind != Token::Kind::Punct) return nullptr;
+    const Token& next = toks_[pos_ + 1];
+    if (next.kind != Token::Kind::Punct || next.text != "=") return nullptr;
+    for (const auto& [tok, name] : kOps)
+      if (cur().text == tok) return name;
+    return nullptr;
+  }
+
+  // `x /= y;  itruediv: "f32[8, 2]" = x` (FX's print of an
+  // operator.itruediv node: the statement, then the node bound to x) is one
+  // statement `itruediv: "f32[8, 2]" = operator.itruediv(x, y)`; without the
+  // binding that follows, `x /= y` alone is `x = operator.itruediv(x, y)`.
+  // The importer gives the in-place meaning (x names the result from here on).
+  Result<std::vector<Stmt>> parseAugmented(Stmt s, const char* op) {
+    pos_ += 2;  // OP =
+    Expr call;
+    call.kind = Expr::Kind::Call;
+    call.s = op;
+    call.line = s.line;
+    call.col = s.col;
+    Expr recv;
+    recv.kind = Expr::Kind::Name;
+    recv.s = s.target;
+    recv.line = s.line;
+    recv.col = s.col;
+    call.items.push_back(std::move(recv));
+    SP_ASSIGN(Expr rhs, parseExpr());
+    call.items.push_back(std::move(rhs));
+    s.value = std::move(call);
+    // `;  name[: "type"] = x` binds the node
+    auto at = [&](size_t k) -> const Token& { return toks_[std::min(pos_ + k, toks_.size() - 1)]; };
+    auto punct = [&](size_t k, const char* p) { return at(k).kind == Token::Kind::Punct && at(k).text == p; };
+    if (punct(0, ";") && at(1).kind == Token::Kind::Name) {
+      size_t k = 2;
+      std::optional<std::string> type;
+      if (punct(2, ":") && at(3).kind == Token::Kind::Str) {
+        type = at(3).text;
+        k = 4;
+      }
+      const Token& end = at(k + 2);
+      bool ends = end.kind == Token::Kind::Newline || end.kind == Token::Kind::Comment ||
+                  end.kind == Token::Kind::End || (end.kind == Token::Kind::Punct && end.text == ";");
+      if (punct(k, "=") && at(k + 1).kind == Token::Kind::Name && at(k + 1).text == s.target && ends) {
+        s.target = at(1).text;
+        s.line = at(1).line;
+        s.col = at(1).col;
+        s.annotation = std::move(type);
+        pos_ += k + 2;
+      }
+    }
+    return std::vector<Stmt>{s};
   }
 
   struct Nest {

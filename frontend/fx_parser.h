@@ -48,7 +48,11 @@ struct Kwarg {
 };
 
 // Assign: `name: "type" = value` (or a chain `a = b = value`, one statement
-// per target). Declare: `name: "type";` without a value (AOTAutograd joint
+// per target). An augmented assignment `x /= y` is the Assign
+// `x = operator.itruediv(x, y)`, and with the binding FX prints after it
+// (`x /= y;  itruediv: "f32[8, 2]" = x`) the Assign
+// `itruediv: "f32[8, 2]" = operator.itruediv(x, y)`: the in-place meaning is
+// the importer's. Declare: `name: "type";` without a value (AOTAutograd joint
 // graphs declare their flattened inputs so). Unpack: `a, b, = value`.
 struct Stmt {
   enum class Kind { Assign, Declare, Unpack, Return };
