@@ -304,13 +304,13 @@ Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
 // the mutated name and its exact aliases name that value from here on.
 Status mapInPlace(Emitter& e, const std::string& path, const Stmt& s, size_t at, const std::string& mutated,
                   AliasTracker& aliases, std::set<std::string>& rebound, const DecompLibrary& lib) {
+  SP_ASSIGN(std::vector<std::string> names, aliases.mutate(mutated, at, s.target, e.captureLoc));
   auto r = e.env.find(mutated);
   if (r == e.env.end())
     return makeError("fx-arg", "node '" + s.target + "' (" + s.value.s + ") mutates '" + mutated +
                                    "', which is not a tensor value",
                      e.captureLoc);
   const TRef recv = r->second;
-  SP_ASSIGN(std::vector<std::string> names, aliases.mutate(mutated, at, s.target, e.captureLoc));
   Stmt st = s;
   if (st.annotation) {
     auto t = parseTensorAnnotation(*st.annotation);

@@ -286,6 +286,55 @@ TEST(FxTorchInPlace, TupleResultsThatAreNotViewsAreIndependent) {
   ASSERT_TRUE(g.ok()) << g.error().str();
 }
 
+// tests/fixtures/capture_dynamo_inplace (make.py there): a TP 2 MLP with a
+// Qwen2-MoE router written with einsum, relu_, `h *= 0.5`, `y += bias` after
+// the all_reduce and the router's `routing_weights /= ...`, run on the CPU
+// executor against the sequential graph on sharded inputs; the twin without
+// the all_reduce adds the bias in place to partial sums, and differs.
+// (`shardproof verify --infer-relations` verifies the pair and refutes the
+// twin at moe.py:15.)
+TEST(FxTorchInPlace, TensorParallelFixtureMatchesTheSequentialGraph) {
+  const std::string dir = SP_SOURCE_DIR "/tests/fixtures/capture_dynamo_inplace/";
+  auto seq = importFxGraph(dir + "moe_tp2/seq.py");
+  ASSERT_TRUE(seq.ok()) << seq.error().str();
+  ir::TensorMap in{{"L_x_", typed(DType::F32, {2, 4, 16}, noise(128, 21))},
+                   {"L_self_modules_fc1_parameters_weight_", typed(DType::F32, {32, 16}, noise(512, 22))},
+                   {"L_self_modules_fc2_parameters_weight_", typed(DType::F32, {16, 32}, noise(512, 23))},
+                   {"L_self_modules_fc2_parameters_bias_", typed(DType::F32, {16}, noise(16, 24))},
+                   {"L_self_modules_gate_parameters_weight_", typed(DType::F32, {4, 16}, noise(64, 25))}};
+  auto want = ir::runGraph(*seq, in);
+  ASSERT_TRUE(want.ok()) << want.error().str();
+  // rank r: rows r*16.. of fc1's weight, columns r*16.. of fc2's
+  std::vector<ir::TensorMap> ranks(2, in);
+  for (int64_t r = 0; r < 2; ++r) {
+    auto w1 = values(in.at("L_self_modules_fc1_parameters_weight_"));
+    auto w2 = values(in.at("L_self_modules_fc2_parameters_weight_"));
+    std::vector<double> s1(w1.begin() + r * 256, w1.begin() + (r + 1) * 256), s2;
+    for (int64_t row = 0; row < 16; ++row)
+      for (int64_t col = r * 16; col < (r + 1) * 16; ++col) s2.push_back(w2[size_t(row * 32 + col)]);
+    ranks[size_t(r)]["L_self_modules_fc1_parameters_weight_"] = typed(DType::F32, {16, 16}, s1);
+    ranks[size_t(r)]["L_self_modules_fc2_parameters_weight_"] = typed(DType::F32, {16, 16}, s2);
+  }
+  FxOptions opts;
+  opts.mesh.axes.push_back({"tp", 2});
+  opts.groups["0"] = "tp";
+  for (const char* c : {"moe_tp2", "moe_tp2_twin"}) {
+    SCOPED_TRACE(c);
+    auto prog = importFxProgram({dir + c + "/dist/moe.r0.py", dir + c + "/dist/moe.r1.py"}, opts);
+    ASSERT_TRUE(prog.ok()) << prog.error().str();
+    auto got = ir::runProgram(*prog, ranks);
+    ASSERT_TRUE(got.ok()) << got.error().str();
+    double err = 0;
+    for (const char* out : {"iadd", "itruediv"}) {
+      auto a = values(got->at(0).at(out)), b = values(want->at(out));
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t k = 0; k < a.size(); ++k) err = std::max(err, std::abs(a[k] - b[k]));
+    }
+    if (std::string(c) == "moe_tp2") EXPECT_LT(err, 1e-5);
+    else EXPECT_GT(err, 1e-2);  // the partial sums
+  }
+}
+
 Error importError(const std::string& body) {
   auto g = importBody(body, "bad.py");
   EXPECT_FALSE(g.ok()) << body;
