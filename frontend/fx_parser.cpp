@@ -32,7 +32,10 @@ class Parser {
       }
       ++pos_;
     }
-    if (!found) return err(cur(), "no 'def forward(' in the capture");
+    if (!found) {
+      if (auto g = graphPrintLine()) return untypedGraphPrint(*g);
+      return err(cur(), "no 'def forward(' in the capture");
+    }
     SP_TRY(parseSignature(m));
     ir::SourceLoc src;
     std::string code;
@@ -72,6 +75,27 @@ class Parser {
   }
 
  private:
+  // `print(gm.graph)` writes `graph():` then one line per node,
+  // `%add : [num_users=1] = call_function[target=...](args = (...), kwargs = {})`,
+  // `placeholder[target=...]` for the inputs: the line of `graph():`.
+  std::optional<int> graphPrintLine() const {
+    for (size_t k = 0; k + 3 < toks_.size(); ++k)
+      if (toks_[k].kind == Token::Kind::Name && toks_[k].text == "graph" && toks_[k + 1].text == "(" &&
+          toks_[k + 2].text == ")" && toks_[k + 3].text == ":")
+        for (size_t j = k + 4; j + 1 < toks_.size(); ++j)
+          if (toks_[j].kind == Token::Kind::Name && toks_[j].text == "placeholder" && toks_[j + 1].text == "[")
+            return toks_[k].line;
+    return std::nullopt;
+  }
+  Error untypedGraphPrint(int line) const {
+    return makeError("fx-untyped",
+                     "this is the print(gm.graph) form, which gives no node a tensor type (dtype and shape), and "
+                     "the importer checks every node against its declared type; write the graph with "
+                     "gm.print_readable(print_output=False) or TORCH_LOGS=graph_code, which type every node "
+                     "(docs/fx-import.md, \"Dynamo torch-level graphs\")",
+                     path_ + ":" + std::to_string(line));
+  }
+
   const Token& cur() const { return toks_[pos_]; }
   bool isName(const char* n) const { return cur().kind == Token::Kind::Name && cur().text == n; }
   bool isPunct(const char* p) const { return cur().kind == Token::Kind::Punct && cur().text == p; }

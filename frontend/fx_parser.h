@@ -82,7 +82,9 @@ struct Module {
 
 // Errors: id "fx-syntax" with location "path:line:col"; the first error in
 // reading order, lexical or not, of the text the parser reads (everything
-// before `def forward(` and after its return is skipped).
+// before `def forward(` and after its return is skipped). The untyped
+// `print(gm.graph)` form (`graph():`, `%x : [num_users=1] = placeholder[...]`)
+// is "fx-untyped" at its `graph():` line.
 Result<Module> parseModule(const std::string& text, const std::string& path);
 
 // "f32[8, 1536]", "b8[]", "bf16[s0, 768]" -> tensor type. Errors name the text.

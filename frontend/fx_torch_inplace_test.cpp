@@ -207,6 +207,26 @@ TEST(FxTorchInPlace, AugmentedAssignmentsParseAsTheirNode) {
   EXPECT_NE(bad.error().message.find("subscript assignment"), std::string::npos) << bad.error().str();
 }
 
+// print(gm.graph) types no node: a clear error pointing at the typed forms.
+TEST(FxTorchInPlace, GraphPrintFormIsUntyped) {
+  for (const char* text : {
+           "graph():\n"
+           "    %l_x_ : torch.Tensor [num_users=1] = placeholder[target=L_x_]\n"
+           "    %add : [num_users=1] = call_function[target=operator.add](args = (%l_x_, 1), kwargs = {})\n"
+           "    return (add,)\n",
+           "[rank0]: some log line\ngraph():\n"
+           "    %arg0_1 : [num_users=1] = placeholder[target=arg0_1]\n"
+           "    %add : [num_users=1] = call_function[target=torch.ops.aten.add.Tensor](args = (%arg0_1, %arg0_1), "
+           "kwargs = {})\n    return (add,)\n"}) {
+    auto g = importFxText(text, "graph.txt");
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.error().id, "fx-untyped") << g.error().str();
+    EXPECT_NE(g.error().message.find("print(gm.graph)"), std::string::npos) << g.error().str();
+    EXPECT_NE(g.error().message.find("print_readable"), std::string::npos) << g.error().str();
+    EXPECT_EQ(g.error().location.rfind("graph.txt:", 0), 0u) << g.error().str();
+  }
+}
+
 // Qwen2 MoE's router: top-k of the softmax, renormalized in place
 // (`routing_weights /= routing_weights.sum(dim=-1, keepdim=True)`), as
 // Dynamo prints it.
