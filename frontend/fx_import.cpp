@@ -573,6 +573,10 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
       if (!info.viewOf)
         return makeError("fx-arg", "node '" + s.target + "' (" + v.s + ") mutates its first argument, which is not "
                                    "a tensor value", e.captureLoc);
+      if (info.inPlaceView)
+        return makeError("fx-unsupported", "node '" + s.target + "' (" + v.s + ") is an in-place view op: it changes "
+                                           "the shape or strides of '" + *info.viewOf + "' in place, which is not "
+                                           "supported", e.captureLoc);
       SP_TRY(mapInPlace(e, path, s, at, *info.viewOf, aliases, rebound, lib));
       continue;
     }

@@ -52,6 +52,9 @@ const std::vector<InPlaceRow> kRows = {
     {"r = c.copy_(y)", "y.clone()", "f32[2, 3, 4]"},
     {"r = c.copy_(s)", "s.expand(2, 3, 4)", "f32[2, 3, 4]"},
     {"r = c.index_add_(2, i, s2)", "torch.index_add(x, 2, i, s2)", "f32[2, 3, 4]"},
+    {"r = torch.nn.functional.relu(c, inplace = True)", "torch.relu(x)", "f32[2, 3, 4]"},
+    {"r = torch.nn.functional.silu(c, True)", "torch.nn.functional.silu(x)", "f32[2, 3, 4]"},
+    {"r = torch.nn.functional.dropout(c, 0.1, False, True)", "x.clone()", "f32[2, 3, 4]"},
     {"c += y;  r = c", "x + y", "f32[2, 3, 4]"},
     {"c -= 1.5;  r = c", "x - 1.5", "f32[2, 3, 4]"},
     {"c *= y;  r = c", "x * y", "f32[2, 3, 4]"},
@@ -62,7 +65,7 @@ const std::vector<InPlaceRow> kRows = {
 
 const char* kInputs[][2] = {{"x", "f32[2, 3, 4]"}, {"y", "f32[2, 3, 4]"}, {"p", "f32[2, 3, 4]"},
                             {"w", "f32[3, 4]"},    {"m", "b8[2, 3, 4]"},  {"s", "f32[2, 1, 4]"},
-                            {"i", "i64[2]"},       {"s2", "f32[2, 3, 2]"}};
+                            {"i", "i64[2]"},       {"s2", "f32[2, 3, 2]"}, {"k", "f32[4, 3]"}};
 
 std::string header() {
   std::string sig, aliases;
@@ -373,34 +376,40 @@ TEST(FxTorchInPlace, UnrepresentableMutationsAreRejected) {
   const Case cases[] = {
       // a graph input, directly, through its alias line, through a view
       {"        a: \"f32[2, 3, 4]\" = L_x_.add_(1)\n        return (a,)\n", "fx-unsupported",
-       {"node 'a'", "'L_x_'", "graph input"}, 11},
+       {"node 'a'", "'L_x_'", "graph input"}, 12},
       {"        x /= 2.0;  itruediv: \"f32[2, 3, 4]\" = x\n        return (itruediv,)\n", "fx-unsupported",
-       {"node 'itruediv'", "'x'", "graph input"}, 11},
+       {"node 'itruediv'", "'x'", "graph input"}, 12},
       {"        v: \"f32[24]\" = x.view(24)\n        a: \"f32[24]\" = v.zero_()\n        return (a,)\n",
-       "fx-unsupported", {"node 'a'", "'v'", "graph input"}, 12},
+       "fx-unsupported", {"node 'a'", "'v'", "graph input"}, 13},
       // a view read after its base is mutated
       {"        c: \"f32[2, 3, 4]\" = x.clone()\n        v: \"f32[6, 4]\" = c.view(6, 4)\n"
        "        a: \"f32[2, 3, 4]\" = c.add_(1)\n        u: \"f32[6, 4]\" = v * 2\n        return (a, u)\n",
-       "fx-unsupported", {"node 'a'", "'c'", "'v'", "views"}, 13},
+       "fx-unsupported", {"node 'a'", "'c'", "'v'", "views"}, 14},
       // a base read after its view is mutated (a subscript is a view)
       {"        c: \"f32[2, 3, 4]\" = x.clone()\n        v: \"f32[3, 4]\" = c[0]\n"
        "        a: \"f32[3, 4]\" = v.mul_(2)\n        return (a, c)\n",
-       "fx-unsupported", {"node 'a'", "'v'", "'c'"}, 13},
+       "fx-unsupported", {"node 'a'", "'v'", "'c'"}, 14},
       // the pieces of a split share storage
       {"        c: \"f32[2, 3, 4]\" = x.clone()\n        split = c.split(2, -1)\n"
        "        g0: \"f32[2, 3, 2]\" = split[0]\n        g1: \"f32[2, 3, 2]\" = split[1];  split = None\n"
        "        a: \"f32[2, 3, 2]\" = g0.add_(1)\n        return (a, g1)\n",
-       "fx-unsupported", {"node 'a'", "'g0'", "'g1'"}, 15},
+       "fx-unsupported", {"node 'a'", "'g0'", "'g1'"}, 16},
       // contiguous may return its input (a view) or a copy: not modeled
       {"        c: \"f32[2, 3, 4]\" = x.clone()\n        t: \"f32[2, 4, 3]\" = c.transpose(1, 2)\n"
        "        k: \"f32[2, 4, 3]\" = t.contiguous()\n        a: \"f32[2, 4, 3]\" = k.add_(1)\n        return (a, t)\n",
-       "fx-unsupported", {"node 'a'", "'k'", "'t'"}, 14},
+       "fx-unsupported", {"node 'a'", "'k'", "'t'"}, 15},
+      // in-place view ops change the operand's metadata
+      {"        c: \"f32[3, 4]\" = w.clone()\n        a: \"f32[4, 3]\" = c.t_()\n        return (a,)\n",
+       "fx-unsupported", {"node 'a'", "in-place view op", "'c'"}, 13},
+      // `x @= y` falls back to `x = x @ y` in Python (no Tensor.__imatmul__): not an in-place form
+      {"        c: \"f32[3, 4]\" = w.clone()\n        c @= k;  imatmul: \"f32[3, 3]\" = c\n        return (imatmul,)\n",
+       "fx-unsupported-op", {"operator.imatmul", "node 'imatmul'"}, 13},
       // an in-place op keeps its operand's type
       {"        c: \"f32[2, 3, 4]\" = x.clone()\n        a: \"f32[4, 6]\" = c.add_(1)\n        return (a,)\n",
-       "fx-type", {"node 'a'", "f32[4, 6]", "f32[2, 3, 4]"}, 12},
+       "fx-type", {"node 'a'", "f32[4, 6]", "f32[2, 3, 4]"}, 13},
       // a broadcast that would grow the operand
       {"        c: \"f32[3, 4]\" = w.clone()\n        a: \"f32[3, 4]\" = c.add_(x)\n        return (a,)\n",
-       "type-mismatch", {"'a'", "f32[3, 4]", "f32[2, 3, 4]"}, 12},
+       "type-mismatch", {"'a'", "f32[3, 4]", "f32[2, 3, 4]"}, 13},
   };
   for (const auto& c : cases) {
     Error e = importError(c.body);

@@ -967,7 +967,7 @@ TEST(FxTorchLevel, UnsupportedArgumentsAreRejected) {
     const char* text;
   };
   const Case cases[] = {
-      {"y: \"f32[2, 3]\" = torch.nn.functional.relu(l_x_, inplace = True)", "fx-unsupported", "inplace = True"},
+      {"y: \"f32[2, 3]\" = torch.nn.functional.relu(l_x_, inplace = True)", "fx-unsupported", "graph input"},
       {"y: \"f32[2, 3]\" = torch.nn.functional.gelu(l_x_, approx = 'tanh')", "fx-arg", "'approx'"},
       {"y: \"f32[2, 3]\" = torch.exp(l_x_, 2)", "fx-arg", "positional"},
       {"y: \"f32[2, 3]\" = torch.transpose(l_x_, 0)", "fx-arg", "missing argument 'dim1'"},

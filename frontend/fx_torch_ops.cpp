@@ -504,10 +504,11 @@ namespace {
 struct Keyed {
   std::string key, what;
   std::vector<Expr> pos;
+  std::vector<Kwarg> kwargs;
 };
 
 Keyed keyOf(const Emitter& e, const Expr& call) {
-  Keyed k{call.s, "torch-level call " + call.s, call.items};
+  Keyed k{call.s, "torch-level call " + call.s, call.items, call.kwargs};
   // `x.view(...)`: a method of the value x, its receiver the first argument.
   if (size_t dot = call.s.find('.'); dot != std::string::npos) {
     std::string recv = call.s.substr(0, dot);
@@ -548,15 +549,28 @@ const Entry* inPlaceBase(const std::string& key) {
   return nullptr;
 }
 
+// `F.relu(x, inplace = True)`: an entry's `inplace` parameter passed True
+// (by keyword or position) makes the call in place on its first argument;
+// the index of that argument in the call, or -1 for the keyword, if so.
+std::optional<int> inplaceFlag(const Entry& en, const Keyed& k) {
+  auto isTrue = [](const Expr& v) { return v.kind == Expr::Kind::Bool && v.b; };
+  for (size_t i = 0; i < en.params.size(); ++i) {
+    if (en.params[i].names[0] != "inplace") continue;
+    for (size_t j = 0; j < k.kwargs.size(); ++j)
+      if (k.kwargs[j].first == "inplace" && isTrue(k.kwargs[j].second)) return -1 - int(j);
+    if (!en.params[i].kwOnly && i < k.pos.size() && isTrue(k.pos[i])) return int(i);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> inPlaceOperators() {
   return {{"operator.iadd", "operator.add"},       {"operator.isub", "operator.sub"},
           {"operator.imul", "operator.mul"},       {"operator.itruediv", "operator.truediv"},
           {"operator.ifloordiv", "operator.floordiv"}, {"operator.ipow", "operator.pow"},
-          {"operator.imatmul", "operator.matmul"}, {"operator.iand", "operator.and_"},
-          {"operator.ior", "operator.or_"},        {"operator.ixor", "operator.xor"},
-          {"operator.imod", "operator.mod"}};
+          {"operator.iand", "operator.and_"},      {"operator.ior", "operator.or_"},
+          {"operator.ixor", "operator.xor"}};
 }
 
 namespace {
@@ -591,6 +605,12 @@ TorchCallInfo torchCallInfo(const Emitter& e, const Expr& call) {
   if (mutatesFirst(k.key) && (en || inPlaceBase(k.key))) {
     info.mutates = true;
     info.viewOf = firstName(k.pos);
+    info.inPlaceView = (en ? en : inPlaceBase(k.key))->alias == Alias::View;
+    return info;
+  }
+  if (en && inplaceFlag(*en, k)) {
+    info.mutates = true;
+    info.viewOf = firstName(k.pos);
     return info;
   }
   if (en && en->alias == Alias::View) info.viewOf = firstName(k.pos);
@@ -616,7 +636,14 @@ Result<std::vector<AtenStep>> translateTorchCall(Emitter& e, const Expr& call, c
                          "'): no entry of the torch-level table translates it to ATen ops (docs/fx-import.md, "
                          "\"Dynamo torch-level graphs\")",
                      e.captureLoc);
-  SP_ASSIGN(Bound b, bindArgs(e, *en, pos, call.kwargs));
+  // `inplace = True`: the importer gives the in-place meaning
+  // (torchCallInfo); the value is the call's without it
+  std::vector<Kwarg>& kwargs = k.kwargs;
+  if (auto at = inplaceFlag(*en, k)) {
+    if (*at >= 0) pos.erase(pos.begin() + *at);
+    else kwargs.erase(kwargs.begin() + (-1 - *at));
+  }
+  SP_ASSIGN(Bound b, bindArgs(e, *en, pos, kwargs));
   for (const auto& t : en->targets) {
     bool ok = true;
     for (const auto& c : t.conds) ok = ok && holds(e, c, b);

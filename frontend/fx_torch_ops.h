@@ -29,14 +29,15 @@ struct AtenStep {
 };
 
 // What a call means for in-place mutation (fx_mutation.h): whether it
-// mutates its first argument (`x.add_(y)`, `operator.iadd`: the argument's
-// name is rebound to the result), and the value its result may share
+// mutates its first argument (`x.add_(y)`, `operator.iadd`,
+// `F.relu(x, inplace = True)`: the argument's name is rebound to the result), and the value its result may share
 // storage with (`x.view(...)`, `x[0]`, `x.contiguous()`: a view of x, or x
 // itself; ATen view ops called in a torch-level graph too). For a mutating
 // call, viewOf names the mutated value (the result is that value).
 struct TorchCallInfo {
   bool mutates = false;
   std::optional<std::string> viewOf;
+  bool inPlaceView = false;  // `x.t_()`, `x.unsqueeze_(0)`: changes x's shape or strides
 };
 TorchCallInfo torchCallInfo(const Emitter& e, const Expr& call);
 
