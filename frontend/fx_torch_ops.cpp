@@ -655,9 +655,9 @@ Result<std::vector<AtenStep>> translateTorchCall(Emitter& e, const Expr& call, c
     if (t.op == "@unsupported") break;
     if (t.op == "@data_dependent")
       return makeError("fx-data-dependent",
-                       what + " (node '" + target + "') returns a tensor whose size depends on tensor values (the "
-                           "indices of nonzero elements), not on input shapes, so S and D cannot be related; a "
-                           "model with a static size there is needed",
+                       what + " (node '" + target + "') returns a tensor whose size depends on tensor values "
+                           "(how many elements are nonzero, selected or distinct), not on input shapes, so S and D "
+                           "cannot be related; a model with a static size there is needed",
                        e.captureLoc);
     std::vector<Expr> items;
     std::vector<Kwarg> kws;
