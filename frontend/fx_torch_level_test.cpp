@@ -684,7 +684,8 @@ TEST(FxTorchLevel, TargetsAreMappedAtenOps) {
 TEST(FxTorchLevel, DocsListTheTable) {
   const std::map<std::string, std::string> kHooks = {
       {"@index", "one view per index item: select.int (int), slice.Tensor (slice), unsqueeze.default (None), "
-                 "index.Tensor (integer tensor); Ellipsis spans the rest"},
+                 "index.Tensor (integer tensor), slice.Tensor per entry then cat.default (list of ints); Ellipsis spans "
+                 "the rest"},
       {"@cross_entropy", "_log_softmax.default over the classes, then nll_loss_forward.default (result 0)"},
       {"@nll_loss", "nll_loss_forward.default (result 0)"},
       {"@data_dependent", "none: an error (fx-data-dependent), the result's size depends on tensor values"}};

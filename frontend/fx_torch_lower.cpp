@@ -40,8 +40,9 @@ Expr atenCallExpr(const std::string& op, std::vector<Expr> items, std::vector<Kw
 }
 
 // x[index]: ints select, slice(a, b, c) slices, None unsqueezes, Ellipsis
-// stands for the dims no other item takes, an integer tensor gathers; one
-// ATen view per item, left to right.
+// stands for the dims no other item takes, an integer tensor gathers, a
+// list of ints gathers too (one slice per entry, concatenated); one ATen
+// view per item, left to right. A boolean mask is data-dependent.
 Result<std::vector<AtenStep>> lowerTensorIndex(Emitter& e, const Expr& in, const Expr& idx, const std::string& target,
                                                const Expr& at) {
   SP_ASSIGN(TRef x, e.tensorOf(in));
