@@ -1,6 +1,7 @@
 // ATen ops the IR has no op for, lowered exactly to compositions of IR ops:
 // cumsum, constant_pad_nd, one_hot, index_add (einsum: fx_ops_einsum.cpp).
 #include <limits>
+#include <optional>
 
 #include "frontend/fx_ops.h"
 
@@ -45,6 +46,11 @@ Status mapCumsum(Emitter& e) {
   SP_ASSIGN(TensorType t, e.outType(0));
   SP_ASSIGN(int64_t d0, e.integer(1, "dim"));
   SP_ASSIGN(int64_t d, dimOf(e, d0, x.rank()));
+  SP_ASSIGN(std::optional<DType> dt, e.dtypeArg(2, "dtype"));
+  const DType want = dt ? *dt : ir::isFloat(x.dtype()) ? x.dtype() : DType::I64;
+  if (t.dtype != want)
+    return e.error("type-mismatch", "cumsum of " + x.type.str() + " is " + std::string(ir::dtypeName(want)) +
+                                        " but the result is declared " + std::string(ir::dtypeName(t.dtype)));
   if (x.rank() == 0) return e.outValue(0, e.cast(x, t.dtype));
   SP_ASSIGN(int64_t n, concrete(e, x, d, "the length of the summed dim"));
   TRef xc = e.cast(x, t.dtype);
@@ -118,6 +124,8 @@ Status mapOneHot(Emitter& e) {
                          "tensor values; pass num_classes",
                      e.captureLoc);
   SP_ASSIGN(TensorType t, e.outType(0));
+  if (t.dtype != DType::I64)
+    return e.error("type-mismatch", "one_hot is i64 but the result is declared " + std::string(ir::dtypeName(t.dtype)));
   return e.out(0, OpKind::OneHot, {x},
                {{"depth", n}, {"axis", int64_t(-1)}, {"dtype", t.dtype}, {"on", 1.0}, {"off", 0.0}});
 }
@@ -137,10 +145,13 @@ Status mapIndexAdd(Emitter& e) {
                                  " of the rank of self " + x.type.str());
   if (ir::isFloat(idx.dtype()) || idx.dtype() == DType::Bool)
     return e.error("fx-arg", "index " + idx.type.str() + " must be an integer tensor");
+  if (src.dtype() != x.dtype())
+    return e.error("type-mismatch", "source " + src.type.str() + " and self " + x.type.str() +
+                                        " have different dtypes (torch requires the same)");
   ir::Shape col(size_t(x.rank()), ir::Dim(1));
   col[size_t(d)] = src.type.shape[size_t(d)];
   TRef ix = e.expand(e.reshape(e.cast(idx, DType::I64), col), src.type.shape);
-  TRef upd = e.cast(src, x.dtype());
+  TRef upd = src;
   if (alpha != 1.0) upd = e.binary(OpKind::Mul, upd, e.constant(x.dtype(), alpha));
   return e.out(0, OpKind::ScatterElements, {x, ix, upd}, {{"axis", d}, {"reduction", std::string("add")}});
 }

@@ -211,7 +211,11 @@ Status mapEinsum(Emitter& e) {
   std::map<int, int> count;
   for (size_t k = 0; k < terms.size(); ++k) {
     int64_t letters = int64_t(specs[k].before.size() + specs[k].after.size());
-    Term term{e.cast(*list[k], t.dtype), labelsOf(specs[k], list[k]->rank() - letters, allEll)};
+    if (list[k]->dtype() != t.dtype)
+      return e.error("type-mismatch", "operand " + std::to_string(k) + " is " + list[k]->type.str() +
+                                          " but the result is declared " + std::string(ir::dtypeName(t.dtype)) +
+                                          " (einsum operands and result share one dtype)");
+    Term term{*list[k], labelsOf(specs[k], list[k]->rank() - letters, allEll)};
     std::set<int> seen;
     for (int l : term.labels) {
       if (!seen.insert(l).second)

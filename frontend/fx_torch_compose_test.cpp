@@ -246,6 +246,10 @@ TEST(FxTorchCompose, UnsupportedFormsAreClearErrors) {
       {"y: \"f32[2, 5]\" = torch.nn.functional.pad(l_x_, (1, 1, 1))", "fx-arg", {"pairs"}},
       {"y: \"f32[2, 3]\" = l_x_[[0, 5]]", "fx-index", {"index 5", "size 2"}},
       {"y: \"f32[2, 3]\" = l_x_[(0, [0, 1])]", "fx-unsupported", {"advanced indexing"}},
+      // declared dtypes the composition would otherwise absorb with a cast
+      {"y: \"f64[2, 3]\" = l_x_.cumsum(1)", "type-mismatch", {"cumsum of f32[2, 3] is f32", "declared f64"}},
+      {"y: \"f64[2, 2]\" = torch.einsum('ij,kj->ik', l_x_, l_x_)", "type-mismatch", {"operand 0", "f64"}},
+      {"y: \"i32[2, 2]\" = torch.nn.functional.one_hot(L_i_, 2)", "type-mismatch", {"one_hot is i64"}},
   };
   for (const auto& c : cases) {
     Error e = importError(c.stmt);
