@@ -109,7 +109,8 @@ struct Operand {
   std::string name, type;
 };
 const Operand kOperands[] = {{"A", "f32[2, 3, 4]"}, {"B", "f32[4, 5]"}, {"C", "f32[2, 4, 5]"}, {"V", "f32[4]"},
-                             {"U", "f32[3]"},       {"M", "f32[3, 4]"}, {"E", "f32[2, 3, 5]"}, {"S", "f32[3, 3]"}};
+                             {"U", "f32[3]"},       {"M", "f32[3, 4]"}, {"E", "f32[2, 3, 5]"}, {"S", "f32[3, 3]"},
+                             {"N", "f32[1, 4, 5]"}};
 
 std::vector<int64_t> dimsOf(const std::string& type) {
   auto t = fx::parseTensorAnnotation(type);
@@ -191,6 +192,9 @@ TEST(FxTorchCompose, EinsumMatchesABruteForceEvaluation) {
       {"torch.einsum('...ij,jk', A, B)", "bij,jk->bik", {"A", "B"}, "f32[2, 3, 5]"},
       {"torch.einsum('b...j,jk->bk', A, B)", "bij,jk->bk", {"A", "B"}, "f32[2, 5]"},
       {"torch.einsum('i...->...', S)", "ij->j", {"S"}, "f32[3]"},
+      // a broadcast dim of size 1 (N is B with a leading 1)
+      {"torch.einsum('...ij,...jk->...ik', A, N)", "bij,jk->bik", {"A", "B"}, "f32[2, 3, 5]"},
+      {"torch.einsum('...jk,...ij->...ki', N, A)", "jk,bij->bki", {"B", "A"}, "f32[2, 5, 3]"},
   };
   std::string sig, body, ret;
   ir::TensorMap in;
@@ -202,6 +206,7 @@ TEST(FxTorchCompose, EinsumMatchesABruteForceEvaluation) {
     for (int64_t x : d) n *= x;
     in[o.name] = typed(DType::F32, d, noise(size_t(n), seed++));
   }
+  in["N"] = typed(DType::F32, {1, 4, 5}, values(in.at("B")));
   for (size_t k = 0; k < cases.size(); ++k) {
     body += "        e" + std::to_string(k) + ": \"" + cases[k].type + "\" = " + cases[k].call + "\n";
     ret += "e" + std::to_string(k) + ", ";
