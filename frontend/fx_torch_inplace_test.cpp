@@ -394,6 +394,10 @@ TEST(FxTorchInPlace, UnrepresentableMutationsAreRejected) {
        "        g0: \"f32[2, 3, 2]\" = split[0]\n        g1: \"f32[2, 3, 2]\" = split[1];  split = None\n"
        "        a: \"f32[2, 3, 2]\" = g0.add_(1)\n        return (a, g1)\n",
        "fx-unsupported", {"node 'a'", "'g0'", "'g1'"}, 16},
+      // einsum of one operand may return it permuted (a view)
+      {"        c: \"f32[2, 3, 4]\" = x.clone()\n        t: \"f32[4, 3, 2]\" = torch.einsum('ijk->kji', c)\n"
+       "        a: \"f32[4, 3, 2]\" = t.mul_(2)\n        return (a, c)\n",
+       "fx-unsupported", {"node 'a'", "'t'", "'c'"}, 14},
       // contiguous may return its input (a view) or a copy: not modeled
       {"        c: \"f32[2, 3, 4]\" = x.clone()\n        t: \"f32[2, 4, 3]\" = c.transpose(1, 2)\n"
        "        k: \"f32[2, 4, 3]\" = t.contiguous()\n        a: \"f32[2, 4, 3]\" = k.add_(1)\n        return (a, t)\n",

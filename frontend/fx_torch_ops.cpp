@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -38,7 +39,9 @@ namespace {
 // (torch returns a view, or the input itself when nothing changes:
 // `x.contiguous()`, `x.float()` of an f32 tensor). In-place mutation
 // through aliases is checked with it (fx_mutation.h).
-enum class Alias { Fresh, View };
+// ViewIfOne: a view of its tensor argument when it has exactly one (einsum
+// of one operand without a sum returns it permuted), else fresh.
+enum class Alias { Fresh, View, ViewIfOne };
 
 struct TorchOp {
   const char* names;
@@ -48,6 +51,7 @@ struct TorchOp {
 };
 
 constexpr Alias kView = Alias::View;
+constexpr Alias kViewIfOne = Alias::ViewIfOne;
 
 #define FACTORY_KW "-out=None, dtype=None, -layout=None, -device=None, -pin_memory=False, -requires_grad=False"
 #define UNARY(n) {"torch." #n " Tensor." #n, "input", "aten." #n ".default(input)"}
@@ -193,7 +197,8 @@ const TorchOp kTorchOps[] = {
      "aten.addmm.default(input, mat1, mat2, beta=beta, alpha=alpha)"},
     {"torch.baddbmm Tensor.baddbmm", "input, batch1, batch2, *, beta=1, alpha=1",
      "aten.baddbmm.default(input, batch1, batch2, beta=beta, alpha=alpha)"},
-    {"torch.einsum torch.functional.einsum", "equation, *operands", "aten.einsum.default(equation, operands)"},
+    {"torch.einsum torch.functional.einsum", "equation, *operands", "aten.einsum.default(equation, operands)",
+     kViewIfOne},
     {"torch._C._nn.linear torch.nn.functional.linear", "input, weight, bias=None",
      "aten.linear.default(input, weight, bias)"},
     {"torch._C._nn.scaled_dot_product_attention torch.nn.functional.scaled_dot_product_attention",
@@ -613,7 +618,17 @@ TorchCallInfo torchCallInfo(const Emitter& e, const Expr& call) {
     info.viewOf = firstName(k.pos);
     return info;
   }
+  // the tensor arguments, in order (einsum's after the equation, maybe in a list)
+  std::vector<std::string> tensors;
+  std::function<void(const std::vector<Expr>&)> collect = [&](const std::vector<Expr>& xs) {
+    for (const auto& x : xs) {
+      if (isTensorValue(e, x)) tensors.push_back(x.s);
+      else if (x.kind == Expr::Kind::List || x.kind == Expr::Kind::Tuple) collect(x.items);
+    }
+  };
+  collect(k.pos);
   if (en && en->alias == Alias::View) info.viewOf = firstName(k.pos);
+  if (en && en->alias == Alias::ViewIfOne && tensors.size() == 1) info.viewOf = tensors[0];
   return info;
 }
 

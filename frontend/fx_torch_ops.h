@@ -30,10 +30,12 @@ struct AtenStep {
 
 // What a call means for in-place mutation (fx_mutation.h): whether it
 // mutates its first argument (`x.add_(y)`, `operator.iadd`,
-// `F.relu(x, inplace = True)`: the argument's name is rebound to the result), and the value its result may share
-// storage with (`x.view(...)`, `x[0]`, `x.contiguous()`: a view of x, or x
-// itself; ATen view ops called in a torch-level graph too). For a mutating
-// call, viewOf names the mutated value (the result is that value).
+// `F.relu(x, inplace = True)`: the argument's name is rebound to the
+// result), and the value its result may share storage with (`x.view(...)`,
+// `x[0]`, `x.contiguous()`: a view of x, or x itself;
+// `torch.einsum('ij->ji', x)`: x permuted; ATen view ops called in a
+// torch-level graph too). For a mutating call, viewOf names the mutated
+// value (the result is that value).
 struct TorchCallInfo {
   bool mutates = false;
   std::optional<std::string> viewOf;
