@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "frontend/fx_decomp.h"
+#include "frontend/fx_mutation.h"
 #include "frontend/fx_ops.h"
 #include "frontend/fx_torch_ops.h"
 
@@ -297,6 +298,42 @@ Status mapCall(Emitter& e, const std::string& path, const Stmt& s,
   return okStatus();
 }
 
+// An in-place call (`x.add_(y)`, `itruediv = operator.itruediv(x, y)` from
+// `x /= y`): its out-of-place value, typed as the mutated tensor (an
+// in-place op keeps its operand's type), bound to the statement's target;
+// the mutated name and its exact aliases name that value from here on.
+Status mapInPlace(Emitter& e, const std::string& path, const Stmt& s, size_t at, const std::string& mutated,
+                  AliasTracker& aliases, std::set<std::string>& rebound, const DecompLibrary& lib) {
+  SP_ASSIGN(std::vector<std::string> names, aliases.mutate(mutated, at, s.target, e.captureLoc));
+  auto r = e.env.find(mutated);
+  if (r == e.env.end())
+    return makeError("fx-arg", "node '" + s.target + "' (" + s.value.s + ") mutates '" + mutated +
+                                   "', which is not a tensor value",
+                     e.captureLoc);
+  const TRef recv = r->second;
+  Stmt st = s;
+  if (st.annotation) {
+    auto t = parseTensorAnnotation(*st.annotation);
+    if (!t) return makeError(t.error().id, t.error().message, e.captureLoc);
+    if (!(*t == recv.type))
+      return makeError("fx-type", "node '" + s.target + "' is declared " + t->str() + " but mutates '" + mutated +
+                                      "' of type " + recv.type.str() + " in place (an in-place op keeps its type)",
+                       e.captureLoc);
+  } else {
+    st.annotation = recv.type.str();
+  }
+  // `x /= y` without the binding FX prints after it: a fresh name
+  if (st.target == mutated || e.env.count(st.target)) st.target = e.fresh(s.target + "_inplace");
+  SP_TRY(mapCall(e, path, st, nullptr, lib));
+  const TRef out = e.env.at(st.target);
+  for (const auto& n : names) {
+    e.env[n] = out;
+    rebound.insert(n);
+  }
+  aliases.same(st.target, mutated);
+  return okStatus();
+}
+
 // A name unpacked from tree_flatten_spec: a graph input typed by its
 // declaration line (a SymInt when declared `Sym(...)`).
 Status addFlattenedInput(Emitter& e, const std::string& name, const std::map<std::string, const Stmt*>& declared,
@@ -327,6 +364,8 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
   if (std::error_code ec; std::filesystem::is_directory(defaultDecompDir(), ec)) dirs.push_back(defaultDecompDir());
   SP_ASSIGN(DecompLibrary lib, DecompLibrary::load(dirs));
   Emitter e(m, opts, rank);
+  AliasTracker aliases(m);
+  std::set<std::string> rebound;  // names an in-place op rebound to its result
   e.worldSize = worldSize;
   e.capturePath = path;
   // AOTAutograd joint graphs take pytree containers (`primals`, `tangents`)
@@ -350,6 +389,7 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
     if (!t) return makeError(t.error().id, "forward argument '" + p.name + "': " + t.error().message, loc);
     e.leaves.push_back({p.name, *t, false, std::nullopt, ir::SourceLoc{path, p.line, p.col, ""}});
     e.env[p.name] = TRef{p.name, *t};
+    aliases.input(p.name);
   }
   // Values with a tensor type (typed arguments and nodes, and their
   // aliases): a subscript of one indexes the tensor (torch-level graphs);
@@ -375,6 +415,7 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
   std::map<std::string, const Stmt*> declared;  // `name: "type";` lines
   std::map<std::string, ir::Shape> sizeResults;  // `size = x.size()`: x's shape
   for (const auto& s : m.body) {
+    const size_t at = size_t(&s - m.body.data());
     e.captureLoc = lineLoc(path, s.line);
     const Expr& v = s.value;
     if (s.kind == Stmt::Kind::Declare) {
@@ -384,7 +425,10 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
     if (s.kind == Stmt::Kind::Unpack) {
       if (v.kind != Expr::Kind::Call || !v.s.ends_with("tree_flatten_spec"))
         return makeError("fx-unsupported-stmt", "unsupported unpacking of " + v.str(), e.captureLoc);
-      for (const auto& t : s.targets) SP_TRY(addFlattenedInput(e, t, declared, path));
+      for (const auto& t : s.targets) {
+        SP_TRY(addFlattenedInput(e, t, declared, path));
+        aliases.input(t);
+      }
       continue;
     }
     if (auto sym = symText(s.annotation)) {
@@ -455,11 +499,16 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
         // An output that aliases another value (clone, wait_tensor, a full
         // slice) keeps its capture name through an identity node.
         std::string name = t.name;
+        // a name an in-place op rebound: its first value may hold the name
+        bool renamed = it->kind == Expr::Kind::Name && rebound.count(it->s) &&
+                       (e.producer(it->s) || std::any_of(e.leaves.begin(), e.leaves.end(),
+                                                          [&](const PendingLeaf& l) { return l.name == it->s; }));
         if (it->kind == Expr::Kind::Name && it->s != t.name) {
-          if (!outNames.count(it->s))
-            e.ops.push_back({ir::OpKind::Identity, {t.name}, {it->s}, {}, ir::SourceLoc{path, s.line, it->col, ""},
+          std::string as = renamed ? e.fresh(it->s) : it->s;
+          if (!outNames.count(as))
+            e.ops.push_back({ir::OpKind::Identity, {t.name}, {as}, {}, ir::SourceLoc{path, s.line, it->col, ""},
                              {t.type}, e.captureLoc});
-          name = it->s;
+          name = as;
         }
         outNames.insert(name);
         outputs.emplace_back(name, ir::SourceLoc{path, s.line, it->col, ""});
@@ -474,10 +523,12 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
         return makeError("fx-getitem", "'" + s.target + "' reads " + base + "[" + std::to_string(idx) +
                                            "], which is not a tuple result defined before",
                          e.captureLoc);
+      aliases.piece(s.target, base);
       continue;
     }
     if (v.kind == Expr::Kind::Dotted && v.s.rfind("self.", 0) == 0) {
       e.attrs[s.target] = v.s.substr(5);
+      aliases.input(s.target);
       continue;
     }
     if (v.kind == Expr::Kind::Name) {
@@ -485,6 +536,7 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
       e.op = "alias";
       SP_ASSIGN(TRef t, e.tensorOf(v));
       e.env[s.target] = t;
+      aliases.same(s.target, v.s);
       continue;
     }
     if (v.kind == Expr::Kind::Subscript) {
@@ -494,6 +546,7 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
       call.value.s = "operator.getitem";
       auto g = getitems.find(s.target);
       SP_TRY(mapCall(e, path, call, g == getitems.end() ? nullptr : &g->second, lib));
+      aliases.view(s.target, v.items[0].kind == Expr::Kind::Name ? v.items[0].s : "");
       continue;
     }
     if (v.kind != Expr::Kind::Call)
@@ -515,8 +568,22 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
                            "cast to dtypes the capture does not show)",
                        e.captureLoc);
     }
+    const TorchCallInfo info = torchCallInfo(e, v);
+    if (info.mutates) {
+      if (!info.viewOf)
+        return makeError("fx-arg", "node '" + s.target + "' (" + v.s + ") mutates its first argument, which is not "
+                                   "a tensor value", e.captureLoc);
+      if (info.inPlaceView)
+        return makeError("fx-unsupported", "node '" + s.target + "' (" + v.s + ") is an in-place view op: it changes "
+                                           "the shape or strides of '" + *info.viewOf + "' in place, which is not "
+                                           "supported", e.captureLoc);
+      SP_TRY(mapInPlace(e, path, s, at, *info.viewOf, aliases, rebound, lib));
+      continue;
+    }
     auto g = getitems.find(s.target);
     SP_TRY(mapCall(e, path, s, g == getitems.end() ? nullptr : &g->second, lib));
+    if (info.viewOf) aliases.view(s.target, *info.viewOf);
+    else aliases.fresh(s.target);
   }
   // Keep only nodes some output (transitively) needs: mappings may leave
   // ignored buffers (the `empty` of baddbmm with beta = 0) behind.

@@ -180,6 +180,12 @@ const OpMapping kOps[] = {
     {"aten.fill.Scalar", mapFactory, 0},
     {"aten.fill_.Scalar", mapFillInPlace, 0},
     {"aten.arange.default", mapArange, 0},
+    // ---- compositions (fx_ops_compose.cpp, fx_ops_einsum.cpp) ----
+    {"aten.cumsum.default", mapCumsum, 0},
+    {"aten.constant_pad_nd.default", mapConstantPad, 0},
+    {"aten.one_hot.default", mapOneHot, 0},
+    {"aten.index_add.default", mapIndexAdd, 0},
+    {"aten.einsum.default", mapEinsum, 0},
     {"aten.arange.start", mapArange, 0},
     {"aten.arange.start_step", mapArange, 0},
     // ---- backward ----

@@ -93,6 +93,13 @@ Status mapArange(Emitter&);
 Status mapCollective(Emitter&);
 Status mapNllLossForward(Emitter&);
 
+// ---- fx_ops_compose.cpp, fx_ops_einsum.cpp: compositions of IR ops ----
+Status mapCumsum(Emitter&);
+Status mapConstantPad(Emitter&);
+Status mapOneHot(Emitter&);
+Status mapIndexAdd(Emitter&);
+Status mapEinsum(Emitter&);
+
 // ---- fx_ops_grad.cpp ----
 Status mapSoftmaxBackward(Emitter&);
 Status mapLogSoftmaxBackward(Emitter&);

@@ -32,7 +32,10 @@ class Parser {
       }
       ++pos_;
     }
-    if (!found) return err(cur(), "no 'def forward(' in the capture");
+    if (!found) {
+      if (auto g = graphPrintLine()) return untypedGraphPrint(*g);
+      return err(cur(), "no 'def forward(' in the capture");
+    }
     SP_TRY(parseSignature(m));
     ir::SourceLoc src;
     std::string code;
@@ -72,6 +75,27 @@ class Parser {
   }
 
  private:
+  // `print(gm.graph)` writes `graph():` then one line per node,
+  // `%add : [num_users=1] = call_function[target=...](args = (...), kwargs = {})`,
+  // `placeholder[target=...]` for the inputs: the line of `graph():`.
+  std::optional<int> graphPrintLine() const {
+    for (size_t k = 0; k + 3 < toks_.size(); ++k)
+      if (toks_[k].kind == Token::Kind::Name && toks_[k].text == "graph" && toks_[k + 1].text == "(" &&
+          toks_[k + 2].text == ")" && toks_[k + 3].text == ":")
+        for (size_t j = k + 4; j + 1 < toks_.size(); ++j)
+          if (toks_[j].kind == Token::Kind::Name && toks_[j].text == "placeholder" && toks_[j + 1].text == "[")
+            return toks_[k].line;
+    return std::nullopt;
+  }
+  Error untypedGraphPrint(int line) const {
+    return makeError("fx-untyped",
+                     "this is the print(gm.graph) form, which gives no node a tensor type (dtype and shape), and "
+                     "the importer checks every node against its declared type; write the graph with "
+                     "gm.print_readable(print_output=False) or TORCH_LOGS=graph_code, which type every node "
+                     "(docs/fx-import.md, \"Dynamo torch-level graphs\")",
+                     path_ + ":" + std::to_string(line));
+  }
+
   const Token& cur() const { return toks_[pos_]; }
   bool isName(const char* n) const { return cur().kind == Token::Kind::Name && cur().text == n; }
   bool isPunct(const char* p) const { return cur().kind == Token::Kind::Punct && cur().text == p; }
@@ -146,6 +170,9 @@ class Parser {
     s.line = t.line;
     s.col = t.col;
     ++pos_;
+    if (const char* op = augmentedOp(); op) return parseAugmented(std::move(s), op);
+    if (isPunct("["))
+      return err(cur(), "subscript assignment ('" + s.target + "[...] = ...', operator.setitem) is not supported");
     if (isPunct(",")) {
       s.kind = Stmt::Kind::Unpack;
       s.targets.push_back(s.target);
@@ -191,6 +218,66 @@ class Parser {
       out.push_back(std::move(next));
     }
     return out;
+  }
+
+  // `x OP= y` (FX prints `operator.iadd(x, y)` nodes so): the in-place
+  // operator, or nullptr when the statement is not an augmented assignment.
+  const char* augmentedOp() const {
+    static const std::pair<const char*, const char*> kOps[] = {
+        {"+", "operator.iadd"},      {"-", "operator.isub"},   {"*", "operator.imul"},  {"/", "operator.itruediv"},
+        {"//", "operator.ifloordiv"}, {"%", "operator.imod"},  {"**", "operator.ipow"}, {"@", "operator.imatmul"},
+        {"&", "operator.iand"},      {"|", "operator.ior"},    {"^", "operator.ixor"}};
+    if (cur().kind != Token::Kind::Punct) return nullptr;
+    const Token& next = toks_[pos_ + 1];
+    if (next.kind != Token::Kind::Punct || next.text != "=") return nullptr;
+    for (const auto& [tok, name] : kOps)
+      if (cur().text == tok) return name;
+    return nullptr;
+  }
+
+  // `x /= y;  itruediv: "f32[8, 2]" = x` (FX's print of an
+  // operator.itruediv node: the statement, then the node bound to x) is one
+  // statement `itruediv: "f32[8, 2]" = operator.itruediv(x, y)`; without the
+  // binding that follows, `x /= y` alone is `x = operator.itruediv(x, y)`.
+  // The importer gives the in-place meaning (x names the result from here on).
+  Result<std::vector<Stmt>> parseAugmented(Stmt s, const char* op) {
+    pos_ += 2;  // OP =
+    Expr call;
+    call.kind = Expr::Kind::Call;
+    call.s = op;
+    call.line = s.line;
+    call.col = s.col;
+    Expr recv;
+    recv.kind = Expr::Kind::Name;
+    recv.s = s.target;
+    recv.line = s.line;
+    recv.col = s.col;
+    call.items.push_back(std::move(recv));
+    SP_ASSIGN(Expr rhs, parseExpr());
+    call.items.push_back(std::move(rhs));
+    s.value = std::move(call);
+    // `;  name[: "type"] = x` binds the node
+    auto at = [&](size_t k) -> const Token& { return toks_[std::min(pos_ + k, toks_.size() - 1)]; };
+    auto punct = [&](size_t k, const char* p) { return at(k).kind == Token::Kind::Punct && at(k).text == p; };
+    if (punct(0, ";") && at(1).kind == Token::Kind::Name) {
+      size_t k = 2;
+      std::optional<std::string> type;
+      if (punct(2, ":") && at(3).kind == Token::Kind::Str) {
+        type = at(3).text;
+        k = 4;
+      }
+      const Token& end = at(k + 2);
+      bool ends = end.kind == Token::Kind::Newline || end.kind == Token::Kind::Comment ||
+                  end.kind == Token::Kind::End || (end.kind == Token::Kind::Punct && end.text == ";");
+      if (punct(k, "=") && at(k + 1).kind == Token::Kind::Name && at(k + 1).text == s.target && ends) {
+        s.target = at(1).text;
+        s.line = at(1).line;
+        s.col = at(1).col;
+        s.annotation = std::move(type);
+        pos_ += k + 2;
+      }
+    }
+    return std::vector<Stmt>{s};
   }
 
   struct Nest {

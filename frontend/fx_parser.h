@@ -48,7 +48,11 @@ struct Kwarg {
 };
 
 // Assign: `name: "type" = value` (or a chain `a = b = value`, one statement
-// per target). Declare: `name: "type";` without a value (AOTAutograd joint
+// per target). An augmented assignment `x /= y` is the Assign
+// `x = operator.itruediv(x, y)`, and with the binding FX prints after it
+// (`x /= y;  itruediv: "f32[8, 2]" = x`) the Assign
+// `itruediv: "f32[8, 2]" = operator.itruediv(x, y)`: the in-place meaning is
+// the importer's. Declare: `name: "type";` without a value (AOTAutograd joint
 // graphs declare their flattened inputs so). Unpack: `a, b, = value`.
 struct Stmt {
   enum class Kind { Assign, Declare, Unpack, Return };
@@ -78,7 +82,9 @@ struct Module {
 
 // Errors: id "fx-syntax" with location "path:line:col"; the first error in
 // reading order, lexical or not, of the text the parser reads (everything
-// before `def forward(` and after its return is skipped).
+// before `def forward(` and after its return is skipped). The untyped
+// `print(gm.graph)` form (`graph():`, `%x : [num_users=1] = placeholder[...]`)
+// is "fx-untyped" at its `graph():` line.
 Result<Module> parseModule(const std::string& text, const std::string& path);
 
 // "f32[8, 1536]", "b8[]", "bf16[s0, 768]" -> tensor type. Errors name the text.

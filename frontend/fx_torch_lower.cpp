@@ -40,13 +40,12 @@ Expr atenCallExpr(const std::string& op, std::vector<Expr> items, std::vector<Kw
 }
 
 // x[index]: ints select, slice(a, b, c) slices, None unsqueezes, Ellipsis
-// stands for the dims no other item takes, an integer tensor gathers; one
-// ATen view per item, left to right.
+// stands for the dims no other item takes, an integer tensor gathers, a
+// list of ints gathers too (one slice per entry, concatenated); one ATen
+// view per item, left to right. A boolean mask is data-dependent.
 Result<std::vector<AtenStep>> lowerTensorIndex(Emitter& e, const Expr& in, const Expr& idx, const std::string& target,
                                                const Expr& at) {
   SP_ASSIGN(TRef x, e.tensorOf(in));
-  if (idx.kind == Expr::Kind::List)
-    return e.error("fx-unsupported", "indexing with a list (" + idx.str() + ") is not supported");
   std::vector<Expr> items = idx.kind == Expr::Kind::Tuple ? idx.items : std::vector<Expr>{idx};
   auto isEllipsis = [](const Expr& i) { return i.kind == Expr::Kind::Name && i.s == "Ellipsis"; };
   int64_t consumed = 0, ellipses = 0;
@@ -60,7 +59,7 @@ Result<std::vector<AtenStep>> lowerTensorIndex(Emitter& e, const Expr& in, const
   // apart) it would not: only slices, None and Ellipsis may join it.
   int64_t tensors = 0, ints = 0;
   for (const auto& i : items) {
-    tensors += isTensorValue(e, i);
+    tensors += isTensorValue(e, i) || i.kind == Expr::Kind::List;
     ints += i.kind == Expr::Kind::Int;
   }
   if (tensors > 1 || (tensors == 1 && ints > 0))
@@ -132,9 +131,55 @@ Result<std::vector<AtenStep>> lowerTensorIndex(Emitter& e, const Expr& in, const
       ++d;
       continue;
     }
+    if (i.kind == Expr::Kind::List) {
+      // a constant list of positions: the slices of one entry each, concatenated
+      const ir::Dim& dim = t.shape[size_t(d)];
+      for (const auto& v : i.items)
+        if (v.kind != Expr::Kind::Int)
+          return e.error("fx-unsupported", "index list " + i.str() + " in " + idx.str() +
+                                               " is not supported (a list of integers only)");
+      if (i.items.empty()) return e.error("fx-unsupported", "an empty index list in " + idx.str() + " is not supported");
+      if (!dim.isConcrete())
+        return e.error("fx-unsupported", "indexing the symbolic dim " + dim.str() + " with a list (" + idx.str() + ")");
+      std::vector<Expr> pieces;
+      ir::TensorType one = t;
+      one.shape[size_t(d)] = ir::Dim(1);
+      for (const auto& v : i.items) {
+        int64_t p = v.i < 0 ? v.i + dim.value() : v.i;
+        if (p < 0 || p >= dim.value())
+          return e.error("fx-index", "index " + std::to_string(v.i) + " in " + idx.str() + " is out of range for dim " +
+                                         std::to_string(d) + " of size " + dim.str());
+        AtenStep st;
+        st.op = "aten.slice.Tensor";
+        st.call = atenCallExpr(st.op, {nameExpr(cur), intExpr(d), intExpr(p), intExpr(p + 1), intExpr(1)}, {}, at);
+        st.target = e.fresh(target + "_pick");
+        st.type = one;
+        pieces.push_back(nameExpr(st.target));
+        steps.push_back(std::move(st));
+      }
+      Expr list;
+      list.kind = Expr::Kind::List;
+      list.items = std::move(pieces);
+      AtenStep c;
+      c.op = "aten.cat.default";
+      c.call = atenCallExpr(c.op, {list, intExpr(d)}, {}, at);
+      c.target = e.fresh(target + "_gather");
+      t.shape[size_t(d)] = ir::Dim(int64_t(i.items.size()));
+      c.type = t;
+      cur = c.target;
+      steps.push_back(std::move(c));
+      ++d;
+      continue;
+    }
     if (isTensorValue(e, i)) {
       SP_ASSIGN(TRef ix, e.tensorOf(i));
-      if (ir::isFloat(ix.dtype()) || ix.dtype() == ir::DType::Bool)
+      if (ix.dtype() == ir::DType::Bool)
+        return makeError("fx-data-dependent",
+                         "operator.getitem (node '" + target + "'): the boolean mask index '" + i.s + "' in " +
+                             idx.str() + " selects as many elements as it has true values, a size that depends on "
+                             "tensor values, not on input shapes, so S and D cannot be related",
+                         e.captureLoc);
+      if (ir::isFloat(ix.dtype()))
         return e.error("fx-unsupported", "indexing with a " + std::string(ir::dtypeName(ix.dtype())) +
                                              " tensor ('" + i.s + "') is not supported (integer indices only)");
       ir::Shape s(t.shape.begin(), t.shape.begin() + d);

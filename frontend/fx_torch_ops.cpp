@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -34,58 +35,82 @@ namespace sp::frontend::fx {
 
 namespace {
 
+// Whether a callable's result may share storage with its first argument
+// (torch returns a view, or the input itself when nothing changes:
+// `x.contiguous()`, `x.float()` of an f32 tensor). In-place mutation
+// through aliases is checked with it (fx_mutation.h).
+// ViewIfOne: a view of its tensor argument when it has exactly one (einsum
+// of one operand without a sum returns it permuted), else fresh.
+enum class Alias { Fresh, View, ViewIfOne };
+
 struct TorchOp {
   const char* names;
   const char* params;
   const char* targets;
+  Alias alias = Alias::Fresh;
 };
+
+constexpr Alias kView = Alias::View;
+constexpr Alias kViewIfOne = Alias::ViewIfOne;
 
 #define FACTORY_KW "-out=None, dtype=None, -layout=None, -device=None, -pin_memory=False, -requires_grad=False"
 #define UNARY(n) {"torch." #n " Tensor." #n, "input", "aten." #n ".default(input)"}
 
 const TorchOp kTorchOps[] = {
     // ---- layout ----
-    {"Tensor.view", "input, *size", "[size:dtype] @unsupported | aten.view.default(input, size)"},
-    {"torch.reshape Tensor.reshape", "input, *shape", "aten.reshape.default(input, shape)"},
-    {"torch.permute Tensor.permute", "input, *dims", "aten.permute.default(input, dims)"},
+    {"Tensor.view", "input, *size", "[size:dtype] @unsupported | aten.view.default(input, size)", kView},
+    {"torch.reshape Tensor.reshape", "input, *shape", "aten.reshape.default(input, shape)", kView},
+    {"torch.permute Tensor.permute", "input, *dims", "aten.permute.default(input, dims)", kView},
     {"torch.transpose Tensor.transpose torch.swapaxes Tensor.swapaxes", "input, dim0, dim1",
-     "aten.transpose.int(input, dim0, dim1)"},
-    {"torch.t Tensor.t", "input", "aten.t.default(input)"},
-    {"Tensor.expand", "input, *size", "aten.expand.default(input, size)"},
-    {"Tensor.expand_as", "input, -other", "aten.expand.default(input)"},
-    {"torch.unsqueeze Tensor.unsqueeze", "input, dim", "aten.unsqueeze.default(input, dim)"},
+     "aten.transpose.int(input, dim0, dim1)", kView},
+    {"torch.t Tensor.t", "input", "aten.t.default(input)", kView},
+    {"Tensor.expand", "input, *size", "aten.expand.default(input, size)", kView},
+    {"Tensor.expand_as", "input, -other", "aten.expand.default(input)", kView},
+    {"torch.unsqueeze Tensor.unsqueeze", "input, dim", "aten.unsqueeze.default(input, dim)", kView},
     {"torch.squeeze Tensor.squeeze", "input, dim=None",
-     "[dim!=None] aten.squeeze.dim(input, dim) | aten.squeeze.default(input)"},
+     "[dim!=None] aten.squeeze.dim(input, dim) | aten.squeeze.default(input)", kView},
     {"torch.flatten Tensor.flatten", "input, start_dim=0, end_dim=-1",
-     "aten.flatten.using_ints(input, start_dim, end_dim)"},
-    {"torch.unflatten Tensor.unflatten", "input, dim, sizes", "aten.unflatten.int(input, dim, sizes)"},
+     "aten.flatten.using_ints(input, start_dim, end_dim)", kView},
+    {"torch.unflatten Tensor.unflatten", "input, dim, sizes", "aten.unflatten.int(input, dim, sizes)", kView},
     {"torch.cat torch.concat", "tensors, dim=0", "aten.cat.default(tensors, dim)"},
     {"torch.stack", "tensors, dim=0", "aten.stack.default(tensors, dim)"},
     {"torch.split torch.functional.split Tensor.split", "tensor, split_size_or_sections/split_size, dim=0",
      "[split_size_or_sections:list] aten.split_with_sizes.default(tensor, split_size_or_sections, dim) | "
-     "aten.split.Tensor(tensor, split_size_or_sections, dim)"},
-    {"torch.chunk Tensor.chunk", "input, chunks, dim=0", "aten.chunk.default(input, chunks, dim)"},
-    {"torch.narrow Tensor.narrow", "input, dim, start, length", "aten.narrow.default(input, dim, start, length)"},
-    {"torch.unbind Tensor.unbind", "input, dim=0", "aten.unbind.int(input, dim)"},
-    {"torch.select Tensor.select", "input, dim, index", "aten.select.int(input, dim, index)"},
+     "aten.split.Tensor(tensor, split_size_or_sections, dim)", kView},
+    {"torch.chunk Tensor.chunk", "input, chunks, dim=0", "aten.chunk.default(input, chunks, dim)", kView},
+    {"torch.narrow Tensor.narrow", "input, dim, start, length", "aten.narrow.default(input, dim, start, length)", kView},
+    {"torch.unbind Tensor.unbind", "input, dim=0", "aten.unbind.int(input, dim)", kView},
+    {"torch.select Tensor.select", "input, dim, index", "aten.select.int(input, dim, index)", kView},
     {"torch.index_select Tensor.index_select", "input, dim, index", "aten.index_select.default(input, dim, index)"},
     {"torch.gather Tensor.gather", "input, dim, index, *, !sparse_grad=False", "aten.gather.default(input, dim, index)"},
     {"Tensor.repeat", "input, *repeats", "aten.repeat.default(input, repeats)"},
+    {"torch.index_add Tensor.index_add", "input, dim, index, source, *, alpha=1",
+     "aten.index_add.default(input, dim, index, source, alpha=alpha)"},
+    {"torch.nn.functional.pad torch._C._nn.pad", "input, pad, mode='constant', value=None",
+     "[mode=='constant'] aten.constant_pad_nd.default(input, pad, value)"},
+    {"torch.nn.functional.one_hot torch._C._nn.one_hot", "tensor/input, num_classes=-1",
+     "aten.one_hot.default(tensor, num_classes)"},
     {"torch.repeat_interleave Tensor.repeat_interleave", "input, repeats, dim=None, *, -output_size=None",
      "[repeats:int] aten.repeat_interleave.self_int(input, repeats, dim)"},
-    {"operator.getitem", "input, index", "@index"},
+    {"operator.getitem", "input, index", "@index", kView},
     {"torch.nn.functional.embedding", "input, weight, -padding_idx=None, !max_norm=None, -norm_type=2.0, "
      "-scale_grad_by_freq=False, -sparse=False", "aten.embedding.default(weight, input)"},
     // ---- copies and dtype conversions (the declared type says the dtype) ----
-    {"Tensor.contiguous torch.clone Tensor.clone Tensor.detach torch.detach operator.pos", "input, -memory_format=None",
-     "aten.clone.default(input)"},
+    {"Tensor.contiguous Tensor.detach torch.detach operator.pos", "input, -memory_format=None",
+     "aten.clone.default(input)", kView},
+    {"torch.clone Tensor.clone", "input, -memory_format=None", "aten.clone.default(input)"},
     {"Tensor.float Tensor.half Tensor.bfloat16 Tensor.double Tensor.long Tensor.int Tensor.bool",
-     "input, -memory_format=None", "aten._to_copy.default(input)"},
+     "input, -memory_format=None", "aten._to_copy.default(input)", kView},
     {"Tensor.to", "input, -a=None, -b=None, -c=None, *, -dtype=None, -device=None, -non_blocking=False, -copy=False, "
-     "-memory_format=None", "aten._to_copy.default(input)"},
-    {"Tensor.type_as", "input, -other", "aten._to_copy.default(input)"},
+     "-memory_format=None", "aten._to_copy.default(input)", kView},
+    {"Tensor.type_as", "input, -other", "aten._to_copy.default(input)", kView},
+    // in place by name (`_`); other in-place forms derive from their
+    // out-of-place entry (inPlaceBase below)
+    {"Tensor.copy_", "input, src, -non_blocking=False", "aten.copy.default(input, src)"},
+    {"Tensor.zero_ torch.zero_", "input", "aten.zeros_like.default(input)"},
+    {"Tensor.fill_ torch.fill_ torch.fill", "input, value", "[value:number] aten.fill.Scalar(input, value)"},
     // x.type() without a dtype is the type's name, a string
-    {"Tensor.type", "input, dtype=None, -non_blocking=False", "[dtype!=None] aten._to_copy.default(input)"},
+    {"Tensor.type", "input, dtype=None, -non_blocking=False", "[dtype!=None] aten._to_copy.default(input)", kView},
     // ---- elementwise ----
     {"operator.add torch.add Tensor.add", "input, other, *, alpha=1", "aten.add.Tensor(input, other, alpha)"},
     {"operator.sub torch.sub Tensor.sub torch.subtract", "input, other, *, alpha=1",
@@ -132,7 +157,11 @@ const TorchOp kTorchOps[] = {
     {"operator.or_ torch.bitwise_or Tensor.bitwise_or", "input, other", "aten.bitwise_or.Tensor(input, other)"},
     {"operator.xor torch.bitwise_xor Tensor.bitwise_xor", "input, other", "aten.bitwise_xor.Tensor(input, other)"},
     {"operator.invert torch.bitwise_not Tensor.bitwise_not", "input", "aten.bitwise_not.default(input)"},
-    {"torch.where", "condition, input, other", "aten.where.self(condition, input, other)"},
+    // torch.where(condition) alone is nonzero: its size depends on values
+    {"torch.where", "condition, input=None, other=None",
+     "[input==None] @data_dependent | aten.where.self(condition, input, other)"},
+    {"torch.nonzero Tensor.nonzero torch.argwhere Tensor.argwhere torch.masked_select Tensor.masked_select "
+     "torch.unique Tensor.unique", "input, *args", "@data_dependent"},
     {"torch.masked_fill Tensor.masked_fill", "input, mask, value",
      "[value:tensor] aten.masked_fill.Tensor(input, mask, value) | aten.masked_fill.Scalar(input, mask, value)"},
     // ---- reductions and softmax ----
@@ -153,6 +182,7 @@ const TorchOp kTorchOps[] = {
     {"torch.argmax Tensor.argmax", "input, dim=None, keepdim=False", "aten.argmax.default(input, dim, keepdim)"},
     {"torch.topk Tensor.topk", "input, k, dim=-1, largest=True, sorted=True",
      "aten.topk.default(input, k, dim, largest, sorted)"},
+    {"torch.cumsum Tensor.cumsum", "input, dim, *, dtype=None", "aten.cumsum.default(input, dim, dtype=dtype)"},
     {"torch.softmax Tensor.softmax", "input, dim, dtype=None",
      "aten.softmax.int(input, dim, dtype)"},
     {"torch.nn.functional.softmax", "input, dim, -_stacklevel=3, dtype=None", "aten.softmax.int(input, dim, dtype)"},
@@ -167,6 +197,8 @@ const TorchOp kTorchOps[] = {
      "aten.addmm.default(input, mat1, mat2, beta=beta, alpha=alpha)"},
     {"torch.baddbmm Tensor.baddbmm", "input, batch1, batch2, *, beta=1, alpha=1",
      "aten.baddbmm.default(input, batch1, batch2, beta=beta, alpha=alpha)"},
+    {"torch.einsum torch.functional.einsum", "equation, *operands", "aten.einsum.default(equation, operands)",
+     kViewIfOne},
     {"torch._C._nn.linear torch.nn.functional.linear", "input, weight, bias=None",
      "aten.linear.default(input, weight, bias)"},
     {"torch._C._nn.scaled_dot_product_attention torch.nn.functional.scaled_dot_product_attention",
@@ -179,8 +211,8 @@ const TorchOp kTorchOps[] = {
      "aten.rms_norm.default(input, normalized_shape, weight, eps)"},
     {"torch.nn.functional.dropout", "input, p=0.5, training=True, !inplace=False",
      "[training==False] aten.clone.default(input) | [p==0] aten.clone.default(input) | "
-     "aten.dropout.default(input, p, training)"},
-    {"torch.dropout", "input, p, train", "aten.dropout.default(input, p, train)"},
+     "aten.dropout.default(input, p, training)", kView},
+    {"torch.dropout", "input, p, train", "aten.dropout.default(input, p, train)", kView},
     {"torch.nn.functional.cross_entropy", "input, target, weight=None, !size_average=None, ignore_index=-100, "
      "!reduce=None, reduction='mean', !label_smoothing=0.0", "@cross_entropy"},
     {"torch.nn.functional.nll_loss", "input, target, weight=None, !size_average=None, ignore_index=-100, "
@@ -235,6 +267,7 @@ struct Entry {
   std::vector<std::string> names;
   std::vector<Param> params;
   std::vector<Target> targets;
+  Alias alias = Alias::Fresh;
 };
 
 std::string trim(std::string s) {
@@ -286,6 +319,7 @@ Expr literal(const std::string& t) {
 
 Entry parseEntry(const TorchOp& op) {
   Entry en;
+  en.alias = op.alias;
   for (const auto& n : splitOn(op.names, " "))
     if (!n.empty()) en.names.push_back(n);
   bool kwOnly = false;
@@ -467,36 +501,164 @@ bool holds(const Emitter& e, const Cond& c, const Bound& b) {
 
 }  // namespace
 
+namespace {
+
+// The table key of a call (`Tensor.<m>` for a method of a value, whose
+// receiver becomes the first argument), its description for messages and
+// its positional arguments.
+struct Keyed {
+  std::string key, what;
+  std::vector<Expr> pos;
+  std::vector<Kwarg> kwargs;
+};
+
+Keyed keyOf(const Emitter& e, const Expr& call) {
+  Keyed k{call.s, "torch-level call " + call.s, call.items, call.kwargs};
+  // `x.view(...)`: a method of the value x, its receiver the first argument.
+  if (size_t dot = call.s.find('.'); dot != std::string::npos) {
+    std::string recv = call.s.substr(0, dot);
+    if (e.env.count(recv) || e.attrs.count(recv) || e.syms.count(recv)) {
+      k.key = "Tensor." + call.s.substr(dot + 1);
+      k.what = "Tensor method '" + call.s.substr(dot + 1) + "' (" + call.s + "(...))";
+      Expr r;
+      r.kind = Expr::Kind::Name;
+      r.s = recv;
+      k.pos.insert(k.pos.begin(), std::move(r));
+    }
+  }
+  return k;
+}
+
+// Whether a callable mutates its first argument: Python's in-place
+// operators (`operator.iadd`, what `x += y` calls) and torch's trailing
+// underscore (`Tensor.add_`, `torch.relu_`; not dunders, nor Python's
+// `operator.and_`).
+bool mutatesFirst(const std::string& key) {
+  static const std::map<std::string, std::string> kOps = inPlaceOperators();
+  if (kOps.count(key)) return true;
+  if (key.rfind("operator.", 0) == 0) return false;  // `operator.and_` is `&`
+  std::string last = key.substr(key.rfind('.') + 1);
+  return last.size() > 1 && last.back() == '_' && last[last.size() - 2] != '_' && last[0] != '_';
+}
+
+// The entry of an in-place callable without its own: the out-of-place one
+// (`Tensor.add_` -> `Tensor.add`, then `torch.add`; `operator.iadd` ->
+// `operator.add`).
+const Entry* inPlaceBase(const std::string& key) {
+  static const std::map<std::string, std::string> kOps = inPlaceOperators();
+  if (auto it = kOps.find(key); it != kOps.end()) return findEntry(it->second);
+  if (!mutatesFirst(key)) return nullptr;
+  std::string base = key.substr(0, key.size() - 1);
+  if (const Entry* en = findEntry(base)) return en;
+  if (base.rfind("Tensor.", 0) == 0) return findEntry("torch." + base.substr(7));
+  return nullptr;
+}
+
+// `F.relu(x, inplace = True)`: an entry's `inplace` parameter passed True
+// (by keyword or position) makes the call in place on its first argument;
+// the index of that argument in the call, or -1 for the keyword, if so.
+std::optional<int> inplaceFlag(const Entry& en, const Keyed& k) {
+  auto isTrue = [](const Expr& v) { return v.kind == Expr::Kind::Bool && v.b; };
+  for (size_t i = 0; i < en.params.size(); ++i) {
+    if (en.params[i].names[0] != "inplace") continue;
+    for (size_t j = 0; j < k.kwargs.size(); ++j)
+      if (k.kwargs[j].first == "inplace" && isTrue(k.kwargs[j].second)) return -1 - int(j);
+    if (!en.params[i].kwOnly && i < k.pos.size() && isTrue(k.pos[i])) return int(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> inPlaceOperators() {
+  return {{"operator.iadd", "operator.add"},       {"operator.isub", "operator.sub"},
+          {"operator.imul", "operator.mul"},       {"operator.itruediv", "operator.truediv"},
+          {"operator.ifloordiv", "operator.floordiv"}, {"operator.ipow", "operator.pow"},
+          {"operator.iand", "operator.and_"},      {"operator.ior", "operator.or_"},
+          {"operator.ixor", "operator.xor"}};
+}
+
+namespace {
+
+const char* const kAtenViews[] = {"view", "_unsafe_view", "reshape", "_reshape_alias", "t", "transpose", "permute",
+                                  "expand", "unsqueeze", "squeeze", "unbind", "split", "split_with_sizes", "chunk",
+                                  "narrow", "flatten", "unflatten", "slice", "select", "detach", "alias",
+                                  "contiguous", "to", "type_as", "as_strided", "diagonal", "unfold", "view_as",
+                                  "expand_as", "wait_tensor", "lift_fresh", "real", "imag"};
+
+}  // namespace
+
+TorchCallInfo torchCallInfo(const Emitter& e, const Expr& call) {
+  TorchCallInfo info;
+  if (call.kind != Expr::Kind::Call) return info;
+  auto firstName = [](const std::vector<Expr>& pos) -> std::optional<std::string> {
+    if (pos.empty() || pos[0].kind != Expr::Kind::Name) return std::nullopt;
+    return pos[0].s;
+  };
+  if (!isTorchLevelCall(call)) {
+    // an ATen call in a torch-level graph: the views of the ATen table
+    std::string op = call.s.substr(10);
+    std::string base = op.substr(op.find('.') + 1);
+    base = base.substr(0, base.find('.'));
+    for (const char* v : kAtenViews)
+      if (base == v) info.viewOf = firstName(call.items);
+    return info;
+  }
+  Keyed k = keyOf(e, call);
+  const Entry* en = findEntry(k.key);
+  // an in-place call no entry translates is reported as unsupported
+  if (mutatesFirst(k.key) && (en || inPlaceBase(k.key))) {
+    info.mutates = true;
+    info.viewOf = firstName(k.pos);
+    info.inPlaceView = (en ? en : inPlaceBase(k.key))->alias == Alias::View;
+    return info;
+  }
+  if (en && inplaceFlag(*en, k)) {
+    info.mutates = true;
+    info.viewOf = firstName(k.pos);
+    return info;
+  }
+  // the tensor arguments, in order (einsum's after the equation, maybe in a list)
+  std::vector<std::string> tensors;
+  std::function<void(const std::vector<Expr>&)> collect = [&](const std::vector<Expr>& xs) {
+    for (const auto& x : xs) {
+      if (isTensorValue(e, x)) tensors.push_back(x.s);
+      else if (x.kind == Expr::Kind::List || x.kind == Expr::Kind::Tuple) collect(x.items);
+    }
+  };
+  collect(k.pos);
+  if (en && en->alias == Alias::View) info.viewOf = firstName(k.pos);
+  if (en && en->alias == Alias::ViewIfOne && tensors.size() == 1) info.viewOf = tensors[0];
+  return info;
+}
+
 bool isTorchLevelCall(const Expr& call) {
   return call.kind == Expr::Kind::Call && call.s.rfind("torch.ops.", 0) != 0;
 }
 
 Result<std::vector<AtenStep>> translateTorchCall(Emitter& e, const Expr& call, const std::string& target) {
-  std::string key = call.s;
-  std::vector<Expr> pos = call.items;
-  std::string what = "torch-level call " + call.s;
-  // `x.view(...)`: a method of the value x, its receiver the first argument.
-  if (size_t dot = key.find('.'); dot != std::string::npos) {
-    std::string recv = key.substr(0, dot);
-    if (e.env.count(recv) || e.attrs.count(recv) || e.syms.count(recv)) {
-      key = "Tensor." + call.s.substr(dot + 1);
-      what = "Tensor method '" + call.s.substr(dot + 1) + "' (" + call.s + "(...))";
-      Expr r;
-      r.kind = Expr::Kind::Name;
-      r.s = recv;
-      pos.insert(pos.begin(), std::move(r));
-    }
-  }
+  Keyed k = keyOf(e, call);
+  const std::string& key = k.key;
+  const std::string& what = k.what;
+  std::vector<Expr>& pos = k.pos;
   e.op = key;
   e.nodeName = target;
   const Entry* en = findEntry(key);
+  if (!en) en = inPlaceBase(key);
   if (!en)
     return makeError("fx-unsupported-op",
                      "unsupported " + what + " (node '" + target +
                          "'): no entry of the torch-level table translates it to ATen ops (docs/fx-import.md, "
                          "\"Dynamo torch-level graphs\")",
                      e.captureLoc);
-  SP_ASSIGN(Bound b, bindArgs(e, *en, pos, call.kwargs));
+  // `inplace = True`: the importer gives the in-place meaning
+  // (torchCallInfo); the value is the call's without it
+  std::vector<Kwarg>& kwargs = k.kwargs;
+  if (auto at = inplaceFlag(*en, k)) {
+    if (*at >= 0) pos.erase(pos.begin() + *at);
+    else kwargs.erase(kwargs.begin() + (-1 - *at));
+  }
+  SP_ASSIGN(Bound b, bindArgs(e, *en, pos, kwargs));
   for (const auto& t : en->targets) {
     bool ok = true;
     for (const auto& c : t.conds) ok = ok && holds(e, c, b);
@@ -506,6 +668,12 @@ Result<std::vector<AtenStep>> translateTorchCall(Emitter& e, const Expr& call, c
       return lowerNllLoss(e, {b.at("input"), b.at("target"), b.at("weight"), b.at("ignore_index"), b.at("reduction")},
                           t.op == "@cross_entropy", target, call);
     if (t.op == "@unsupported") break;
+    if (t.op == "@data_dependent")
+      return makeError("fx-data-dependent",
+                       what + " (node '" + target + "') returns a tensor whose size depends on tensor values "
+                           "(how many elements are nonzero, selected or distinct), not on input shapes, so S and D "
+                           "cannot be related; a model with a static size there is needed",
+                       e.captureLoc);
     std::vector<Expr> items;
     std::vector<Kwarg> kws;
     for (const auto& a : t.args) {

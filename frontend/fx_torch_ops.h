@@ -7,6 +7,7 @@
 // onto the ATen table (fx_ops.cpp): the one torch-level table
 // (fx_torch_ops.cpp) declares, per callable, its Python signature and the
 // ATen call(s) it becomes, with the arguments in the ATen schema.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,25 @@ struct AtenStep {
   std::optional<ir::TensorType> type;
   std::optional<int64_t> pick;
 };
+
+// What a call means for in-place mutation (fx_mutation.h): whether it
+// mutates its first argument (`x.add_(y)`, `operator.iadd`,
+// `F.relu(x, inplace = True)`: the argument's name is rebound to the
+// result), and the value its result may share storage with (`x.view(...)`,
+// `x[0]`, `x.contiguous()`: a view of x, or x itself;
+// `torch.einsum('ij->ji', x)`: x permuted; ATen view ops called in a
+// torch-level graph too). For a mutating call, viewOf names the mutated
+// value (the result is that value).
+struct TorchCallInfo {
+  bool mutates = false;
+  std::optional<std::string> viewOf;
+  bool inPlaceView = false;  // `x.t_()`, `x.unsqueeze_(0)`: changes x's shape or strides
+};
+TorchCallInfo torchCallInfo(const Emitter& e, const Expr& call);
+
+// Python's in-place operators and their out-of-place ones
+// ("operator.iadd" -> "operator.add").
+std::map<std::string, std::string> inPlaceOperators();
 
 // Whether a call statement is torch-level (not `torch.ops.<ns>.<op>` nor a
 // higher-order wrapper of one).

@@ -104,13 +104,13 @@ TEST(DynamoCapture, InspectAndUnsupportedCallable) {
   std::ofstream(dir / "bad.py") << "class GraphModule(torch.nn.Module):\n"
                                    "    def forward(self, L_x_: \"f32[2, 3]\"):\n"
                                    "        l_x_ = L_x_\n"
-                                   "        cumsum: \"f32[2, 3]\" = torch.cumsum(l_x_, 1);  l_x_ = None\n"
-                                   "        return (cumsum,)\n";
+                                   "        cumprod: \"f32[2, 3]\" = torch.cumprod(l_x_, 1);  l_x_ = None\n"
+                                   "        return (cumprod,)\n";
   r = runCli({"inspect", (dir / "bad.py").string()});
   EXPECT_EQ(r.code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("bad.py:4"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("torch.cumsum"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("unsupported torch-level call torch.cumsum (node 'cumsum')"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("torch.cumprod"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unsupported torch-level call torch.cumprod (node 'cumprod')"), std::string::npos) << r.err;
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,427 @@
+// In-place forms of torch-level graphs (fx_mutation.h): each in-place
+// method, function and augmented assignment imports as its out-of-place
+// form, and later reads of the mutated name (and its exact aliases) see the
+// new value; mutations the import cannot model (through views still read,
+// of graph inputs) are errors naming the node.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "frontend/fx_import.h"
+#include "frontend/fx_parser.h"
+#include "frontend/fx_test_util.h"
+#include "ir/interpreter.h"
+
+namespace sp::frontend {
+
+namespace {
+
+using ir::DType;
+using ir::Tensor;
+using fx_test::noise;
+using fx_test::typed;
+using fx_test::values;
+
+struct InPlaceRow {
+  const char* stmt;  // mutates `c` (a clone of x): `r = c.add_(y)` or `c += y;  r = c`
+  const char* want;  // the out-of-place torch-level expression over x
+  const char* type;  // of r (and x)
+};
+
+const std::vector<InPlaceRow> kRows = {
+    {"r = c.add_(y)", "x.add(y)", "f32[2, 3, 4]"},
+    {"r = c.add_(y, alpha = 2)", "torch.add(x, y, alpha = 2)", "f32[2, 3, 4]"},
+    {"r = c.sub_(w)", "x - w", "f32[2, 3, 4]"},
+    {"r = c.mul_(0.5)", "x * 0.5", "f32[2, 3, 4]"},
+    {"r = c.div_(p)", "x / p", "f32[2, 3, 4]"},
+    {"r = c.div_(2.0, rounding_mode = 'floor')", "torch.div(x, 2.0, rounding_mode = 'floor')", "f32[2, 3, 4]"},
+    {"r = c.pow_(2)", "x ** 2", "f32[2, 3, 4]"},
+    {"r = c.masked_fill_(m, -1.0)", "x.masked_fill(m, -1.0)", "f32[2, 3, 4]"},
+    {"r = c.clamp_(min = -0.5, max = 0.5)", "torch.clamp(x, -0.5, 0.5)", "f32[2, 3, 4]"},
+    {"r = c.clamp_min_(0.1)", "x.clamp_min(0.1)", "f32[2, 3, 4]"},
+    {"r = c.exp_()", "torch.exp(x)", "f32[2, 3, 4]"},
+    {"r = c.neg_()", "-x", "f32[2, 3, 4]"},
+    {"r = c.sigmoid_()", "x.sigmoid()", "f32[2, 3, 4]"},
+    {"r = c.tril_()", "torch.tril(x)", "f32[2, 3, 4]"},
+    {"r = c.cumsum_(1)", "torch.cumsum(x, 1)", "f32[2, 3, 4]"},
+    {"r = torch.relu_(c)", "torch.relu(x)", "f32[2, 3, 4]"},
+    {"r = c.zero_()", "torch.zeros_like(x)", "f32[2, 3, 4]"},
+    {"r = torch.zero_(c)", "torch.zeros_like(x)", "f32[2, 3, 4]"},
+    {"r = c.fill_(3.0)", "torch.full_like(x, 3.0)", "f32[2, 3, 4]"},
+    {"r = torch.fill_(c, 2)", "torch.full_like(x, 2)", "f32[2, 3, 4]"},
+    {"r = c.copy_(y)", "y.clone()", "f32[2, 3, 4]"},
+    {"r = c.copy_(s)", "s.expand(2, 3, 4)", "f32[2, 3, 4]"},
+    {"r = c.index_add_(2, i, s2)", "torch.index_add(x, 2, i, s2)", "f32[2, 3, 4]"},
+    {"r = torch.nn.functional.relu(c, inplace = True)", "torch.relu(x)", "f32[2, 3, 4]"},
+    {"r = torch.nn.functional.silu(c, True)", "torch.nn.functional.silu(x)", "f32[2, 3, 4]"},
+    {"r = torch.nn.functional.dropout(c, 0.1, False, True)", "x.clone()", "f32[2, 3, 4]"},
+    {"c += y;  r = c", "x + y", "f32[2, 3, 4]"},
+    {"c -= 1.5;  r = c", "x - 1.5", "f32[2, 3, 4]"},
+    {"c *= y;  r = c", "x * y", "f32[2, 3, 4]"},
+    {"c /= p;  r = c", "x / p", "f32[2, 3, 4]"},
+    {"c //= 0.5;  r = c", "x // 0.5", "f32[2, 3, 4]"},
+    {"c **= 3;  r = c", "x ** 3", "f32[2, 3, 4]"},
+};
+
+const char* kInputs[][2] = {{"x", "f32[2, 3, 4]"}, {"y", "f32[2, 3, 4]"}, {"p", "f32[2, 3, 4]"},
+                            {"w", "f32[3, 4]"},    {"m", "b8[2, 3, 4]"},  {"s", "f32[2, 1, 4]"},
+                            {"i", "i64[2]"},       {"s2", "f32[2, 3, 2]"}, {"k", "f32[4, 3]"}};
+
+std::string header() {
+  std::string sig, aliases;
+  for (const auto& [n, t] : kInputs) {
+    sig += std::string(sig.empty() ? "" : ", ") + "L_" + n + "_: \"" + t + "\"";
+    aliases += std::string("        ") + n + " = L_" + n + "_\n";
+  }
+  return "class GraphModule(torch.nn.Module):\n    def forward(self, " + sig + "):\n" + aliases;
+}
+
+ir::TensorMap inputs() {
+  ir::TensorMap in;
+  uint32_t seed = 7;
+  for (const auto& [n, t] : kInputs) {
+    auto tt = fx::parseTensorAnnotation(t);
+    std::vector<int64_t> dims;
+    int64_t count = 1;
+    for (const auto& d : tt->shape) {
+      dims.push_back(d.value());
+      count *= d.value();
+    }
+    auto v = noise(size_t(count), seed++);
+    for (auto& x : v) {
+      if (std::string(n) == "p") x = std::exp(x);
+      else if (tt->dtype == DType::I64) x = x > 0 ? 3 : 1;  // repeats allowed
+      else if (tt->dtype == DType::Bool) x = x > 0;
+    }
+    in["L_" + std::string(n) + "_"] = typed(tt->dtype, dims, v);
+  }
+  return in;
+}
+
+// `r = c.add_(y)` -> `r<k>: "t" = c<k>.add_(y)`; `c += y;  r = c` likewise.
+std::string rowStmt(const InPlaceRow& row, size_t k) {
+  std::string s = row.stmt, out, id = std::to_string(k);
+  for (size_t at = 0; at < s.size(); ++at) {
+    bool word = (at == 0 || !std::isalnum(static_cast<unsigned char>(s[at - 1]))) &&
+                (at + 1 == s.size() || !std::isalnum(static_cast<unsigned char>(s[at + 1])) || s[at + 1] == '_');
+    if (word && (s[at] == 'c' || s[at] == 'r') && (at + 1 == s.size() || s[at + 1] != '_')) {
+      out += s[at] + id;
+      if (s[at] == 'r') out += std::string(": \"") + row.type + "\"";
+      continue;
+    }
+    out += s[at];
+  }
+  return out;
+}
+
+Result<ir::Graph> importBody(const std::string& body, const std::string& name = "inplace.py") {
+  return importFxText(header() + body, name);
+}
+
+}  // namespace
+
+std::string inPlaceRowsText() {
+  std::string all;
+  for (size_t k = 0; k < kRows.size(); ++k) all += rowStmt(kRows[k], k) + "\n";
+  return all;
+}
+
+namespace {
+
+// Each row: the in-place result, and a later read of the mutated name,
+// equal the out-of-place form.
+TEST(FxTorchInPlace, EachFormIsItsOutOfPlaceEntry) {
+  std::string body, ret;
+  for (size_t k = 0; k < kRows.size(); ++k) {
+    std::string id = std::to_string(k), t = kRows[k].type;
+    body += "         # File: /work/model/m.py:" + std::to_string(10 + k) + " in forward, code: " + kRows[k].stmt + "\n";
+    body += "        c" + id + ": \"" + t + "\" = x.clone()\n";
+    body += "        " + rowStmt(kRows[k], k) + "\n";
+    body += "        u" + id + ": \"" + t + "\" = c" + id + " + 0.0;  c" + id + " = None\n";
+    body += "        a" + id + ": \"" + t + "\" = " + kRows[k].want + "\n";
+    ret += "r" + id + ", u" + id + ", a" + id + ", ";
+  }
+  body += "        return (" + ret + ")\n";
+  auto g = importBody(body);
+  ASSERT_TRUE(g.ok()) << g.error().str() << "\n" << body;
+  auto out = ir::runGraph(*g, inputs());
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  for (size_t k = 0; k < kRows.size(); ++k) {
+    std::string id = std::to_string(k);
+    auto want = values(out->at("a" + id));
+    fx_test::expectNear(values(out->at("r" + id)), want, 1e-5, kRows[k].stmt);
+    fx_test::expectNear(values(out->at("u" + id)), want, 1e-5, std::string(kRows[k].stmt) + " (later read)");
+  }
+}
+
+// A mutation rebinds the name and every exact alias of it; chained
+// mutations compose; `x /= y` without the binding FX prints after it too.
+TEST(FxTorchInPlace, ChainsAndAliasesSeeTheNewValue) {
+  auto g = importBody(R"FX(
+        c: "f32[2, 3, 4]" = x.clone()
+        d = c
+        a1: "f32[2, 3, 4]" = c.mul_(2)
+        a2: "f32[2, 3, 4]" = a1.add_(1)
+        u: "f32[2, 3, 4]" = d * 1.0
+        c /= 2.0
+        v: "f32[2, 3, 4]" = a1 + 0.0
+        return (u, v, c)
+)FX");
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  auto in = inputs();
+  auto out = ir::runGraph(*g, in);
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  auto x = values(in.at("L_x_"));
+  std::vector<double> u, v;
+  for (double e : x) {
+    u.push_back(2 * e + 1);
+    v.push_back((2 * e + 1) / 2);
+  }
+  fx_test::expectNear(values(out->at("u")), u, 1e-6, "u = 2x + 1");
+  fx_test::expectNear(values(out->at("v")), v, 1e-6, "v = (2x + 1) / 2");
+  // the returned `c` is the last value, under a fresh name (its first value holds `c`)
+  ASSERT_EQ(g->outputs().size(), 3u);
+  fx_test::expectNear(values(out->at(g->value(g->outputs()[2]).name)), v, 1e-6, "returned c");
+}
+
+// FX prints an operator.i<op> node as the augmented assignment and then
+// the node bound to the operand: one statement, the node.
+TEST(FxTorchInPlace, AugmentedAssignmentsParseAsTheirNode) {
+  auto m = fx::parseModule("def forward(self, a: \"f32[2]\"):\n"
+                           "    a += 1;  iadd: \"f32[2]\" = a;  a = None\n"
+                           "    b //= a @ c  # File: x.py:3\n"
+                           "    c **= 2;  d = e\n"
+                           "    return iadd\n",
+                           "p.py");
+  ASSERT_TRUE(m.ok()) << m.error().str();
+  ASSERT_EQ(m->body.size(), 6u);
+  EXPECT_EQ(m->body[0].target, "iadd");
+  EXPECT_EQ(m->body[0].annotation.value_or(""), "f32[2]");
+  EXPECT_EQ(m->body[0].value.str(), "operator.iadd(a, 1)");
+  EXPECT_EQ(m->body[1].target, "a");  // the `a = None` trailer
+  EXPECT_EQ(m->body[2].target, "b");
+  EXPECT_EQ(m->body[2].value.str(), "operator.ifloordiv(b, operator.matmul(a, c))");
+  EXPECT_EQ(m->body[3].target, "c");  // `d = e` binds another value: not the node
+  EXPECT_EQ(m->body[3].value.str(), "operator.ipow(c, 2)");
+  EXPECT_EQ(m->body[4].target, "d");
+  auto bad = fx::parseModule("def forward(self, a: \"f32[2]\"):\n    a[0] = 1.0\n    return a\n", "p.py");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().id, "fx-syntax");
+  EXPECT_NE(bad.error().message.find("subscript assignment"), std::string::npos) << bad.error().str();
+}
+
+// print(gm.graph) types no node: a clear error pointing at the typed forms.
+TEST(FxTorchInPlace, GraphPrintFormIsUntyped) {
+  for (const char* text : {
+           "graph():\n"
+           "    %l_x_ : torch.Tensor [num_users=1] = placeholder[target=L_x_]\n"
+           "    %add : [num_users=1] = call_function[target=operator.add](args = (%l_x_, 1), kwargs = {})\n"
+           "    return (add,)\n",
+           "[rank0]: some log line\ngraph():\n"
+           "    %arg0_1 : [num_users=1] = placeholder[target=arg0_1]\n"
+           "    %add : [num_users=1] = call_function[target=torch.ops.aten.add.Tensor](args = (%arg0_1, %arg0_1), "
+           "kwargs = {})\n    return (add,)\n"}) {
+    auto g = importFxText(text, "graph.txt");
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.error().id, "fx-untyped") << g.error().str();
+    EXPECT_NE(g.error().message.find("print(gm.graph)"), std::string::npos) << g.error().str();
+    EXPECT_NE(g.error().message.find("print_readable"), std::string::npos) << g.error().str();
+    EXPECT_EQ(g.error().location.rfind("graph.txt:", 0), 0u) << g.error().str();
+  }
+}
+
+// Qwen2 MoE's router: top-k of the softmax, renormalized in place
+// (`routing_weights /= routing_weights.sum(dim=-1, keepdim=True)`), as
+// Dynamo prints it.
+TEST(FxTorchInPlace, Qwen2MoeRouterNormalization) {
+  auto g = importFxText(R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, L_hidden_states_: "f32[6, 8]", L_self_modules_gate_parameters_weight_: "f32[4, 8]"):
+        l_hidden_states_ = L_hidden_states_
+        l_self_modules_gate_parameters_weight_ = L_self_modules_gate_parameters_weight_
+        
+         # File: /hf/modeling_qwen2_moe.py:610 in forward, code: router_logits = self.gate(hidden_states)
+        router_logits: "f32[6, 4]" = torch._C._nn.linear(l_hidden_states_, l_self_modules_gate_parameters_weight_, None);  l_hidden_states_ = l_self_modules_gate_parameters_weight_ = None
+        
+         # File: /hf/modeling_qwen2_moe.py:612 in forward, code: routing_weights = F.softmax(router_logits, dim=1, dtype=torch.float)
+        routing_weights: "f32[6, 4]" = torch.nn.functional.softmax(router_logits, dim = 1, dtype = torch.float32)
+        
+         # File: /hf/modeling_qwen2_moe.py:613 in forward, code: routing_weights, selected_experts = torch.topk(routing_weights, self.top_k, dim=-1)
+        topk = torch.topk(routing_weights, 2, dim = -1);  routing_weights = None
+        routing_weights_1: "f32[6, 2]" = topk[0]
+        selected_experts: "i64[6, 2]" = topk[1];  topk = None
+        
+         # File: /hf/modeling_qwen2_moe.py:615 in forward, code: routing_weights /= routing_weights.sum(dim=-1, keepdim=True)
+        sum_1: "f32[6, 1]" = routing_weights_1.sum(dim = -1, keepdim = True)
+        routing_weights_1 /= sum_1;  itruediv: "f32[6, 2]" = routing_weights_1;  routing_weights_1 = sum_1 = None
+        
+         # File: /hf/modeling_qwen2_moe.py:617 in forward, code: routing_weights = routing_weights.to(hidden_states.dtype)
+        routing_weights_2: "f32[6, 2]" = itruediv.to(torch.float32);  itruediv = None
+        return (routing_weights_2, selected_experts, router_logits)
+)FX",
+                        "qwen2_moe.py");
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  ir::TensorMap in{{"L_hidden_states_", typed(DType::F32, {6, 8}, noise(48, 3))},
+                   {"L_self_modules_gate_parameters_weight_", typed(DType::F32, {4, 8}, noise(32, 4))}};
+  auto out = ir::runGraph(*g, in);
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  auto logits = values(out->at("router_logits"));
+  auto w = values(out->at("routing_weights_2"));
+  auto sel = values(out->at("selected_experts"));
+  for (int r = 0; r < 6; ++r) {
+    // the top-2 softmax weights renormalized: e^l_a / (e^l_a + e^l_b)
+    double la = logits[size_t(r * 4) + size_t(sel[size_t(r * 2)])];
+    double lb = logits[size_t(r * 4) + size_t(sel[size_t(r * 2 + 1)])];
+    EXPECT_NEAR(w[size_t(r * 2)], std::exp(la) / (std::exp(la) + std::exp(lb)), 1e-5) << r;
+    EXPECT_NEAR(w[size_t(r * 2)] + w[size_t(r * 2 + 1)], 1.0, 1e-5) << r;
+  }
+}
+
+// A view whose base is not read again: the mutation is the view's value.
+TEST(FxTorchInPlace, ViewOfADeadBaseMayBeMutated) {
+  auto g = importBody(R"FX(
+        c: "f32[2, 3, 4]" = x.clone()
+        v: "f32[6, 4]" = c.view(6, 4);  c = None
+        a: "f32[6, 4]" = v.mul_(3)
+        t: "f32[4, 6]" = a.t()
+        return (t,)
+)FX");
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  auto in = inputs();
+  auto out = ir::runGraph(*g, in);
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  auto x = values(in.at("L_x_"));
+  auto t = values(out->at("t"));
+  for (int r = 0; r < 6; ++r)
+    for (int col = 0; col < 4; ++col) EXPECT_NEAR(t[size_t(col * 6 + r)], 3 * x[size_t(r * 4 + col)], 1e-6);
+}
+
+// Topk's values and indices are separate tensors: mutating one while the
+// other is read is exact.
+TEST(FxTorchInPlace, TupleResultsThatAreNotViewsAreIndependent) {
+  auto g = importBody(R"FX(
+        topk = torch.topk(x, 2)
+        values: "f32[2, 3, 2]" = topk[0]
+        indices: "i64[2, 3, 2]" = topk[1];  topk = None
+        a: "f32[2, 3, 2]" = values.mul_(2)
+        return (a, indices)
+)FX");
+  ASSERT_TRUE(g.ok()) << g.error().str();
+}
+
+// tests/fixtures/capture_dynamo_inplace (make.py there): a TP 2 MLP with a
+// Qwen2-MoE router written with einsum, relu_, `h *= 0.5`, `y += bias` after
+// the all_reduce and the router's `routing_weights /= ...`, run on the CPU
+// executor against the sequential graph on sharded inputs; the twin without
+// the all_reduce adds the bias in place to partial sums, and differs.
+// (`shardproof verify --infer-relations` verifies the pair and refutes the
+// twin at moe.py:15.)
+TEST(FxTorchInPlace, TensorParallelFixtureMatchesTheSequentialGraph) {
+  const std::string dir = SP_SOURCE_DIR "/tests/fixtures/capture_dynamo_inplace/";
+  auto seq = importFxGraph(dir + "moe_tp2/seq.py");
+  ASSERT_TRUE(seq.ok()) << seq.error().str();
+  ir::TensorMap in{{"L_x_", typed(DType::F32, {2, 4, 16}, noise(128, 21))},
+                   {"L_self_modules_fc1_parameters_weight_", typed(DType::F32, {32, 16}, noise(512, 22))},
+                   {"L_self_modules_fc2_parameters_weight_", typed(DType::F32, {16, 32}, noise(512, 23))},
+                   {"L_self_modules_fc2_parameters_bias_", typed(DType::F32, {16}, noise(16, 24))},
+                   {"L_self_modules_gate_parameters_weight_", typed(DType::F32, {4, 16}, noise(64, 25))}};
+  auto want = ir::runGraph(*seq, in);
+  ASSERT_TRUE(want.ok()) << want.error().str();
+  // rank r: rows r*16.. of fc1's weight, columns r*16.. of fc2's
+  std::vector<ir::TensorMap> ranks(2, in);
+  for (int64_t r = 0; r < 2; ++r) {
+    auto w1 = values(in.at("L_self_modules_fc1_parameters_weight_"));
+    auto w2 = values(in.at("L_self_modules_fc2_parameters_weight_"));
+    std::vector<double> s1(w1.begin() + r * 256, w1.begin() + (r + 1) * 256), s2;
+    for (int64_t row = 0; row < 16; ++row)
+      for (int64_t col = r * 16; col < (r + 1) * 16; ++col) s2.push_back(w2[size_t(row * 32 + col)]);
+    ranks[size_t(r)]["L_self_modules_fc1_parameters_weight_"] = typed(DType::F32, {16, 16}, s1);
+    ranks[size_t(r)]["L_self_modules_fc2_parameters_weight_"] = typed(DType::F32, {16, 16}, s2);
+  }
+  FxOptions opts;
+  opts.mesh.axes.push_back({"tp", 2});
+  opts.groups["0"] = "tp";
+  for (const char* c : {"moe_tp2", "moe_tp2_twin"}) {
+    SCOPED_TRACE(c);
+    auto prog = importFxProgram({dir + c + "/dist/moe.r0.py", dir + c + "/dist/moe.r1.py"}, opts);
+    ASSERT_TRUE(prog.ok()) << prog.error().str();
+    auto got = ir::runProgram(*prog, ranks);
+    ASSERT_TRUE(got.ok()) << got.error().str();
+    double err = 0;
+    for (const char* out : {"iadd", "itruediv"}) {
+      auto a = values(got->at(0).at(out)), b = values(want->at(out));
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t k = 0; k < a.size(); ++k) err = std::max(err, std::abs(a[k] - b[k]));
+    }
+    if (std::string(c) == "moe_tp2") EXPECT_LT(err, 1e-5);
+    else EXPECT_GT(err, 1e-2);  // the partial sums
+  }
+}
+
+Error importError(const std::string& body) {
+  auto g = importBody(body, "bad.py");
+  EXPECT_FALSE(g.ok()) << body;
+  return g.ok() ? Error{} : g.error();
+}
+
+// Mutations the import cannot represent are errors naming the node, the
+// value and the reason, at the capture line.
+TEST(FxTorchInPlace, UnrepresentableMutationsAreRejected) {
+  struct Case {
+    const char* body;
+    const char* id;
+    std::vector<const char*> text;
+    int line;
+  };
+  const Case cases[] = {
+      // a graph input, directly, through its alias line, through a view
+      {"        a: \"f32[2, 3, 4]\" = L_x_.add_(1)\n        return (a,)\n", "fx-unsupported",
+       {"node 'a'", "'L_x_'", "graph input"}, 12},
+      {"        x /= 2.0;  itruediv: \"f32[2, 3, 4]\" = x\n        return (itruediv,)\n", "fx-unsupported",
+       {"node 'itruediv'", "'x'", "graph input"}, 12},
+      {"        v: \"f32[24]\" = x.view(24)\n        a: \"f32[24]\" = v.zero_()\n        return (a,)\n",
+       "fx-unsupported", {"node 'a'", "'v'", "graph input"}, 13},
+      // a view read after its base is mutated
+      {"        c: \"f32[2, 3, 4]\" = x.clone()\n        v: \"f32[6, 4]\" = c.view(6, 4)\n"
+       "        a: \"f32[2, 3, 4]\" = c.add_(1)\n        u: \"f32[6, 4]\" = v * 2\n        return (a, u)\n",
+       "fx-unsupported", {"node 'a'", "'c'", "'v'", "views"}, 14},
+      // a base read after its view is mutated (a subscript is a view)
+      {"        c: \"f32[2, 3, 4]\" = x.clone()\n        v: \"f32[3, 4]\" = c[0]\n"
+       "        a: \"f32[3, 4]\" = v.mul_(2)\n        return (a, c)\n",
+       "fx-unsupported", {"node 'a'", "'v'", "'c'"}, 14},
+      // the pieces of a split share storage
+      {"        c: \"f32[2, 3, 4]\" = x.clone()\n        split = c.split(2, -1)\n"
+       "        g0: \"f32[2, 3, 2]\" = split[0]\n        g1: \"f32[2, 3, 2]\" = split[1];  split = None\n"
+       "        a: \"f32[2, 3, 2]\" = g0.add_(1)\n        return (a, g1)\n",
+       "fx-unsupported", {"node 'a'", "'g0'", "'g1'"}, 16},
+      // einsum of one operand may return it permuted (a view)
+      {"        c: \"f32[2, 3, 4]\" = x.clone()\n        t: \"f32[4, 3, 2]\" = torch.einsum('ijk->kji', c)\n"
+       "        a: \"f32[4, 3, 2]\" = t.mul_(2)\n        return (a, c)\n",
+       "fx-unsupported", {"node 'a'", "'t'", "'c'"}, 14},
+      // contiguous may return its input (a view) or a copy: not modeled
+      {"        c: \"f32[2, 3, 4]\" = x.clone()\n        t: \"f32[2, 4, 3]\" = c.transpose(1, 2)\n"
+       "        k: \"f32[2, 4, 3]\" = t.contiguous()\n        a: \"f32[2, 4, 3]\" = k.add_(1)\n        return (a, t)\n",
+       "fx-unsupported", {"node 'a'", "'k'", "'t'"}, 15},
+      // in-place view ops change the operand's metadata
+      {"        c: \"f32[3, 4]\" = w.clone()\n        a: \"f32[4, 3]\" = c.t_()\n        return (a,)\n",
+       "fx-unsupported", {"node 'a'", "in-place view op", "'c'"}, 13},
+      // `x @= y` falls back to `x = x @ y` in Python (no Tensor.__imatmul__): not an in-place form
+      {"        c: \"f32[3, 4]\" = w.clone()\n        c @= k;  imatmul: \"f32[3, 3]\" = c\n        return (imatmul,)\n",
+       "fx-unsupported-op", {"operator.imatmul", "node 'imatmul'"}, 13},
+      // an in-place op keeps its operand's type
+      {"        c: \"f32[2, 3, 4]\" = x.clone()\n        a: \"f32[4, 6]\" = c.add_(1)\n        return (a,)\n",
+       "fx-type", {"node 'a'", "f32[4, 6]", "f32[2, 3, 4]"}, 13},
+      // a broadcast that would grow the operand
+      {"        c: \"f32[3, 4]\" = w.clone()\n        a: \"f32[3, 4]\" = c.add_(x)\n        return (a,)\n",
+       "type-mismatch", {"'a'", "f32[3, 4]", "f32[2, 3, 4]"}, 13},
+  };
+  for (const auto& c : cases) {
+    Error e = importError(c.body);
+    EXPECT_EQ(e.id, c.id) << c.body << e.str();
+    for (const char* t : c.text) EXPECT_NE(e.message.find(t), std::string::npos) << t << " in " << e.str();
+    EXPECT_EQ(e.location, "bad.py:" + std::to_string(c.line)) << c.body << e.str();
+  }
+}
+
+}  // namespace
+}  // namespace sp::frontend
