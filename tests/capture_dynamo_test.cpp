@@ -93,6 +93,29 @@ TEST(DynamoCapture, TwinsWithoutTheAllReducesAreRefuted) {
 }
 
 
+// In-place forms (tests/fixtures/capture_dynamo_inplace, make.py): a TP 2
+// MLP with an MoE router written as users write it (einsum, relu_, *=, a +=
+// bias after the all_reduce, routing weights renormalized with /=) verifies
+// from the CLI, and so do S and D against themselves; its twin without the
+// all_reduce is refuted at the capture line that reads the partial sums.
+TEST(DynamoCapture, InPlaceFormsVerifyAndTheirTwinIsRefuted) {
+  const std::string dir = sourcePath("tests/fixtures/capture_dynamo_inplace/moe_tp2");
+  auto r = verify(dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(parsed(r)["verdict"], "verified") << r.out;
+  r = verifyAgainstItself(dir + "/seq.py", "dynamo-inplace-self");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  r = verifyAgainstItself(dir + "/dist/moe.r0.py", "dynamo-inplace-self-r0", "moe.r0.py");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  auto t = verify(sourcePath("tests/fixtures/capture_dynamo_inplace/moe_tp2_twin"));
+  ASSERT_EQ(t.code, 1) << t.out << t.err;
+  auto j = parsed(t);
+  ASSERT_EQ(j["verdict"], "refuted") << t.out;
+  const std::string msg = j["failure"]["message"].get<std::string>();
+  EXPECT_NE(msg.find("missing sum over group tp (all_reduce)"), std::string::npos) << msg;
+  EXPECT_NE(j["failure"]["location"].get<std::string>().find("moe.py:15"), std::string::npos) << t.out;
+}
+
 // `shardproof inspect` reads a torch-level graph; an untranslated callable
 // is exit 3 with the callable and the capture line.
 TEST(DynamoCapture, InspectAndUnsupportedCallable) {

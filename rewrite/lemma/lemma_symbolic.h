@@ -33,15 +33,18 @@ struct Broadcast {
   std::vector<Term> shape;
   std::vector<Term> wf;
   std::vector<bool> directA, directB;
+  // Per operand dim: known to be 1 (a literal, or proven so by the facts):
+  // read at 0.
+  std::vector<bool> oneA, oneB;
   // Index into an operand of shape `xs` for an output index (aligned right).
   static std::vector<Term> index(smt::Context& z, const std::vector<Term>& xs, const std::vector<bool>& direct,
-                                 const std::vector<Term>& idx) {
+                                 const std::vector<Term>& idx, const std::vector<bool>& one = {}) {
     std::vector<Term> j;
     size_t off = idx.size() - xs.size();
     for (size_t k = 0; k < xs.size(); ++k)
-      j.push_back(direct[k]             ? idx[k + off]
-                  : isOne(z, xs[k])     ? z.intVal(0)
-                                        : z.ite(xs[k] == z.intVal(1), z.intVal(0), idx[k + off]));
+      j.push_back(direct[k]                                       ? idx[k + off]
+                  : isOne(z, xs[k]) || (k < one.size() && one[k]) ? z.intVal(0)
+                                                                  : z.ite(xs[k] == z.intVal(1), z.intVal(0), idx[k + off]));
     return j;
   }
   // The literal 1 (a size that broadcasts for certain).
@@ -138,11 +141,23 @@ struct Builder {
     return !facts.empty() && z.check(facts, x == y, {timeoutMs}).verdict == smt::Verdict::Proved;
   }
 
+  // A literal 1, or a size the facts (conditions, left side typing) prove 1:
+  // it broadcasts to the other operand's size, so that operand is read at
+  // the output index (no size-1 case), which keeps fold bodies equal
+  // (mul(reduce_sum(p), f) against reduce_sum(mul(p, f)) with size(f, -1)
+  // == 1 a condition).
+  bool provablyOne(Term t) {
+    if (Broadcast::isOne(z, t)) return true;
+    return !facts.empty() && z.check(facts, t == z.intVal(1), {timeoutMs}).verdict == smt::Verdict::Proved;
+  }
+
   Broadcast broadcast(const std::vector<Term>& a, const std::vector<Term>& b) {
     Broadcast out;
     size_t r = std::max(a.size(), b.size());
     out.directA.assign(a.size(), true);
     out.directB.assign(b.size(), true);
+    out.oneA.assign(a.size(), false);
+    out.oneB.assign(b.size(), false);
     Term one = z.intVal(1);
     for (size_t d = 0; d < r; ++d) {
       bool hasA = d >= r - a.size(), hasB = d >= r - b.size();
@@ -154,8 +169,8 @@ struct Builder {
       Term x = a[ka], y = b[kb];
       if (provablyEqual(x, y)) { out.shape.push_back(x); continue; }
       // A literal 1 broadcasts to the other size, whatever it is.
-      if (Broadcast::isOne(z, y)) { out.shape.push_back(x); out.directB[kb] = false; continue; }
-      if (Broadcast::isOne(z, x)) { out.shape.push_back(y); out.directA[ka] = false; continue; }
+      if (provablyOne(y)) { out.shape.push_back(x); out.directB[kb] = false; out.oneB[kb] = true; continue; }
+      if (provablyOne(x)) { out.shape.push_back(y); out.directA[ka] = false; out.oneA[ka] = true; continue; }
       out.wf.push_back(z.or_({x == y, x == one, y == one}));
       out.shape.push_back(z.ite(x == one, y, x));
       out.directA[ka] = out.directB[kb] = false;

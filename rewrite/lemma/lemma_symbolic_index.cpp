@@ -62,7 +62,7 @@ SymTensor binaryMap(Builder& b, const SymTensor& x, const SymTensor& y, bool isB
   out.isInt = isInt;
   smt::Context* zc = &b.z;
   out.at = [zc, x, y, f, bc](const std::vector<Term>& idx) {
-    return f(x.at(Broadcast::index(*zc, x.shape, bc.directA, idx)), y.at(Broadcast::index(*zc, y.shape, bc.directB, idx)));
+    return f(x.at(Broadcast::index(*zc, x.shape, bc.directA, idx, bc.oneA)), y.at(Broadcast::index(*zc, y.shape, bc.directB, idx, bc.oneB)));
   };
   return out;
 }
@@ -108,9 +108,9 @@ SymTensor where(Builder& b, SymTensor c, SymTensor x, SymTensor y) {
   out.isInt = x.isInt;
   smt::Context* zc = &b.z;
   out.at = [zc, c, x, y, b1, b2](const std::vector<Term>& idx) {
-    std::vector<Term> j = Broadcast::index(*zc, b1.shape, b2.directA, idx);
-    return zc->ite(c.at(Broadcast::index(*zc, c.shape, b1.directA, j)), x.at(Broadcast::index(*zc, x.shape, b1.directB, j)),
-                   y.at(Broadcast::index(*zc, y.shape, b2.directB, idx)));
+    std::vector<Term> j = Broadcast::index(*zc, b1.shape, b2.directA, idx, b2.oneA);
+    return zc->ite(c.at(Broadcast::index(*zc, c.shape, b1.directA, j, b1.oneA)), x.at(Broadcast::index(*zc, x.shape, b1.directB, j, b1.oneB)),
+                   y.at(Broadcast::index(*zc, y.shape, b2.directB, idx, b2.oneB)));
   };
   return out;
 }

@@ -68,7 +68,7 @@ Result<SymTensor> Builder::buildIr(const Pattern& p, std::vector<SymTensor>& xs)
       }
     }
     out.at = [zc, a, b, f, bc](const std::vector<Term>& idx) {
-      return f(a.at(Broadcast::index(*zc, a.shape, bc.directA, idx)), b.at(Broadcast::index(*zc, b.shape, bc.directB, idx)));
+      return f(a.at(Broadcast::index(*zc, a.shape, bc.directA, idx, bc.oneA)), b.at(Broadcast::index(*zc, b.shape, bc.directB, idx, bc.oneB)));
     };
     return out;
   }
@@ -132,8 +132,8 @@ Result<SymTensor> Builder::opVar(const Pattern& p, std::vector<SymTensor>& xs) {
     SymTensor out, a = xs[0], b = xs[1];
     out.shape = bc.shape;
     out.at = [zc, f, a, b, bc](const std::vector<Term>& idx) {
-      return zc->apply(f, {a.at(Broadcast::index(*zc, a.shape, bc.directA, idx)),
-                           b.at(Broadcast::index(*zc, b.shape, bc.directB, idx))});
+      return zc->apply(f, {a.at(Broadcast::index(*zc, a.shape, bc.directA, idx, bc.oneA)),
+                           b.at(Broadcast::index(*zc, b.shape, bc.directB, idx, bc.oneB))});
     };
     return out;
   }
@@ -207,7 +207,7 @@ Result<SymTensor> Builder::matmul(SymTensor a, SymTensor b) {
   out.at = [zc, a, b, k, nb, batchA, batchB, bc](const std::vector<Term>& idx) {
     Term t = zc->freshInt("k");
     std::vector<Term> batch(idx.begin(), idx.begin() + long(nb));
-    auto ia = Broadcast::index(*zc, batchA, bc.directA, batch), ib = Broadcast::index(*zc, batchB, bc.directB, batch);
+    auto ia = Broadcast::index(*zc, batchA, bc.directA, batch, bc.oneA), ib = Broadcast::index(*zc, batchB, bc.directB, batch, bc.oneB);
     ia.push_back(idx[nb]);
     ia.push_back(t);
     ib.push_back(t);

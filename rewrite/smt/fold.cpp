@@ -200,11 +200,35 @@ struct FoldNormalizer {
       else
         factors.push_back(t);
       z3::expr coef = impl.z.real_val(1), rest = impl.z.real_val(1);
+      // A quotient by a u-free divisor is the dividend times its
+      // reciprocal where the divisor is nonzero (x/0 is Z3's fixed unknown
+      // value): sum_u a(u) / c = (1/c) sum_u a(u) for c != 0, and the
+      // fold as it is otherwise (softmax's row normalizer inside the sum of
+      // a matmul over the keys).
+      z3::expr plainCoef = impl.z.real_val(1), plainRest = impl.z.real_val(1);
+      z3::expr divisorZero = impl.z.bool_val(false);
+      bool divided = false;
       for (const auto& f : factors) {
-        if (contains(f, u)) rest = rest * f;
-        else coef = coef * f;
+        if (!contains(f, u)) {
+          coef = coef * f;
+          plainCoef = plainCoef * f;
+          continue;
+        }
+        plainRest = plainRest * f;
+        if (f.is_app() && f.decl().decl_kind() == Z3_OP_DIV && f.num_args() == 2 && contains(f.arg(0), u) &&
+            !contains(f.arg(1), u)) {
+          rest = rest * f.arg(0);
+          coef = coef / f.arg(1);
+          divisorZero = divisorZero || f.arg(1) == impl.z.real_val(0);
+          divided = true;
+        } else {
+          rest = rest * f;
+        }
       }
-      total = total + coef * abstractOne(op, n, rest.simplify(), u);
+      z3::expr term = coef * abstractOne(op, n, rest.simplify(), u);
+      if (divided)
+        term = z3::ite(divisorZero.simplify(), plainCoef * abstractOne(op, n, plainRest.simplify(), u), term);
+      total = total + term;
     }
     return total.simplify();
   }

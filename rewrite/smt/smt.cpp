@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -452,6 +453,27 @@ CheckResult Context::check(const std::vector<Term>& assumptions, Term goal,
       for (unsigned k = 0; k < fs.size(); ++k) visit(fs[k]);
       visit(g);
       for (const auto& a : apps) fs.push_back(a > 0);
+      // exp(-u) exp(w) = 1 where w = u, for each application of one exp
+      // function to a negated term and each other application of it (the
+      // same u may be read at index terms equal only under the sizes:
+      // broadcast reads), so exp(x - m) exp(m - n) = exp(x - n), the shift
+      // of an online softmax's partial results to a new maximum.
+      auto negated = [](const z3::expr& t) -> std::optional<z3::expr> {  // -u as built or simplified
+        if (!t.is_app()) return std::nullopt;
+        if (t.decl().decl_kind() == Z3_OP_UMINUS) return t.arg(0);
+        if (t.decl().decl_kind() == Z3_OP_MUL && t.num_args() == 2)
+          for (unsigned i = 0; i < 2; ++i)
+            if (t.arg(i).is_numeral() && Z3_get_numeral_string(t.ctx(), t.arg(i)) == std::string("-1"))
+              return t.arg(1 - i);
+        return std::nullopt;
+      };
+      for (const auto& a : apps) {
+        auto u = negated(a.arg(0));
+        if (!u) continue;
+        for (const auto& b : apps)
+          if (Z3_get_ast_id(impl_->z, a.decl()) == Z3_get_ast_id(impl_->z, b.decl()) && !negated(b.arg(0)))
+            fs.push_back(z3::implies(*u == b.arg(0), a * b == impl_->z.real_val(1)));
+      }
     }
     // The eliminated equalities stay asserted, so models stay complete.
     for (unsigned k = 0; k < impl_->eqFrom.size(); ++k) fs.push_back(impl_->eqFrom[k] == impl_->eqTo[k]);

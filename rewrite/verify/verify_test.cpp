@@ -655,6 +655,96 @@ TEST(Verify, SliceOfPartialSumsIsRepairedByAReduceScatter) {
     }
 }
 
+// Context-parallel attention in online-softmax form (ring attention,
+// flash attention's blockwise merge, split-KV decoding): each rank holds
+// its query rows, gathers the keys and values, attends to each key block
+// with the block's own row maxima and sums, and merges the blocks by
+// rescaling to the running maximum, dividing last. Verified at CP 2 and 3
+// (lemmas of online_softmax.rules); a merge that forgets to rescale the
+// running output, rescales with a stale maximum or reads the wrong value
+// block is refuted.
+std::string ringAttention(int cp, int heads, int len, int dim, const std::string& bug) {
+  const int S = cp * len;
+  auto sh = [](std::initializer_list<int> d) {
+    std::string out = "f32[";
+    for (int x : d) out += (out.size() > 4 ? ", " : "") + std::to_string(x);
+    return out + "]";
+  };
+  const std::string blk = sh({heads, len, dim}), row = sh({heads, len, 1}), sq = sh({heads, len, len});
+  std::string b = "program ring {\n  world " + std::to_string(cp) + "\n  mesh [cp = " + std::to_string(cp) +
+                  "]\n  rank 0.." + std::to_string(cp - 1) + " {\n";
+  for (const char* n : {"q", "k", "v"}) b += "    input %" + std::string(n) + ": " + blk + "\n";
+  b += "    %ka: " + sh({heads, S, dim}) + " = all_gather(%k) {group = \"cp\", dim = 1}\n";
+  b += "    %va: " + sh({heads, S, dim}) + " = all_gather(%v) {group = \"cp\", dim = 1}\n";
+  b += "    %c: f32[] = constant() {value = dense<f32[], [0.25]>}\n";
+  for (int j = 0; j < cp; ++j) {
+    const std::string J = std::to_string(j);
+    const int vj = bug == "wrong-v-block" ? (j + 1) % cp : j;
+    auto cut = [&](int at) { return "{starts = [" + std::to_string(at * len) + "], ends = [" + std::to_string((at + 1) * len) + "], axes = [1]}"; };
+    b += "    %k" + J + ": " + blk + " = slice(%ka) " + cut(j) + "\n";
+    b += "    %v" + J + ": " + blk + " = slice(%va) " + cut(vj) + "\n";
+    b += "    %kt" + J + ": " + sh({heads, dim, len}) + " = transpose(%k" + J + ") {perm = [0, 2, 1]}\n";
+    b += "    %s" + J + ": " + sq + " = matmul(%q, %kt" + J + ")\n";
+    b += "    %ss" + J + ": " + sq + " = mul(%s" + J + ", %c)\n";
+    b += "    %m" + J + ": " + row + " = reduce_max(%ss" + J + ") {axes = [2]}\n";
+    b += "    %d" + J + ": " + sq + " = sub(%ss" + J + ", %m" + J + ")\n";
+    b += "    %e" + J + ": " + sq + " = exp(%d" + J + ")\n";
+    b += "    %l" + J + ": " + row + " = reduce_sum(%e" + J + ") {axes = [2]}\n";
+    b += "    %o" + J + ": " + blk + " = matmul(%e" + J + ", %v" + J + ")\n";
+  }
+  std::string M = "m0", O = "o0", L = "l0";
+  for (int j = 1; j < cp; ++j) {
+    const std::string J = std::to_string(j);
+    b += "    %M" + J + ": " + row + " = max(%" + M + ", %m" + J + ")\n";
+    b += "    %da" + J + ": " + row + " = sub(%" + M + ", %M" + J + ")\n";
+    b += "    %fa" + J + ": " + row + " = exp(%da" + J + ")\n";
+    b += "    %db" + J + ": " + row + " = sub(%" + (bug == "stale-max" ? M : "m" + J) + ", %M" + J + ")\n";
+    b += "    %fb" + J + ": " + row + " = exp(%db" + J + ")\n";
+    b += "    %Oa" + J + ": " + blk + (bug == "no-rescale" && j == cp - 1 ? " = identity(%" + O + ")\n" : " = mul(%" + O + ", %fa" + J + ")\n");
+    b += "    %Ob" + J + ": " + blk + " = mul(%o" + J + ", %fb" + J + ")\n";
+    b += "    %O" + J + ": " + blk + " = add(%Oa" + J + ", %Ob" + J + ")\n";
+    b += "    %La" + J + ": " + row + " = mul(%" + L + ", %fa" + J + ")\n";
+    b += "    %Lb" + J + ": " + row + " = mul(%l" + J + ", %fb" + J + ")\n";
+    b += "    %L" + J + ": " + row + " = add(%La" + J + ", %Lb" + J + ")\n";
+    M = "M" + J, O = "O" + J, L = "L" + J;
+  }
+  b += "    %o: " + blk + " = div(%" + O + ", %" + L + ")\n    output %o\n  }\n}\n";
+  return b;
+}
+
+TEST(Verify, RingAttentionOnlineSoftmaxMerge) {
+  const int heads = 2, len = 3, dim = 4;
+  for (int cp : {2, 3}) {
+    const int S = cp * len;
+    const std::string full = "f32[" + std::to_string(heads) + ", " + std::to_string(S) + ", " + std::to_string(dim) + "]";
+    const std::string sq = "f32[" + std::to_string(heads) + ", " + std::to_string(S) + ", " + std::to_string(S) + "]";
+    auto seq = ir::parseGraph("graph attn {\n  input %q: " + full + "\n  input %k: " + full + "\n  input %v: " + full +
+                                  "\n  %kt: f32[" + std::to_string(heads) + ", " + std::to_string(dim) + ", " +
+                                  std::to_string(S) + "] = transpose(%k) {perm = [0, 2, 1]}\n  %s: " + sq +
+                                  " = matmul(%q, %kt)\n  %c: f32[] = constant() {value = dense<f32[], [0.25]>}\n  %ss: " +
+                                  sq + " = mul(%s, %c)\n  %p: " + sq + " = softmax(%ss)\n  %o: " + full +
+                                  " = matmul(%p, %v)\n  output %o\n}\n",
+                              "attn.sp");
+    ASSERT_TRUE(seq.ok()) << seq.error().str();
+    std::string relText;
+    for (const char* n : {"q", "k", "v"})
+      relText += "for r in cp: dist[r]." + std::string(n) + " = slice(seq." + n + ", dim=1, start=idx(r,cp)*" +
+                 std::to_string(len) + ", end=(idx(r,cp)+1)*" + std::to_string(len) + ")\n";
+    relText += "expect seq.o = concat(dim=1, for r in cp: dist[r].o)\n";
+    auto rel = parseRelations(relText, "ring.rel");
+    ASSERT_TRUE(rel.ok()) << rel.error().str();
+    for (const std::string bug : {"", "no-rescale", "stale-max", "wrong-v-block"}) {
+      SCOPED_TRACE("cp " + std::to_string(cp) + " " + (bug.empty() ? "correct" : bug));
+      auto dist = ir::parseProgram(ringAttention(cp, heads, len, dim, bug), "ring.sp");
+      ASSERT_TRUE(dist.ok()) << dist.error().str();
+      auto rep = verify(*seq, *dist, *rel, VerifyOptions{});
+      ASSERT_TRUE(rep.ok()) << rep.error().str();
+      EXPECT_EQ(rep->verdict, bug.empty() ? Verdict::Verified : Verdict::Refuted) << test::describe(*rep);
+      if (bug.empty()) test::checkSelfRefinement(Case{*seq, *dist, *rel});
+    }
+  }
+}
+
 // Partial sums of two row-parallel products, added, then read by a bias
 // add (through a neg) and by a gelu, with no all_reduce (TP 16, so rank
 // folding localizes it at the bias add, reading 't'). A sum after 't'
