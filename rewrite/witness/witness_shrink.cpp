@@ -315,16 +315,31 @@ std::vector<RowLabels> transfer(Ctx& c) {
     }
     case ir::OpCategory::Norm: {
       const ir::TensorType& t = *c.inTypes[0];
+      // Over a row dim, each shrunk element appears n times: the mean and
+      // variance of the repeated row are the row's, so a layer or RMS norm
+      // is the repeated norm (its scale and bias must repeat alike), and a
+      // softmax is the repeated softmax over n (k = -1: attention's
+      // product with the values then sums the n copies back, k = 0). A
+      // log-softmax is shifted by log n: no transfer.
       requireK0(c, 0, "a normalization");
       int64_t a = normAxis(c, ir::attrInt(nd.attrs, "axis"), t.shape.size());
       bool trailing = nd.op == OpKind::LayerNorm || nd.op == OpKind::RmsNorm;
+      bool overRows = false;
       for (size_t d = size_t(a); d < (trailing ? t.shape.size() : size_t(a) + 1); ++d)
-        if (ins[0]->dims[d].on()) stop(c, "a normalization over a row dim");
+        overRows = overRows || ins[0]->dims[d].on();
+      if (overRows && nd.op != OpKind::LayerNorm && nd.op != OpKind::RmsNorm && nd.op != OpKind::Softmax)
+        stop(c, "a normalization over a row dim");
       for (size_t i = 1; i < ins.size(); ++i) {
         requireK0(c, i, "a normalization's scale or bias");
-        if (ins[i]->any()) stop(c, "a normalization's scale or bias with row dims");
+        const RowLabels& w = *ins[i];
+        for (size_t k = 1; k <= w.dims.size(); ++k) {
+          const RowLabel in = k <= ins[0]->dims.size() ? ins[0]->dims[ins[0]->dims.size() - k] : RowLabel{};
+          if (!(w.dims[w.dims.size() - k] == in))
+            stop(c, "a normalization's scale or bias repeating rows other than its input's");
+        }
       }
       RowLabels l = *ins[0];
+      if (overRows && nd.op == OpKind::Softmax) l.k = -1;
       return {l};
     }
     case ir::OpCategory::Layout:
@@ -567,9 +582,13 @@ std::vector<RowLabels> transfer(Ctx& c) {
 // The analysis of one candidate extent, and the programs it rebuilds.
 class Shrinker {
  public:
+  // Which of a leaf's several dims of extent n are rows: all, or only the
+  // first or the last (the rest, of the same extent by chance, are not).
+  enum class Which { All, First, Last };
   Shrinker(const ir::Graph& seq, const ir::Program& dist, const ir::CollectiveOrder& order,
-           const std::vector<CheckedInput>& inputs, int64_t n, bool paramsToo, bool multiples)
-      : seq_(seq), dist_(dist), order_(order), inputs_(inputs), n_(n), paramsToo_(paramsToo), multiples_(multiples) {}
+           const std::vector<CheckedInput>& inputs, int64_t n, bool paramsToo, bool multiples, Which which = Which::All)
+      : seq_(seq), dist_(dist), order_(order), inputs_(inputs), n_(n), paramsToo_(paramsToo), multiples_(multiples),
+        which_(which) {}
 
   // Labels every value; throws Stop.
   void analyze();
@@ -599,6 +618,7 @@ class Shrinker {
   int64_t n_;
   bool paramsToo_;
   bool multiples_;  // dims of a multiple k·n of the extent: k blocks of n repeated rows
+  Which which_;
   // Does some D input's relation cut S leaf `name` along dim d in slices of
   // n (a data-parallel rank's batch)? Those dims get blocks in multiples_.
   bool cutInBlocks(const std::string& name, int64_t d) const {
@@ -745,12 +765,19 @@ void Shrinker::analyze() {
     const ir::Value& val = seq_.value(v);
     RowLabels l = unlabeled(val.type);
     bool fixed = val.kind == ir::ValueKind::Param && (seq_.paramData(v) || !paramsToo_);
-    if (!fixed)
+    if (!fixed) {
+      std::vector<size_t> exact;  // dims of extent n
       for (size_t d = 0; d < val.type.shape.size(); ++d) {
         int64_t e = val.type.shape[d].value();
-        if (e == n_) l.dims[d] = RowLabel{1, 1};
+        if (e == n_) exact.push_back(d);
         else if (multiples_ && e > n_ && e % n_ == 0 && cutInBlocks(val.name, int64_t(d))) l.dims[d] = RowLabel{e / n_, 1};
       }
+      // A leaf with several dims of extent n (seq = hidden = 2048 in
+      // [s, b, h]): all of them, or only its first or last one.
+      if (exact.size() >= 2 && which_ == Which::First) exact.resize(1);
+      if (exact.size() >= 2 && which_ == Which::Last) exact.erase(exact.begin(), exact.end() - 1);
+      for (size_t d : exact) l.dims[d] = RowLabel{1, 1};
+    }
     seqLab_[size_t(v)] = l;
   }
   for (size_t i = 0; i < seq_.nodes().size(); ++i) {
@@ -973,32 +1000,36 @@ std::optional<OneShrink> shrinkOnce(const ir::Graph& seq, const ir::Program& dis
   };
   addLeaves(seq);
   for (int64_t r = 0; r < dist.worldSize(); ++r) addLeaves(dist.rank(r));
+  using Which = Shrinker::Which;
   struct Pick {
     double saved;
     int64_t n;
     bool paramsToo, multiples;
+    Which which;
   };
   std::vector<Pick> picks;
   std::string firstWhy;
   for (int64_t n : extents)
     for (bool multiples : {false, true})
-      for (bool paramsToo : {false, true}) {
-        Shrinker s(seq, dist, *order, *inputs, n, paramsToo, multiples);
-        try {
-          s.analyze();
-        } catch (const Stop& st) {
-          if (firstWhy.empty()) firstWhy = "extent " + istr(n) + ": " + st.why;
-          spdlog::debug("shrink: extent {} multiples {} params {}: {}", n, multiples, paramsToo, st.why);
-          continue;
+      for (bool paramsToo : {false, true})
+        for (Which which : {Which::All, Which::First, Which::Last}) {
+          Shrinker s(seq, dist, *order, *inputs, n, paramsToo, multiples, which);
+          try {
+            s.analyze();
+          } catch (const Stop& st) {
+            if (firstWhy.empty()) firstWhy = "extent " + istr(n) + ": " + st.why;
+            spdlog::debug("shrink: extent {} multiples {} params {} dims {}: {}", n, multiples, paramsToo,
+                          which == Which::All ? "all" : which == Which::First ? "first" : "last", st.why);
+            continue;
+          }
+          if (double saved = s.saved(); saved > 0) picks.push_back({saved, n, paramsToo, multiples, which});
         }
-        if (double saved = s.saved(); saved > 0) picks.push_back({saved, n, paramsToo, multiples});
-      }
   std::sort(picks.begin(), picks.end(), [](const Pick& a, const Pick& b) {
     return a.saved != b.saved ? a.saved > b.saved : a.n < b.n;
   });
   RankSpace ranks = RankSpace::of(dist);
   for (const Pick& p : picks) {
-    Shrinker s(seq, dist, *order, *inputs, p.n, p.paramsToo, p.multiples);
+    Shrinker s(seq, dist, *order, *inputs, p.n, p.paramsToo, p.multiples, p.which);
     s.analyze();
     auto g = s.rebuildSeq();
     if (!g.ok()) continue;
@@ -1073,8 +1104,8 @@ std::optional<ShrunkWitness> ShrunkWitness::make(const ir::Graph& seq, const ir:
   w.ranks_ = RankSpace::of(w.dist_);
   w.note_ = "the witness ran with S's row dims of " + dims +
             " shrunk to one row: every op of S and D was checked to treat those rows alike (or to reduce over "
-            "them by a sum, mean, max or min), so the difference holds at full size on the inputs whose rows "
-            "all repeat the witness's";
+            "them by a sum, mean, max or min, or normalize over them by a softmax or a layer or RMS norm), so "
+            "the difference holds at full size on the inputs whose rows all repeat the witness's";
   return w;
 }
 

@@ -16,8 +16,14 @@
 // middle factor), and k counts sums over labeled dims (a mean, max or min
 // over n equal rows is the row; a sum is n times it). Each op has a transfer
 // rule; an op with none, a labeled dim sliced, gathered along, concatenated
-// along, normalized over or mixed with an unlabeled dim of the same extent,
-// or a nonlinear op applied to a scaled value ends the analysis for that n.
+// along, log-softmaxed over or mixed with an unlabeled dim of the same
+// extent, or a nonlinear op applied to a scaled value ends the analysis for
+// that n. A layer or RMS norm over labeled dims is the repeated norm (the
+// mean and variance of n copies are the row's), a softmax over one the
+// repeated softmax over n (k = -1; attention's product with the values sums
+// the copies back). A leaf with several dims of extent n (seq = hidden in
+// [s, b, h]) is tried with all of them labeled, only the first, or only the
+// last: the others are that extent by chance.
 //
 // Dims that the input relations cut in slices of n (a data-parallel rank's
 // batch) are labeled as blocks (outer = the number of slices): cuts,

@@ -79,28 +79,29 @@ TEST(ShrunkWitness, BatchShrinksThroughFlatteningAndReductions) {
   EXPECT_TRUE(!crossed || !crossed->transfersExpected("s"));
 }
 
-// Where rows are mixed, the row extent does not shrink: a softmax over a
-// row dim, a slice of one, a concat along one, a product over one, a row
-// dim meeting a plain dim of the same extent.
+// Where rows are mixed, the row extent does not shrink: a log-softmax over
+// a row dim (shifted by log n), a slice of one, a concat along one, a
+// product over one, a row dim meeting a plain dim of the same extent.
+// (x is [8, 1]: 8 is the one extent to try.)
 TEST(ShrunkWitness, OpsThatMixRowsStopTheShrink) {
   struct Mix {
     std::string body, why;
   };
   for (const Mix& m : std::vector<Mix>{
-           {"    %y: f32[8, 8] = softmax(%x) {axis = 0}\n    output %y\n", "normalization over a row dim"},
-           {"    %y: f32[4, 8] = slice(%x) {starts = [0], ends = [4], axes = [0]}\n    output %y\n",
+           {"    %y: f32[8, 1] = log_softmax(%x) {axis = 0}\n    output %y\n", "normalization over a row dim"},
+           {"    %y: f32[4, 1] = slice(%x) {starts = [0], ends = [4], axes = [0]}\n    output %y\n",
             "a cut of a row dim inside its repeated rows"},
            {"    %i: i64[8] = range() {start = 0, limit = 8}\n    %f: f32[8] = cast(%i) {to = f32}\n"
-            "    %u: f32[8, 1] = unsqueeze(%f) {axes = [1]}\n    %c: f32[8, 8] = expand(%u) {shape = [8, 8]}\n"
-            "    %y: f32[16, 8] = concat(%x, %c) {axis = 0}\n    output %y\n",
+            "    %c: f32[8, 1] = unsqueeze(%f) {axes = [1]}\n"
+            "    %y: f32[16, 1] = concat(%x, %c) {axis = 0}\n    output %y\n",
             "a join of parts that repeat their rows differently"},
-           {"    %y: f32[8] = reduce_prod(%x) {axes = [0], keepdims = 0}\n    output %y\n", "product over a row dim"},
+           {"    %y: f32[1] = reduce_prod(%x) {axes = [0], keepdims = 0}\n    output %y\n", "product over a row dim"},
            {"    %c: f32[8] = constant() {value = dense<f32[8], [1, 2, 3, 4, 5, 6, 7, 8]>}\n"
             "    %u: f32[8, 1] = unsqueeze(%c) {axes = [1]}\n"
-            "    %y: f32[8, 8] = mul(%x, %u)\n    output %y\n",
+            "    %y: f32[8, 1] = mul(%x, %u)\n    output %y\n",
             "meets a dim of the same extent that is not one"}}) {
-    std::string seq = "graph s {\n  input %x: f32[8, 8]\n" + m.body + "}\n";
-    Texts t = parse(seq, oneRank("f32[8, 8]", m.body), "dist[*].x = seq.x\n");
+    std::string seq = "graph s {\n  input %x: f32[8, 1]\n" + m.body + "}\n";
+    Texts t = parse(seq, oneRank("f32[8, 1]", m.body), "dist[*].x = seq.x\n");
     std::string why;
     auto w = ShrunkWitness::make(t.seq, t.dist, t.rel, {}, &why);
     EXPECT_FALSE(w) << m.body;
@@ -108,14 +109,43 @@ TEST(ShrunkWitness, OpsThatMixRowsStopTheShrink) {
   }
 }
 
-// Sums over rows scale a value by the row count: a nonlinear op after one
+// Attention along the sequence, [s, h] with s = h = 8 (a leaf whose two
+// dims have the row extent by chance): only the sequence dim is rows. The
+// softmax over keys is the repeated softmax over n (k = -1), its product
+// with the values sums the n copies back (k = 0), and the layer norm over
+// the hidden dim (not rows) is kept: the witness runs on one position and
+// the output stands against D's at full size.
+TEST(ShrunkWitness, AttentionShrinksAlongTheSequence) {
+  std::string body =
+      "    param %wq: f32[8, 8]\n    param %wk: f32[8, 8]\n    param %wv: f32[8, 8]\n"
+      "    %n: f32[8, 8] = layer_norm(%x)\n"
+      "    %q: f32[8, 8] = matmul(%n, %wq)\n    %k: f32[8, 8] = matmul(%n, %wk)\n"
+      "    %v: f32[8, 8] = matmul(%n, %wv)\n"
+      "    %kt: f32[8, 8] = transpose(%k) {perm = [1, 0]}\n"
+      "    %s: f32[8, 8] = matmul(%q, %kt)\n    %p: f32[8, 8] = softmax(%s)\n"
+      "    %o: f32[8, 8] = matmul(%p, %v)\n    output %o\n";
+  std::string seq = "graph s {\n  input %x: f32[8, 8]\n" + body + "}\n";
+  Texts t = parse(seq, oneRank("f32[8, 8]", body),
+                  "dist[*].x = seq.x\ndist[*].wq = seq.wq\ndist[*].wk = seq.wk\ndist[*].wv = seq.wv\n");
+  std::string why;
+  auto w = ShrunkWitness::make(t.seq, t.dist, t.rel, Expected{{"o", at(0, "o")}}, &why);
+  ASSERT_TRUE(w) << why;
+  EXPECT_EQ(shapeOf(w->seq(), "x"), "f32[1, 8]");
+  EXPECT_EQ(shapeOf(w->seq(), "p"), "f32[1, 1]");
+  EXPECT_EQ(shapeOf(w->seq(), "o"), "f32[1, 8]");
+  EXPECT_TRUE(w->transfersExpected("o"));
+  EXPECT_NE(w->note().find("x dim 0"), std::string::npos) << w->note();
+}
+
+// Sums over rows scale a value by the row count (x is [8, 1]: 8 is the one
+// extent to try): a nonlinear op after one
 // stops the shrink, and a sum divided by a constant is still n times the
 // shrunk value (k counts it), so it never stands against a mean.
 TEST(ShrunkWitness, SumsOverRowsAreCounted) {
   std::string nonlinear =
-      "    %s: f32[8] = reduce_sum(%x) {axes = [0], keepdims = 0}\n"
-      "    %y: f32[8] = exp(%s)\n    output %y\n";
-  Texts t = parse("graph s {\n  input %x: f32[8, 8]\n" + nonlinear + "}\n", oneRank("f32[8, 8]", nonlinear),
+      "    %s: f32[1] = reduce_sum(%x) {axes = [0], keepdims = 0}\n"
+      "    %y: f32[1] = exp(%s)\n    output %y\n";
+  Texts t = parse("graph s {\n  input %x: f32[8, 1]\n" + nonlinear + "}\n", oneRank("f32[8, 1]", nonlinear),
                   "dist[*].x = seq.x\n");
   std::string why;
   auto w = ShrunkWitness::make(t.seq, t.dist, t.rel, {}, &why);
@@ -124,11 +154,11 @@ TEST(ShrunkWitness, SumsOverRowsAreCounted) {
 
   // S: sum / 8; D: mean. Equal at full size; at one row S's is 1/8 of D's.
   std::string s =
-      "graph s {\n  input %x: f32[8, 8]\n"
-      "  %s: f32[8] = reduce_sum(%x) {axes = [0], keepdims = 0}\n"
+      "graph s {\n  input %x: f32[8, 1]\n"
+      "  %s: f32[1] = reduce_sum(%x) {axes = [0], keepdims = 0}\n"
       "  %c: f32[] = constant() {value = dense<f32[], [8]>}\n"
-      "  %y: f32[8] = div(%s, %c)\n  output %y\n}\n";
-  std::string d = oneRank("f32[8, 8]", "    %y: f32[8] = reduce_mean(%x) {axes = [0], keepdims = 0}\n    output %y\n");
+      "  %y: f32[1] = div(%s, %c)\n  output %y\n}\n";
+  std::string d = oneRank("f32[8, 1]", "    %y: f32[1] = reduce_mean(%x) {axes = [0], keepdims = 0}\n    output %y\n");
   Texts u = parse(s, d, "dist[*].x = seq.x\n");
   auto v = ShrunkWitness::make(u.seq, u.dist, u.rel, Expected{{"y", at(0, "y")}}, &why);
   ASSERT_TRUE(v) << why;
