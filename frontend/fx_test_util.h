@@ -14,6 +14,19 @@ namespace sp::frontend::fx_test {
 
 inline const std::string kData = SP_SOURCE_DIR "/tests/data/fx/";
 
+// The head of a torch-level (Dynamo) graph over `inputs`, (name, type)
+// pairs: forward's signature with Dynamo's L_<name>_ arguments, and the
+// aliases `name = L_<name>_` it writes first.
+template <class Inputs>
+std::string dynamoHeader(const Inputs& inputs) {
+  std::string sig, aliases;
+  for (const auto& [n, t] : inputs) {
+    sig += std::string(sig.empty() ? "" : ", ") + "L_" + n + "_: \"" + t + "\"";
+    aliases += std::string("        ") + n + " = L_" + n + "_\n";
+  }
+  return "class GraphModule(torch.nn.Module):\n    def forward(self, " + sig + "):\n" + aliases;
+}
+
 // A tensor of dtype t holding v (converted with the dtype's rounding).
 inline ir::Tensor typed(ir::DType t, std::vector<int64_t> dims, const std::vector<double>& v) {
   ir::Tensor x(t, std::move(dims));

@@ -67,14 +67,7 @@ const char* kInputs[][2] = {{"x", "f32[2, 3, 4]"}, {"y", "f32[2, 3, 4]"}, {"p", 
                             {"w", "f32[3, 4]"},    {"m", "b8[2, 3, 4]"},  {"s", "f32[2, 1, 4]"},
                             {"i", "i64[2]"},       {"s2", "f32[2, 3, 2]"}, {"k", "f32[4, 3]"}};
 
-std::string header() {
-  std::string sig, aliases;
-  for (const auto& [n, t] : kInputs) {
-    sig += std::string(sig.empty() ? "" : ", ") + "L_" + n + "_: \"" + t + "\"";
-    aliases += std::string("        ") + n + " = L_" + n + "_\n";
-  }
-  return "class GraphModule(torch.nn.Module):\n    def forward(self, " + sig + "):\n" + aliases;
-}
+std::string header() { return fx_test::dynamoHeader(kInputs); }
 
 ir::TensorMap inputs() {
   ir::TensorMap in;

@@ -48,14 +48,7 @@ const char* kInputs[][2] = {
     {"wt", "f32[5]"},       {"ls", "f32[4, 5]"},       {"sa", "f32[2, 4]"},
 };
 
-std::string header() {
-  std::string sig, aliases;
-  for (const auto& [n, t] : kInputs) {
-    sig += std::string(sig.empty() ? "" : ", ") + "L_" + n + "_: \"" + t + "\"";
-    aliases += std::string("        ") + n + " = L_" + n + "_\n";
-  }
-  return "class GraphModule(torch.nn.Module):\n    def forward(self, " + sig + "):\n" + aliases;
-}
+std::string header() { return fx_test::dynamoHeader(kInputs); }
 
 // The torch-level graph of the rows (node r<k> per row) and its ATen twin.
 std::pair<std::string, std::string> graphs(const std::vector<Row>& rows) {
