@@ -241,7 +241,10 @@ std::vector<Candidate> scatterSlices(const ir::Program& dist, const std::vector<
       }
     }
     for (const auto& name : order) {
-      auto [at, dim] = sites.at(name);
+      // Named copies, not structured bindings: the lambda captures them
+      // (clang 14, the fuzz and sanitizer builds, rejects captured bindings).
+      const std::vector<std::pair<size_t, size_t>> at = sites.at(name).first;
+      const int64_t dim = sites.at(name).second;
       out.push_back(Candidate{"a reduce_scatter over group " + group + " along dim " + std::to_string(dim) +
                                   " in place of slice '" + name + "'" + where,
                               [at, dim, group](ir::ProgramSpec& spec) {
