@@ -482,6 +482,7 @@ constexpr int64_t kFoldedRefutationRanks = 16;
 // units are 0.3-1 s of one core here (the Llama block's ops match few
 // nodes each, the MLP stack's large sums many).
 constexpr int64_t kPerRankFirstWork = 10000000;
+constexpr double kWalkShare = 0.8;  // of the time limit, for the per-rank walk
 
 // Rank folding's verdict (rewrite/engine/fold.h), when it decides: verified, or,
 // folded over a large group with an S value not held as required, refuted
@@ -733,6 +734,11 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
   };
   const int64_t walkWork0 = threadSearchWork();
   auto walkWork = [&] { return threadSearchWork() - walkWork0; };
+  // The walk ends by 80% of the time limit: the witness that decides what
+  // the walk leaves open gets the rest (an engine that spent the whole
+  // limit left a witness of milliseconds no time, and a one-rank swap of
+  // two all_to_alls inconclusive).
+  const double walkLimit = opts.timeLimitSeconds * kWalkShare;
   for (size_t ni = 0; ni < total && !rep.failure; ++ni) {
     const ir::Node& node = seq.node(ir::NodeId(ni));
     if (!neededNode[ni]) continue;
@@ -744,7 +750,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       SP_ASSIGN(std::optional<VerifyReport> decided, foldedLocalization(false));
       if (decided) return std::move(*decided);
     }
-    if (elapsed() > opts.timeLimitSeconds) {
+    if (elapsed() > walkLimit) {
       rep.reason = "time limit of " + secondsStr(opts.timeLimitSeconds) + " s reached at " + what;
       rep.failure = failureAt(what, seq.value(node.outputs[0]).name, node.loc, rep.reason);
       break;
@@ -970,7 +976,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       // One op's search ends by the time limit too (the limit is checked
       // between ops; a repair candidate gets a second or so).
       Budget opBudget = opts.perOpBudget;
-      auto leftMs = std::chrono::milliseconds(int64_t(std::max(0.0, opts.timeLimitSeconds - elapsed()) * 1000.0) + 1);
+      auto leftMs = std::chrono::milliseconds(int64_t(std::max(0.0, walkLimit - elapsed()) * 1000.0) + 1);
       cappedByLimit = leftMs < opBudget.time;
       if (cappedByLimit) opBudget.time = leftMs;
       if (foldMismatch) opBudget.workUntil = walkWork0 + kPerRankFirstWork;
