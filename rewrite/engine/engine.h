@@ -167,6 +167,9 @@ class Engine {
   int permutesThroughConcats();  // engine_permute.cpp
   int reshapesThroughConcats();  // engine_reshape_concat.cpp
   int concatsThroughConcats();   // engine_reshape_concat.cpp
+  // The concat along `dim` with the most parts among class c's nodes (the
+  // associativity views' flat one), or null.
+  const ENode* widestConcat(ClassId c, int64_t dim) const;  // engine_reshape_concat.cpp
   int flattenAssoc();            // engine_assoc.cpp
   std::vector<ClassId> viewClasses_;  // prefixes and suffixes flattenAssoc made (sorted)
   std::function<bool()> overBudget_;  // set during applyRules' relation-semantics steps

@@ -137,13 +137,15 @@ int Engine::reshapesThroughConcats() {
   return changed;
 }
 
+const ENode* Engine::widestConcat(ClassId c, int64_t dim) const {
+  const ENode* w = nullptr;
+  for (const ENode& n : g_.nodes(c))
+    if (n.op == kOpConcat && n.data[0] == dim && (!w || n.kids.size() > w->kids.size())) w = &n;
+  return w;
+}
+
 int Engine::concatsThroughConcats() {
-  auto widest = [&](ClassId c, int64_t dim) -> const ENode* {
-    const ENode* w = nullptr;
-    for (const ENode& n : g_.nodes(c))
-      if (n.op == kOpConcat && n.data[0] == dim && (!w || n.kids.size() > w->kids.size())) w = &n;
-    return w;
-  };
+  auto widest = [&](ClassId c, int64_t dim) { return widestConcat(c, dim); };
   struct Swap {
     ClassId out;
     int64_t d, e;

@@ -833,9 +833,7 @@ int Engine::slicesOfConcats() {
     for (const ENode& n : g_.nodes(c)) {
       if (n.op != kOpSlice) continue;
       const int64_t d = n.data[0], s = n.data[1], e = n.data[2];
-      const ENode* widest = nullptr;
-      for (const ENode& m : g_.nodes(n.kids[0]))
-        if (m.op == kOpConcat && m.data[0] == d && (!widest || m.kids.size() > widest->kids.size())) widest = &m;
+      const ENode* widest = widestConcat(n.kids[0], d);
       if (!widest) continue;
       Cut cut{c, d, {}};
       int64_t pos = 0;
