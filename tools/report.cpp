@@ -78,7 +78,7 @@ std::string reportText(const rewrite::VerifyReport& r) {
     t += "failure: " + failureLine(f) + "\n";
     if (!f.closestDist.empty()) {
       t += "  closest dist tensors:";
-      for (const auto& c : f.closestDist) t += " " + c;
+      for (const auto& c : f.closestDist) t += " " + c.str();
       t += "\n";
     }
     if (f.witness) {
@@ -113,7 +113,7 @@ std::string reportJson(const rewrite::VerifyReport& r, const std::string& inputR
   if (r.failure) {
     const auto& f = *r.failure;
     ordered_json fj{{"seq_op", f.seqOp}, {"seq_value", f.seqValue}, {"location", f.location.str()},
-                    {"message", f.message}, {"closest_dist", f.closestDist}};
+                    {"message", f.message}, {"closest_dist", strs(f.closestDist)}};
     if (f.witness) {
       ordered_json wj = errJson(f.witness->atLocalized);
       wj["seed"] = f.witness->seed;

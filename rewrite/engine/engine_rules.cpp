@@ -484,7 +484,12 @@ struct RuleMatcher {
     for (const auto& c : r.lemma->conds) {
       if (c.lhs.kind == CondTerm::Kind::Shape) {  // shape(?a) == shape(?b): the types' shapes, dim by dim
         auto x = b.t.find(c.lhs.var), y = b.t.find(c.rhs.var);
-        if (x == b.t.end() || y == b.t.end() || !(g.type(x->second).shape == g.type(y->second).shape)) return false;
+        if (x == b.t.end() || y == b.t.end()) return false;
+        const auto &sx = g.type(x->second).shape, &sy = g.type(y->second).shape;
+        const size_t keep = sx.size() >= size_t(c.lhs.value) ? sx.size() - size_t(c.lhs.value) : 0;
+        if (sx.size() != sy.size() || sx.size() < size_t(c.lhs.value) ||
+            !std::equal(sx.begin(), sx.begin() + keep, sy.begin()))
+          return false;
         continue;
       }
       std::vector<smt::Term> assume;
@@ -876,9 +881,11 @@ StopReason Engine::saturate(const Budget& b, const std::function<bool()>& done) 
     ++stats_.iterations;
     int changed = applyRules(deadline, b);
     stats_.nodes = std::max<int64_t>(stats_.nodes, int64_t(g_.numNodes()));
-    if (changed == 0) return StopReason::Saturated;
+    // A budget that ran out inside the iteration stopped it short: no
+    // change then is not a fixpoint.
     if (g_.numNodes() > b.nodes) return StopReason::NodeLimit;
     if (b.past(deadline)) return StopReason::TimeLimit;
+    if (changed == 0) return StopReason::Saturated;
   }
   if (done && done()) return StopReason::GoalReached;
   return StopReason::IterationLimit;

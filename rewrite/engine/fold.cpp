@@ -881,7 +881,7 @@ class Folder {
     if (twoD_) grid_ = grids_[c];
   }
   std::vector<Fact> received(const ir::Node& n);
-  std::optional<std::pair<std::string, std::vector<std::string>>> lastScaledValue(const std::vector<Val>& sval);
+  std::optional<std::pair<std::string, std::vector<DistRef>>> lastScaledValue(const std::vector<Val>& sval);
   std::map<std::string, bool> schemaOk_;
   std::set<std::string> used_;
   int64_t steps_ = 0;
@@ -3116,7 +3116,7 @@ std::vector<Fact> Folder::segConcat(const ir::Node& n, const std::vector<Fact>& 
 // The last D value (classes and values in reverse order) whose layout
 // names an S value's expression by another factor than S's: said in the
 // user's terms, with the D values ("r0:x") it concerns.
-std::optional<std::pair<std::string, std::vector<std::string>>> Folder::lastScaledValue(const std::vector<Val>& sval) {
+std::optional<std::pair<std::string, std::vector<DistRef>>> Folder::lastScaledValue(const std::vector<Val>& sval) {
   std::unordered_map<int, ir::ValueId> seqOf;
   std::set<std::pair<int, double>> held;  // S values as they are: a D value holding one is no other expression
   for (size_t v = sval.size(); v-- > 0;)
@@ -3133,8 +3133,8 @@ std::optional<std::pair<std::string, std::vector<std::string>>> Folder::lastScal
       const std::string& name = g_->value(ir::ValueId(v)).name;
       std::string text = "D's '" + name + "' holds S's '" + seq_.value(it->second).name + "' times " +
                          factorText(f.v.k / sval[size_t(it->second)].k) + " (" + g_->value(ir::ValueId(v)).loc.str() + ")";
-      std::vector<std::string> at;
-      for (size_t i = 0; i < members_.size() && i < 8; ++i) at.push_back("r" + std::to_string(members_[i]) + ":" + name);
+      std::vector<DistRef> at;
+      for (size_t i = 0; i < members_.size() && i < 8; ++i) at.push_back({members_[i], name});
       return std::make_pair(text, at);
     }
   }
@@ -4456,11 +4456,11 @@ FoldOutcome Folder::run() {
   // The first such op reading partial sums where it is not linear in them
   // (a bias added to them, a nonlinearity): the likely bug.
   std::string sumMisuse;
-  std::vector<std::string> sumMisuseAt;
-  std::vector<std::string> sumOrigins;  // where those partial sums began
+  std::vector<DistRef> sumMisuseAt;
+  std::vector<DistRef> sumOrigins;  // where those partial sums began
   std::string sumMisuseSeq;  // the S value that op computes from whole values, if S has it
   std::string copyMisuse;    // that op mixing micro-batch copies
-  std::vector<std::string> copyMisuseAt;
+  std::vector<DistRef> copyMisuseAt;
   // Operands from different micro-batch copies: pieces of two copies, or
   // partial sums over copies no sum joins (a term twice, terms of
   // different values): the likely bug. twiceOnly: a term twice only.
@@ -4484,8 +4484,7 @@ FoldOutcome Folder::run() {
         }
         if (!copyMisuse.empty())
           for (size_t k = 0; k < members_.size() && k < 8; ++k)
-            copyMisuseAt.push_back("r" + std::to_string(members_[k]) + ":" + an),
-                copyMisuseAt.push_back("r" + std::to_string(members_[k]) + ":" + bn);
+            copyMisuseAt.push_back({members_[k], an}), copyMisuseAt.push_back({members_[k], bn});
       }
   };
   for (size_t c = 0; c < classes_.size() && in_.inputs; ++c) {
@@ -4609,9 +4608,9 @@ FoldOutcome Folder::run() {
                       " '" + n.name + "' (" + n.loc.str() + ") uses as if whole: missing sum over group " + res.group +
                       " (all_reduce)";
           for (size_t i = 0; i < members_.size() && i < 8; ++i)
-            sumMisuseAt.push_back("r" + std::to_string(members_[i]) + ":" + name);
+            sumMisuseAt.push_back({members_[i], name});
           for (const std::string& o : partialSumOrigins(v))
-            if (!members_.empty()) sumOrigins.push_back("r" + std::to_string(members_[0]) + ":" + o);
+            if (!members_.empty()) sumOrigins.push_back({members_[0], o});
         }
       }
       // Where the failure shows in S: the value the op computes from the
@@ -4875,7 +4874,7 @@ FoldOutcome Folder::run() {
       }
       if (f.lay3 == Lay::Sum) res.diagnosis += ": the other micro-batches' terms are never added";
       for (size_t i = 0; i < members_.size() && i < 8; ++i)
-        res.closest.push_back("r" + std::to_string(members_[i]) + ":" + name);
+        res.closest.push_back({members_[i], name});
     } else if (!sumMisuse.empty()) {
       res.layoutMismatch = res.faultNamed = true;
       res.failedAt = sumMisuseSeq;

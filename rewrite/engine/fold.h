@@ -84,13 +84,13 @@ struct FoldOutcome {
   // still needs the witness (rewrite/witness/witness_verdict.cpp).
   std::vector<std::string> unmatched;
   std::string diagnosis;
-  std::vector<std::string> closest;
+  std::vector<DistRef> closest;
   std::vector<std::string> missingSumGroups;
   // Partial sums used as whole: the D values ("r0:h") where they began (a
   // contraction of whole or split operands, an input), where the missing
   // sum most likely belongs: the repair search tries an all_reduce there
   // first (rewrite/search/repair.cpp).
-  std::vector<std::string> sumOrigins;
+  std::vector<DistRef> sumOrigins;
   // The first unmatched value is held by a D value, in another layout or by
   // another factor than required (a likely bug rather than a missing schema).
   bool layoutMismatch = false;

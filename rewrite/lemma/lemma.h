@@ -19,7 +19,9 @@ namespace sp::rewrite {
 // Integer terms of side conditions.
 struct CondTerm {
   // Mod: mod(a, b), b > 0. Shape: shape(?x), only in `shape(?a) == shape(?b)`
-  // (equal ranks and equal sizes at every dim).
+  // (equal ranks and equal sizes at every dim); `shape(?x, :-k)` (value = k)
+  // leaves out the last k dims: equal ranks, equal sizes at dims 0..rank-k-1
+  // (concat parts that agree off their last dim).
   enum class Kind : uint8_t { Const, Size, Rank, Var, Add, Sub, Mul, Mod, Shape };
   Kind kind = Kind::Const;
   int64_t value = 0;     // Const; Size: the dim (may be negative)

@@ -71,9 +71,12 @@ std::optional<int64_t> condValue(const CondTerm& t, const Instance& in) {
 }
 
 bool holds(const Cond& c, const Instance& in) {
-  if (c.lhs.kind == CondTerm::Kind::Shape)  // shape(?a) == shape(?b)
-    return in.tensors.count(c.lhs.var) && in.tensors.count(c.rhs.var) &&
-           in.tensors.at(c.lhs.var).dims() == in.tensors.at(c.rhs.var).dims();
+  if (c.lhs.kind == CondTerm::Kind::Shape) {  // shape(?a) == shape(?b), or with the last k dims left out
+    if (!in.tensors.count(c.lhs.var) || !in.tensors.count(c.rhs.var)) return false;
+    const auto &a = in.tensors.at(c.lhs.var).dims(), &b = in.tensors.at(c.rhs.var).dims();
+    const size_t k = size_t(c.lhs.value);
+    return a.size() == b.size() && a.size() >= k && std::equal(a.begin(), a.end() - long(k), b.begin());
+  }
   auto a = condValue(c.lhs, in), b = condValue(c.rhs, in);
   if (!a || !b) return false;
   switch (c.op) {
@@ -487,6 +490,7 @@ std::string renderLemmaTable(const std::vector<LemmaStatus>& sts) {
     char ms[32];
     std::snprintf(ms, sizeof ms, "%8.1f", s.millis);
     std::string note = !s.proven ? s.reason : s.numeric == NumericState::Ok ? "max error " + std::to_string(s.maxError) : s.numericNote;
+    if (!s.proven && s.numeric == NumericState::Failed) note += "; numeric: " + s.numericNote;
     os << s.name << std::string(w - s.name.size(), ' ') << "  " << (s.proven ? "proven  " : "UNPROVEN") << "  "
        << ranks << std::string(ranks.size() < 5 ? 5 - ranks.size() : 0, ' ') << "  " << num
        << std::string(9 - std::string(num).size(), ' ') << ms << "  " << note << "\n";

@@ -110,7 +110,7 @@ std::string CondTerm::str() const {
     case Kind::Size:
       return "size(?" + var + ", " + (!args.empty() ? args[0].str() : dimVar.empty() ? std::to_string(value) : "?" + dimVar) + ")";
     case Kind::Rank: return "rank(?" + var + ")";
-    case Kind::Shape: return "shape(?" + var + ")";
+    case Kind::Shape: return "shape(?" + var + (value ? ", :-" + std::to_string(value) : "") + ")";
     case Kind::Var: return "?" + var;
     case Kind::Add: return "(" + args[0].str() + " + " + args[1].str() + ")";
     case Kind::Sub: return "(" + args[0].str() + " - " + args[1].str() + ")";
@@ -501,6 +501,13 @@ struct LemmaParser {
       Token v = c.next();
       if (v.kind != Token::Kind::Var) return c.errorAt(v, "expected a tensor variable");
       SP_TRY(useVar(v, true));
+      if (c.accept(",")) {  // shape(?x, :-k): every dim but the last k
+        SP_TRY(c.expect(":"));
+        SP_TRY(c.expect("-"));
+        Token k = c.next();
+        if (k.kind != Token::Kind::Int || k.intValue < 1) return c.errorAt(k, "expected shape(?x, :-k) with k >= 1");
+        ct.value = k.intValue;
+      }
       SP_TRY(c.expect(")"));
       ct.kind = CondTerm::Kind::Shape;
       ct.var = v.text;
@@ -581,6 +588,8 @@ struct LemmaParser {
     bool ls = k.lhs.kind == CondTerm::Kind::Shape, rs = k.rhs.kind == CondTerm::Kind::Shape;
     if ((ls || rs) && !(ls && rs && k.op == CmpOp::Eq))
       return c.error("shape() is compared only with another shape(), by == (shape(?a) == shape(?b))");
+    if (ls && k.lhs.value != k.rhs.value)
+      return c.error("both shape() sides must leave out the same number of dims (shape(?a, :-1) == shape(?b, :-1))");
     return k;
   }
 };

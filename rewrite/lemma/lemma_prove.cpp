@@ -168,8 +168,10 @@ Outcome proveInstance(const Lemma& l, const std::map<std::string, int>& ranks, c
   for (const auto& c : l.conds) {
     if (c.lhs.kind == CondTerm::Kind::Shape) {  // shape(?a) == shape(?b): equal ranks, then every size
       auto A = b.var(c.lhs.var), B = b.var(c.rhs.var);
-      if (!A.ok() || !B.ok() || A->shape.size() != B->shape.size()) return Outcome::NotApplicable;
-      for (size_t d = 0; d < A->shape.size(); ++d) assumptions.push_back(z.eq(A->shape[d], B->shape[d]));
+      if (!A.ok() || !B.ok() || A->shape.size() != B->shape.size() || A->shape.size() < size_t(c.lhs.value))
+        return Outcome::NotApplicable;
+      for (size_t d = 0; d + size_t(c.lhs.value) < A->shape.size(); ++d)
+        assumptions.push_back(z.eq(A->shape[d], B->shape[d]));
       continue;
     }
     auto x = condTerm(b, c.lhs);

@@ -138,6 +138,32 @@ TEST(LemmaLoader, ShapeCondition) {
     EXPECT_FALSE(parseLemmas(std::string(misuse) + "\n", "t.rules").ok()) << misuse;
 }
 
+// shape(?a, :-1) == shape(?b, :-1): equal ranks and sizes off the last dim,
+// what a concat on the last dim needs of its parts. A concat only on the
+// right side (two products summed as one over the concatenated
+// contraction) needs it: with equal ranks alone the left side's add may
+// broadcast rows the right side's concat cannot take, and the rule is false.
+TEST(LemmaLoader, ShapePrefixCondition) {
+  const std::string rule =
+      "c: add(matmul(?a, ?c), matmul(?b, ?d)) => matmul(concat(?a, ?b, dim=-1), concat(?c, ?d, dim=-2)) if "
+      "rank(?a) == 2 && rank(?c) == 2 && rank(?d) == 2 && shape(?a, :-1) == shape(?b, :-1) && size(?c, -1) == size(?d, -1)";
+  auto ls = parseLemmas(rule + "\n", "t.rules");
+  ASSERT_TRUE(ls.ok()) << ls.error().str();
+  EXPECT_EQ((*ls)[0].str(), rule);
+  LemmaStatus st = proveRule(rule);
+  EXPECT_TRUE(st.proven) << st.reason;
+  EXPECT_EQ(st.numeric, NumericState::Ok) << st.numericNote;
+  LemmaStatus loose = proveRule(
+      "c: add(matmul(?a, ?c), matmul(?b, ?d)) => matmul(concat(?a, ?b, dim=-1), concat(?c, ?d, dim=-2)) if "
+      "rank(?a) == 2 && rank(?c) == 2 && rank(?d) == 2 && rank(?b) == 2 && size(?c, -1) == size(?d, -1)");
+  EXPECT_FALSE(loose.proven) << loose.reason;
+  EXPECT_EQ(loose.numeric, NumericState::Failed) << loose.numericNote;
+  for (const char* misuse : {"b: add(?a, ?b) => sum(?a, ?b) if shape(?a, :-1) == shape(?b)",
+                             "b: add(?a, ?b) => sum(?a, ?b) if shape(?a, :-0) == shape(?b, :-0)",
+                             "b: add(?a, ?b) => sum(?a, ?b) if shape(?a, 1) == shape(?b, 1)"})
+    EXPECT_FALSE(parseLemmas(std::string(misuse) + "\n", "t.rules").ok()) << misuse;
+}
+
 void expectError(const std::string& rule, const std::string& text) {
   auto ls = parseLemmas(rule + "\n", "t.rules");
   ASSERT_FALSE(ls.ok()) << rule;

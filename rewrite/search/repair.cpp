@@ -26,15 +26,11 @@ struct Candidate {
   std::function<void(ir::ProgramSpec&)> edit;  // applied to D's spec when the candidate is tried
 };
 
-// Names in "r<rank>:<name>" entries, each once, in order.
-std::vector<std::string> namesOf(const std::vector<std::string>& entries) {
+// The value names of D tensors, each once, in order.
+std::vector<std::string> namesOf(const std::vector<DistRef>& refs) {
   std::vector<std::string> names;
-  for (const auto& c : entries) {
-    auto colon = c.find(':');
-    if (colon == std::string::npos) continue;
-    std::string n = c.substr(colon + 1);
-    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-  }
+  for (const auto& c : refs)
+    if (std::find(names.begin(), names.end(), c.name) == names.end()) names.push_back(c.name);
   return names;
 }
 
@@ -273,7 +269,7 @@ std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program&
   const ir::ProgramSpec base = ir::toSpec(dist);
   // Sums first where the partial sums began, then after the values the
   // failure names; then edits of the collectives those values depend on.
-  std::vector<std::string> origins = failure.sumOrigins;
+  std::vector<DistRef> origins = failure.sumOrigins;
   origins.insert(origins.end(), failure.closestDist.begin(), failure.closestDist.end());
   std::vector<std::string> named = namesOf(origins);
   // A slice of the partial sums replaced by the reduce_scatter first (the

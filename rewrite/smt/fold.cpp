@@ -5,7 +5,8 @@
 //   hoist:   op_v ite(c, f, g) = ite(c, op_v f, op_v g) when c has no v;
 //   split:   op_[lo,hi) f = op_[lo,m) f (+|max|min) op_[m,hi) f, lo < m < hi;
 //   linear:  (sums only) sum_v (k * f + g) = k * sum_v f + sum_v g when k has no v;
-//   shift:   op_[lo,hi) f(v) = op_[0,hi-lo) f(u + lo);
+//   shift:   op_[lo,hi) f(v) = op_[0,hi-lo) f(u + lo), and an integer
+//            u + a - c in the body is u + 0 where the context implies a = c;
 //   one:     op_[lo,hi) f(v) = f(lo) when the context implies hi = lo + 1.
 // What remains, op_[0,n) f(u, t1..tk) with t1..tk the maximal subterms of
 // the body free of u, is replaced by F_f(n, t1..tk) where F_f is an
@@ -178,11 +179,45 @@ struct FoldNormalizer {
     return f;
   }
 
+  // Integer sums in b that read u plus a u-free offset the context proves
+  // zero lose the offset: after a shift, a read at u + a - c with a = c
+  // implied (not syntactically equal: a concat part's width against its
+  // matmul partner's, equal through a broadcast's typing) is the read at u,
+  // so the body meets the same body written without the shift.
+  z3::expr dropZeroOffsets(const z3::expr& b, const z3::expr& u, const std::vector<z3::expr>& ctx,
+                           std::map<unsigned, z3::expr>& memo) {
+    unsigned id = Z3_get_ast_id(b.ctx(), b);
+    if (auto it = memo.find(id); it != memo.end()) return it->second;
+    z3::expr out = b;
+    if (b.is_app() && b.num_args() > 0 && contains(b, u)) {
+      z3::expr_vector args(impl.z);
+      for (unsigned i = 0; i < b.num_args(); ++i) args.push_back(dropZeroOffsets(b.arg(i), u, ctx, memo));
+      out = b.decl()(args);
+      if (out.is_int() && out.decl().decl_kind() == Z3_OP_ADD) {
+        z3::expr_vector keep(impl.z);
+        z3::expr offset = impl.z.int_val(0);
+        int free = 0;
+        for (unsigned i = 0; i < out.num_args(); ++i) {
+          if (contains(out.arg(i), u) || out.arg(i).is_numeral()) keep.push_back(out.arg(i));
+          else offset = offset + out.arg(i), ++free;
+        }
+        if (free >= 2 && impl.implied(ctx, offset == impl.z.int_val(0), timeoutMs))
+          out = keep.size() == 1 ? keep[0] : z3::sum(keep);
+      }
+    }
+    memo.emplace(id, out);
+    return out;
+  }
+
   z3::expr abstract(FoldOp op, const z3::expr& v, const z3::expr& lo, const z3::expr& hi,
-                    const z3::expr& body) {
+                    const z3::expr& body, const std::vector<z3::expr>& ctx) {
     z3::expr u = impl.z.int_const("fold!u");
     z3::expr n = (hi - lo).simplify();
     z3::expr b = subst1(body, v, u + lo).simplify();
+    {
+      std::map<unsigned, z3::expr> memo;
+      b = dropZeroOffsets(b, u, ctx, memo).simplify();
+    }
     if (op != FoldOp::Sum) return abstractOne(op, n, b, u);
     z3::params p(impl.z);
     p.set("som", true);
@@ -301,7 +336,7 @@ struct FoldNormalizer {
                        range(op, v, *m, hi, body, ctx, depth + 1));
       }
     }
-    return abstract(op, v, lo, hi, body);
+    return abstract(op, v, lo, hi, body, ctx);
   }
 };
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <iostream>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -495,6 +496,12 @@ CheckResult Context::check(const std::vector<Term>& assumptions, Term goal,
         res.model.values[name] = os.str();
       }
     } else {
+      // SHARDPROOF_SMT_DUMP=1: the query that was not decided, as Z3 sees
+      // it after fold elimination (for working on the prover).
+      if (const char* d = std::getenv("SHARDPROOF_SMT_DUMP"); d && *d == '1') {
+        std::cerr << "smt query not decided (" << (r == z3::sat ? "sat, abstracted" : "unknown") << "):\n";
+        for (unsigned i = 0; i < fs.size(); ++i) std::cerr << "  " << fs[i] << "\n";
+      }
       res.verdict = Verdict::Unknown;
       res.reason = r == z3::sat ? "fold-abstraction: a counterexample exists for the abstracted "
                                   "folds, which may be spurious"

@@ -38,7 +38,7 @@ std::string explainFailure(const ir::Graph& seq, const ir::Program& dist, const 
 std::string explainExpectMismatch(const ir::Program& dist, const Rel& found, const Rel& expected,
                                   std::string* sumGroup);
 std::string sumOverRanksGroup(const ir::Program& dist, const Rel& found);
-std::vector<std::string> sumOriginsOf(const Rel& found);
+std::vector<DistRef> sumOriginsOf(const Rel& found);
 std::optional<std::string> searchRepair(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
                                         const VerifyOptions& opts, const Failure& failure, double seconds);
 Status decideWithWitness(const ir::Graph& seq, const ir::Program& dist, const RelationFile& rel,
@@ -110,12 +110,22 @@ bool isTiling(const Rel& r) {
          (r.op == RelOp::Concat && std::all_of(r.args.begin(), r.args.end(), [](const RelPtr& a) { return isTiling(*a); }));
 }
 
+}  // namespace
+
+std::vector<std::string> strs(const std::vector<DistRef>& refs) {
+  std::vector<std::string> out;
+  for (const auto& r : refs) out.push_back(r.str());
+  return out;
+}
+
+namespace {
+
 // The D leaves of a relation, as the failure's closest D tensors (at most 6).
 void nameLeavesClosest(const Rel& r, const ir::Program& dist, Failure& f) {
   std::vector<DistLeaf> ls;
   collectLeaves(r, dist, ls);
   for (const auto& l : ls) {
-    std::string name = "r" + std::to_string(l.first) + ":" + dist.rank(l.first).value(l.second).name;
+    DistRef name{l.first, dist.rank(l.first).value(l.second).name};
     if (f.closestDist.size() < 6 && std::find(f.closestDist.begin(), f.closestDist.end(), name) == f.closestDist.end())
       f.closestDist.push_back(std::move(name));
   }
@@ -1041,7 +1051,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
                 if (hops.emplace(DistLeaf{l.first, o}, hops[l] + 1).second) todo.push_back({l.first, o});
           }
         }
-        std::vector<std::tuple<int, int, int64_t, std::string>> cands;
+        std::vector<std::tuple<int, int, int64_t, DistRef>> cands;
         for (ClassId c : eng.graph().canonicalClasses())
           for (const auto& l : eng.distLeaves(c)) {
             const auto& s = dist.rank(l.first).value(l.second).type.shape;
@@ -1054,7 +1064,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
             auto h = hops.find(l);
             if (score < 9)
               cands.emplace_back(score, h == hops.end() ? 1 << 20 : h->second, l.first,
-                                 "r" + std::to_string(l.first) + ":" + dist.rank(l.first).value(l.second).name);
+                                 DistRef{l.first, dist.rank(l.first).value(l.second).name});
           }
         std::sort(cands.begin(), cands.end());
         // One entry per D tensor name (its lowest rank): the witness and the
@@ -1062,8 +1072,8 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
         // other ranks' copies would only crowd out other tensors.
         std::set<std::string> seenNames;
         for (size_t i = 0; i < cands.size() && f.closestDist.size() < 6; ++i) {
-          const std::string& c = std::get<3>(cands[i]);
-          if (seenNames.insert(c.substr(c.find(':') + 1)).second) f.closestDist.push_back(c);
+          const DistRef& c = std::get<3>(cands[i]);
+          if (seenNames.insert(c.name).second) f.closestDist.push_back(c);
         }
         // Defer (Pending) while the chain is short and this is no checked
         // output; otherwise fail where the earliest open chain began.

@@ -96,12 +96,24 @@ struct Witness {
   std::string fault;
 };
 
+// One D tensor on one rank, as a failure names it: printed "r0:h2" (the
+// report's text and JSON), read by the witness and the repair search as
+// the rank and the value's name, never parsed back from the text.
+struct DistRef {
+  int64_t rank = 0;
+  std::string name;
+  std::string str() const { return "r" + std::to_string(rank) + ":" + name; }
+  bool operator==(const DistRef&) const = default;
+  auto operator<=>(const DistRef&) const = default;
+};
+std::vector<std::string> strs(const std::vector<DistRef>& refs);
+
 struct Failure {
   std::string seqOp;         // "matmul 'h2'"
   std::string seqValue;      // S value with no relation
   ir::SourceLoc location;    // its source location
   std::string message;       // one line, in the user's terms
-  std::vector<std::string> closestDist;  // D tensors that came closest ("r0:h2")
+  std::vector<DistRef> closestDist;  // D tensors that came closest (r0:h2)
   std::optional<Witness> witness;        // refuted: always present
   // Refuted, with VerifyOptions::repairSeconds: an edit of one collective
   // under which D verifies ("all_reduce 'se' (loc) reducing with sum instead
@@ -110,9 +122,9 @@ struct Failure {
   // Groups over which the explanation found rank-local partial sums that D
   // never adds up (the repair search tries an all_reduce over them).
   std::vector<std::string> missingSumGroups;
-  // Partial sums used as whole: the D values ("r0:h") where they began
+  // Partial sums used as whole: the D values (r0:h) where they began
   // (FoldOutcome::sumOrigins), where the repair search tries a sum first.
-  std::vector<std::string> sumOrigins;
+  std::vector<DistRef> sumOrigins;
   // Localized by rank folding over the whole program: the repair search's
   // edited programs, SPMD as well, are decided by folding alone.
   bool foldLocalized = false;

@@ -318,16 +318,18 @@ std::string sumOverRanksGroup(const ir::Program& dist, const Rel& found) {
 }
 
 // Where the partial sums of `found` (a sum over ranks) began: its operands
-// that are one D value, as "rK:name" (the repair search tries a sum right
+// that are one D value (the repair search tries a sum right
 // after them first, as after the fold's FoldOutcome::sumOrigins). In
 // sum(concat(r1 of ranks 0..7), mp of rank 0, ..., mp of rank 7) that is
 // mp; the concat is the rank's own value, added on every rank.
-std::vector<std::string> sumOriginsOf(const Rel& found) {
-  std::vector<std::string> out;
+std::vector<DistRef> sumOriginsOf(const Rel& found) {
+  std::vector<DistRef> out;
   if (found.op != RelOp::Sum) return out;
   for (const auto& a : found.args)
     if (a->op == RelOp::Dist) {
-      std::string o = "r" + std::to_string(a->rank.eval({}, nullptr).value()) + ":" + a->name;
+      auto r = a->rank.eval({}, nullptr);
+      if (!r.ok()) continue;
+      DistRef o{*r, a->name};
       if (std::find(out.begin(), out.end(), o) == out.end()) out.push_back(std::move(o));
     }
   return out;

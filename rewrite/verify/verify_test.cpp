@@ -352,7 +352,8 @@ TEST(Verify, ClosestDistTensorsByDistance) {
   auto rep = runCase(c);
   ASSERT_EQ(rep.verdict, Verdict::Refuted) << test::describe(rep);
   ASSERT_GE(rep.failure->closestDist.size(), 3u);
-  EXPECT_EQ(std::vector<std::string>(rep.failure->closestDist.begin(), rep.failure->closestDist.begin() + 3),
+  const auto closest = strs(rep.failure->closestDist);
+  EXPECT_EQ(std::vector<std::string>(closest.begin(), closest.begin() + 3),
             (std::vector<std::string>{"r0:out", "r0:bb", "r0:cc"}));
 }
 
@@ -603,7 +604,7 @@ TEST(Verify, SymbolicDimsFold) {
                                  load("sym_mlp_seq.sp", "sym_mlp_tp4_no_allreduce.sp", "sym_mlp_tp4.rel"));
   ASSERT_TRUE(rep.failure);
   ASSERT_FALSE(rep.failure->sumOrigins.empty());
-  EXPECT_EQ(rep.failure->sumOrigins[0], "r0:p");
+  EXPECT_EQ(rep.failure->sumOrigins[0], (DistRef{0, "p"}));
   EXPECT_EQ(rep.failure->repair.rfind("an all_reduce over group tp inserted after 'p' (", 0), 0u) << rep.failure->repair;
 }
 
@@ -659,11 +660,13 @@ TEST(Verify, SliceOfPartialSumsIsRepairedByAReduceScatter) {
 // flash attention's blockwise merge, split-KV decoding): each rank holds
 // its query rows, gathers the keys and values, attends to each key block
 // with the block's own row maxima and sums, and merges the blocks by
-// rescaling to the running maximum, dividing last. Verified at CP 2 and 3
-// (lemmas of online_softmax.rules); a merge that forgets to rescale the
-// running output, rescales with a stale maximum or reads the wrong value
-// block is refuted.
-std::string ringAttention(int cp, int heads, int len, int dim, const std::string& bug) {
+// rescaling to the running maximum, dividing last: in order, pairwise as a
+// tree, or all at once to one global maximum (split-KV decoding). Verified
+// at CP 2 and 3, each merge one step of online_softmax.rules' merge lemmas;
+// a merge that forgets to rescale the running output, rescales with a
+// stale maximum or reads the wrong value block is refuted.
+std::string ringAttention(int cp, int heads, int len, int dim, const std::string& bug,
+                          const std::string& order = "chain") {
   const int S = cp * len;
   auto sh = [](std::initializer_list<int> d) {
     std::string out = "f32[";
@@ -692,21 +695,61 @@ std::string ringAttention(int cp, int heads, int len, int dim, const std::string
     b += "    %l" + J + ": " + row + " = reduce_sum(%e" + J + ") {axes = [2]}\n";
     b += "    %o" + J + ": " + blk + " = matmul(%e" + J + ", %v" + J + ")\n";
   }
-  std::string M = "m0", O = "o0", L = "l0";
-  for (int j = 1; j < cp; ++j) {
-    const std::string J = std::to_string(j);
-    b += "    %M" + J + ": " + row + " = max(%" + M + ", %m" + J + ")\n";
-    b += "    %da" + J + ": " + row + " = sub(%" + M + ", %M" + J + ")\n";
-    b += "    %fa" + J + ": " + row + " = exp(%da" + J + ")\n";
-    b += "    %db" + J + ": " + row + " = sub(%" + (bug == "stale-max" ? M : "m" + J) + ", %M" + J + ")\n";
-    b += "    %fb" + J + ": " + row + " = exp(%db" + J + ")\n";
-    b += "    %Oa" + J + ": " + blk + (bug == "no-rescale" && j == cp - 1 ? " = identity(%" + O + ")\n" : " = mul(%" + O + ", %fa" + J + ")\n");
-    b += "    %Ob" + J + ": " + blk + " = mul(%o" + J + ", %fb" + J + ")\n";
-    b += "    %O" + J + ": " + blk + " = add(%Oa" + J + ", %Ob" + J + ")\n";
-    b += "    %La" + J + ": " + row + " = mul(%" + L + ", %fa" + J + ")\n";
-    b += "    %Lb" + J + ": " + row + " = mul(%l" + J + ", %fb" + J + ")\n";
-    b += "    %L" + J + ": " + row + " = add(%La" + J + ", %Lb" + J + ")\n";
-    M = "M" + J, O = "O" + J, L = "L" + J;
+  // Merges: "chain" folds the blocks in order into a running state,
+  // "tree" merges neighbours pairwise, level by level; "flat" takes one
+  // maximum over every block, rescales each block to it and adds them up.
+  struct State { std::string m, o, l; };
+  int n = 0;
+  auto merge = [&](const State& a, const State& c, bool last) {
+    const std::string N = std::to_string(n++);
+    b += "    %M" + N + ": " + row + " = max(%" + a.m + ", %" + c.m + ")\n";
+    b += "    %da" + N + ": " + row + " = sub(%" + a.m + ", %M" + N + ")\n";
+    b += "    %fa" + N + ": " + row + " = exp(%da" + N + ")\n";
+    b += "    %db" + N + ": " + row + " = sub(%" + (bug == "stale-max" ? a.m : c.m) + ", %M" + N + ")\n";
+    b += "    %fb" + N + ": " + row + " = exp(%db" + N + ")\n";
+    b += "    %Oa" + N + ": " + blk + (bug == "no-rescale" && last ? " = identity(%" + a.o + ")\n" : " = mul(%" + a.o + ", %fa" + N + ")\n");
+    b += "    %Ob" + N + ": " + blk + " = mul(%" + c.o + ", %fb" + N + ")\n";
+    b += "    %O" + N + ": " + blk + " = add(%Oa" + N + ", %Ob" + N + ")\n";
+    b += "    %La" + N + ": " + row + " = mul(%" + a.l + ", %fa" + N + ")\n";
+    b += "    %Lb" + N + ": " + row + " = mul(%" + c.l + ", %fb" + N + ")\n";
+    b += "    %L" + N + ": " + row + " = add(%La" + N + ", %Lb" + N + ")\n";
+    return State{"M" + N, "O" + N, "L" + N};
+  };
+  std::vector<State> blocks;
+  for (int j = 0; j < cp; ++j) blocks.push_back({"m" + std::to_string(j), "o" + std::to_string(j), "l" + std::to_string(j)});
+  std::string O, L;
+  if (order == "chain") {
+    State s = blocks[0];
+    for (int j = 1; j < cp; ++j) s = merge(s, blocks[size_t(j)], j == cp - 1);
+    O = s.o, L = s.l;
+  } else if (order == "tree") {
+    while (blocks.size() > 1) {
+      std::vector<State> next;
+      for (size_t i = 0; i + 1 < blocks.size(); i += 2) next.push_back(merge(blocks[i], blocks[i + 1], blocks.size() == 2));
+      if (blocks.size() % 2) next.push_back(blocks.back());
+      blocks = next;
+    }
+    O = blocks[0].o, L = blocks[0].l;
+  } else {  // flat
+    std::string G = "m0";
+    for (int j = 1; j < cp; ++j) {
+      b += "    %G" + std::to_string(j) + ": " + row + " = max(%" + G + ", %m" + std::to_string(j) + ")\n";
+      G = "G" + std::to_string(j);
+    }
+    for (int j = 0; j < cp; ++j) {
+      const std::string J = std::to_string(j);
+      b += "    %dg" + J + ": " + row + " = sub(%" + (bug == "stale-max" && j > 0 ? "m0" : "m" + J) + ", %" + G + ")\n";
+      b += "    %fg" + J + ": " + row + " = exp(%dg" + J + ")\n";
+      b += "    %og" + J + ": " + blk + (bug == "no-rescale" && j == cp - 1 ? " = identity(%o" + J + ")\n" : " = mul(%o" + J + ", %fg" + J + ")\n");
+      b += "    %lg" + J + ": " + row + " = mul(%l" + J + ", %fg" + J + ")\n";
+      if (j == 0) {
+        O = "og0", L = "lg0";
+        continue;
+      }
+      b += "    %Os" + J + ": " + blk + " = add(%" + O + ", %og" + J + ")\n";
+      b += "    %Ls" + J + ": " + row + " = add(%" + L + ", %lg" + J + ")\n";
+      O = "Os" + J, L = "Ls" + J;
+    }
   }
   b += "    %o: " + blk + " = div(%" + O + ", %" + L + ")\n    output %o\n  }\n}\n";
   return b;
@@ -733,15 +776,17 @@ TEST(Verify, RingAttentionOnlineSoftmaxMerge) {
     relText += "expect seq.o = concat(dim=1, for r in cp: dist[r].o)\n";
     auto rel = parseRelations(relText, "ring.rel");
     ASSERT_TRUE(rel.ok()) << rel.error().str();
-    for (const std::string bug : {"", "no-rescale", "stale-max", "wrong-v-block"}) {
-      SCOPED_TRACE("cp " + std::to_string(cp) + " " + (bug.empty() ? "correct" : bug));
-      auto dist = ir::parseProgram(ringAttention(cp, heads, len, dim, bug), "ring.sp");
-      ASSERT_TRUE(dist.ok()) << dist.error().str();
-      auto rep = verify(*seq, *dist, *rel, VerifyOptions{});
-      ASSERT_TRUE(rep.ok()) << rep.error().str();
-      EXPECT_EQ(rep->verdict, bug.empty() ? Verdict::Verified : Verdict::Refuted) << test::describe(*rep);
-      if (bug.empty()) test::checkSelfRefinement(Case{*seq, *dist, *rel});
-    }
+    for (const std::string order : {"chain", "tree", "flat"})
+      for (const std::string bug : {"", "no-rescale", "stale-max", "wrong-v-block"}) {
+        if (order != "chain" && bug == "wrong-v-block") continue;  // the blocks are made alike in every order
+        SCOPED_TRACE("cp " + std::to_string(cp) + " " + order + " " + (bug.empty() ? "correct" : bug));
+        auto dist = ir::parseProgram(ringAttention(cp, heads, len, dim, bug, order), "ring.sp");
+        ASSERT_TRUE(dist.ok()) << dist.error().str();
+        auto rep = verify(*seq, *dist, *rel, VerifyOptions{});
+        ASSERT_TRUE(rep.ok()) << rep.error().str();
+        EXPECT_EQ(rep->verdict, bug.empty() ? Verdict::Verified : Verdict::Refuted) << test::describe(*rep);
+        if (bug.empty() && order == "chain") test::checkSelfRefinement(Case{*seq, *dist, *rel});
+      }
   }
 }
 
@@ -758,7 +803,7 @@ TEST(Repair, SumGoesWhereThePartialSumsJoin) {
   EXPECT_NE(rep.failure->message.find("D's 't' holds partial sums over group tp"), std::string::npos)
       << rep.failure->message;
   EXPECT_TRUE(rep.failure->foldLocalized);
-  EXPECT_EQ(rep.failure->sumOrigins, (std::vector<std::string>{"r0:s", "r0:p1", "r0:p2"}));
+  EXPECT_EQ(strs(rep.failure->sumOrigins), (std::vector<std::string>{"r0:s", "r0:p1", "r0:p2"}));
   EXPECT_EQ(rep.failure->repair.rfind("an all_reduce over group tp inserted after 's' (", 0), 0u) << rep.failure->repair;
 }
 

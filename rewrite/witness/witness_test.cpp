@@ -305,7 +305,7 @@ TEST(Witness, ClosestTensorsOfLargeGroupsAreKeptWhereNamed) {
     ASSERT_TRUE(dist.ok()) << dist.error().str();
     Failure f;
     f.seqValue = "y";
-    f.closestDist = {"r0:q", "r1:q"};
+    f.closestDist = {{0, "q"}, {1, "q"}};
     WitnessPlan plan = planWitness(*seq, *dist, f, {}, {});
     auto keeps = [&](int64_t r) {
       const auto& k = plan.dist[size_t(r)];

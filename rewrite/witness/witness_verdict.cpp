@@ -27,34 +27,27 @@ std::string fmt(double v) {
   return os.str();
 }
 
-// Parses "r<rank>:<name>"; nullopt when malformed or out of range.
-std::optional<std::pair<int64_t, std::string>> parseDistName(const ir::Program& dist, const std::string& c) {
-  auto colon = c.find(':');
-  if (c.size() < 2 || c[0] != 'r' || colon == std::string::npos || colon < 2) return std::nullopt;
-  int64_t r = 0;
-  for (size_t i = 1; i < colon; ++i) {
-    if (c[i] < '0' || c[i] > '9') return std::nullopt;
-    r = r * 10 + (c[i] - '0');
-    if (r >= dist.worldSize()) return std::nullopt;
-  }
-  return std::make_pair(r, c.substr(colon + 1));
+// The rank and value name of a D tensor; nullopt for a rank outside D.
+std::optional<std::pair<int64_t, std::string>> inDist(const ir::Program& dist, const DistRef& c) {
+  if (c.rank < 0 || c.rank >= dist.worldSize()) return std::nullopt;
+  return std::make_pair(c.rank, c.name);
 }
 
 // "r0:all_reduce at mappings.py:484 ...": the source lines of the D
 // tensors that came closest, where the distributed code differs (a value
 // re-bound by a clone or copy at another source line carries that line:
 // the fx importer keeps it on an identity node).
-std::string distSites(const ir::Program& dist, const std::vector<std::string>& closest) {
+std::string distSites(const ir::Program& dist, const std::vector<DistRef>& closest) {
   std::string out;
   for (const auto& c : closest) {
-    auto d = parseDistName(dist, c);
+    auto d = inDist(dist, c);
     if (!d) continue;
     const ir::Graph& g = dist.rank(d->first);
     auto v = g.findValue(d->second);
     if (!v || g.value(*v).producer < 0) continue;
     const ir::SourceLoc& loc = g.node(g.value(*v).producer).loc;
     if (loc.empty()) continue;
-    out += (out.empty() ? "" : ", ") + c + " at " + loc.str();
+    out += (out.empty() ? "" : ", ") + c.str() + " at " + loc.str();
   }
   return out;
 }
@@ -182,7 +175,7 @@ WitnessPlan planWitness(const ir::Graph& seq, const ir::Program& dist, const Fai
   std::set<std::string> closest;
   std::set<std::pair<int64_t, std::string>> named;
   for (const auto& c : f.closestDist)
-    if (auto d = parseDistName(dist, c)) closest.insert(d->second), named.insert(*d);
+    if (auto d = inDist(dist, c)) closest.insert(d->second), named.insert(*d);
   double closestBytes = 0;
   for (int64_t cl = 0; cl < dist.numClasses(); ++cl)
     for (const auto& l : closest)
@@ -245,7 +238,7 @@ Result<RunOutcome> compareRun(const ir::Graph& seq, const ir::Program& dist, con
   if (auto v = seq.findValue(f.seqValue)) {
     std::vector<std::pair<int64_t, std::string>> names;
     for (const auto& c : f.closestDist)
-      if (auto d = parseDistName(dist, c)) names.push_back(*d);
+      if (auto d = inDist(dist, c)) names.push_back(*d);
     SP_ASSIGN(auto best, bestCandidate(run.seq[size_t(*v)], run, dist, names, deadline));
     if (best) {
       o.local = *best;
