@@ -84,6 +84,12 @@ Result<TensorMap> prepareInputs(const Graph& g, const TensorMap& given, const Ru
 // and a chain of elementwise ops over a large tensor holds one buffer.
 Result<TensorMap> runGraph(const Graph& g, const TensorMap& given, const RunOptions& opts = {});
 
+// Has OpenBLAS take its per-thread buffers now (a few milliseconds): a
+// process that may later run short of memory (a search near its limit,
+// then a witness) calls it first, since OpenBLAS, asked for a buffer it
+// cannot get, retries for ever rather than failing.
+void reserveBlasBuffers();
+
 // Also returns every intermediate value (for witnesses and debugging),
 // indexed by ValueId.
 Result<std::vector<Tensor>> runGraphAll(const Graph& g, const TensorMap& given,

@@ -4,12 +4,21 @@
 
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
+#include "ir/interpreter.h"
 #include "ir/kernel_util.h"
 
 namespace sp::ir {
 
 namespace {
+
+// Multiply-adds up to which a float gemm is a plain loop (accumulated in
+// double) rather than an OpenBLAS call: OpenBLAS takes a buffer of its own
+// on a thread's first call and, when the process is short of memory then,
+// retries for ever instead of failing; small products (most of a
+// witness's) never need it. reserveBlasBuffers takes it up front.
+constexpr int64_t kSmallGemmMacs = int64_t(1) << 15;
 
 // C[M,N] = alpha * op(A) @ op(B) + beta * C, row-major with leading
 // dimensions lda, ldb, ldc; op transposes when asked.
@@ -21,6 +30,17 @@ void gemmTyped(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, 
     if (k == 0) {
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? T(0) : T(beta) * c[i * ldc + j];
+      return;
+    }
+    if (m * n * k <= kSmallGemmMacs) {
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = 0;
+          for (int64_t p = 0; p < k; ++p)
+            acc += double(ta ? a[p * lda + i] : a[i * lda + p]) * double(tb ? b[j * ldb + p] : b[p * ldb + j]);
+          T& out = c[i * ldc + j];
+          out = T(alpha * acc + (beta == 0 ? 0.0 : beta * double(out)));
+        }
       return;
     }
     auto tA = ta ? CblasTrans : CblasNoTrans, tB = tb ? CblasTrans : CblasNoTrans;
@@ -115,6 +135,15 @@ void matmulTyped(const Tensor& a, const Tensor& b, Tensor& y) {
 }
 
 }  // namespace
+
+void reserveBlasBuffers() {
+  // One product large enough for OpenBLAS to run it on its threads: each
+  // takes its buffer now, while the process has memory to give.
+  constexpr int kN = 256;
+  std::vector<float> a(size_t(kN) * kN, 1.0f), c(size_t(kN) * kN, 0.0f);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kN, kN, kN, 1.0f, a.data(), kN, a.data(), kN, 0.0f,
+              c.data(), kN);
+}
 
 Status kernelMatMul(OpKind op, const AttrMap& attrs, std::span<const Tensor> in, std::vector<Tensor>& out) {
   SP_ASSIGN(Types t, inferTensors(op, attrs, in));

@@ -11,6 +11,7 @@
 #include <new>
 #include <string>
 
+#include "ir/interpreter.h"
 #include "rewrite/verify/verify.h"
 #include "tools/commands.h"
 #include "tools/plan_cmd.h"
@@ -35,6 +36,7 @@ static void addFxFlags(CLI::App* app, sp::frontend::FxFlags& fx) {
 
 int main(int argc, char** argv) {
   using namespace sp::tools;
+  sp::ir::reserveBlasBuffers();
   CLI::App app{
       "shardproof: a static verifier and plan-checker for distributed model implementations.\n"
       "Imports ONNX models, torch.fx captures and text IR; runs them on CPU; proves that a\n"

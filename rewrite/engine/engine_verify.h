@@ -61,17 +61,35 @@ struct TemplateInputs {
 };
 std::optional<TemplateInputs> checkInputTemplates(const ir::Graph& seq, const ir::Program& dist,
                                                   const RelationFile& rel);
-// An integer expression of a template as c + sum k_a * a over atoms: "r"
-// (the loop variable, a global rank), "idx:G" (idx(r, G), G a group of
-// mesh axes), and an atom floor-divided or taken modulo a constant
-// ("idx:G/2", "idx:G%4"); *hi gets each atom's largest value (all start
-// at 0). Nothing where the expression is not of that form.
+// An atom of an affine form: the loop variable r (a global rank) or
+// idx(r, G) (G a group of mesh axes), floor-divided ('/') or taken modulo
+// ('%') by constants, in order: idx(r, tp) / 2 is {Idx, "tp", {{'/', 2}}}.
+struct AffineAtom {
+  enum class Kind : uint8_t { Rank, Idx };
+  Kind kind = Kind::Rank;
+  std::string group;                          // Idx: G
+  std::vector<std::pair<char, int64_t>> ops;  // '/' or '%', by a constant > 0
+  static AffineAtom rank() { return {}; }
+  static AffineAtom idx(std::string g) { return {Kind::Idx, std::move(g), {}}; }
+  // idx(r, g) itself
+  bool isIdx(const std::string& g) const { return kind == Kind::Idx && group == g && ops.empty(); }
+  // idx(r, g) / q (runs of q members): q; nothing for any other atom
+  std::optional<int64_t> runsOf(const std::string& g) const {
+    if (kind != Kind::Idx || group != g || ops.size() != 1 || ops[0].first != '/') return std::nullopt;
+    return ops[0].second;
+  }
+  std::string str() const;  // "r", "idx(r, tp)/2"
+  auto operator<=>(const AffineAtom&) const = default;
+};
+// An integer expression of a template as c + sum k_a * a over atoms; *hi
+// gets each atom's largest value (all start at 0). Nothing where the
+// expression is not of that form.
 struct AffineForm {
   int64_t c = 0;
-  std::map<std::string, int64_t> k;
+  std::map<AffineAtom, int64_t> k;
 };
 std::optional<AffineForm> affineForm(const IntExpr& e, const std::optional<std::string>& var, const ir::Program& dist,
-                                     std::map<std::string, int64_t>* hi = nullptr);
+                                     std::map<AffineAtom, int64_t>* hi = nullptr);
 // A template's term on one rank (loop variable and anchor bound to it).
 Result<RelPtr> templateAt(const InputRelation& t, const RankSpace& ranks, int64_t rank);
 

@@ -2666,12 +2666,12 @@ std::optional<Fact> Folder::templateFact(const InputRelation& t, const TensorTyp
   if (!s || !en || s->k.size() != 1 || s->c != 0) return std::nullopt;
   // k*idx(r, G): member i's i-th piece; k*(idx(r, G)/q): runs of q members
   // holding one piece (KV heads shared by the ranks of their query heads).
-  const std::string& atom = s->k.begin()->first;
+  const AffineAtom& atom = s->k.begin()->first;
   int64_t inner = 1;
-  if (atom != "idx:" + group) {
-    const std::string runs = "idx:" + group + "/";
-    if (atom.rfind(runs, 0) != 0) return std::nullopt;
-    inner = std::stoll(atom.substr(runs.size()));
+  if (!atom.isIdx(group)) {
+    auto runs = atom.runsOf(group);
+    if (!runs) return std::nullopt;
+    inner = *runs;
     if (inner < 2 || inner >= n_ || n_ % inner) return std::nullopt;
   }
   int64_t k = s->k.begin()->second;
@@ -2700,9 +2700,9 @@ Fact splitOverB(const Fact& fb, size_t k) {
   return f;
 }
 
-// The atoms of a template's slice bounds ("idx:G", "r"); false where a
+// The atoms of a template's slice bounds (idx(r, G), r); false where a
 // bound is not affine in them.
-bool templateAtoms(const Rel& r, const InputRelation& t, const ir::Program& dist, std::set<std::string>& atoms) {
+bool templateAtoms(const Rel& r, const InputRelation& t, const ir::Program& dist, std::set<AffineAtom>& atoms) {
   if (r.op == RelOp::Slice)
     for (const IntExpr* e : {&r.start, &r.end}) {
       auto f = affineForm(*e, t.loopVar, dist);
@@ -2720,17 +2720,17 @@ bool templateAtoms(const Rel& r, const InputRelation& t, const ir::Program& dist
 // is the sum of the slices' starts, the extent the outermost's; the
 // groups cutting one dim nest in group order, as splitOverGroups reads).
 std::optional<Fact> Folder::templateFact2(const InputRelation& t, const TensorType& local) {
-  std::set<std::string> atoms;
+  std::set<AffineAtom> atoms;
   if (!templateAtoms(*t.expr, t, dist_, atoms)) return std::nullopt;
-  const std::string a = "idx:" + groupA_;
   // An atom of group G: idx(r, G), or it divided (runs of ranks).
   auto allOf = [&](const std::string& g) {
-    return std::all_of(atoms.begin(), atoms.end(),
-                       [&](const std::string& x) { return x == g || x.rfind(g + "/", 0) == 0; });
+    return std::all_of(atoms.begin(), atoms.end(), [&](const AffineAtom& x) {
+      return x.kind == AffineAtom::Kind::Idx && x.group == g && (x.ops.empty() || x.ops.front().first == '/');
+    });
   };
-  if (atoms.empty() || allOf(a)) return templateFact(t, local, groupA_);
+  if (atoms.empty() || allOf(groupA_)) return templateFact(t, local, groupA_);
   for (size_t k = 0; k < groupsB_.size(); ++k) {
-    if (!allOf("idx:" + groupsB_[k])) continue;
+    if (!allOf(groupsB_[k])) continue;
     swapB(k);
     auto fb = templateFact(t, local, groupsB_[k]);
     swapB(k);
@@ -2747,7 +2747,7 @@ std::optional<Fact> Folder::templateFact2(const InputRelation& t, const TensorTy
   const int64_t R = int64_t(whole.shape.size());
   if (int64_t(local.shape.size()) != R || !ir::isConcrete(whole.shape) || !ir::isConcrete(local.shape))
     return std::nullopt;
-  std::map<int64_t, std::map<std::string, int64_t>> coef;  // dim -> atom -> coefficient
+  std::map<int64_t, std::map<AffineAtom, int64_t>> coef;  // dim -> atom -> coefficient
   std::map<int64_t, int64_t> offset, width;
   for (const Rel* sl : nest) {
     auto d = ir::normAxis(sl->dim, R, "slice");
@@ -2764,7 +2764,7 @@ std::optional<Fact> Folder::templateFact2(const InputRelation& t, const TensorTy
     for (const auto& [atom, k] : byAtom) {
       if (k == 0) continue;
       size_t g = 0;
-      while (g < G && atom != "idx:" + (g == 0 ? groupA_ : groupsB_[g - 1])) ++g;
+      while (g < G && !atom.isIdx(g == 0 ? groupA_ : groupsB_[g - 1])) ++g;
       if (g == G || k < 0 || dimOf[g] >= 0) return std::nullopt;
       dimOf[g] = d, step[g] = k;
     }
@@ -3975,11 +3975,11 @@ std::optional<Fact> Folder::copyTemplateFact(const InputRelation& t, const Tenso
     if (!s->k.empty()) {
       // one group's pieces of width w: their span is the group's size times w
       if (s->k.size() != 1 || s->k.begin()->second != w) continue;
-      const std::string& atom = s->k.begin()->first;
-      if (atom == "idx:" + group) span = n_ * w;
+      const AffineAtom& atom = s->k.begin()->first;
+      if (atom.isIdx(group)) span = n_ * w;
       else {
         size_t k = 0;
-        while (k < groupsB_.size() && atom != "idx:" + groupsB_[k]) ++k;
+        while (k < groupsB_.size() && !atom.isIdx(groupsB_[k])) ++k;
         if (!twoD_ || k == groupsB_.size()) continue;
         span = nB_[k] * w;
       }

@@ -248,6 +248,7 @@ Result<std::vector<CheckedInput>> checkInputRelations(const ir::Graph& seq, cons
 namespace {
 
 using Affine = AffineForm;
+using Atom = AffineAtom;
 
 bool addAffine(Affine& into, const Affine& b, int64_t sign) {
   if (__builtin_add_overflow(into.c, sign * b.c, &into.c)) return false;
@@ -260,13 +261,13 @@ bool addAffine(Affine& into, const Affine& b, int64_t sign) {
 }
 
 std::optional<Affine> affineOf(const IntExpr& e, const std::optional<std::string>& var, const ir::Program& dist,
-                               std::map<std::string, int64_t>& hi) {
+                               std::map<Atom, int64_t>& hi) {
   switch (e.kind) {
     case IntExpr::Kind::Const: return Affine{e.value, {}};
     case IntExpr::Kind::Var:
       if (!var || e.name != *var) return std::nullopt;
-      hi["r"] = dist.worldSize() - 1;
-      return Affine{0, {{"r", 1}}};
+      hi[Atom::rank()] = dist.worldSize() - 1;
+      return Affine{0, {{Atom::rank(), 1}}};
     case IntExpr::Kind::Add: case IntExpr::Kind::Sub: {
       auto a = affineOf(e.args[0], var, dist, hi), b = affineOf(e.args[1], var, dist, hi);
       if (!a || !b || !addAffine(*a, *b, e.kind == IntExpr::Kind::Add ? 1 : -1)) return std::nullopt;
@@ -287,18 +288,19 @@ std::optional<Affine> affineOf(const IntExpr& e, const std::optional<std::string
         return std::nullopt;
       auto size = ir::groupMembers(dist.mesh(), dist.namedGroups(), e.name, 0);
       if (!size.ok()) return std::nullopt;
-      hi["idx:" + e.name] = int64_t(size->size()) - 1;
-      return Affine{0, {{"idx:" + e.name, 1}}};
+      hi[Atom::idx(e.name)] = int64_t(size->size()) - 1;
+      return Affine{0, {{Atom::idx(e.name), 1}}};
     }
     case IntExpr::Kind::DivC: case IntExpr::Kind::ModC: {
-      // Of one atom (coefficient 1, no constant): a new atom "a/c" or "a%c"
+      // Of one atom (coefficient 1, no constant): a new atom a / c or a % c
       // with its own range (floor division and the floor remainder by c > 0
       // are monotone, resp. bounded, over a's range [0, hi]).
       auto a = affineOf(e.args[0], var, dist, hi);
       if (!a || a->c != 0 || a->k.size() != 1 || a->k.begin()->second != 1 || e.value <= 0) return std::nullopt;
-      const std::string& atom = a->k.begin()->first;
+      const Atom& atom = a->k.begin()->first;
       bool div = e.kind == IntExpr::Kind::DivC;
-      std::string name = atom + (div ? "/" : "%") + std::to_string(e.value);
+      Atom name = atom;
+      name.ops.emplace_back(div ? '/' : '%', e.value);
       int64_t top = hi.at(atom);
       hi[name] = div ? top / e.value : std::min(top, e.value - 1);
       return Affine{0, {{name, 1}}};
@@ -308,7 +310,7 @@ std::optional<Affine> affineOf(const IntExpr& e, const std::optional<std::string
 }
 
 // [min, max] of an affine form over its atoms' ranges.
-std::optional<std::pair<int64_t, int64_t>> rangeOf(const Affine& a, const std::map<std::string, int64_t>& hi) {
+std::optional<std::pair<int64_t, int64_t>> rangeOf(const Affine& a, const std::map<Atom, int64_t>& hi) {
   int64_t lo = a.c, up = a.c;
   for (const auto& [atom, k] : a.k) {
     int64_t t = 0;
@@ -328,7 +330,7 @@ bool boundsHoldEverywhere(const Rel& t, const Rel& c, const std::optional<std::s
     case RelOp::Seq: return true;
     case RelOp::Dist: case RelOp::For: return false;
     case RelOp::Slice: {
-      std::map<std::string, int64_t> hi;
+      std::map<Atom, int64_t> hi;
       auto s = affineOf(t.start, var, dist, hi), e = affineOf(t.end, var, dist, hi);
       if (!s || !e) return false;
       Affine size = *e;
@@ -353,9 +355,15 @@ bool boundsHoldEverywhere(const Rel& t, const Rel& c, const std::optional<std::s
 }  // namespace
 
 std::optional<AffineForm> affineForm(const IntExpr& e, const std::optional<std::string>& var, const ir::Program& dist,
-                                     std::map<std::string, int64_t>* hi) {
-  std::map<std::string, int64_t> h;
+                                     std::map<AffineAtom, int64_t>* hi) {
+  std::map<AffineAtom, int64_t> h;
   return affineOf(e, var, dist, hi ? *hi : h);
+}
+
+std::string AffineAtom::str() const {
+  std::string s = kind == Kind::Rank ? "r" : "idx(r, " + group + ")";
+  for (const auto& [op, c] : ops) s = (ops.size() > 1 ? "(" + s + ")" : s) + op + std::to_string(c);
+  return s;
 }
 
 Result<RelPtr> templateAt(const InputRelation& t, const RankSpace& ranks, int64_t rank) {

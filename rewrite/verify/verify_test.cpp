@@ -790,6 +790,36 @@ TEST(Verify, RingAttentionOnlineSoftmaxMerge) {
   }
 }
 
+// A transpose that moves only dims of extent 1 is a reshape (the elements
+// keep their row-major order): S transposes [1, 6, 4] to [6, 1, 4] where D
+// reshapes, and the other way round, at any order of the unit dims. A
+// transpose that also swaps two dims of extent > 1 is another tensor than
+// the reshape: refuted.
+TEST(Verify, TransposeOfUnitDimsIsAReshape) {
+  struct Form { std::string in, out, perm; bool same; };
+  for (const Form& f : {Form{"1, 6, 4", "6, 1, 4", "[1, 0, 2]", true}, Form{"6, 1, 4", "6, 4, 1", "[0, 2, 1]", true},
+                        Form{"1, 6, 1, 4", "6, 1, 4, 1", "[1, 2, 3, 0]", true},
+                        Form{"2, 1, 3", "3, 1, 2", "[2, 1, 0]", false}})
+    for (bool seqTransposes : {true, false}) {
+      SCOPED_TRACE(f.in + " perm " + f.perm + (seqTransposes ? " in S" : " in D"));
+      const std::string tr = "transpose(%x) {perm = " + f.perm + "}", rs = "reshape(%x) {shape = [" + f.out + "]}";
+      auto seq = ir::parseGraph("graph s {\n  input %x: f32[" + f.in + "]\n  %y: f32[" + f.out + "] = " +
+                                    (seqTransposes ? tr : rs) + "\n  %z: f32[" + f.out + "] = tanh(%y)\n  output %z\n}\n",
+                                "s.sp");
+      ASSERT_TRUE(seq.ok()) << seq.error().str();
+      auto dist = ir::parseProgram("program d {\n  world 2\n  rank 0..1 {\n    input %x: f32[" + f.in + "]\n    %y: f32[" +
+                                       f.out + "] = " + (seqTransposes ? rs : tr) + "\n    %z: f32[" + f.out +
+                                       "] = tanh(%y)\n    output %z\n  }\n}\n",
+                                   "d.sp");
+      ASSERT_TRUE(dist.ok()) << dist.error().str();
+      auto rel = parseRelations("for r in 0..1: dist[r].x = seq.x\nexpect seq.z = dist[0].z\n", "t.rel");
+      ASSERT_TRUE(rel.ok()) << rel.error().str();
+      auto rep = verify(*seq, *dist, *rel, VerifyOptions{});
+      ASSERT_TRUE(rep.ok()) << rep.error().str();
+      EXPECT_EQ(rep->verdict, f.same ? Verdict::Verified : Verdict::Refuted) << test::describe(*rep);
+    }
+}
+
 // Partial sums of two row-parallel products, added, then read by a bias
 // add (through a neg) and by a gelu, with no all_reduce (TP 16, so rank
 // folding localizes it at the bias add, reading 't'). A sum after 't'
