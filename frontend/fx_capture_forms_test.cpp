@@ -442,6 +442,49 @@ class GraphModule(torch.nn.Module):
   fx_test::expectNear(values(out->at("index_put_1")), add, 1e-6, "index_put accumulate");
 }
 
+// index_put with the index after None entries (what `x[:, m] = v` and
+// `x[:, idx] = v` become): a mask over dim 1 and a 2-d mask over dims 1-2,
+// values broadcast to the selected elements (for any count of them), an
+// integer index on dim 1; values of the whole tensor's shape, which torch
+// accepts only for one count of true values, and a u8 index (a mask to
+// torch) are errors.
+TEST(FxCaptureForms, IndexPutAfterNoneEntries) {
+  std::string text = R"FX(
+class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[2, 3, 2]", m: "b8[3]", mm: "b8[3, 2]", i: "i64[2]", v: "f32[2, 1, 2]", w: "f32[2, 1]"):
+        index_put: "f32[2, 3, 2]" = torch.ops.aten.index_put.default(x, [None, m], v)
+        index_put_1: "f32[2, 3, 2]" = torch.ops.aten.index_put.default(x, [None, mm], w)
+        index_put_2: "f32[2, 3, 2]" = torch.ops.aten.index_put.default(x, [None, i], v, True)
+        return (index_put, index_put_1, index_put_2)
+)FX";
+  ir::Graph g = mustImportText(text, "index_put_none.py");
+  std::vector<double> xs = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};  // x[a][b][c] = 6 a + 2 b + c
+  auto out = ir::runGraph(g, {{"x", typed(DType::F32, {2, 3, 2}, xs)},
+                              {"m", typed(DType::Bool, {3}, {1, 0, 1})},
+                              {"mm", typed(DType::Bool, {3, 2}, {0, 1, 0, 0, 1, 0})},
+                              {"i", typed(DType::I64, {2}, {2, 0})},
+                              {"v", typed(DType::F32, {2, 1, 2}, {-1, -2, -3, -4})},
+                              {"w", typed(DType::F32, {2, 1}, {50, 60})}});
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  EXPECT_EQ(values(out->at("index_put")), (std::vector<double>{-1, -2, 2, 3, -1, -2, -3, -4, 8, 9, -3, -4}));
+  EXPECT_EQ(values(out->at("index_put_1")), (std::vector<double>{0, 50, 2, 3, 50, 5, 6, 60, 8, 9, 60, 11}));
+  EXPECT_EQ(values(out->at("index_put_2")), (std::vector<double>{-1, -1, 2, 3, 3, 3, 3, 3, 8, 9, 7, 7}));
+  for (const auto& [body, want] : std::vector<std::pair<std::string, std::string>>{
+           {"torch.ops.aten.index_put.default(x, [m], x)",
+            "bad.py:3: aten.index_put.default 'index_put': index_put values f32[3, 4] must broadcast to [n, 4] (the "
+            "selected elements of f32[3, 4], n of them)"},
+           {"torch.ops.aten.index_put.default(x, [u], x)",
+            "bad.py:3: aten.index_put.default 'index_put': index_put with a u8 index (torch reads it as a mask, "
+            "deprecated) is not supported; a b8 mask is"}}) {
+    auto bad = importFxText("class GraphModule(torch.nn.Module):\n"
+                            "    def forward(self, x: \"f32[3, 4]\", m: \"b8[3]\", u: \"u8[3]\"):\n"
+                            "        index_put: \"f32[3, 4]\" = " + body + "\n        return (index_put,)\n",
+                            "bad.py");
+    ASSERT_FALSE(bad.ok()) << body;
+    EXPECT_EQ(bad.error().str(), want);
+  }
+}
+
 // The first error in reading order wins, lexical or not; text after the
 // return (other methods) is not read.
 TEST(FxCaptureForms, ErrorsInReadingOrder) {

@@ -401,6 +401,8 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
     if (s.kind != Stmt::Kind::Assign) continue;
     if (s.annotation && !symText(s.annotation)) tensors.insert(s.target);
     else if (!s.annotation && s.value.kind == Expr::Kind::Name && tensors.count(s.value.s)) tensors.insert(s.target);
+    // `x[i] = v;  setitem = x` binds x's new value, untyped as Dynamo prints it
+    else if (s.value.kind == Expr::Kind::Call && s.value.s == "operator.setitem") tensors.insert(s.target);
   }
   // Tuple results are read by getitem lines: their targets name the outputs.
   std::map<std::string, std::map<int64_t, const Stmt*>> getitems;

@@ -23,6 +23,9 @@ const OpMapping* findOpMapping(const std::string& name);
 std::vector<std::string> mappedOpNames();
 
 // ---- fx_ops_layout.cpp ----
+// The shape of x[..., mask, ...] for a mask of rank r at dim p, with `n`
+// for the count of true values: "[2, n, 8]" (for messages).
+std::string maskedShapeStr(const ir::Shape& x, int64_t p, int64_t r);
 Status mapView(Emitter&);
 Status mapT(Emitter&);
 Status mapTranspose(Emitter&);

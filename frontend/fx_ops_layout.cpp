@@ -384,9 +384,72 @@ Status mapIndex(Emitter& e) {
   return e.out(0, OpKind::Gather, {e.reshape(x, merged), *flat}, {{"axis", p0}});
 }
 
-// x[mask] = v (mask over leading dims) as where(mask, v, x); x[idx] = v with a
-// 1-D integer index on dim 0 as a scatter (reduction add if accumulate);
-// x[arange(n), t] = v on a 2-D x as a scatter along dim 1.
+std::string maskedShapeStr(const ir::Shape& x, int64_t p, int64_t r) {
+  std::string out = "[";
+  for (int64_t d = 0; d < int64_t(x.size()); ++d) {
+    if (d > p && d < p + r) continue;
+    out += std::string(d ? ", " : "") + (d == p ? std::string("n") : x[size_t(d)].str());
+  }
+  return out + "]";
+}
+
+// x[..., mask, ...] = v, mask of rank r over dims p.. of x: where(mask, v, x),
+// the mask unsqueezed over the dims after it. v must broadcast to the
+// selected elements' shape for any count n of them (x's dims around the
+// mask, and 1 or nothing for n), as torch requires; it is expanded to that
+// shape with n = 1 and given the mask's dims as 1s where the mask spans
+// several dims and v reaches before it.
+static Status putMask(Emitter& e, const TRef& x, const TRef& mask, int64_t p, TRef v, bool acc) {
+  const int64_t r = mask.rank();
+  bool fits = r > 0 && p + r <= x.rank();
+  for (int64_t d = 0; fits && d < r; ++d) fits = mask.type.shape[size_t(d)] == x.type.shape[size_t(p + d)];
+  if (!fits)
+    return e.error("fx-unsupported", "index_put mask " + mask.type.str() + " at dim " + std::to_string(p) +
+                                         " must match dims of " + x.type.str());
+  ir::Shape one(x.type.shape.begin(), x.type.shape.begin() + p);
+  one.push_back(ir::Dim(1));
+  one.insert(one.end(), x.type.shape.begin() + p + r, x.type.shape.end());
+  auto b = broadcastShapes(v.type.shape, one);
+  if (!b || *b != one)
+    return e.error("fx-unsupported", "index_put values " + v.type.str() + " must broadcast to " +
+                                         maskedShapeStr(x.type.shape, p, r) + " (the selected elements of " +
+                                         x.type.str() + ", n of them)");
+  const int64_t after = x.rank() - p - r;
+  if (v.rank() > after + 1) {
+    ir::Shape full = one;
+    full.insert(full.begin() + p, size_t(r - 1), ir::Dim(1));
+    v = e.reshape(e.expand(v, one), full);
+  }
+  std::vector<int64_t> axes;
+  for (int64_t d = 0; d < after; ++d) axes.push_back(r + d);
+  TRef m = e.unsqueeze(mask, axes);
+  if (acc) v = e.binary(OpKind::Add, x, v);
+  return e.out(0, OpKind::Where, {m, v, x});
+}
+
+// x[..., idx, ...] = v, idx a 1-d integer index on dim p: a scatter along
+// p of v broadcast to the indexed shape (reduction add if accumulating).
+static Status putIndex(Emitter& e, const TRef& x, const TRef& idx, int64_t p, const TRef& v, bool acc) {
+  if (!ir::isInteger(idx.dtype()) || idx.rank() != 1 || p >= x.rank())
+    return e.error("fx-unsupported", "index_put with index " + idx.type.str() + " at dim " + std::to_string(p) +
+                                         " of " + x.type.str() + " is not supported (a 1-d integer index only)");
+  ir::Shape us = x.type.shape;
+  us[size_t(p)] = idx.type.shape[0];
+  ir::Shape is(size_t(x.rank()), ir::Dim(1));
+  is[size_t(p)] = idx.type.shape[0];
+  auto b = broadcastShapes(v.type.shape, us);
+  if (!b || *b != us)
+    return e.error("fx-unsupported", "index_put values " + v.type.str() + " must broadcast to " +
+                                         ir::shapeStr(us));
+  TRef ix = e.expand(e.reshape(e.cast(idx, DType::I64), is), us);
+  return e.out(0, OpKind::ScatterElements, {x, ix, e.expand(v, us)},
+               {{"axis", p}, {"reduction", std::string(acc ? "add" : "none")}});
+}
+
+// index_put(x, indices, v): one index tensor, after None entries for the
+// dims it leaves whole (`x[:, m] = v`): a boolean mask as where, a 1-d
+// integer index as a scatter; x[arange(n), t] = v on a 2-D x as a scatter
+// along dim 1.
 Status mapIndexPut(Emitter& e) {
   SP_ASSIGN(TRef x, e.tensor(0, "self"));
   SP_ASSIGN(auto list, e.tensorList(1, "indices"));
@@ -404,41 +467,20 @@ Status mapIndexPut(Emitter& e) {
     return e.out(0, OpKind::ScatterElements, {x, idx, vals},
                  {{"axis", int64_t(1)}, {"reduction", std::string(acc ? "add" : "none")}});
   }
-  if (list.size() != 1 || !list[0])
-    return e.error("fx-unsupported", "index_put supports one index tensor on dim 0, got " +
-                                         std::to_string(list.size()));
-  TRef idx = *list[0];
+  std::vector<int64_t> given;
+  for (size_t k = 0; k < list.size(); ++k)
+    if (list[k]) given.push_back(int64_t(k));
+  if (given.size() != 1)
+    return e.error("fx-unsupported", "index_put supports one index tensor (after None entries), got " +
+                                         std::to_string(given.size()));
+  const int64_t p = given[0];
+  const TRef idx = *list[size_t(p)];
+  if (idx.dtype() == DType::U8)
+    return e.error("fx-unsupported", "index_put with a u8 index (torch reads it as a mask, deprecated) is not "
+                                     "supported; a b8 mask is");
   v = e.cast(v, x.dtype());
-  if (idx.dtype() == DType::Bool) {
-    int64_t mr = idx.rank();
-    bool prefix = mr <= x.rank();
-    for (int64_t d = 0; prefix && d < mr; ++d) prefix = idx.type.shape[size_t(d)] == x.type.shape[size_t(d)];
-    if (!prefix)
-      return e.error("fx-unsupported", "index_put mask " + idx.type.str() +
-                                           " must match the leading dims of " + x.type.str());
-    auto b = broadcastShapes(v.type.shape, x.type.shape);
-    if (!b || *b != x.type.shape)
-      return e.error("fx-unsupported", "index_put values " + v.type.str() +
-                                           " must broadcast to " + x.type.str());
-    std::vector<int64_t> axes;
-    for (int64_t d = mr; d < x.rank(); ++d) axes.push_back(d);
-    TRef m = e.unsqueeze(idx, axes);
-    if (acc) v = e.binary(OpKind::Add, x, v);
-    return e.out(0, OpKind::Where, {m, v, x});
-  }
-  if (!ir::isInteger(idx.dtype()) || idx.rank() != 1 || x.rank() == 0)
-    return e.error("fx-unsupported", "index_put with index " + idx.type.str() + " is not supported");
-  ir::Shape us = x.type.shape;
-  us[0] = idx.type.shape[0];
-  ir::Shape is(size_t(x.rank()), ir::Dim(1));
-  is[0] = idx.type.shape[0];
-  auto b = broadcastShapes(v.type.shape, us);
-  if (!b || *b != us)
-    return e.error("fx-unsupported", "index_put values " + v.type.str() + " must broadcast to " +
-                                         ir::shapeStr(us));
-  TRef ix = e.expand(e.reshape(e.cast(idx, DType::I64), is), us);
-  return e.out(0, OpKind::ScatterElements, {x, ix, e.expand(v, us)},
-               {{"axis", int64_t(0)}, {"reduction", std::string(acc ? "add" : "none")}});
+  if (idx.dtype() == DType::Bool) return putMask(e, x, idx, p, v, acc);
+  return putIndex(e, x, idx, p, v, acc);
 }
 
 // x repeated `times` times along dim d, each position's copies together

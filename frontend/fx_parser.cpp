@@ -171,8 +171,7 @@ class Parser {
     s.col = t.col;
     ++pos_;
     if (const char* op = augmentedOp(); op) return parseAugmented(std::move(s), op);
-    if (isPunct("["))
-      return err(cur(), "subscript assignment ('" + s.target + "[...] = ...', operator.setitem) is not supported");
+    if (isPunct("[")) return parseSetItem(std::move(s));
     if (isPunct(",")) {
       s.kind = Stmt::Kind::Unpack;
       s.targets.push_back(s.target);
@@ -235,13 +234,9 @@ class Parser {
     return nullptr;
   }
 
-  // `x /= y;  itruediv: "f32[8, 2]" = x` (FX's print of an
-  // operator.itruediv node: the statement, then the node bound to x) is one
-  // statement `itruediv: "f32[8, 2]" = operator.itruediv(x, y)`; without the
-  // binding that follows, `x /= y` alone is `x = operator.itruediv(x, y)`.
-  // The importer gives the in-place meaning (x names the result from here on).
-  Result<std::vector<Stmt>> parseAugmented(Stmt s, const char* op) {
-    pos_ += 2;  // OP =
+  // The call `op(target, ...)` of an in-place statement on `s.target`, its
+  // other arguments to be added.
+  static Expr inPlaceCall(const Stmt& s, const char* op) {
     Expr call;
     call.kind = Expr::Kind::Call;
     call.s = op;
@@ -253,10 +248,48 @@ class Parser {
     recv.line = s.line;
     recv.col = s.col;
     call.items.push_back(std::move(recv));
+    return call;
+  }
+
+  // `x /= y;  itruediv: "f32[8, 2]" = x` (FX's print of an
+  // operator.itruediv node: the statement, then the node bound to x) is one
+  // statement `itruediv: "f32[8, 2]" = operator.itruediv(x, y)`; without the
+  // binding that follows, `x /= y` alone is `x = operator.itruediv(x, y)`.
+  // The importer gives the in-place meaning (x names the result from here on).
+  Result<std::vector<Stmt>> parseAugmented(Stmt s, const char* op) {
+    pos_ += 2;  // OP =
+    Expr call = inPlaceCall(s, op);
     SP_ASSIGN(Expr rhs, parseExpr());
     call.items.push_back(std::move(rhs));
     s.value = std::move(call);
-    // `;  name[: "type"] = x` binds the node
+    takeBinding(s);
+    return std::vector<Stmt>{s};
+  }
+
+  // `x[i] = v;  setitem = x` (FX's print of an operator.setitem node, as
+  // Dynamo records `x[i] = v`) is the statement
+  // `setitem = operator.setitem(x, i, v)`, `x = operator.setitem(x, i, v)`
+  // without the binding; the importer gives the in-place meaning.
+  Result<std::vector<Stmt>> parseSetItem(Stmt s) {
+    ++pos_;  // [
+    Expr call = inPlaceCall(s, "operator.setitem");
+    SP_ASSIGN(Expr index, parseExpr());
+    SP_TRY(expect("]"));
+    if (!isPunct("="))
+      return err(cur(), "expected '=' after '" + s.target + "[" + index.str() + "]' (subscript assignment), got " +
+                            describe(cur()));
+    ++pos_;
+    SP_ASSIGN(Expr value, parseExpr());
+    call.items.push_back(std::move(index));
+    call.items.push_back(std::move(value));
+    s.value = std::move(call);
+    takeBinding(s);
+    return std::vector<Stmt>{s};
+  }
+
+  // `;  name[: "type"] = x` after an in-place statement on x names its node:
+  // the statement takes that target (and type).
+  void takeBinding(Stmt& s) {
     auto at = [&](size_t k) -> const Token& { return toks_[std::min(pos_ + k, toks_.size() - 1)]; };
     auto punct = [&](size_t k, const char* p) { return at(k).kind == Token::Kind::Punct && at(k).text == p; };
     if (punct(0, ";") && at(1).kind == Token::Kind::Name) {
@@ -277,7 +310,6 @@ class Parser {
         pos_ += k + 2;
       }
     }
-    return std::vector<Stmt>{s};
   }
 
   struct Nest {

@@ -640,7 +640,7 @@ TEST(FxTorchLevel, EveryCallableHasANumericRow) {
   const std::map<std::string, std::string> kOperators = {
       {"add", " + "}, {"sub", " - "}, {"mul", " * "}, {"truediv", " / "}, {"floordiv", " // "}, {"pow", " ** "},
       {"matmul", " @ "}, {"neg", "= -"}, {"pos", "= +"}, {"lt", " < "}, {"le", " <= "}, {"gt", " > "},
-      {"ge", " >= "}, {"eq", " == "}, {"ne", " != "}, {"getitem", "x["}, {"and_", " & "}, {"or_", " | "},
+      {"ge", " >= "}, {"eq", " == "}, {"ne", " != "}, {"getitem", "x["}, {"setitem", "] = "}, {"and_", " & "}, {"or_", " | "},
       {"xor", " ^ "}, {"invert", "= ~"}};
   for (const auto& entry : fx::torchLevelEntries())
     for (const auto& name : entry.names) {
@@ -681,6 +681,10 @@ TEST(FxTorchLevel, DocsListTheTable) {
                  "the rest"},
       {"@cross_entropy", "_log_softmax.default over the classes, then nll_loss_forward.default (result 0)"},
       {"@nll_loss", "nll_loss_forward.default (result 0)"},
+      {"@setitem", "in place on input (x[index] = value): the basic items as views, then index_put.default (a "
+                   "boolean mask or 1-d integer tensor), slice_scatter.default per entry (list of ints) or "
+                   "copy.default / fill.Scalar (none) into the view, written back by slice_scatter.default (int, "
+                   "slice) and squeeze.dim (None)"},
       {"@data_dependent", "none: an error (fx-data-dependent), the result's size depends on tensor values"}};
   std::string table = "| callables | ATen |\n|---|---|\n";
   for (const auto& entry : fx::torchLevelEntries()) {

@@ -6,8 +6,6 @@
 
 namespace sp::frontend::fx {
 
-namespace {
-
 Expr intExpr(int64_t v) {
   Expr x;
   x.kind = Expr::Kind::Int;
@@ -22,7 +20,36 @@ Expr nameExpr(const std::string& n) {
   return x;
 }
 
-}  // namespace
+bool isEllipsisItem(const Expr& i) { return i.kind == Expr::Kind::Name && i.s == "Ellipsis"; }
+
+bool isSliceItem(const Expr& i) {
+  return i.kind == Expr::Kind::Call && i.s == "slice" && i.kwargs.empty() && i.items.size() <= 3;
+}
+
+Result<std::optional<SliceBounds>> sliceBounds(Emitter& e, const Expr& i, const Expr& idx, const ir::Dim& dim) {
+  std::optional<int64_t> bound[3];
+  for (size_t k = 0; k < i.items.size(); ++k) {
+    if (i.items[k].kind == Expr::Kind::None) continue;
+    if (i.items[k].kind != Expr::Kind::Int)
+      return e.error("fx-arg", "slice bound " + i.items[k].str() + " in " + idx.str() + " must be an integer");
+    bound[k] = i.items[k].i;
+  }
+  // slice(stop) is slice(None, stop, None)
+  if (i.items.size() == 1) std::swap(bound[0], bound[1]);
+  int64_t step = bound[2].value_or(1);
+  if (step <= 0) return e.error("fx-arg", "slice step " + std::to_string(step) + " must be positive");
+  if (!bound[0].value_or(0) && !bound[1] && step == 1) return std::optional<SliceBounds>();
+  if (!dim.isConcrete())
+    return e.error("fx-unsupported", "slicing the symbolic dim " + dim.str() + " (" + idx.str() + ")");
+  int64_t n = dim.value();
+  auto clampTo = [n](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + n : v, 0, n); };
+  SliceBounds b;
+  b.start = clampTo(bound[0].value_or(0));
+  b.end = bound[1] ? clampTo(*bound[1]) : n;
+  b.step = step;
+  b.length = b.end > b.start ? (b.end - b.start + step - 1) / step : 0;
+  return std::optional<SliceBounds>(b);
+}
 
 bool isTensorValue(const Emitter& e, const Expr& x) {
   return x.kind == Expr::Kind::Name && (e.env.count(x.s) || e.attrs.count(x.s));
@@ -47,10 +74,9 @@ Result<std::vector<AtenStep>> lowerTensorIndex(Emitter& e, const Expr& in, const
                                                const Expr& at) {
   SP_ASSIGN(TRef x, e.tensorOf(in));
   std::vector<Expr> items = idx.kind == Expr::Kind::Tuple ? idx.items : std::vector<Expr>{idx};
-  auto isEllipsis = [](const Expr& i) { return i.kind == Expr::Kind::Name && i.s == "Ellipsis"; };
   int64_t consumed = 0, ellipses = 0;
   for (const auto& i : items) {
-    if (isEllipsis(i)) ++ellipses;
+    if (isEllipsisItem(i)) ++ellipses;
     else if (i.kind != Expr::Kind::None) ++consumed;
   }
   if (ellipses > 1) return e.error("fx-arg", "index " + idx.str() + " has more than one Ellipsis");
@@ -85,7 +111,7 @@ Result<std::vector<AtenStep>> lowerTensorIndex(Emitter& e, const Expr& in, const
     steps.push_back(std::move(st));
   };
   for (const auto& i : items) {
-    if (isEllipsis(i)) {
+    if (isEllipsisItem(i)) {
       d += x.rank() - consumed;
       continue;
     }
@@ -102,32 +128,13 @@ Result<std::vector<AtenStep>> lowerTensorIndex(Emitter& e, const Expr& in, const
       add("aten.select.int", {intExpr(d), i}, s, "select");
       continue;
     }
-    if (i.kind == Expr::Kind::Call && i.s == "slice" && i.kwargs.empty() && i.items.size() <= 3) {
-      std::optional<int64_t> bound[3];
-      for (size_t k = 0; k < i.items.size(); ++k) {
-        if (i.items[k].kind == Expr::Kind::None) continue;
-        if (i.items[k].kind != Expr::Kind::Int)
-          return e.error("fx-arg", "slice bound " + i.items[k].str() + " in " + idx.str() + " must be an integer");
-        bound[k] = i.items[k].i;
+    if (isSliceItem(i)) {
+      SP_ASSIGN(auto b, sliceBounds(e, i, idx, t.shape[size_t(d)]));
+      if (b) {
+        ir::Shape s = t.shape;
+        s[size_t(d)] = ir::Dim(b->length);
+        add("aten.slice.Tensor", {intExpr(d), intExpr(b->start), intExpr(b->end), intExpr(b->step)}, s, "slice");
       }
-      // slice(stop) is slice(None, stop, None)
-      if (i.items.size() == 1) std::swap(bound[0], bound[1]);
-      int64_t step = bound[2].value_or(1);
-      if (step <= 0) return e.error("fx-arg", "slice step " + std::to_string(step) + " must be positive");
-      if (!bound[0].value_or(0) && !bound[1] && step == 1) {
-        ++d;
-        continue;
-      }
-      const ir::Dim& dim = t.shape[size_t(d)];
-      if (!dim.isConcrete())
-        return e.error("fx-unsupported", "slicing the symbolic dim " + dim.str() + " (" + idx.str() + ")");
-      int64_t n = dim.value();
-      auto clampTo = [n](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + n : v, 0, n); };
-      int64_t start = clampTo(bound[0].value_or(0)), end = bound[1] ? clampTo(*bound[1]) : n;
-      int64_t len = end > start ? (end - start + step - 1) / step : 0;
-      ir::Shape s = t.shape;
-      s[size_t(d)] = ir::Dim(len);
-      add("aten.slice.Tensor", {intExpr(d), intExpr(start), intExpr(end), intExpr(step)}, s, "slice");
       ++d;
       continue;
     }

@@ -93,6 +93,8 @@ const TorchOp kTorchOps[] = {
     {"torch.repeat_interleave Tensor.repeat_interleave", "input, repeats, dim=None, *, -output_size=None",
      "[repeats:int] aten.repeat_interleave.self_int(input, repeats, dim)"},
     {"operator.getitem", "input, index", "@index", kView},
+    // `x[i] = v`: in place on x (mutatesFirst)
+    {"operator.setitem", "input, index, value", "@setitem"},
     {"torch.nn.functional.embedding", "input, weight, -padding_idx=None, !max_norm=None, -norm_type=2.0, "
      "-scale_grad_by_freq=False, -sparse=False", "aten.embedding.default(weight, input)"},
     // ---- copies and dtype conversions (the declared type says the dtype) ----
@@ -530,12 +532,12 @@ Keyed keyOf(const Emitter& e, const Expr& call) {
 }
 
 // Whether a callable mutates its first argument: Python's in-place
-// operators (`operator.iadd`, what `x += y` calls) and torch's trailing
-// underscore (`Tensor.add_`, `torch.relu_`; not dunders, nor Python's
-// `operator.and_`).
+// operators (`operator.iadd`, what `x += y` calls), subscript assignment
+// (`operator.setitem`) and torch's trailing underscore (`Tensor.add_`,
+// `torch.relu_`; not dunders, nor Python's `operator.and_`).
 bool mutatesFirst(const std::string& key) {
   static const std::map<std::string, std::string> kOps = inPlaceOperators();
-  if (kOps.count(key)) return true;
+  if (kOps.count(key) || key == "operator.setitem") return true;
   if (key.rfind("operator.", 0) == 0) return false;  // `operator.and_` is `&`
   std::string last = key.substr(key.rfind('.') + 1);
   return last.size() > 1 && last.back() == '_' && last[last.size() - 2] != '_' && last[0] != '_';
@@ -664,6 +666,7 @@ Result<std::vector<AtenStep>> translateTorchCall(Emitter& e, const Expr& call, c
     for (const auto& c : t.conds) ok = ok && holds(e, c, b);
     if (!ok) continue;
     if (t.op == "@index") return lowerTensorIndex(e, b.at("input"), b.at("index"), target, call);
+    if (t.op == "@setitem") return lowerSetItem(e, b.at("input"), b.at("index"), b.at("value"), target, call);
     if (t.op == "@cross_entropy" || t.op == "@nll_loss")
       return lowerNllLoss(e, {b.at("input"), b.at("target"), b.at("weight"), b.at("ignore_index"), b.at("reduction")},
                           t.op == "@cross_entropy", target, call);

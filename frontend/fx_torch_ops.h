@@ -72,6 +72,10 @@ std::vector<TorchEntry> torchLevelEntries();
 // x[index] (`operator.getitem` of a tensor): one ATen view per index item.
 Result<std::vector<AtenStep>> lowerTensorIndex(Emitter& e, const Expr& input, const Expr& index,
                                                const std::string& target, const Expr& at);
+// x[index] = value (`operator.setitem`, which FX prints as `x[i] = v;
+// setitem = x`): the steps of x's new value (fx_torch_setitem.cpp).
+Result<std::vector<AtenStep>> lowerSetItem(Emitter& e, const Expr& input, const Expr& index, const Expr& value,
+                                           const std::string& target, const Expr& at);
 // F.cross_entropy (logSoftmax: log_softmax over the classes first) and
 // F.nll_loss: nll_loss_forward, result 0.
 struct NllArgs {
@@ -79,6 +83,18 @@ struct NllArgs {
 };
 Result<std::vector<AtenStep>> lowerNllLoss(Emitter& e, const NllArgs& args, bool logSoftmax, const std::string& target,
                                            const Expr& at);
+
+// Items of a subscript index, shared by x[i] and x[i] = v.
+bool isEllipsisItem(const Expr& item);
+bool isSliceItem(const Expr& item);  // `slice(a, b, c)`, `slice(stop)`
+struct SliceBounds {
+  int64_t start = 0, end = 0, step = 1, length = 0;
+};
+// The bounds of a slice item of `index` on `dim`, clamped as Python clamps
+// them; none for the whole dim (where the dim may be symbolic).
+Result<std::optional<SliceBounds>> sliceBounds(Emitter& e, const Expr& item, const Expr& index, const ir::Dim& dim);
+Expr intExpr(int64_t v);
+Expr nameExpr(const std::string& name);
 
 // A value of the capture that is a tensor (or a module constant).
 bool isTensorValue(const Emitter& e, const Expr& x);

@@ -116,6 +116,35 @@ TEST(DynamoCapture, InPlaceFormsVerifyAndTheirTwinIsRefuted) {
   EXPECT_NE(j["failure"]["location"].get<std::string>().find("moe.py:15"), std::string::npos) << t.out;
 }
 
+// Subscript assignments (tests/fixtures/capture_dynamo_setitem, written by
+// hand, its README): a vocab-parallel embedding at TP 2 whose ranks mask
+// their ids and rows in place (`masked_input[input_mask] = 0`,
+// `output_parallel[input_mask, :] = 0.0`), S and D both zeroing the padding
+// tokens and the first position (`output[pad_mask] = 0.0`,
+// `output[:, 0] = 0.0`), verifies from the CLI, and so do S and D against
+// themselves; the twin zeroing only half of each masked row is refuted at
+// the lookup, no D tensor (its masked write `setitem_1` among the closest)
+// rebuilding it, and a witness shows the difference.
+TEST(DynamoCapture, SubscriptAssignmentsVerifyAndTheirTwinIsRefuted) {
+  const std::string dir = sourcePath("tests/fixtures/capture_dynamo_setitem/vocab_tp2");
+  auto r = verify(dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(parsed(r)["verdict"], "verified") << r.out;
+  r = verifyAgainstItself(dir + "/seq.py", "dynamo-setitem-self");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  r = verifyAgainstItself(dir + "/dist/emb.r0.py", "dynamo-setitem-self-r0", "emb.r0.py");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  auto t = verify(sourcePath("tests/fixtures/capture_dynamo_setitem/vocab_tp2_twin"));
+  ASSERT_EQ(t.code, 1) << t.out << t.err;
+  auto j = parsed(t);
+  ASSERT_EQ(j["verdict"], "refuted") << t.out;
+  const std::string msg = j["failure"]["message"].get<std::string>();
+  EXPECT_EQ(msg.rfind("no relation found between S value 'output_parallel' and D tensors", 0), 0u) << msg;
+  EXPECT_NE(msg.find("r0:setitem_1 at /work/model/emb.py:26"), std::string::npos) << msg;
+  EXPECT_EQ(j["failure"]["location"].get<std::string>().rfind("/work/model/emb.py:24", 0), 0u) << t.out;
+  EXPECT_GT(j["failure"]["witness"]["max_abs_err"].get<double>(), 0.1) << t.out;
+}
+
 // `shardproof inspect` reads a torch-level graph; an untranslated callable
 // is exit 3 with the callable and the capture line.
 TEST(DynamoCapture, InspectAndUnsupportedCallable) {
