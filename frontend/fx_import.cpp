@@ -376,6 +376,18 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
         !s.value.items.empty())
       for (const auto& c : s.value.items[0].items)
         if (c.kind == Expr::Kind::Name) flattened.insert(c.s);
+  // torch.export's graph signature says which arguments stand for the
+  // module's parameters, buffers and constant tensors: the graph's params.
+  std::map<std::string, std::string> argKind;
+  if (m.signature)
+    for (const auto& in : m.signature->inputs) {
+      if (in.name.empty()) continue;
+      if (std::none_of(m.params.begin(), m.params.end(), [&](const Param& p) { return p.name == in.name; }))
+        return makeError("fx-signature",
+                         "the graph signature names input '" + in.name + "', which forward does not take",
+                         lineLoc(path, in.line));
+      argKind[in.name] = in.kind;
+    }
   for (const auto& p : m.params) {
     std::string loc = lineLoc(path, p.line);
     if (auto sym = symText(p.annotation)) {
@@ -387,7 +399,9 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
       return makeError("fx-untyped", "forward argument '" + p.name + "' has no type annotation", loc);
     auto t = parseTensorAnnotation(*p.annotation);
     if (!t) return makeError(t.error().id, "forward argument '" + p.name + "': " + t.error().message, loc);
-    e.leaves.push_back({p.name, *t, false, std::nullopt, ir::SourceLoc{path, p.line, p.col, ""}});
+    const std::string kind = argKind.count(p.name) ? argKind.at(p.name) : "";
+    const bool param = kind == "PARAMETER" || kind == "BUFFER" || kind == "CONSTANT_TENSOR";
+    e.leaves.push_back({p.name, *t, param, std::nullopt, ir::SourceLoc{path, p.line, p.col, ""}});
     e.env[p.name] = TRef{p.name, *t};
     aliases.input(p.name);
   }
@@ -514,6 +528,17 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
         }
         outNames.insert(name);
         outputs.emplace_back(name, ir::SourceLoc{path, s.line, it->col, ""});
+      }
+      if (m.signature) {
+        std::set<std::string> returned;
+        for (const Expr* it : items)
+          if (it->kind == Expr::Kind::Name) returned.insert(it->s);
+        for (const auto& o : m.signature->outputs)
+          if (!o.name.empty() && !returned.count(o.name))
+            return makeError("fx-signature",
+                             "the graph signature names output '" + o.name + "' (" + o.kind +
+                                 "), which forward does not return",
+                             lineLoc(path, o.line));
       }
       break;
     }

@@ -102,6 +102,78 @@ TEST(FxParse, MissingForwardAndBadAnnotation) {
   EXPECT_EQ(u.error().str(), "u.py:1: forward argument 'x' has no type annotation");
 }
 
+// print(exported_program): torch.export's graph signature, in the form
+// torch 2.5 on prints and in the one-line ExportGraphSignature(...) form,
+// says which forward arguments are the module's parameters, buffers and
+// constant tensors: those import as params, the user inputs as inputs. A
+// signature naming an argument forward lacks, or an output it does not
+// return, is an error at the signature's line.
+TEST(FxParse, ExportedProgramSignatureMarksParameters) {
+  const std::string body =
+      "ExportedProgram:\n"
+      "    class GraphModule(torch.nn.Module):\n"
+      "        def forward(self, p_linear_weight: \"f32[4, 8]\", p_linear_bias: \"f32[4]\", b_running: \"f32[4]\", "
+      "c_lifted_tensor_0: \"f32[]\", x: \"f32[2, 8]\"):\n"
+      "            # File: /tmp/m.py:10 in forward, code: return self.linear(x)\n"
+      "            linear: \"f32[2, 4]\" = torch.ops.aten.linear.default(x, p_linear_weight, p_linear_bias);  x = "
+      "p_linear_weight = p_linear_bias = None\n"
+      "            add: \"f32[4]\" = torch.ops.aten.add.Tensor(b_running, c_lifted_tensor_0);  b_running = None\n"
+      "            relu: \"f32[2, 4]\" = torch.ops.aten.relu.default(linear);  linear = None\n"
+      "            return (add, relu)\n"
+      "            \n";
+  const std::string pretty =
+      "Graph signature: \n"
+      "    # inputs\n"
+      "    p_linear_weight: PARAMETER target='linear.weight'\n"
+      "    p_linear_bias: PARAMETER target='linear.bias'\n"
+      "    b_running: BUFFER target='running' persistent=True\n"
+      "    c_lifted_tensor_0: CONSTANT_TENSOR target='lifted_tensor_0'\n"
+      "    x: USER_INPUT\n"
+      "    \n"
+      "    # outputs\n"
+      "    add: BUFFER_MUTATION target='running'\n"
+      "    relu: USER_OUTPUT\n"
+      "    \n"
+      "Range constraints: {}\n";
+  const std::string oneLine =
+      "Graph signature: ExportGraphSignature(input_specs=[InputSpec(kind=<InputKind.PARAMETER: 2>, "
+      "arg=TensorArgument(name='p_linear_weight'), target='linear.weight', persistent=None), "
+      "InputSpec(kind=<InputKind.PARAMETER: 2>, arg=TensorArgument(name='p_linear_bias'), target='linear.bias', "
+      "persistent=None), InputSpec(kind=<InputKind.BUFFER: 3>, arg=TensorArgument(name='b_running'), "
+      "target='running', persistent=True), InputSpec(kind=<InputKind.CONSTANT_TENSOR: 4>, "
+      "arg=TensorArgument(name='c_lifted_tensor_0'), target='lifted_tensor_0', persistent=None), "
+      "InputSpec(kind=<InputKind.USER_INPUT: 1>, arg=TensorArgument(name='x'), target=None, persistent=None)], "
+      "output_specs=[OutputSpec(kind=<OutputKind.BUFFER_MUTATION: 3>, arg=TensorArgument(name='add'), "
+      "target='running'), OutputSpec(kind=<OutputKind.USER_OUTPUT: 1>, arg=TensorArgument(name='relu'), "
+      "target=None)])\n"
+      "Range constraints: {}\n";
+  for (const std::string& sig : {pretty, oneLine}) {
+    auto g = importFxText(body + sig, "ep.py");
+    ASSERT_TRUE(g.ok()) << g.error().str();
+    std::vector<std::string> params, inputs;
+    for (auto v : g->params()) params.push_back(g->value(v).name);
+    for (auto v : g->inputs()) inputs.push_back(g->value(v).name);
+    EXPECT_EQ(params, (std::vector<std::string>{"p_linear_weight", "p_linear_bias", "b_running", "c_lifted_tensor_0"}));
+    EXPECT_EQ(inputs, (std::vector<std::string>{"x"}));
+    EXPECT_EQ(g->outputs().size(), 2u);
+  }
+  // Without a signature every argument is an input, as before.
+  auto plain = importFxText(body, "ep.py");
+  ASSERT_TRUE(plain.ok()) << plain.error().str();
+  EXPECT_TRUE(plain->params().empty());
+  EXPECT_EQ(plain->inputs().size(), 5u);
+  auto noArg = importFxText(body + "Graph signature: \n    # inputs\n    p_other: PARAMETER target='other'\n", "ep.py");
+  ASSERT_FALSE(noArg.ok());
+  EXPECT_EQ(noArg.error().str(), "ep.py:12: the graph signature names input 'p_other', which forward does not take");
+  auto noOut = importFxText(body + "Graph signature: \n    # outputs\n    loss: LOSS_OUTPUT\n", "ep.py");
+  ASSERT_FALSE(noOut.ok());
+  EXPECT_EQ(noOut.error().str(), "ep.py:12: the graph signature names output 'loss' (LOSS_OUTPUT), which forward does not return");
+  auto garbled = importFxText(body + "Graph signature: \n    # inputs\n    p_linear_weight PARAMETER\n", "ep.py");
+  ASSERT_FALSE(garbled.ok());
+  EXPECT_EQ(garbled.error().str(),
+            "ep.py:12: graph signature: expected '# inputs', '# outputs' or 'name: KIND', got 'p_linear_weight PARAMETER'");
+}
+
 // Nesting deeper than the parser's limit (brackets, calls, subscripts) is a
 // syntax error at the token, not a stack overflow.
 TEST(FxParse, DeepNestingIsAnError) {

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 namespace sp::frontend::fx {
 
@@ -635,8 +636,89 @@ static std::string withoutColorCodes(const std::string& text) {
   return out;
 }
 
+namespace {
+
+std::string trimmed(const std::string& s) {
+  size_t a = s.find_first_not_of(" \t\r"), b = s.find_last_not_of(" \t\r");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+// The quoted value of `key='...'` in s from `from` on ("" when absent or None).
+std::string quotedAfter(const std::string& s, const std::string& key, size_t from = 0) {
+  size_t k = s.find(key + "='", from);
+  if (k == std::string::npos) return "";
+  size_t b = k + key.size() + 2, e = s.find('\'', b);
+  return e == std::string::npos ? "" : s.substr(b, e - b);
+}
+
+bool isIdent(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+bool isKind(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+// The `Graph signature:` section of print(exported_program), in either form
+// torch prints: one `name: KIND [target='t'] [persistent=...]` line per
+// entry under `# inputs` and `# outputs` (torch 2.5 on), or one
+// `ExportGraphSignature(input_specs=[InputSpec(kind=<InputKind.KIND: n>,
+// arg=TensorArgument(name='x'), target='t', ...), ...], output_specs=[...])`.
+// Nothing when the text has no such section; an error naming the line when
+// it has one that reads otherwise.
+Result<std::optional<ExportSignature>> readExportSignature(const std::string& text, const std::string& path) {
+  std::istringstream in(text);
+  std::string line;
+  int no = 0;
+  std::optional<ExportSignature> sig;
+  std::vector<SignatureEntry>* into = nullptr;
+  auto bad = [&](const std::string& why) {
+    return makeError("fx-syntax", "graph signature: " + why, path + ":" + std::to_string(no));
+  };
+  while (std::getline(in, line)) {
+    ++no;
+    const std::string t = trimmed(line);
+    if (!sig) {
+      if (t.rfind("Graph signature:", 0) != 0) continue;
+      sig = ExportSignature{{}, {}, no};
+      std::string rest = trimmed(t.substr(16));
+      if (rest.empty()) continue;
+      // The one-line form.
+      for (const auto& [spec, list] : {std::make_pair(std::string("InputSpec("), &sig->inputs),
+                                       std::make_pair(std::string("OutputSpec("), &sig->outputs)})
+        for (size_t at = rest.find(spec); at != std::string::npos; at = rest.find(spec, at + 1)) {
+          size_t end = rest.find("InputSpec(", at + 1);
+          end = std::min(end, rest.find("OutputSpec(", at + 1));
+          const std::string one = rest.substr(at, end == std::string::npos ? std::string::npos : end - at);
+          size_t dot = one.find("Kind."), colon = one.find(':', dot);
+          if (dot == std::string::npos || colon == std::string::npos) return bad("no kind in '" + one + "'");
+          SignatureEntry e{quotedAfter(one, "name"), one.substr(dot + 5, colon - dot - 5), quotedAfter(one, "target"), no};
+          if (!isKind(e.kind)) return bad("unknown kind in '" + one + "'");
+          list->push_back(std::move(e));  // an argument with no name (a constant) is kept nameless
+        }
+      break;
+    }
+    if (t.rfind("Range constraints:", 0) == 0) break;
+    if (t == "# inputs") { into = &sig->inputs; continue; }
+    if (t == "# outputs") { into = &sig->outputs; continue; }
+    if (t.empty()) continue;
+    size_t colon = t.find(':');
+    if (!into || colon == std::string::npos) return bad("expected '# inputs', '# outputs' or 'name: KIND', got '" + t + "'");
+    std::string name = trimmed(t.substr(0, colon)), rest = trimmed(t.substr(colon + 1));
+    std::string kind = rest.substr(0, rest.find(' '));
+    if (!isIdent(name) || !isKind(kind)) return bad("expected 'name: KIND', got '" + t + "'");
+    into->push_back({name, kind, quotedAfter(rest, "target"), no});
+  }
+  return sig;
+}
+
+}  // namespace
+
 Result<Module> parseModule(const std::string& text, const std::string& path) {
-  return Parser(lex(withoutColorCodes(text)), path).run();
+  SP_ASSIGN(Module m, Parser(lex(withoutColorCodes(text)), path).run());
+  SP_ASSIGN(m.signature, readExportSignature(withoutColorCodes(text), path));
+  return m;
 }
 
 std::optional<ir::DType> dtypeFromTorchName(const std::string& name) {

@@ -74,10 +74,25 @@ struct Param {
   int col = 0;
 };
 
+// torch.export's graph signature, printed after the forward by
+// `print(exported_program)`: what each forward argument is (PARAMETER,
+// BUFFER, CONSTANT_TENSOR, USER_INPUT, ...) and each output (USER_OUTPUT,
+// LOSS_OUTPUT, BUFFER_MUTATION, GRADIENT_TO_PARAMETER, ...), with the
+// module attribute it stands for ("linear.weight") where it has one.
+struct SignatureEntry {
+  std::string name, kind, target;
+  int line = 0;
+};
+struct ExportSignature {
+  std::vector<SignatureEntry> inputs, outputs;
+  int line = 0;  // of "Graph signature:"
+};
+
 struct Module {
   std::string path;
   std::vector<Param> params;
   std::vector<Stmt> body;  // ends with the Return statement
+  std::optional<ExportSignature> signature;
 };
 
 // Errors: id "fx-syntax" with location "path:line:col"; the first error in
