@@ -98,22 +98,32 @@ TEST(DynamoCapture, TwinsWithoutTheAllReducesAreRefuted) {
 // bias after the all_reduce, routing weights renormalized with /=) verifies
 // from the CLI, and so do S and D against themselves; its twin without the
 // all_reduce is refuted at the capture line that reads the partial sums.
-TEST(DynamoCapture, InPlaceFormsVerifyAndTheirTwinIsRefuted) {
-  const std::string dir = sourcePath("tests/fixtures/capture_dynamo_inplace/moe_tp2");
+// The capture pair in `dir` (seq.py, dist/<rankFile> for rank 0) verifies
+// from the CLI, and so do S and rank 0 against themselves; `twin` is
+// refuted: its report.
+nlohmann::json pairVerifiesAndTwinIsRefuted(const std::string& dir, const std::string& rankFile,
+                                            const std::string& twin) {
   auto r = verify(dir);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_EQ(parsed(r)["verdict"], "verified") << r.out;
-  r = verifyAgainstItself(dir + "/seq.py", "dynamo-inplace-self");
+  r = verifyAgainstItself(dir + "/seq.py", rankFile + "-seq-self");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
-  r = verifyAgainstItself(dir + "/dist/moe.r0.py", "dynamo-inplace-self-r0", "moe.r0.py");
+  r = verifyAgainstItself(dir + "/dist/" + rankFile, rankFile + "-self", rankFile);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
-  auto t = verify(sourcePath("tests/fixtures/capture_dynamo_inplace/moe_tp2_twin"));
-  ASSERT_EQ(t.code, 1) << t.out << t.err;
+  auto t = verify(twin);
+  EXPECT_EQ(t.code, 1) << t.out << t.err;
   auto j = parsed(t);
-  ASSERT_EQ(j["verdict"], "refuted") << t.out;
+  EXPECT_EQ(j["verdict"], "refuted") << t.out;
+  return j;
+}
+
+TEST(DynamoCapture, InPlaceFormsVerifyAndTheirTwinIsRefuted) {
+  auto j = pairVerifiesAndTwinIsRefuted(sourcePath("tests/fixtures/capture_dynamo_inplace/moe_tp2"), "moe.r0.py",
+                                        sourcePath("tests/fixtures/capture_dynamo_inplace/moe_tp2_twin"));
+  ASSERT_EQ(j["verdict"], "refuted");
   const std::string msg = j["failure"]["message"].get<std::string>();
   EXPECT_NE(msg.find("missing sum over group tp (all_reduce)"), std::string::npos) << msg;
-  EXPECT_NE(j["failure"]["location"].get<std::string>().find("moe.py:15"), std::string::npos) << t.out;
+  EXPECT_NE(j["failure"]["location"].get<std::string>().find("moe.py:15"), std::string::npos) << j.dump(1);
 }
 
 // Subscript assignments (tests/fixtures/capture_dynamo_setitem, written by
@@ -126,23 +136,14 @@ TEST(DynamoCapture, InPlaceFormsVerifyAndTheirTwinIsRefuted) {
 // the lookup, no D tensor (its masked write `setitem_1` among the closest)
 // rebuilding it, and a witness shows the difference.
 TEST(DynamoCapture, SubscriptAssignmentsVerifyAndTheirTwinIsRefuted) {
-  const std::string dir = sourcePath("tests/fixtures/capture_dynamo_setitem/vocab_tp2");
-  auto r = verify(dir);
-  EXPECT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_EQ(parsed(r)["verdict"], "verified") << r.out;
-  r = verifyAgainstItself(dir + "/seq.py", "dynamo-setitem-self");
-  EXPECT_EQ(r.code, 0) << r.out << r.err;
-  r = verifyAgainstItself(dir + "/dist/emb.r0.py", "dynamo-setitem-self-r0", "emb.r0.py");
-  EXPECT_EQ(r.code, 0) << r.out << r.err;
-  auto t = verify(sourcePath("tests/fixtures/capture_dynamo_setitem/vocab_tp2_twin"));
-  ASSERT_EQ(t.code, 1) << t.out << t.err;
-  auto j = parsed(t);
-  ASSERT_EQ(j["verdict"], "refuted") << t.out;
+  auto j = pairVerifiesAndTwinIsRefuted(sourcePath("tests/fixtures/capture_dynamo_setitem/vocab_tp2"), "emb.r0.py",
+                                        sourcePath("tests/fixtures/capture_dynamo_setitem/vocab_tp2_twin"));
+  ASSERT_EQ(j["verdict"], "refuted");
   const std::string msg = j["failure"]["message"].get<std::string>();
   EXPECT_EQ(msg.rfind("no relation found between S value 'output_parallel' and D tensors", 0), 0u) << msg;
   EXPECT_NE(msg.find("r0:setitem_1 at /work/model/emb.py:26"), std::string::npos) << msg;
-  EXPECT_EQ(j["failure"]["location"].get<std::string>().rfind("/work/model/emb.py:24", 0), 0u) << t.out;
-  EXPECT_GT(j["failure"]["witness"]["max_abs_err"].get<double>(), 0.1) << t.out;
+  EXPECT_EQ(j["failure"]["location"].get<std::string>().rfind("/work/model/emb.py:24", 0), 0u) << j.dump(1);
+  EXPECT_GT(j["failure"]["witness"]["max_abs_err"].get<double>(), 0.1) << j.dump(1);
 }
 
 // `shardproof inspect` reads a torch-level graph; an untranslated callable

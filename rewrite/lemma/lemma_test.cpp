@@ -48,6 +48,14 @@ TEST(LemmaLoader, RoundTripPrint) {
   EXPECT_EQ((*ls)[0].str(), "a-b: add(concat(?x, ?y, dim=0), ?z) => ?z if size(?x, 0) == 2 && rank(?x) >= 1");
 }
 
+// The rule parses and prints back as written.
+void expectRoundTrip(const std::string& rule) {
+  auto ls = parseLemmas(rule + "\n", "t.rules");
+  ASSERT_TRUE(ls.ok()) << ls.error().str();
+  ASSERT_EQ(ls->size(), 1u);
+  EXPECT_EQ((*ls)[0].str(), rule);
+}
+
 // A reduction's axis as a dim variable, axes=[?e]: prints as written, is
 // pinned to each dim by the prover, and is refused on other list attributes.
 TEST(LemmaLoader, ReductionAxisVariable) {
@@ -123,9 +131,7 @@ TEST(LemmaLoader, ComputedConcatDim) {
 // only, a broadcast) the rule is false; a wrong right side stays unproven.
 TEST(LemmaLoader, ShapeCondition) {
   const std::string rule = "s: add(?a, ?b) => sum(?a, ?b) if shape(?a) == shape(?b)";
-  auto ls = parseLemmas(rule + "\n", "t.rules");
-  ASSERT_TRUE(ls.ok()) << ls.error().str();
-  EXPECT_EQ((*ls)[0].str(), rule);
+  expectRoundTrip(rule);
   LemmaStatus st = proveRule(rule);
   EXPECT_TRUE(st.proven) << st.reason;
   EXPECT_EQ(st.numeric, NumericState::Ok) << st.numericNote;
@@ -147,9 +153,7 @@ TEST(LemmaLoader, ShapePrefixCondition) {
   const std::string rule =
       "c: add(matmul(?a, ?c), matmul(?b, ?d)) => matmul(concat(?a, ?b, dim=-1), concat(?c, ?d, dim=-2)) if "
       "rank(?a) == 2 && rank(?c) == 2 && rank(?d) == 2 && shape(?a, :-1) == shape(?b, :-1) && size(?c, -1) == size(?d, -1)";
-  auto ls = parseLemmas(rule + "\n", "t.rules");
-  ASSERT_TRUE(ls.ok()) << ls.error().str();
-  EXPECT_EQ((*ls)[0].str(), rule);
+  expectRoundTrip(rule);
   LemmaStatus st = proveRule(rule);
   EXPECT_TRUE(st.proven) << st.reason;
   EXPECT_EQ(st.numeric, NumericState::Ok) << st.numericNote;
