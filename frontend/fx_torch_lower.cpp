@@ -51,6 +51,16 @@ Result<std::optional<SliceBounds>> sliceBounds(Emitter& e, const Expr& i, const 
   return std::optional<SliceBounds>(b);
 }
 
+Result<int64_t> selectIndex(Emitter& e, int64_t i, const Expr& idx, const ir::Dim& dim, int64_t d) {
+  if (!dim.isConcrete())
+    return e.error("fx-unsupported", "selecting in the symbolic dim " + dim.str() + " (" + idx.str() + ")");
+  const int64_t n = dim.value();
+  if (i < -n || i >= n)
+    return e.error("fx-index", "index " + std::to_string(i) + " in " + idx.str() + " is out of range for dim " +
+                                   std::to_string(d) + " of size " + std::to_string(n));
+  return i < 0 ? i + n : i;
+}
+
 bool isTensorValue(const Emitter& e, const Expr& x) {
   return x.kind == Expr::Kind::Name && (e.env.count(x.s) || e.attrs.count(x.s));
 }
@@ -152,10 +162,7 @@ Result<std::vector<AtenStep>> lowerTensorIndex(Emitter& e, const Expr& in, const
       ir::TensorType one = t;
       one.shape[size_t(d)] = ir::Dim(1);
       for (const auto& v : i.items) {
-        int64_t p = v.i < 0 ? v.i + dim.value() : v.i;
-        if (p < 0 || p >= dim.value())
-          return e.error("fx-index", "index " + std::to_string(v.i) + " in " + idx.str() + " is out of range for dim " +
-                                         std::to_string(d) + " of size " + dim.str());
+        SP_ASSIGN(int64_t p, selectIndex(e, v.i, idx, dim, d));
         AtenStep st;
         st.op = "aten.slice.Tensor";
         st.call = atenCallExpr(st.op, {nameExpr(cur), intExpr(d), intExpr(p), intExpr(p + 1), intExpr(1)}, {}, at);

@@ -93,6 +93,9 @@ struct SliceBounds {
 // The bounds of a slice item of `index` on `dim`, clamped as Python clamps
 // them; none for the whole dim (where the dim may be symbolic).
 Result<std::optional<SliceBounds>> sliceBounds(Emitter& e, const Expr& item, const Expr& index, const ir::Dim& dim);
+// Position i (negative from the end) of dim d, which `index` selects or
+// lists: in range, counted from 0; fx-index otherwise.
+Result<int64_t> selectIndex(Emitter& e, int64_t i, const Expr& index, const ir::Dim& dim, int64_t d);
 Expr intExpr(int64_t v);
 Expr nameExpr(const std::string& name);
 

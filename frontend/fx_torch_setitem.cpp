@@ -83,16 +83,6 @@ Result<int64_t> dimsTaken(Emitter& e, const Expr& i) {
   return t.dtype() == ir::DType::Bool ? t.rank() : int64_t(1);
 }
 
-Result<int64_t> selectIndex(Emitter& e, int64_t i, const Expr& idx, const ir::Dim& dim, int64_t d) {
-  if (!dim.isConcrete())
-    return e.error("fx-unsupported", "selecting in the symbolic dim " + dim.str() + " (" + idx.str() + ")");
-  const int64_t n = dim.value();
-  if (i < -n || i >= n)
-    return e.error("fx-index", "index " + std::to_string(i) + " in " + idx.str() + " is out of range for dim " +
-                                   std::to_string(d) + " of size " + std::to_string(n));
-  return i < 0 ? i + n : i;
-}
-
 // The view a basic item (None, int, slice) takes of the region at dim d,
 // appended to r; d moves past the dims it indexes.
 Status takeView(Emitter& e, const Expr& i, const Expr& idx, int64_t& d, Region& r, Steps& st) {

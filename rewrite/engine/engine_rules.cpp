@@ -486,9 +486,8 @@ struct RuleMatcher {
         auto x = b.t.find(c.lhs.var), y = b.t.find(c.rhs.var);
         if (x == b.t.end() || y == b.t.end()) return false;
         const auto &sx = g.type(x->second).shape, &sy = g.type(y->second).shape;
-        const size_t keep = sx.size() >= size_t(c.lhs.value) ? sx.size() - size_t(c.lhs.value) : 0;
-        if (sx.size() != sy.size() || sx.size() < size_t(c.lhs.value) ||
-            !std::equal(sx.begin(), sx.begin() + keep, sy.begin()))
+        const size_t left = size_t(c.lhs.value);  // the last dims left out
+        if (sx.size() != sy.size() || sx.size() < left || !std::equal(sx.begin(), sx.end() - long(left), sy.begin()))
           return false;
         continue;
       }
