@@ -269,7 +269,8 @@ void addFacts(Engine& e, const DistModel& m, const DistLeaf& leaf, std::set<Dist
 // freeAtLimit: a tensor at the hop limit still passes layout ops and
 // collectives (they cost no hop), so a one-hop exploration reaches the
 // all_reduce of the partial matmul it adds.
-void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& seeds, int hops, bool freeAtLimit) {
+bool exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& seeds, int hops, bool freeAtLimit) {
+  bool cut = false;
   std::set<DistLeaf> factsDone;
   std::set<std::pair<int64_t, ir::NodeId>> visited;
   std::deque<std::pair<DistLeaf, int>> q;
@@ -291,7 +292,10 @@ void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& see
       for (const auto& same : e.distLeaves(cls))
         if (queued.insert(same).second) q.emplace_back(same, depth);
     bool atLimit = depth >= hops;
-    if (atLimit && !freeAtLimit) continue;
+    if (atLimit && !freeAtLimit) {
+      cut = cut || !m.prog->rank(leaf.first).users(leaf.second).empty();
+      continue;
+    }
     const ir::Graph& g = m.prog->rank(leaf.first);
     for (ir::NodeId n : g.users(leaf.second)) {
       const ir::Node& node = g.node(n);
@@ -299,7 +303,10 @@ void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& see
       // through them costs no hop (DESIGN.md).
       ir::OpCategory cat = ir::opInfo(node.op).category;
       bool free = cat == ir::OpCategory::Layout || cat == ir::OpCategory::Collective || node.op == ir::OpKind::Identity;
-      if (atLimit && !free) continue;
+      if (atLimit && !free) {
+        cut = cut || !visited.count({leaf.first, n});
+        continue;
+      }
       if (!visited.insert({leaf.first, n}).second) continue;
       for (ir::ValueId in : node.inputs) addFacts(e, m, {leaf.first, in}, factsDone);
       int next = free ? depth : depth + 1;
@@ -310,6 +317,7 @@ void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& see
   // Facts of every leaf the equations brought in (other members' inputs).
   for (ClassId c : e.graph().canonicalClasses())
     for (const auto& l : e.distLeaves(c)) addFacts(e, m, l, factsDone);
+  return cut;
 }
 
 }  // namespace sp::rewrite

@@ -60,8 +60,9 @@ std::vector<DistLeaf> addDistNode(Engine& e, const DistModel& m, int64_t r, ir::
 // Adds the equations of every D node reachable forward from `seeds` within
 // `hops` computing nodes (layout ops and collectives cost no hop), and the
 // input facts of every leaf that appears. freeAtLimit: a tensor at the hop
-// limit still passes layout ops and collectives.
-void exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& seeds, int hops,
+// limit still passes layout ops and collectives. Returns whether the hop
+// limit left some D node out (a deeper exploration would add more).
+bool exploreDist(Engine& e, const DistModel& m, const std::vector<DistLeaf>& seeds, int hops,
                  bool freeAtLimit = false);
 
 // Adds the producer of D value v of rank r when it is a constant.

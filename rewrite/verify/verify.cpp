@@ -367,6 +367,7 @@ bool tiledByLeaves(const EGraph& g, ClassId c, const std::function<bool(const Di
 // verify() explores afresh from every seed with opts.exploreHops, as
 // before: the search is only reduced, never a relation lost.
 constexpr int kFirstPhaseHops = 1;
+constexpr int kDeeperPhases = 2;
 std::vector<DistLeaf> restrictSeeds(Engine& eng, const std::vector<DistLeaf>& seeds) {
   std::map<ClassId, std::map<int64_t, std::set<ir::ValueId>>> perRank;
   for (const DistLeaf& l : seeds) perRank[eng.graph().find(eng.dist(l.first, l.second))][l.first].insert(l.second);
@@ -909,7 +910,13 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     bool memoHit = false;
     StopReason stop = StopReason::Saturated;
     bool cappedByLimit = false;  // this op's search cut short by the time limit
-    for (int phase = 0; phase < 2; ++phase) {
+    // Phases: one hop from the seeds without copies, then opts.exploreHops,
+    // then, while the search saturated short of the goal with D nodes left
+    // beyond the hop limit, twice as deep (a merge chain as long as the
+    // group: ring attention's running softmax state at CP 8 passes 16
+    // compute ops): the search only widens, never a relation lost.
+    bool cutByHops = false;
+    for (int phase = 0; phase < 2 + kDeeperPhases; ++phase) {
       if (phase > 0) {
         holder.emplace(interner, rules, es, dist);
         holder->setZeroLeaves(&model.zeros);
@@ -923,9 +930,9 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       }
       sameDist.apply(eng, seeds);
       std::vector<DistLeaf> from = phase == 0 ? restrictSeeds(eng, seeds) : seeds;
-      int hops = phase == 0 ? std::min(opts.exploreHops, kFirstPhaseHops) : opts.exploreHops;
+      int hops = phase == 0 ? std::min(opts.exploreHops, kFirstPhaseHops) : opts.exploreHops << (phase - 1);
       bool restricted = from.size() < seeds.size() || hops < opts.exploreHops;
-      exploreDist(eng, model, from, hops, phase == 0);
+      cutByHops = exploreDist(eng, model, from, hops, phase == 0);
       addIndexProducers(eng, model, dist);
       sameDist.close(eng);
       if (node.op == ir::OpKind::Constant || node.op == ir::OpKind::Range)
@@ -1007,7 +1014,8 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       // The narrow phase stands only where it reached the goal (a D leaf or
       // tiling, the expected relation): a relation it found that is only
       // clean (a partial sum) may miss what the full exploration adds.
-      if (!restricted || stop == StopReason::GoalReached || (goal() && found())) break;
+      if (stop == StopReason::GoalReached || (goal() && found())) break;
+      if (!restricted && !(cutByHops && stop == StopReason::Saturated)) break;
     }
     if (rep.failure) break;
     if (memoHit) {

@@ -665,9 +665,12 @@ TEST(Verify, SliceOfPartialSumsIsRepairedByAReduceScatter) {
 // at CP 2 and 3, each merge one step of online_softmax.rules' merge lemmas;
 // a merge that forgets to rescale the running output, rescales with a
 // stale maximum or reads the wrong value block is refuted.
+// blocks: key blocks (default cp); at cp 1 the one rank holds all keys
+// and values (flash attention's blockwise loop on one device).
 std::string ringAttention(int cp, int heads, int len, int dim, const std::string& bug,
-                          const std::string& order = "chain") {
-  const int S = cp * len;
+                          const std::string& order = "chain", int blocks = 0) {
+  if (blocks == 0) blocks = cp;
+  const int S = blocks * len;
   auto sh = [](std::initializer_list<int> d) {
     std::string out = "f32[";
     for (int x : d) out += (out.size() > 4 ? ", " : "") + std::to_string(x);
@@ -676,13 +679,18 @@ std::string ringAttention(int cp, int heads, int len, int dim, const std::string
   const std::string blk = sh({heads, len, dim}), row = sh({heads, len, 1}), sq = sh({heads, len, len});
   std::string b = "program ring {\n  world " + std::to_string(cp) + "\n  mesh [cp = " + std::to_string(cp) +
                   "]\n  rank 0.." + std::to_string(cp - 1) + " {\n";
-  for (const char* n : {"q", "k", "v"}) b += "    input %" + std::string(n) + ": " + blk + "\n";
-  b += "    %ka: " + sh({heads, S, dim}) + " = all_gather(%k) {group = \"cp\", dim = 1}\n";
-  b += "    %va: " + sh({heads, S, dim}) + " = all_gather(%v) {group = \"cp\", dim = 1}\n";
+  b += "    input %q: " + blk + "\n";
+  if (cp == 1) {
+    for (const char* n : {"k", "v"}) b += "    input %" + std::string(n) + "a: " + sh({heads, S, dim}) + "\n";
+  } else {
+    for (const char* n : {"k", "v"}) b += "    input %" + std::string(n) + ": " + blk + "\n";
+    b += "    %ka: " + sh({heads, S, dim}) + " = all_gather(%k) {group = \"cp\", dim = 1}\n";
+    b += "    %va: " + sh({heads, S, dim}) + " = all_gather(%v) {group = \"cp\", dim = 1}\n";
+  }
   b += "    %c: f32[] = constant() {value = dense<f32[], [0.25]>}\n";
-  for (int j = 0; j < cp; ++j) {
+  for (int j = 0; j < blocks; ++j) {
     const std::string J = std::to_string(j);
-    const int vj = bug == "wrong-v-block" ? (j + 1) % cp : j;
+    const int vj = bug == "wrong-v-block" ? (j + 1) % blocks : j;
     auto cut = [&](int at) { return "{starts = [" + std::to_string(at * len) + "], ends = [" + std::to_string((at + 1) * len) + "], axes = [1]}"; };
     b += "    %k" + J + ": " + blk + " = slice(%ka) " + cut(j) + "\n";
     b += "    %v" + J + ": " + blk + " = slice(%va) " + cut(vj) + "\n";
@@ -715,32 +723,32 @@ std::string ringAttention(int cp, int heads, int len, int dim, const std::string
     b += "    %L" + N + ": " + row + " = add(%La" + N + ", %Lb" + N + ")\n";
     return State{"M" + N, "O" + N, "L" + N};
   };
-  std::vector<State> blocks;
-  for (int j = 0; j < cp; ++j) blocks.push_back({"m" + std::to_string(j), "o" + std::to_string(j), "l" + std::to_string(j)});
+  std::vector<State> states;
+  for (int j = 0; j < blocks; ++j) states.push_back({"m" + std::to_string(j), "o" + std::to_string(j), "l" + std::to_string(j)});
   std::string O, L;
   if (order == "chain") {
-    State s = blocks[0];
-    for (int j = 1; j < cp; ++j) s = merge(s, blocks[size_t(j)], j == cp - 1);
+    State s = states[0];
+    for (int j = 1; j < blocks; ++j) s = merge(s, states[size_t(j)], j == blocks - 1);
     O = s.o, L = s.l;
   } else if (order == "tree") {
-    while (blocks.size() > 1) {
+    while (states.size() > 1) {
       std::vector<State> next;
-      for (size_t i = 0; i + 1 < blocks.size(); i += 2) next.push_back(merge(blocks[i], blocks[i + 1], blocks.size() == 2));
-      if (blocks.size() % 2) next.push_back(blocks.back());
-      blocks = next;
+      for (size_t i = 0; i + 1 < states.size(); i += 2) next.push_back(merge(states[i], states[i + 1], states.size() == 2));
+      if (states.size() % 2) next.push_back(states.back());
+      states = next;
     }
-    O = blocks[0].o, L = blocks[0].l;
+    O = states[0].o, L = states[0].l;
   } else {  // flat
     std::string G = "m0";
-    for (int j = 1; j < cp; ++j) {
+    for (int j = 1; j < blocks; ++j) {
       b += "    %G" + std::to_string(j) + ": " + row + " = max(%" + G + ", %m" + std::to_string(j) + ")\n";
       G = "G" + std::to_string(j);
     }
-    for (int j = 0; j < cp; ++j) {
+    for (int j = 0; j < blocks; ++j) {
       const std::string J = std::to_string(j);
       b += "    %dg" + J + ": " + row + " = sub(%" + (bug == "stale-max" && j > 0 ? "m0" : "m" + J) + ", %" + G + ")\n";
       b += "    %fg" + J + ": " + row + " = exp(%dg" + J + ")\n";
-      b += "    %og" + J + ": " + blk + (bug == "no-rescale" && j == cp - 1 ? " = identity(%o" + J + ")\n" : " = mul(%o" + J + ", %fg" + J + ")\n");
+      b += "    %og" + J + ": " + blk + (bug == "no-rescale" && j == blocks - 1 ? " = identity(%o" + J + ")\n" : " = mul(%o" + J + ", %fg" + J + ")\n");
       b += "    %lg" + J + ": " + row + " = mul(%l" + J + ", %fg" + J + ")\n";
       if (j == 0) {
         O = "og0", L = "lg0";
@@ -755,19 +763,22 @@ std::string ringAttention(int cp, int heads, int len, int dim, const std::string
   return b;
 }
 
+// S's attention over q rows and k / v rows (a scaled softmax of q k^T, times v).
+Result<ir::Graph> attentionSeq(int heads, int qRows, int kRows, int dim) {
+  auto sh = [&](int a, int b) { return "f32[" + std::to_string(heads) + ", " + std::to_string(a) + ", " + std::to_string(b) + "]"; };
+  return ir::parseGraph("graph attn {\n  input %q: " + sh(qRows, dim) + "\n  input %k: " + sh(kRows, dim) +
+                            "\n  input %v: " + sh(kRows, dim) + "\n  %kt: " + sh(dim, kRows) +
+                            " = transpose(%k) {perm = [0, 2, 1]}\n  %s: " + sh(qRows, kRows) +
+                            " = matmul(%q, %kt)\n  %c: f32[] = constant() {value = dense<f32[], [0.25]>}\n  %ss: " +
+                            sh(qRows, kRows) + " = mul(%s, %c)\n  %p: " + sh(qRows, kRows) + " = softmax(%ss)\n  %o: " +
+                            sh(qRows, dim) + " = matmul(%p, %v)\n  output %o\n}\n",
+                        "attn.sp");
+}
+
 TEST(Verify, RingAttentionOnlineSoftmaxMerge) {
   const int heads = 2, len = 3, dim = 4;
   for (int cp : {2, 3}) {
-    const int S = cp * len;
-    const std::string full = "f32[" + std::to_string(heads) + ", " + std::to_string(S) + ", " + std::to_string(dim) + "]";
-    const std::string sq = "f32[" + std::to_string(heads) + ", " + std::to_string(S) + ", " + std::to_string(S) + "]";
-    auto seq = ir::parseGraph("graph attn {\n  input %q: " + full + "\n  input %k: " + full + "\n  input %v: " + full +
-                                  "\n  %kt: f32[" + std::to_string(heads) + ", " + std::to_string(dim) + ", " +
-                                  std::to_string(S) + "] = transpose(%k) {perm = [0, 2, 1]}\n  %s: " + sq +
-                                  " = matmul(%q, %kt)\n  %c: f32[] = constant() {value = dense<f32[], [0.25]>}\n  %ss: " +
-                                  sq + " = mul(%s, %c)\n  %p: " + sq + " = softmax(%ss)\n  %o: " + full +
-                                  " = matmul(%p, %v)\n  output %o\n}\n",
-                              "attn.sp");
+    auto seq = attentionSeq(heads, cp * len, cp * len, dim);
     ASSERT_TRUE(seq.ok()) << seq.error().str();
     std::string relText;
     for (const char* n : {"q", "k", "v"})
@@ -786,6 +797,31 @@ TEST(Verify, RingAttentionOnlineSoftmaxMerge) {
         ASSERT_TRUE(rep.ok()) << rep.error().str();
         EXPECT_EQ(rep->verdict, bug.empty() ? Verdict::Verified : Verdict::Refuted) << test::describe(*rep);
         if (bug.empty() && order == "chain") test::checkSelfRefinement(Case{*seq, *dist, *rel});
+      }
+  }
+}
+
+// Flash attention's blockwise loop on one device: 4 and 5 key blocks,
+// merged in order, as a tree or to one maximum. The merged state is more
+// compute ops from the inputs than the first exploration's hops (a chain
+// of 4 merges passes 12): the search goes deeper where it saturated short
+// of the goal with D left beyond the hop limit (was inconclusive for the
+// tree). A stale maximum or a missing rescale is refuted.
+TEST(Verify, BlockwiseAttentionMergedDeeperThanTheFirstExploration) {
+  const int heads = 1, len = 2, dim = 4;
+  for (int blocks : {4, 5}) {
+    auto seq = attentionSeq(heads, len, blocks * len, dim);
+    ASSERT_TRUE(seq.ok()) << seq.error().str();
+    auto rel = parseRelations("dist[0].q = seq.q\ndist[0].ka = seq.k\ndist[0].va = seq.v\nexpect seq.o = dist[0].o\n", "b.rel");
+    ASSERT_TRUE(rel.ok()) << rel.error().str();
+    for (const std::string order : {"chain", "tree", "flat"})
+      for (const std::string bug : {"", "stale-max", "no-rescale"}) {
+        SCOPED_TRACE(std::to_string(blocks) + " blocks " + order + " " + (bug.empty() ? "correct" : bug));
+        auto dist = ir::parseProgram(ringAttention(1, heads, len, dim, bug, order, blocks), "blockwise.sp");
+        ASSERT_TRUE(dist.ok()) << dist.error().str();
+        auto rep = verify(*seq, *dist, *rel, VerifyOptions{});
+        ASSERT_TRUE(rep.ok()) << rep.error().str();
+        EXPECT_EQ(rep->verdict, bug.empty() ? Verdict::Verified : Verdict::Refuted) << test::describe(*rep);
       }
   }
 }
