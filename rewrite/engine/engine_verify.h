@@ -117,6 +117,10 @@ struct Candidate {
   int64_t dim = 0;
   int64_t rank = -1;      // the D rank whose tensor it is (Sum, Concat: a member)
   int64_t chunkDim = -1;  // Tensor: a chunk along this dim, -1: the whole tensor
+  // Concat: the group's ranks in the order concatenated, where not the
+  // group's own order (rank r's piece at another place: still a clean
+  // rebuild, DESIGN.md's refinement); empty: the group's order.
+  std::vector<int64_t> order;
 };
 Result<std::optional<Candidate>> bestCandidate(
     const ir::Tensor& want, const WitnessRun& run, const ir::Program& dist,

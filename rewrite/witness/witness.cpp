@@ -222,6 +222,42 @@ ErrorStat compareTensors(const ir::Tensor& got, const ir::Tensor& want) {
 
 constexpr double kCandidateTie = 1e-6;
 
+// The members' pieces in the order that matches `want`'s equal pieces
+// along d, where it is not their own order: S's piece k goes to the unused
+// member whose piece is closest (first elements compared first, so a group
+// of n costs O(n) full comparisons where the pieces differ). nullopt where
+// the pieces differ in size or their own order is the closest.
+std::optional<std::vector<int64_t>> piecesOrder(const ir::Tensor& want, const std::vector<ir::Tensor>& parts, int64_t d) {
+  const int64_t n = int64_t(parts.size());
+  if (n < 2 || want.rank() <= d || want.dims()[size_t(d)] % n != 0) return std::nullopt;
+  for (const auto& p : parts)
+    if (p.dims()[size_t(d)] != want.dims()[size_t(d)] / n) return std::nullopt;
+  auto pieces = ir::splitTensor(want, d, n);
+  if (!pieces.ok()) return std::nullopt;
+  auto first = [](const ir::Tensor& t) { return t.numel() > 0 ? t.getAsDouble(0) : 0.0; };
+  std::vector<bool> used(size_t(n), false);
+  std::vector<int64_t> order;
+  bool moved = false;
+  for (int64_t k = 0; k < n; ++k) {
+    const double f = first((*pieces)[size_t(k)]);
+    std::vector<int64_t> cands;
+    for (int64_t m = 0; m < n; ++m)
+      if (!used[size_t(m)] && std::abs(first(parts[size_t(m)]) - f) <= 1e-3 * (1.0 + std::abs(f))) cands.push_back(m);
+    if (cands.empty()) return std::nullopt;
+    int64_t pick = cands[0];
+    double err = INFINITY;
+    for (int64_t m : cands) {
+      double e = compareTensors(parts[size_t(m)], (*pieces)[size_t(k)]).maxRelErr;
+      if (e < err) err = e, pick = m;
+    }
+    used[size_t(pick)] = true;
+    moved = moved || pick != k;
+    order.push_back(pick);
+  }
+  if (!moved) return std::nullopt;
+  return order;
+}
+
 Result<std::optional<Candidate>> bestCandidate(const ir::Tensor& want, const WitnessRun& run, const ir::Program& dist,
                                                const std::vector<std::pair<int64_t, std::string>>& names,
                                                std::chrono::steady_clock::time_point deadline) {
@@ -301,6 +337,25 @@ Result<std::optional<Candidate>> bestCandidate(const ir::Tensor& want, const Wit
         if (auto v = ir::concatTensors(parts, d); v.ok())
           consider("concat over " + gname + " of " + name + " along dim " + std::to_string(d), *v,
                    K::Concat, gname, name, d, r);
+        // The same pieces in another order (rank r holding piece n-1-r, a
+        // rotation): each of S's equal pieces matched to the member whose
+        // tensor is closest to it, each member once.
+        if (late()) return stopped("pieces over " + gname + " of " + name);
+        if (auto order = piecesOrder(want, parts, d)) {
+          std::vector<ir::Tensor> placed;
+          std::string text;
+          for (int64_t k : *order) {
+            placed.push_back(parts[size_t(k)]);
+            text += (text.empty() ? "" : ", ") + std::to_string((*members)[size_t(k)]);
+          }
+          if (auto v = ir::concatTensors(placed, d); v.ok()) {
+            auto before = best;
+            consider("concat over " + gname + " of " + name + " along dim " + std::to_string(d) + " in rank order " +
+                         text, *v, K::Concat, gname, name, d, r);
+            if (best && (!before || best->what != before->what))
+              for (int64_t k : *order) best->order.push_back((*members)[size_t(k)]);
+          }
+        }
       }
     }
   }

@@ -131,6 +131,16 @@ TEST(Witness, CandidatesAreRebuildsOfFittingShape) {
   ASSERT_TRUE(chunk.ok() && chunk->has_value());
   EXPECT_EQ((*chunk)->what, "chunk 1 of dist[0].whole along dim 1");
   EXPECT_EQ((*chunk)->err.maxAbsErr, 0);
+  // The ranks' shards in reverse order are still a rebuild (a clean
+  // relation, concat in another rank order), named with the order.
+  WitnessRun reversed;
+  reversed.dist = {{{"h", run->dist[1].at("h")}}, {{"h", run->dist[0].at("h")}}};
+  auto back = bestCandidate(sh, reversed, c.dist, hs);
+  ASSERT_TRUE(back.ok() && back->has_value());
+  EXPECT_EQ((*back)->what, "concat over tp of h along dim 1 in rank order 1, 0");
+  EXPECT_EQ((*back)->order, (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ((*back)->err.maxAbsErr, 0);
+  EXPECT_TRUE((*h)->order.empty());
   // No D tensor of a fitting shape: no candidate.
   auto none = bestCandidate(sy.reshaped({128}), *run, c.dist, ys);
   ASSERT_TRUE(none.ok());

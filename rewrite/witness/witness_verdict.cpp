@@ -127,7 +127,7 @@ bool mayRebuild(const ir::TensorType& d, const ir::TensorType& s) {
 // witness's confirmation when the explanation already found that sum
 // missing (`explained`: Failure::missingSumGroups).
 std::string collectiveHint(const Candidate& c, const ir::Program& dist, const std::vector<std::string>& explained) {
-  if (c.kind == Candidate::Kind::Tensor) return "";
+  if (c.kind == Candidate::Kind::Tensor || !c.order.empty()) return "";
   std::string what = "D's '" + c.name + "'";
   for (int64_t r = 0; r < dist.worldSize(); ++r) {
     const ir::Graph& g = dist.rank(r);
