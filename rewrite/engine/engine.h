@@ -73,6 +73,21 @@ struct Rule {
   std::map<std::string, int> fixedRanks;
   // 1: the lemma's dropouts read as their mask output (compileRules).
   int dropoutOut = 0;
+  // The lemma's n-ary form (engine_rules.cpp, liftOf): its left side cuts
+  // operands as binary concats concat(?a_i, ?b_i) and its right side is a
+  // concat or sum of T[?a_i] and T[?b_i], where T[concat(?a_i, ?b_i)] is
+  // the left side itself. By induction over the parts (each step the
+  // lemma, at the first part against the concat of the rest, with its
+  // conditions checked there) and associativity, an op over n-part
+  // concats is the concat or sum of its n images: matched once against
+  // each class's widest concats, never against the binary views of a
+  // chain (which made every prefix's image, O(n^2) per op and chain).
+  struct Lift {
+    std::vector<const Pattern*> cuts;  // the left side's concat(?a_i, ?b_i)
+    std::vector<std::string> a, b;     // their operand variables
+    const Pattern* part = nullptr;     // T[?a_i]: the right side's first operand
+  };
+  std::optional<Lift> lift;
 };
 
 // Is an IR op's result all zeros when these of its operands are (a layout

@@ -2,10 +2,13 @@
 // IR attributes completed with their defaults), the well-formedness the
 // proofs assume, side conditions (concrete, or through Z3 when shapes are
 // symbolic), proven-rank limits, instantiation and saturation.
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "rewrite/engine/engine.h"
@@ -27,6 +30,78 @@ bool onlyDropoutIr(const Pattern& p) {
   if ((p.op == PatOp::Ir && p.irOp != ir::OpKind::Dropout) || p.op == PatOp::OpVar) return false;
   return std::all_of(p.args.begin(), p.args.end(), [](const PatPtr& a) { return onlyDropoutIr(*a); });
 }
+}  // namespace
+
+namespace {
+
+// p with the variables of m replaced (a replacement is not looked into)
+// and op variables' declarations dropped: two patterns are the same term
+// when their copies print alike.
+PatPtr substPattern(const PatPtr& p, const std::map<std::string, PatPtr>& m) {
+  if (p->op == PatOp::Var) {
+    auto it = m.find(p->name);
+    return it != m.end() ? it->second : p;
+  }
+  auto q = std::make_shared<Pattern>(*p);
+  q->declares = false;
+  for (auto& a : q->args) a = substPattern(a, m);
+  return q;
+}
+
+bool hasComputedAttr(const Pattern& p) {
+  for (const auto& a : p.attrs)
+    if (a.kind == PatAttr::Kind::Expr || a.kind == PatAttr::Kind::Recip) return true;
+  return std::any_of(p.args.begin(), p.args.end(), [](const PatPtr& a) { return hasComputedAttr(*a); });
+}
+
+void countVars(const Pattern& p, std::map<std::string, int>& n) {
+  if (p.op == PatOp::Var) ++n[p.name];
+  for (const auto& a : p.args) countVars(*a, n);
+}
+
+// The concats of two variables in a left side (the cuts a lifted rule
+// takes n-ary).
+void cutsOf(const Pattern& p, std::vector<const Pattern*>& out) {
+  if (p.op == PatOp::Concat && p.args.size() == 2 && p.args[0]->op == PatOp::Var && p.args[1]->op == PatOp::Var &&
+      p.args[0]->name != p.args[1]->name)
+    out.push_back(&p);
+  for (const auto& a : p.args) cutsOf(*a, out);
+}
+
+// Rule::Lift of a lemma, where it has that form: the right side concat
+// (along a literal or variable dim) or sum of two terms, T[?a_i] and
+// T[?b_i], with T[concat(?a_i, ?b_i)] the left side, each ?a_i and ?b_i
+// occurring once on the left and no ?b_i in T[?a_i].
+std::optional<Rule::Lift> liftOf(const Lemma& l) {
+  const Pattern& rhs = *l.rhs;
+  if ((rhs.op != PatOp::Concat && rhs.op != PatOp::Sum) || rhs.args.size() != 2) return std::nullopt;
+  if (rhs.op == PatOp::Concat) {
+    const PatAttr* d = rhs.attr("dim");
+    if (!d || (d->kind != PatAttr::Kind::Int && d->kind != PatAttr::Kind::Var)) return std::nullopt;
+  }
+  if (hasComputedAttr(*l.lhs) || hasComputedAttr(rhs)) return std::nullopt;
+  Rule::Lift lift;
+  cutsOf(*l.lhs, lift.cuts);
+  if (lift.cuts.empty()) return std::nullopt;
+  std::map<std::string, int> onLeft, inPart;
+  countVars(*l.lhs, onLeft);
+  countVars(*rhs.args[0], inPart);
+  std::map<std::string, PatPtr> toB, toCut;
+  for (const Pattern* c : lift.cuts) {
+    const std::string &a = c->args[0]->name, &b = c->args[1]->name;
+    if (onLeft[a] != 1 || onLeft[b] != 1 || inPart.count(b)) return std::nullopt;
+    lift.a.push_back(a);
+    lift.b.push_back(b);
+    toB[a] = c->args[1];
+    toCut[a] = std::make_shared<Pattern>(*c);
+  }
+  const std::map<std::string, PatPtr> none;
+  if (substPattern(rhs.args[0], toB)->str() != substPattern(rhs.args[1], none)->str()) return std::nullopt;
+  if (substPattern(rhs.args[0], toCut)->str() != substPattern(l.lhs, none)->str()) return std::nullopt;
+  lift.part = rhs.args[0].get();
+  return lift;
+}
+
 }  // namespace
 
 std::vector<Rule> compileRules(const LemmaLibrary& lib, const std::vector<LemmaStatus>& status) {
@@ -56,6 +131,7 @@ std::vector<Rule> compileRules(const LemmaLibrary& lib, const std::vector<LemmaS
     // dropout read as its mask output: that reading is a rule of its own.
     bool maskToo = l.lhs->op == PatOp::Ir && l.lhs->irOp == ir::OpKind::Dropout && onlyDropoutIr(*l.lhs) &&
                    onlyDropoutIr(*l.rhs);
+    r.lift = liftOf(l);
     out.push_back(r);
     if (maskToo) {
       r.dropoutOut = 1;
@@ -86,6 +162,9 @@ struct Bind {
   // Op variables: the matched IR op and its interned attributes (the same
   // op and attributes on the right side and at later left-side uses).
   std::map<std::string, std::pair<ir::OpKind, int64_t>> ops;
+  // A lifted rule's cuts (Rule::Lift): the dim and parts of the concat
+  // each matched.
+  std::map<const Pattern*, std::pair<int64_t, std::vector<ClassId>>> parts;
 };
 
 bool hasVarAttr(const Pattern& p) {
@@ -101,6 +180,7 @@ struct RuleMatcher {
   const EGraph& g;
   int dropoutOut = 0;  // the rule being matched or built: Rule::dropoutOut
   mutable int64_t visited = 0;  // e-nodes matching has looked at (search work)
+  const Rule::Lift* lift = nullptr;  // the rule being matched: its cuts match n-ary
 
   int outIndexOf(const Pattern& p) const { return p.irOp == ir::OpKind::Dropout ? dropoutOut : 0; }
 
@@ -251,6 +331,13 @@ struct RuleMatcher {
     }
     // Matching only reads the e-graph, so the class's nodes are not copied.
     visited += int64_t(g.nodes(c).size());
+    if (p.op == PatOp::Concat && lift) {
+      auto at = std::find(lift->cuts.begin(), lift->cuts.end(), &p);
+      if (at != lift->cuts.end()) {
+        matchCut(p, size_t(at - lift->cuts.begin()), c, std::move(b), out);
+        return;
+      }
+    }
     for (const ENode& n : g.nodes(c)) {
       if (out.size() >= cap) return;
       if (n.kids.size() != p.args.size() || !opMayMatch(p, n)) continue;
@@ -374,6 +461,147 @@ struct RuleMatcher {
         for (auto& pb : partial) out.push_back(std::move(pb));
       }
     }
+  }
+
+  // The parts of class c along dim: its concats along dim with each part
+  // taken apart the same way, recursively (a left-nested chain before
+  // associativity flattened it is its leaves); {c} where it has none.
+  // Distinct flattenings, the longest first, at most kFlattenings. Types
+  // only narrow into parts, so the recursion ends; matching reads a fixed
+  // e-graph, so one memo serves the round.
+  static constexpr size_t kFlattenings = 4;
+  mutable std::map<std::pair<ClassId, int64_t>, std::vector<std::vector<ClassId>>> flatMemo;
+  std::vector<std::vector<ClassId>> flatParts(ClassId c, int64_t dim) const {
+    c = g.find(c);
+    if (auto it = flatMemo.find({c, dim}); it != flatMemo.end()) return it->second;
+    std::vector<std::vector<ClassId>> out;
+    for (const ENode& n : g.nodes(c)) {
+      if (n.op != kOpConcat || n.data[0] != dim) continue;
+      std::vector<std::vector<ClassId>> acc{{}};
+      for (ClassId k : n.kids) {
+        std::vector<std::vector<ClassId>> next;
+        for (const auto& kp : flatParts(k, dim))
+          for (const auto& a : acc) {
+            if (next.size() >= kFlattenings) break;
+            auto ak = a;
+            ak.insert(ak.end(), kp.begin(), kp.end());
+            next.push_back(std::move(ak));
+          }
+        acc = std::move(next);
+      }
+      for (auto& a : acc)
+        if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(std::move(a));
+    }
+    std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.size() > y.size(); });
+    if (out.size() > kFlattenings) out.resize(kFlattenings);
+    if (out.empty()) out.push_back({c});
+    return flatMemo[{c, dim}] = out;
+  }
+
+  // A lifted rule's cut i against class c: each flattening of its concats
+  // along a dim the pattern takes (the n parts of a chain, however nested
+  // or viewed), with the cut's variables bound to the first two parts and
+  // all parts kept for buildLifted.
+  void matchCut(const Pattern& p, size_t i, ClassId c, Bind b, std::vector<Bind>& out) const {
+    std::set<int64_t> dims;
+    for (const ENode& n : g.nodes(c))
+      if (n.op == kOpConcat) dims.insert(n.data[0]);
+    for (int64_t d : dims) {
+      Bind db = b;
+      if (!dimMatches(p, c, d, db)) continue;
+      for (const auto& parts : flatParts(c, d)) {
+        if (out.size() >= cap) return;
+        if (parts.size() < 2) continue;
+        Bind nb = db;
+        auto [ia, freshA] = nb.t.emplace(lift->a[i], parts[0]);
+        auto [ib, freshB] = nb.t.emplace(lift->b[i], parts[1]);
+        if (!freshA || !freshB) continue;  // each occurs once on the left
+        nb.parts[&p] = {d, parts};
+        out.push_back(std::move(nb));
+      }
+    }
+  }
+
+  // The right side of a lifted rule for the parts its cuts matched: the
+  // parts regrouped at the cut points every cut shares (a concat of four
+  // pieces against one of two: its halves), then, for each group j, the
+  // lemma's step at group j against the concat of the groups after it
+  // (its conditions and proven ranks checked there) and the image T[group
+  // j]; the concat (or sum) of the images. nullopt where a step fails.
+  std::optional<ClassId> buildLifted(const Rule& r, const Bind& b) {
+    const Rule::Lift& lf = *r.lift;
+    const size_t k = lf.cuts.size();
+    std::vector<int64_t> dims(k);
+    std::vector<std::vector<std::vector<ClassId>>> groups(k);  // [cut][group]: parts
+    std::vector<std::vector<int64_t>> ends(k);
+    bool concrete = true;
+    for (size_t i = 0; i < k; ++i) {
+      const auto& [d, parts] = b.parts.at(lf.cuts[i]);
+      dims[i] = d;
+      int64_t at = 0;
+      for (ClassId x : parts) {
+        const ir::Dim& e = g.type(x).shape.at(size_t(d));
+        concrete = concrete && e.isConcrete();
+        at += concrete ? e.value() : 0;
+        ends[i].push_back(at);
+      }
+    }
+    if (concrete) {
+      std::vector<int64_t> common = ends[0];
+      for (size_t i = 1; i < k; ++i) {
+        if (ends[i].back() != common.back()) return std::nullopt;
+        std::vector<int64_t> both;
+        std::set_intersection(common.begin(), common.end(), ends[i].begin(), ends[i].end(), std::back_inserter(both));
+        common = std::move(both);
+      }
+      for (size_t i = 0; i < k; ++i) {
+        const auto& parts = b.parts.at(lf.cuts[i]).second;
+        std::vector<ClassId> cur;
+        for (size_t j = 0, q = 0; j < parts.size(); ++j) {
+          cur.push_back(parts[j]);
+          if (ends[i][j] == common[q]) {
+            groups[i].push_back(std::move(cur));
+            cur.clear();
+            ++q;
+          }
+        }
+      }
+    } else {  // symbolic extents: the parts as they are (the conditions check that they align)
+      for (size_t i = 0; i < k; ++i) {
+        const auto& parts = b.parts.at(lf.cuts[i]).second;
+        if (parts.size() != b.parts.at(lf.cuts[0]).second.size()) return std::nullopt;
+        for (ClassId x : parts) groups[i].push_back({x});
+      }
+    }
+    const size_t n = groups[0].size();
+    if (n < 2) return std::nullopt;
+    auto piece = [&](size_t i, size_t lo, size_t hi) -> std::optional<ClassId> {  // groups lo..hi-1 of cut i
+      std::vector<ClassId> xs;
+      for (size_t j = lo; j < hi; ++j) xs.insert(xs.end(), groups[i][j].begin(), groups[i][j].end());
+      if (xs.size() == 1) return g.find(xs[0]);
+      return e.concat(dims[i], xs);
+    };
+    std::vector<ClassId> images;
+    for (size_t j = 0; j < n; ++j) {
+      Bind s = b;
+      for (size_t i = 0; i < k; ++i) {
+        auto at = piece(i, j, j + 1);
+        if (!at) return std::nullopt;
+        s.t[lf.a[i]] = *at;
+        if (j + 1 == n) continue;
+        auto rest = piece(i, j + 1, n);
+        if (!rest) return std::nullopt;
+        s.t[lf.b[i]] = *rest;
+      }
+      if (j + 1 < n && (!ranksCovered(r, s) || !conditions(r, s))) return std::nullopt;
+      auto img = build(*lf.part, s);
+      if (!img) return std::nullopt;
+      images.push_back(*img);
+    }
+    const Pattern& rhs = *r.lemma->rhs;
+    if (rhs.op == PatOp::Sum) return e.sum(images);
+    const PatAttr* a = rhs.attr("dim");
+    return e.concat(a->kind == PatAttr::Kind::Var ? b.i.at(a->text) : a->i, images);
   }
 
   // Proven-rank limits. The prover gives every default-rank variable every
@@ -622,6 +850,7 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
   m.cap = kMaxMatchesPerClass;
   for (const Rule& r : rules_) {
     m.dropoutOut = r.dropoutOut;
+    m.lift = r.lift ? &*r.lift : nullptr;
     for (size_t ci = 0; ci < classes.size(); ++ci) {
       const ClassId c = classes[ci];
       // Matching one rule over a large e-graph can itself take seconds:
@@ -641,9 +870,10 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
   for (auto& h : hits) {
     if (g_.numNodes() > budget.nodes || budget.past(deadline)) break;
     m.dropoutOut = h.rule->dropoutOut;
-    if (!m.conditions(*h.rule, h.bind)) continue;
+    const bool lifted = !h.bind.parts.empty();
+    if (!lifted && !m.conditions(*h.rule, h.bind)) continue;
     size_t before = g_.numNodes();
-    auto rhs = m.build(*h.rule->lemma->rhs, h.bind);
+    auto rhs = lifted ? m.buildLifted(*h.rule, h.bind) : m.build(*h.rule->lemma->rhs, h.bind);
     if (!rhs) continue;
     bool merged = g_.find(*rhs) != g_.find(h.root) && mergeChecked(h.root, *rhs);
     if (merged || g_.numNodes() != before) {

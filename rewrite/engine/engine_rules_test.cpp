@@ -170,5 +170,75 @@ TEST(EngineRules, SliceOfConcatIsItsCoveredParts) {
   EXPECT_NE(g.find(across), g.find(shifted));
 }
 
+// Which lemmas take n-ary concats (Rule::Lift): an op pushed through
+// concats whose right side is the concat or sum of the op on each part;
+// not a right side of another op (reduce-sum's add) nor one whose terms
+// are not the left side's op on the parts (operands commuted).
+TEST(EngineRules, LiftedLemmasAreTheHomomorphicOnes) {
+  Fixture f(
+      "unary-over-concat: ?f:unary(concat(?a, ?b, dim=?d)) => concat(?f(?a), ?f(?b), dim=?d)\n"
+      "contract: matmul(concat(?a, ?b, dim=-1), concat(?c, ?d, dim=-2)) => sum(matmul(?a, ?c), matmul(?b, ?d)) "
+      "if rank(?a) == 2 && rank(?b) == 2 && rank(?c) == 2 && rank(?d) == 2 && size(?a, -1) == size(?c, -2)\n"
+      "grid: concat(concat(?a, ?b, dim=-2), concat(?c, ?d, dim=-2), dim=-1) => concat(concat(?a, ?c, dim=-1), "
+      "concat(?b, ?d, dim=-1), dim=-2) if size(?a, -2) == size(?c, -2)\n"
+      "reduce-add: reduce_sum(concat(?a, ?b, dim=-1), axes=[-1], keepdims=1) => add(reduce_sum(?a, axes=[-1], "
+      "keepdims=1), reduce_sum(?b, axes=[-1], keepdims=1))\n"
+      "commuted: add(concat(?a, ?b, dim=-1), concat(?c, ?d, dim=-1)) => concat(add(?c, ?a), add(?d, ?b), dim=-1) "
+      "if shape(?a) == shape(?c) && shape(?b) == shape(?d)\n");
+  std::map<std::string, bool> lifted;
+  for (const Rule& r : f.rules) lifted[r.lemma->name] = r.lift.has_value();
+  EXPECT_TRUE(lifted["unary-over-concat"]);
+  EXPECT_TRUE(lifted["contract"]);
+  EXPECT_TRUE(lifted["grid"]);
+  EXPECT_FALSE(lifted["reduce-add"]);
+  EXPECT_FALSE(lifted["commuted"]);
+}
+
+// A lifted lemma maps an n-part concat to the concat (or sum) of its n
+// images in one application, and makes no image of a prefix of the chain
+// (the binary views did: O(n^2) per op and chain). Two concats of other
+// cut points meet at the cuts they share.
+TEST(EngineRules, LiftedLemmaTakesTheWholeChainAtOnce) {
+  Fixture f(
+      "unary-over-concat: ?f:unary(concat(?a, ?b, dim=?d)) => concat(?f(?a), ?f(?b), dim=?d)\n"
+      "contract: matmul(concat(?a, ?b, dim=-1), concat(?c, ?d, dim=-2)) => sum(matmul(?a, ?c), matmul(?b, ?d)) "
+      "if rank(?a) == 2 && rank(?b) == 2 && rank(?c) == 2 && rank(?d) == 2 && size(?a, -1) == size(?c, -2)\n");
+  Engine e(f.in, f.rules, f.stats, f.prog);
+  ClassId a = f.leaf(e, "a"), b = f.leaf(e, "b");  // [3, 2], [3, 4]
+  ClassId chain = *e.concat(1, {*e.concat(1, {*e.concat(1, {a, b}), a}), b});  // [3, 12], left-nested
+  ClassId y = *e.irNodeInfer(ir::OpKind::Exp, {}, {chain});
+  e.saturate(Budget{}, nullptr);
+  EXPECT_EQ(f.stats.perLemma["unary-over-concat"], 1);
+  ClassId ea = *e.irNodeInfer(ir::OpKind::Exp, {}, {a}), eb = *e.irNodeInfer(ir::OpKind::Exp, {}, {b});
+  e.graph().rebuild();
+  EXPECT_EQ(e.graph().find(y), e.graph().find(*e.concat(1, {ea, eb, ea, eb})));
+  // no exp of the prefix a|b was made
+  size_t exps = 0;
+  for (ClassId c : e.graph().canonicalClasses())
+    for (const ENode& n : e.graph().nodes(c)) exps += n.op == int32_t(ir::OpKind::Exp);
+  EXPECT_EQ(exps, 3u);  // exp(chain), exp(a), exp(b)
+  // [3, 12] x [12, 3], both cut 2 | 4 | 2 | 4 (the right one nested):
+  // the sum of four products.
+  ClassId at = *e.permute(a, {1, 0}), bt = *e.permute(b, {1, 0});  // [2, 3], [4, 3]
+  ClassId w = *e.concat(0, {*e.concat(0, {at, bt}), *e.concat(0, {at, bt})});
+  ClassId z = *e.irNodeInfer(ir::OpKind::MatMul, {}, {chain, w});
+  e.saturate(Budget{}, nullptr);
+  ClassId aa = *e.irNodeInfer(ir::OpKind::MatMul, {}, {a, at}), bb = *e.irNodeInfer(ir::OpKind::MatMul, {}, {b, bt});
+  e.graph().rebuild();
+  EXPECT_EQ(e.graph().find(z), e.graph().find(*e.sum({aa, bb, aa, bb})));
+  // cut 4 | 2 | 4 | 2 against 4 | 4 | 2 | 2: the shared cuts 4 and 10
+  // give three terms
+  ClassId uneven = *e.concat(0, {*e.concat(0, {bt, bt}), at, at});  // [4 | 4 | 2 | 2]
+  ClassId v = *e.irNodeInfer(ir::OpKind::MatMul, {}, {*e.concat(1, {b, a, b, a}), uneven});  // cuts 4 6 10 12 vs 4 8 10 12
+  int64_t before = f.stats.perLemma["contract"];
+  e.saturate(Budget{}, nullptr);
+  EXPECT_GT(f.stats.perLemma["contract"], before);  // the shared cuts 4 and 10
+  ClassId m1 = *e.irNodeInfer(ir::OpKind::MatMul, {}, {b, bt});
+  ClassId m2 = *e.irNodeInfer(ir::OpKind::MatMul, {}, {*e.concat(1, {a, b}), *e.concat(0, {bt, at})});
+  ClassId m3 = *e.irNodeInfer(ir::OpKind::MatMul, {}, {a, at});
+  e.graph().rebuild();
+  EXPECT_EQ(e.graph().find(v), e.graph().find(*e.sum({m1, m2, m3})));
+}
+
 }  // namespace
 }  // namespace sp::rewrite
