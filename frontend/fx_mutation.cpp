@@ -4,8 +4,13 @@ namespace sp::frontend::fx {
 
 namespace {
 
+// The names statement `at` reads: its Name expressions and the receivers
+// of its method calls and attributes (`v` of `v.mul(2)`, whose callee is
+// "v.mul").
 void reads(const Expr& x, size_t at, std::map<std::string, size_t>& last) {
   if (x.kind == Expr::Kind::Name) last[x.s] = at;
+  if ((x.kind == Expr::Kind::Call || x.kind == Expr::Kind::Dotted) && x.s.find('.') != std::string::npos)
+    last[x.s.substr(0, x.s.find('.'))] = at;
   for (const auto& i : x.items) reads(i, at, last);
   for (const auto& [k, v] : x.kwargs) reads(v, at, last);
 }

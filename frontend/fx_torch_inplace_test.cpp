@@ -378,6 +378,26 @@ TEST(FxTorchInPlace, TensorParallelFixtureMatchesTheSequentialGraph) {
   }
 }
 
+// Regression: a view read only through a method call (`v.mul(2)`, whose
+// callee is "v.mul") after its base was mutated was not seen as read, and
+// the import gave it the base's old value (torch: the new one).
+TEST(FxTorchInPlace, MethodCallReceiversAreReads) {
+  auto g = importBody("        c: \"f32[2, 3, 4]\" = x.clone()\n        v: \"f32[24]\" = c.view(24)\n"
+                      "        a: \"f32[2, 3, 4]\" = c.add_(1)\n        u: \"f32[24]\" = v.mul(2)\n"
+                      "        return (a, u)\n",
+                      "bad.py");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().str(),
+            "bad.py:14: node 'a' mutates 'c' in place while 'v', which may share its storage (a view of it, or the "
+            "value it views), is still read: mutation through views is not supported");
+  // the base read through a method after its view is mutated
+  g = importBody("        c: \"f32[2, 3, 4]\" = x.clone()\n        v: \"f32[24]\" = c.view(24)\n"
+                 "        a: \"f32[24]\" = v.add_(1)\n        s: \"f32[]\" = c.sum()\n        return (a, s)\n",
+                 "bad.py");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error().message.find("node 'a' mutates 'v' in place while 'c'"), std::string::npos) << g.error().str();
+}
+
 Error importError(const std::string& body) {
   auto g = importBody(body, "bad.py");
   EXPECT_FALSE(g.ok()) << body;
