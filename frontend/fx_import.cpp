@@ -334,6 +334,22 @@ Status mapInPlace(Emitter& e, const std::string& path, const Stmt& s, size_t at,
   return okStatus();
 }
 
+// How `target = base[index]` of a tensor shares base's storage
+// (fx_mutation.h): an advanced index (a list, a tensor of rank >= 1: torch's
+// index op) returns a copy; basic items a view (a 0-d tensor index too:
+// torch selects with an integer one).
+void trackSubscript(const Emitter& e, AliasTracker& aliases, const std::string& target, const Expr& base,
+                    const Expr& index) {
+  const std::vector<Expr> items = index.kind == Expr::Kind::Tuple ? index.items : std::vector<Expr>{index};
+  const bool copies = std::any_of(items.begin(), items.end(), [&](const Expr& i) {
+    if (i.kind == Expr::Kind::List) return true;
+    auto t = i.kind == Expr::Kind::Name ? e.env.find(i.s) : e.env.end();
+    return t != e.env.end() && t->second.rank() > 0;
+  });
+  if (copies || base.kind != Expr::Kind::Name) return aliases.fresh(target);
+  aliases.subscript(target, base.s, index);
+}
+
 // A name unpacked from tree_flatten_spec: a graph input typed by its
 // declaration line (a SymInt when declared `Sym(...)`).
 Status addFlattenedInput(Emitter& e, const std::string& name, const std::map<std::string, const Stmt*>& declared,
@@ -573,7 +589,7 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
       call.value.s = "operator.getitem";
       auto g = getitems.find(s.target);
       SP_TRY(mapCall(e, path, call, g == getitems.end() ? nullptr : &g->second, lib));
-      aliases.view(s.target, v.items[0].kind == Expr::Kind::Name ? v.items[0].s : "");
+      trackSubscript(e, aliases, s.target, v.items[0], v.items[1]);
       continue;
     }
     if (v.kind != Expr::Kind::Call)
@@ -609,7 +625,9 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
     }
     auto g = getitems.find(s.target);
     SP_TRY(mapCall(e, path, s, g == getitems.end() ? nullptr : &g->second, lib));
-    if (info.viewOf) aliases.view(s.target, *info.viewOf);
+    if (v.s == "operator.getitem" && v.items.size() == 2 && v.kwargs.empty())
+      trackSubscript(e, aliases, s.target, v.items[0], v.items[1]);
+    else if (info.viewOf) aliases.view(s.target, *info.viewOf);
     else aliases.fresh(s.target);
   }
   // Keep only nodes some output (transitively) needs: mappings may leave

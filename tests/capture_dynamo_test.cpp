@@ -146,6 +146,27 @@ TEST(DynamoCapture, SubscriptAssignmentsVerifyAndTheirTwinIsRefuted) {
   EXPECT_GT(j["failure"]["witness"]["max_abs_err"].get<double>(), 0.1) << j.dump(1);
 }
 
+// `y[:, 0] += self.cls_bias` after the all_reduce, as FX prints Python's
+// augmented subscript assignment (getitem, iadd, setitem;
+// tests/fixtures/capture_dynamo_setitem/cls_tp2, its README): the in-place
+// add on the view, written back into the all-reduced output, imports as
+// that output with the bias added at token 0, and the pair verifies from
+// the CLI, S and D also against themselves; the twin adds the bias to each
+// rank's partial sums before the all_reduce (so the sum holds it twice):
+// refuted at the output, S's value being a sum of D intermediates (rank 0's
+// sum with the bias and another rank's without) that no D output holds,
+// with a witness.
+TEST(DynamoCapture, ViewWrittenBackVerifiesAndItsTwinIsRefuted) {
+  auto j = pairVerifiesAndTwinIsRefuted(sourcePath("tests/fixtures/capture_dynamo_setitem/cls_tp2"), "cls.r0.py",
+                                        sourcePath("tests/fixtures/capture_dynamo_setitem/cls_tp2_twin"));
+  ASSERT_EQ(j["verdict"], "refuted");
+  const std::string msg = j["failure"]["message"].get<std::string>();
+  EXPECT_EQ(msg.rfind("S output 'mul' is ", 0), 0u) << msg;
+  EXPECT_NE(msg.find("but no D output rebuilds it"), std::string::npos) << msg;
+  EXPECT_EQ(j["failure"]["location"].get<std::string>().rfind("/work/model/cls.py:16", 0), 0u) << j.dump(1);
+  EXPECT_GT(j["failure"]["witness"]["outputs"]["mul"]["max_abs_err"].get<double>(), 0.1) << j.dump(1);
+}
+
 // `shardproof inspect` reads a torch-level graph; an untranslated callable
 // is exit 3 with the callable and the capture line.
 TEST(DynamoCapture, InspectAndUnsupportedCallable) {
