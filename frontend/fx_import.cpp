@@ -324,6 +324,25 @@ Status mapInPlace(Emitter& e, const std::string& path, const Stmt& s, size_t at,
   }
   // `x /= y` without the binding FX prints after it: a fresh name
   if (st.target == mutated || e.env.count(st.target)) st.target = e.fresh(s.target + "_inplace");
+  // Operands of other dtypes (`x += y` with x f16, y f32): torch computes
+  // in their promoted dtype and casts the result back to x's, which it
+  // refuses where the cast is not allowed (a float into an integer).
+  const std::optional<ir::DType> computed = inPlaceComputeType(e, s.value);
+  if (computed && *computed != recv.dtype()) {
+    if (!canCast(*computed, recv.dtype()))
+      return makeError("fx-type", "node '" + s.target + "' (" + s.value.s + ") computes in " +
+                                      std::string(ir::dtypeName(*computed)) + " (its operands' promoted dtype) but is in place on '" +
+                                      mutated + "' of dtype " + std::string(ir::dtypeName(recv.dtype())) +
+                                      ", which torch cannot cast it back to (it raises 'result type " +
+                                      torchTypeName(*computed) + " can't be cast to the desired output type " +
+                                      torchTypeName(recv.dtype()) + "')",
+                       e.captureLoc);
+    Stmt wide = st;
+    wide.target = e.fresh(s.target + "_promoted");
+    wide.annotation = ir::TensorType{*computed, recv.type.shape}.str();
+    SP_TRY(mapCall(e, path, wide, nullptr, lib));
+    st.value = atenCallExpr("aten._to_copy.default", {nameExpr(wide.target)}, {}, s.value);
+  }
   SP_TRY(mapCall(e, path, st, nullptr, lib));
   const TRef out = e.env.at(st.target);
   for (const auto& n : names) {
