@@ -167,6 +167,25 @@ TEST(DynamoCapture, ViewWrittenBackVerifiesAndItsTwinIsRefuted) {
   EXPECT_GT(j["failure"]["witness"]["outputs"]["mul"]["max_abs_err"].get<double>(), 0.1) << j.dump(1);
 }
 
+// Mixtral's sparse MoE block as Dynamo prints it with
+// capture_dynamic_output_shape_ops (tests/fixtures/capture_dynamo_moe, its
+// README): `idx, top_x = torch.where(expert_mask[expert_idx])` returns as
+// many positions as tokens chose the expert, a size that depends on values
+// (`u0`). inspect and verify stop with exit 3 naming the call, its node and
+// the capture line, before any later node of unknown size.
+TEST(DynamoCapture, SparseMoeWhereIsDataDependent) {
+  const std::string f = sourcePath("tests/fixtures/capture_dynamo_moe/mixtral_moe.py");
+  const std::string want = "mixtral_moe.py:47: torch-level call torch.where (node 'where') returns a tensor whose "
+                           "size depends on tensor values";
+  auto r = runCli({"inspect", f});
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+  r = verifyAgainstItself(f, "moe-where");
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("unexpected character"), std::string::npos) << r.err;
+}
+
 // `shardproof inspect` reads a torch-level graph; an untranslated callable
 // is exit 3 with the callable and the capture line.
 TEST(DynamoCapture, InspectAndUnsupportedCallable) {
