@@ -462,6 +462,27 @@ ir::DType resultType(const std::vector<Emitter::Operand>& ops) {
   return r ? *r : DType::F32;
 }
 
+bool canCast(DType from, DType to) {
+  if (ir::isFloat(from) && (ir::isInteger(to) || to == DType::Bool)) return false;
+  return from == DType::Bool || to != DType::Bool;
+}
+
+std::string torchTypeName(DType t) {
+  switch (t) {
+    case DType::F32: return "Float";
+    case DType::F64: return "Double";
+    case DType::F16: return "Half";
+    case DType::BF16: return "BFloat16";
+    case DType::I64: return "Long";
+    case DType::I32: return "Int";
+    case DType::I16: return "Short";
+    case DType::I8: return "Char";
+    case DType::U8: return "Byte";
+    case DType::Bool: return "Bool";
+  }
+  return std::string(ir::dtypeName(t));
+}
+
 std::optional<ir::Shape> broadcastShapes(const ir::Shape& a, const ir::Shape& b) {
   size_t n = std::max(a.size(), b.size());
   ir::Shape out(n);

@@ -147,6 +147,12 @@ class Emitter {
 // ATen type promotion (torch.result_type) over operands.
 ir::DType promoteTypes(ir::DType a, ir::DType b);
 ir::DType resultType(const std::vector<Emitter::Operand>& ops);
+// torch.can_cast: whether an in-place op may write a result of dtype `from`
+// into a tensor of dtype `to` (not a float into an integer, nor anything
+// but bool into bool).
+bool canCast(ir::DType from, ir::DType to);
+// torch's name of a dtype in its messages ("Float", "Long", "BFloat16").
+std::string torchTypeName(ir::DType t);
 std::optional<ir::Shape> broadcastShapes(const ir::Shape& a, const ir::Shape& b);
 
 }  // namespace sp::frontend::fx

@@ -324,6 +324,25 @@ Status mapInPlace(Emitter& e, const std::string& path, const Stmt& s, size_t at,
   }
   // `x /= y` without the binding FX prints after it: a fresh name
   if (st.target == mutated || e.env.count(st.target)) st.target = e.fresh(s.target + "_inplace");
+  // Operands of other dtypes (`x += y` with x f16, y f32): torch computes
+  // in their promoted dtype and casts the result back to x's, which it
+  // refuses where the cast is not allowed (a float into an integer).
+  const std::optional<ir::DType> computed = inPlaceComputeType(e, s.value);
+  if (computed && *computed != recv.dtype()) {
+    if (!canCast(*computed, recv.dtype()))
+      return makeError("fx-type", "node '" + s.target + "' (" + s.value.s + ") computes in " +
+                                      std::string(ir::dtypeName(*computed)) + " (its operands' promoted dtype) but is in place on '" +
+                                      mutated + "' of dtype " + std::string(ir::dtypeName(recv.dtype())) +
+                                      ", which torch cannot cast it back to (it raises 'result type " +
+                                      torchTypeName(*computed) + " can't be cast to the desired output type " +
+                                      torchTypeName(recv.dtype()) + "')",
+                       e.captureLoc);
+    Stmt wide = st;
+    wide.target = e.fresh(s.target + "_promoted");
+    wide.annotation = ir::TensorType{*computed, recv.type.shape}.str();
+    SP_TRY(mapCall(e, path, wide, nullptr, lib));
+    st.value = atenCallExpr("aten._to_copy.default", {nameExpr(wide.target)}, {}, s.value);
+  }
   SP_TRY(mapCall(e, path, st, nullptr, lib));
   const TRef out = e.env.at(st.target);
   for (const auto& n : names) {
@@ -332,6 +351,22 @@ Status mapInPlace(Emitter& e, const std::string& path, const Stmt& s, size_t at,
   }
   aliases.same(st.target, mutated);
   return okStatus();
+}
+
+// How `target = base[index]` of a tensor shares base's storage
+// (fx_mutation.h): an advanced index (a list, a tensor of rank >= 1: torch's
+// index op) returns a copy; basic items a view (a 0-d tensor index too:
+// torch selects with an integer one).
+void trackSubscript(const Emitter& e, AliasTracker& aliases, const std::string& target, const Expr& base,
+                    const Expr& index) {
+  const std::vector<Expr> items = index.kind == Expr::Kind::Tuple ? index.items : std::vector<Expr>{index};
+  const bool copies = std::any_of(items.begin(), items.end(), [&](const Expr& i) {
+    if (i.kind == Expr::Kind::List) return true;
+    auto t = i.kind == Expr::Kind::Name ? e.env.find(i.s) : e.env.end();
+    return t != e.env.end() && t->second.rank() > 0;
+  });
+  if (copies || base.kind != Expr::Kind::Name) return aliases.fresh(target);
+  aliases.subscript(target, base.s, index);
 }
 
 // A name unpacked from tree_flatten_spec: a graph input typed by its
@@ -573,7 +608,7 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
       call.value.s = "operator.getitem";
       auto g = getitems.find(s.target);
       SP_TRY(mapCall(e, path, call, g == getitems.end() ? nullptr : &g->second, lib));
-      aliases.view(s.target, v.items[0].kind == Expr::Kind::Name ? v.items[0].s : "");
+      trackSubscript(e, aliases, s.target, v.items[0], v.items[1]);
       continue;
     }
     if (v.kind != Expr::Kind::Call)
@@ -609,7 +644,9 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
     }
     auto g = getitems.find(s.target);
     SP_TRY(mapCall(e, path, s, g == getitems.end() ? nullptr : &g->second, lib));
-    if (info.viewOf) aliases.view(s.target, *info.viewOf);
+    if (v.s == "operator.getitem" && v.items.size() == 2 && v.kwargs.empty())
+      trackSubscript(e, aliases, s.target, v.items[0], v.items[1]);
+    else if (info.viewOf) aliases.view(s.target, *info.viewOf);
     else aliases.fresh(s.target);
   }
   // Keep only nodes some output (transitively) needs: mappings may leave

@@ -65,6 +65,12 @@ class Lexer {
                        t_.substr(start, pos_ - start), line, col});
       } else if (c == '\'' || c == '"') {
         if (auto s = lexString(c)) out.push_back({Token::Kind::Str, std::move(*s), line, col});
+      } else if (c == '.' && peek(1) == '.' && peek(2) == '.') {
+        // `...` (Ellipsis, as in `x[..., 0]`)
+        advance();
+        advance();
+        advance();
+        out.push_back({Token::Kind::Punct, "...", line, col});
       } else if (std::string op = twoCharOp(); !op.empty()) {
         advance();
         advance();

@@ -18,7 +18,7 @@ struct Token {
   int col;
 };
 
-// Ends with Newline, End. Operators: ( ) [ ] { } , : = . ; -> and the
+// Ends with Newline, End. Operators: ( ) [ ] { } , : = . ... ; -> and the
 // arithmetic and comparison operators of SymInt expressions.
 std::vector<Token> lex(const std::string& text);
 

@@ -7,7 +7,17 @@
 // new value would be a side effect the import drops). The tracker records,
 // per FX name, which storage it may share and with which layout, and
 // refuses the mutations it cannot model.
+//
+// One case of views is modeled: a view taken by a subscript of basic items
+// (`g = x[i]`, ints, constant slices, None, Ellipsis) that is mutated and
+// then written back into its base by a subscript assignment of the same
+// index (`x[i] = g`), as FX prints Python's `x[i] += v` (getitem, iadd,
+// setitem). Between the two statements nothing reads the base; the
+// assignment overwrites the whole region the view covers, so afterwards
+// the base is its new value (the assignment's), and the view, an exact
+// alias of the assigned value, is its own.
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,6 +39,11 @@ class AliasTracker {
   // May share storage with `of` in another layout (a view, or `of` itself
   // when torch returns its input unchanged). Unknown `of`: fresh.
   void view(const std::string& name, const std::string& of);
+  // `name = of[index]` with basic items only: a view of `of` that a
+  // subscript assignment of the same index writes back (see above); any
+  // other index is view(). (An advanced index copies: the caller makes
+  // that result fresh.)
+  void subscript(const std::string& name, const std::string& of, const Expr& index);
   // Result `name` of tuple `tuple`: a view of what the tuple's call viewed
   // (split, chunk, unbind), else fresh (topk, max).
   void piece(const std::string& name, const std::string& tuple);
@@ -38,19 +53,33 @@ class AliasTracker {
   // mutates `name`: its exact aliases, itself included. fx-unsupported when
   // the mutation would be visible through a value the import cannot update
   // (a graph input's storage; another layout of the storage read at or
-  // after `at`).
+  // after `at`), except the reads the write-back of a subscript view makes
+  // exact (above): the base of a mutated view, first read again by the
+  // assignment that writes the view back; a view of exactly the region an
+  // assignment writes, read by it as its value or later as the value's
+  // exact alias.
   Result<std::vector<std::string>> mutate(const std::string& name, size_t at, const std::string& node,
                                           const std::string& loc) const;
 
  private:
+  // Where a subscript view came from: the layout of its base and the index.
+  struct Origin {
+    int layout = 0;
+    Expr index;
+  };
   struct Cell {
     int storage = 0, layout = 0;
     bool isView = false;  // made by view(): its pieces are views too
+    std::optional<Origin> origin;  // made by subscript() with basic items
   };
   Cell& add(const std::string& name, int storage, int layout);
+  const Cell* cell(const Expr& x) const;
+  bool writtenBackBase(const Cell& view, const Cell& other, size_t at) const;
+  bool writtenRegion(const Cell& base, const Cell& other, size_t at) const;
+  const Module& m_;
   std::map<std::string, Cell> cells_;
   std::set<int> inputs_;  // storages the caller owns
-  std::map<std::string, size_t> lastRead_;
+  std::map<std::string, std::vector<size_t>> reads_;  // statement indices, ascending
   int next_ = 0;
 };
 

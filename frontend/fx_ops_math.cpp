@@ -28,6 +28,15 @@ Status arith(Emitter& e, OpKind op, bool reversed, bool trueDiv = false) {
   DType rt = resultType({a, b});
   if (trueDiv && !ir::isFloat(rt)) rt = DType::F32;
   SP_TRY(checkPromotion(e, rt, t.dtype));
+  // torch: "For integral input tensors, argument alpha must not be a
+  // floating point number" (a float alpha would be truncated here)
+  if (const Expr* al = e.arg(2, "alpha"); al && al->kind == Expr::Kind::Float && !ir::isFloat(rt)) {
+    std::string shown = al->str();
+    if (shown.find_first_of(".ein") == std::string::npos) shown += ".0";
+    return e.error("fx-type", "alpha " + shown + " is a floating point number but the operands are " +
+                                  std::string(ir::dtypeName(rt)) + ": torch raises an error (for integral input "
+                                  "tensors, argument alpha must not be a floating point number)");
+  }
   TRef A = e.scalarOrCast(a, rt), B = e.scalarOrCast(b, rt);
   if (alpha != 1.0) {
     if (!b.t) B = e.constant(rt, alpha * b.value);

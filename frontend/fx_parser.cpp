@@ -274,7 +274,7 @@ class Parser {
   Result<std::vector<Stmt>> parseSetItem(Stmt s) {
     ++pos_;  // [
     Expr call = inPlaceCall(s, "operator.setitem");
-    SP_ASSIGN(Expr index, parseExpr());
+    SP_ASSIGN(Expr index, parseIndex());
     SP_TRY(expect("]"));
     if (!isPunct("="))
       return err(cur(), "expected '=' after '" + s.target + "[" + index.str() + "]' (subscript assignment), got " +
@@ -460,6 +460,12 @@ class Parser {
       if (!list && e.items.size() == 1 && !trailingComma) return postfix(std::move(e.items[0]));
       return postfix(std::move(e));
     }
+    if (isPunct("...")) {
+      e.kind = Expr::Kind::Name;
+      e.s = "Ellipsis";
+      ++pos_;
+      return postfix(std::move(e));
+    }
     if (t.kind == Token::Kind::Name) {
       std::string name = t.text;
       ++pos_;
@@ -485,6 +491,56 @@ class Parser {
       return postfix(std::move(e));
     }
     return err(t, "expected an expression, got " + describe(t));
+  }
+
+  // The index of a subscript, between its brackets: Python's form
+  // (`x[:, 0]`, `x[1:3]`, `x[::2, None, ...]`: items separated by commas,
+  // a tuple when there is a comma) or FX's (`x[(slice(None, None, None),
+  // 0)]`: one expression). `a:b:c` is read as the call `slice(a, b, c)`,
+  // an omitted bound None, exactly what FX prints for it.
+  Result<Expr> parseIndex() {
+    const Token& first = cur();
+    std::vector<Expr> items;
+    bool tuple = false;
+    while (true) {
+      SP_ASSIGN(Expr item, parseIndexItem());
+      items.push_back(std::move(item));
+      if (!isPunct(",")) break;
+      ++pos_;
+      tuple = true;
+      if (isPunct("]")) break;
+    }
+    if (!tuple) return std::move(items[0]);
+    Expr t;
+    t.kind = Expr::Kind::Tuple;
+    t.items = std::move(items);
+    t.line = first.line;
+    t.col = first.col;
+    return t;
+  }
+
+  // One item of a subscript index: an expression, or a slice `[a]:[b][:[c]]`.
+  Result<Expr> parseIndexItem() {
+    const Token& first = cur();
+    auto ends = [&] { return isPunct(":") || isPunct(",") || isPunct("]"); };
+    Expr bound[3];
+    if (!isPunct(":")) {
+      SP_ASSIGN(bound[0], parseExpr());
+      if (!isPunct(":")) return std::move(bound[0]);
+    }
+    ++pos_;  // the first ':'
+    if (!ends()) { SP_ASSIGN(bound[1], parseExpr()); }
+    if (isPunct(":")) {
+      ++pos_;
+      if (!isPunct(",") && !isPunct("]")) { SP_ASSIGN(bound[2], parseExpr()); }
+    }
+    Expr call;
+    call.kind = Expr::Kind::Call;
+    call.s = "slice";
+    call.line = first.line;
+    call.col = first.col;
+    for (auto& b : bound) call.items.push_back(std::move(b));
+    return call;
   }
 
   Result<Expr> postfix(Expr e) {
@@ -527,7 +583,7 @@ class Parser {
         sub.line = e.line;
         sub.col = e.col;
         ++pos_;
-        SP_ASSIGN(Expr index, parseExpr());
+        SP_ASSIGN(Expr index, parseIndex());
         SP_TRY(expect("]"));
         sub.items.push_back(std::move(e));
         sub.items.push_back(std::move(index));

@@ -375,6 +375,13 @@ const std::vector<Row> kIndexing = {
      "\"f32[3, 4]\" = aten.select.int(x, 0, 1); \"f32[3, 1, 4]\" = aten.unsqueeze.default($, 1); aten.slice.Tensor($, 2, 1)", "f32[3, 1, 3]"},
     {"x[(Ellipsis,)]", "aten.alias.default(x)", "f32[2, 3, 4]"},
     {"x[i]", "aten.index.Tensor(x, [i])", "f32[2, 3, 4]"},
+    // Python's slice syntax, as FX's slice(a, b, c) form
+    {"x[:, 1]", "aten.select.int(x, 1, 1)", "f32[2, 4]"},
+    {"x[..., 1:3]", "aten.slice.Tensor(x, 2, 1, 3)", "f32[2, 3, 2]"},
+    {"x[:, -2:]", "aten.slice.Tensor(x, 1, 1)", "f32[2, 2, 4]"},
+    {"x[..., ::2]", "aten.slice.Tensor(x, 2, 0, 9223372036854775807, 2)", "f32[2, 3, 2]"},
+    {"x[None, ...]", "aten.unsqueeze.default(x, 0)", "f32[1, 2, 3, 4]"},
+    {"x[:, :, i]", "aten.index.Tensor(x, [None, None, i])", "f32[2, 3, 2]"},
     {"x[(slice(None, None, None), slice(None, None, None), i)]", "aten.index.Tensor(x, [None, None, i])",
      "f32[2, 3, 2]"},
 };

@@ -28,6 +28,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "frontend/fx_ops.h"
 
@@ -632,6 +633,76 @@ TorchCallInfo torchCallInfo(const Emitter& e, const Expr& call) {
   if (en && en->alias == Alias::View) info.viewOf = firstName(k.pos);
   if (en && en->alias == Alias::ViewIfOne && tensors.size() == 1) info.viewOf = tensors[0];
   return info;
+}
+
+std::optional<ir::DType> inPlaceComputeType(Emitter& e, const Expr& call) {
+  if (!isTorchLevelCall(call)) return std::nullopt;
+  Keyed k = keyOf(e, call);
+  const Entry* en = findEntry(k.key);
+  if (!en) en = inPlaceBase(k.key);
+  if (!en || en->params.empty()) return std::nullopt;
+  auto b = bindArgs(e, *en, k.pos, k.kwargs);
+  if (!b.ok()) return std::nullopt;  // the translation reports it
+  const Target* t = nullptr;
+  for (const auto& x : en->targets) {
+    bool ok = true;
+    for (const auto& c : x.conds) ok = ok && holds(e, c, *b);
+    if (ok) {
+      t = &x;
+      break;
+    }
+  }
+  if (!t) return std::nullopt;
+  auto operand = [&](const std::string& param) -> std::optional<Emitter::Operand> {
+    const Expr& v = b->at(param);
+    Emitter::Operand o;
+    if (v.kind == Expr::Kind::Name && e.env.count(v.s)) {
+      o.t = e.env.at(v.s);
+    } else if (v.isNumber()) {
+      o.value = v.number();
+      o.isInt = v.kind == Expr::Kind::Int;
+      o.isBool = v.kind == Expr::Kind::Bool;
+    } else {
+      return std::nullopt;
+    }
+    return o;
+  };
+  static const std::set<std::string> kBinary = {
+      "aten.add.Tensor",      "aten.sub.Tensor",         "aten.mul.Tensor",         "aten.div.Tensor",
+      "aten.div.Tensor_mode", "aten.pow.Tensor_Tensor", "aten.pow.Tensor_Scalar"};
+  static const std::set<std::string> kUnaryFloat = {
+      "aten.exp.default",  "aten.log.default", "aten.sqrt.default",    "aten.rsqrt.default", "aten.reciprocal.default",
+      "aten.sin.default",  "aten.cos.default", "aten.erf.default",     "aten.sigmoid.default", "aten.tanh.default",
+      "aten.log1p.default"};
+  const std::string& self = en->params[0].names[0];
+  if (t->op == "aten.clamp.default" || t->op == "aten.clamp_min.default" || t->op == "aten.clamp_max.default") {
+    // number bounds take part in the promotion (an integer tensor clamped
+    // to 0.5 computes in f32)
+    auto a = operand(self);
+    if (!a || !a->t) return std::nullopt;
+    std::vector<Emitter::Operand> ops{*a};
+    for (size_t k = 1; k < en->params.size(); ++k) {
+      const Expr& v = b->at(en->params[k].names[0]);
+      if (v.kind == Expr::Kind::None) continue;
+      auto o = operand(en->params[k].names[0]);
+      if (!o) return std::nullopt;
+      ops.push_back(*o);
+    }
+    return resultType(ops);
+  }
+  if (kBinary.count(t->op) && en->params.size() > 1) {
+    auto a = operand(self), c = operand(en->params[1].names[0]);
+    if (!a || !c || !a->t) return std::nullopt;
+    ir::DType rt = resultType({*a, *c});
+    if (t->op == "aten.div.Tensor" && !ir::isFloat(rt)) rt = ir::DType::F32;
+    return rt;
+  }
+  if (kUnaryFloat.count(t->op)) {
+    auto a = operand(self);
+    if (!a || !a->t) return std::nullopt;
+    return ir::isFloat(a->t->dtype()) ? a->t->dtype() : ir::DType::F32;
+  }
+  return std::nullopt;
 }
 
 bool isTorchLevelCall(const Expr& call) {

@@ -43,6 +43,15 @@ struct TorchCallInfo {
 };
 TorchCallInfo torchCallInfo(const Emitter& e, const Expr& call);
 
+// The dtype torch computes a mutating call in, where its entry promotes:
+// torch.result_type of the operands for add, sub, mul, div (an integer
+// true division in f32), pow, floor division; the float an integer or
+// bool operand of exp, log, sqrt, sigmoid, ... becomes. None for calls
+// that compute in their operand's dtype. An in-place op writes that
+// result cast back to the mutated tensor's dtype, which torch rejects
+// where it cannot cast (canCast).
+std::optional<ir::DType> inPlaceComputeType(Emitter& e, const Expr& call);
+
 // Python's in-place operators and their out-of-place ones
 // ("operator.iadd" -> "operator.add").
 std::map<std::string, std::string> inPlaceOperators();

@@ -146,6 +146,46 @@ TEST(DynamoCapture, SubscriptAssignmentsVerifyAndTheirTwinIsRefuted) {
   EXPECT_GT(j["failure"]["witness"]["max_abs_err"].get<double>(), 0.1) << j.dump(1);
 }
 
+// `y[:, 0] += self.cls_bias` after the all_reduce, as FX prints Python's
+// augmented subscript assignment (getitem, iadd, setitem;
+// tests/fixtures/capture_dynamo_setitem/cls_tp2, its README): the in-place
+// add on the view, written back into the all-reduced output, imports as
+// that output with the bias added at token 0, and the pair verifies from
+// the CLI, S and D also against themselves; the twin adds the bias to each
+// rank's partial sums before the all_reduce (so the sum holds it twice):
+// refuted at the output, S's value being a sum of D intermediates (rank 0's
+// sum with the bias and another rank's without) that no D output holds,
+// with a witness.
+TEST(DynamoCapture, ViewWrittenBackVerifiesAndItsTwinIsRefuted) {
+  auto j = pairVerifiesAndTwinIsRefuted(sourcePath("tests/fixtures/capture_dynamo_setitem/cls_tp2"), "cls.r0.py",
+                                        sourcePath("tests/fixtures/capture_dynamo_setitem/cls_tp2_twin"));
+  ASSERT_EQ(j["verdict"], "refuted");
+  const std::string msg = j["failure"]["message"].get<std::string>();
+  EXPECT_EQ(msg.rfind("S output 'mul' is ", 0), 0u) << msg;
+  EXPECT_NE(msg.find("but no D output rebuilds it"), std::string::npos) << msg;
+  EXPECT_EQ(j["failure"]["location"].get<std::string>().rfind("/work/model/cls.py:16", 0), 0u) << j.dump(1);
+  EXPECT_GT(j["failure"]["witness"]["outputs"]["mul"]["max_abs_err"].get<double>(), 0.1) << j.dump(1);
+}
+
+// Mixtral's sparse MoE block as Dynamo prints it with
+// capture_dynamic_output_shape_ops (tests/fixtures/capture_dynamo_moe, its
+// README): `idx, top_x = torch.where(expert_mask[expert_idx])` returns as
+// many positions as tokens chose the expert, a size that depends on values
+// (`u0`). inspect and verify stop with exit 3 naming the call, its node and
+// the capture line, before any later node of unknown size.
+TEST(DynamoCapture, SparseMoeWhereIsDataDependent) {
+  const std::string f = sourcePath("tests/fixtures/capture_dynamo_moe/mixtral_moe.py");
+  const std::string want = "mixtral_moe.py:47: torch-level call torch.where (node 'where') returns a tensor whose "
+                           "size depends on tensor values";
+  auto r = runCli({"inspect", f});
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+  r = verifyAgainstItself(f, "moe-where");
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("unexpected character"), std::string::npos) << r.err;
+}
+
 // `shardproof inspect` reads a torch-level graph; an untranslated callable
 // is exit 3 with the callable and the capture line.
 TEST(DynamoCapture, InspectAndUnsupportedCallable) {
