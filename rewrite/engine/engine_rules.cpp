@@ -466,10 +466,12 @@ struct RuleMatcher {
   // The parts of class c along dim: its concats along dim with each part
   // taken apart the same way, recursively (a left-nested chain before
   // associativity flattened it is its leaves); {c} where it has none.
-  // Distinct flattenings, the longest first, at most kFlattenings. Types
+  // The longest flattening only (kFlattenings): a zip with a coarser one
+  // meets it at their shared cut points, and a hit that does not apply
+  // falls back to the binary matches (applyRules). Types
   // only narrow into parts, so the recursion ends; matching reads a fixed
   // e-graph, so one memo serves the round.
-  static constexpr size_t kFlattenings = 4;
+  static constexpr size_t kFlattenings = 1;
   mutable std::map<std::pair<ClassId, int64_t>, std::vector<std::vector<ClassId>>> flatMemo;
   std::vector<std::vector<ClassId>> flatParts(ClassId c, int64_t dim) const {
     c = g.find(c);
@@ -522,13 +524,26 @@ struct RuleMatcher {
     }
   }
 
+  // A size or shape of a cut's part in a condition term.
+  static bool onParts(const CondTerm& t, const Rule::Lift& lf) {
+    if ((t.kind == CondTerm::Kind::Size || t.kind == CondTerm::Kind::Shape) &&
+        (std::find(lf.a.begin(), lf.a.end(), t.var) != lf.a.end() || std::find(lf.b.begin(), lf.b.end(), t.var) != lf.b.end()))
+      return true;
+    return std::any_of(t.args.begin(), t.args.end(), [&](const CondTerm& a) { return onParts(a, lf); });
+  }
+
   // The right side of a lifted rule for the parts its cuts matched: the
   // parts regrouped at the cut points every cut shares (a concat of four
   // pieces against one of two: its halves), then, for each group j, the
   // lemma's step at group j against the concat of the groups after it
   // (its conditions and proven ranks checked there) and the image T[group
   // j]; the concat (or sum) of the images. nullopt where a step fails.
-  std::optional<ClassId> buildLifted(const Rule& r, const Bind& b) {
+  // mayFallBack: where nothing applies, whether the binary matches could
+  // (a step's condition on the sizes or shapes of the cut's parts fails,
+  // which a coarser cut may meet; not a condition on the other operands,
+  // nor cuts that share no cut point).
+  std::optional<ClassId> buildLifted(const Rule& r, const Bind& b, bool& mayFallBack) {
+    mayFallBack = false;
     const Rule::Lift& lf = *r.lift;
     const size_t k = lf.cuts.size();
     std::vector<int64_t> dims(k);
@@ -593,9 +608,20 @@ struct RuleMatcher {
         if (!rest) return std::nullopt;
         s.t[lf.b[i]] = *rest;
       }
-      if (j + 1 < n && (!ranksCovered(r, s) || !conditions(r, s))) return std::nullopt;
+      if (j + 1 < n && !ranksCovered(r, s)) {
+        mayFallBack = true;
+        return std::nullopt;
+      }
+      const Cond* failed = nullptr;
+      if (j + 1 < n && !conditions(r, s, &failed)) {
+        mayFallBack = failed && (onParts(failed->lhs, lf) || onParts(failed->rhs, lf));
+        return std::nullopt;
+      }
       auto img = build(*lf.part, s);
-      if (!img) return std::nullopt;
+      if (!img) {
+        mayFallBack = true;
+        return std::nullopt;
+      }
       images.push_back(*img);
     }
     const Pattern& rhs = *r.lemma->rhs;
@@ -708,8 +734,10 @@ struct RuleMatcher {
     }
     return false;
   }
-  bool conditions(const Rule& r, const Bind& b) {
+  // `failed`: where given, the first condition that does not hold.
+  bool conditions(const Rule& r, const Bind& b, const Cond** failed = nullptr) {
     for (const auto& c : r.lemma->conds) {
+      if (failed) *failed = &c;
       if (c.lhs.kind == CondTerm::Kind::Shape) {  // shape(?a) == shape(?b): the types' shapes, dim by dim
         auto x = b.t.find(c.lhs.var), y = b.t.find(c.rhs.var);
         if (x == b.t.end() || y == b.t.end()) return false;
@@ -867,19 +895,42 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
     if (budget.past(deadline)) break;
   }
   int changed = 0;
-  for (auto& h : hits) {
-    if (g_.numNodes() > budget.nodes || budget.past(deadline)) break;
-    m.dropoutOut = h.rule->dropoutOut;
-    const bool lifted = !h.bind.parts.empty();
-    if (!lifted && !m.conditions(*h.rule, h.bind)) continue;
-    size_t before = g_.numNodes();
-    auto rhs = lifted ? m.buildLifted(*h.rule, h.bind) : m.build(*h.rule->lemma->rhs, h.bind);
-    if (!rhs) continue;
-    bool merged = g_.find(*rhs) != g_.find(h.root) && mergeChecked(h.root, *rhs);
+  auto record = [&](const Rule& r, ClassId root, std::optional<ClassId> rhs, size_t before) {
+    if (!rhs) return;
+    bool merged = g_.find(*rhs) != g_.find(root) && mergeChecked(root, *rhs);
     if (merged || g_.numNodes() != before) {
       ++changed;
       ++stats_.lemmasApplied;
-      ++stats_.perLemma[h.rule->lemma->name];
+      ++stats_.perLemma[r.lemma->name];
+    }
+  };
+  // A lifted hit that does not apply (a step's condition fails where the
+  // lemma holds at a coarser cut, the cuts share no cut point) falls back
+  // to the binary matches at its root, once per rule and root and round:
+  // lifting only ever saves work.
+  std::set<std::pair<const Rule*, ClassId>> fellBack;
+  for (auto& h : hits) {
+    if (g_.numNodes() > budget.nodes || budget.past(deadline)) break;
+    m.dropoutOut = h.rule->dropoutOut;
+    size_t before = g_.numNodes();
+    if (h.bind.parts.empty()) {
+      if (m.conditions(*h.rule, h.bind)) record(*h.rule, h.root, m.build(*h.rule->lemma->rhs, h.bind), before);
+      continue;
+    }
+    bool mayFallBack = false;
+    if (auto rhs = m.buildLifted(*h.rule, h.bind, mayFallBack)) {
+      record(*h.rule, h.root, rhs, before);
+      continue;
+    }
+    if (!mayFallBack || !fellBack.insert({h.rule, g_.find(h.root)}).second) continue;
+    std::vector<Bind> binary;
+    m.lift = nullptr;
+    m.match(*h.rule->lemma->lhs, h.root, Bind{}, binary);
+    for (const Bind& b : binary) {
+      if (g_.numNodes() > budget.nodes || budget.past(deadline)) break;
+      if (!m.ranksCovered(*h.rule, b) || !m.conditions(*h.rule, b)) continue;
+      size_t at = g_.numNodes();
+      record(*h.rule, h.root, m.build(*h.rule->lemma->rhs, b), at);
     }
   }
   g_.rebuild();

@@ -911,11 +911,16 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
     StopReason stop = StopReason::Saturated;
     bool cappedByLimit = false;  // this op's search cut short by the time limit
     // Phases: one hop from the seeds without copies, then opts.exploreHops,
-    // then, while the search saturated short of the goal with D nodes left
-    // beyond the hop limit, twice as deep (a merge chain as long as the
-    // group: ring attention's running softmax state at CP 8 passes 16
-    // compute ops): the search only widens, never a relation lost.
+    // then, for a wanted value (an output to rebuild) whose search
+    // saturated short of the goal with D nodes left beyond the hop limit,
+    // twice as deep (a merge chain as long as the group: ring attention's
+    // running softmax state at CP 8 passes 16 compute ops): the search only
+    // widens, never a relation lost. Not for intermediate values: D often
+    // holds none of them (the next op starts from their definition), and
+    // widening each one's search cost a Megatron capture 8x its time.
     bool cutByHops = false;
+    const bool wantedOp = std::any_of(node.outputs.begin(), node.outputs.end(),
+                                      [&](ir::ValueId o) { return isWanted(seq.value(o).name); });
     for (int phase = 0; phase < 2 + kDeeperPhases; ++phase) {
       if (phase > 0) {
         holder.emplace(interner, rules, es, dist);
@@ -1015,7 +1020,7 @@ Result<VerifyReport> verifyCone(const ir::Graph& seq, const ir::Program& dist, c
       // tiling, the expected relation): a relation it found that is only
       // clean (a partial sum) may miss what the full exploration adds.
       if (stop == StopReason::GoalReached || (goal() && found())) break;
-      if (!restricted && !(cutByHops && stop == StopReason::Saturated)) break;
+      if (!restricted && !(cutByHops && stop == StopReason::Saturated && wantedOp)) break;
     }
     if (rep.failure) break;
     if (memoHit) {
