@@ -10,7 +10,7 @@
 // verify() in a forked child, so peak RSS is the cell's own; the lemma proof
 // cache is warmed once first, in its own child (reported on stderr).
 //
-// Usage: bench_verify [--models gpt,llama,heads,dp,cp] [--tp 2,4,6,8] [--layers 1,2,4,8]
+// Usage: bench_verify [--models gpt,llama,heads,dp,cp,dptp,ep,ring] [--tp 2,4,6,8] [--layers 1,2,4,8]
 // (heads: Llama-style layers with one attention head (and KV head) per TP
 //  rank, hidden 64 and ffn 256 per rank, so any TP degree builds: with
 //  --blocks mlp an MLP stack;
@@ -102,6 +102,7 @@ constexpr int64_t kCpHidden() { return kCpHeads * kCpHeadDim; }
 ModelShape cpShape() { return {"cp", kCpHeads * kCpHeadDim, kCpHeads, kCpHeads, 0, false}; }
 // The expert-parallel family's sizes (generateEp): hidden and expert ffn.
 ModelShape epShape() { return {"ep", 64, 1, 1, 64, false}; }
+ModelShape ringShape() { return {"ring", 4, 1, 1, 0, false}; }
 // The DP x TP family's sizes (generateDpTp): TP degree, tokens per DP rank, hidden, ffn per TP rank.
 constexpr int64_t kDpTpTp = 8, kDpTpTokens = 8, kDpTpHidden = 64, kDpTpFfn = 32;
 ModelShape dpTpShape() { return {"dptp", kDpTpHidden, 1, 1, kDpTpFfn * kDpTpTp, false}; }
@@ -317,6 +318,67 @@ Texts generateCp(int n) {
   return t;
 }
 
+// The ring-attention family (`--models ring`, the cell's tp field is the CP
+// degree N): rank r holds query, key and value rows [2r, 2r + 2) of one
+// head (dim 4); at step s it attends its queries to the key block it holds
+// (rank r - s's), sends that block on to rank r + 1 and receives the next
+// from r - 1 (send/recv), and merges the blocks' online-softmax states in
+// arrival order (ring-flash-attn's order), dividing last. Checked per rank
+// (each rank holds every block: the cost grows with N^2). With --twin the
+// last merge rescales the new block with its own stale maximum.
+Texts generateRing(int n, bool twin) {
+  const int64_t L = 2, D = 4, T = L * n;
+  auto t3 = [](int64_t a, int64_t b, int64_t c) { return "f32[" + S(a) + ", " + S(b) + ", " + S(c) + "]"; };
+  const std::string blk = t3(1, L, D), row = t3(1, L, 1), sq = t3(1, L, L);
+  Texts t;
+  t.seq = "graph attention {\n  input %q: " + t3(1, T, D) + "\n  input %k: " + t3(1, T, D) + "\n  input %v: " + t3(1, T, D) +
+          "\n  %kt: " + t3(1, D, T) + " = transpose(%k) {perm = [0, 2, 1]}\n  %s: " + t3(1, T, T) +
+          " = matmul(%q, %kt)\n  %c: f32[] = constant() {value = dense<f32[], [0.25]>}\n  %ss: " + t3(1, T, T) +
+          " = mul(%s, %c)\n  %p: " + t3(1, T, T) + " = softmax(%ss)\n  %o: " + t3(1, T, D) +
+          " = matmul(%p, %v)\n  output %o\n}\n";
+  t.dist = "program ring_attention_cp" + S(n) + " {\n  world " + S(n) + "\n  mesh [cp = " + S(n) + "]\n";
+  for (int r = 0; r < n; ++r) {
+    std::string b = "  rank " + S(r) + " {\n    input %q: " + blk + "\n    input %k0: " + blk + "\n    input %v0: " + blk +
+                    "\n    %c: f32[] = constant() {value = dense<f32[], [0.25]>}\n";
+    const std::string next = S((r + 1) % n), prev = S((r + n - 1) % n);
+    for (int s = 0; s < n; ++s) {
+      const std::string j = S(s);
+      if (s + 1 < n) {
+        b += "    send(%k" + j + ") {peer = " + next + ", tag = " + S(2 * s) + "}\n    send(%v" + j + ") {peer = " + next +
+             ", tag = " + S(2 * s + 1) + "}\n";
+        for (const char* kv : {"k", "v"})
+          b += "    %" + std::string(kv) + S(s + 1) + ": " + blk + " = recv() {peer = " + prev + ", tag = " +
+               S(2 * s + (kv[0] == 'v')) + ", dtype = f32, shape = [1, " + S(L) + ", " + S(D) + "]}\n";
+      }
+      b += "    %kt" + j + ": " + t3(1, D, L) + " = transpose(%k" + j + ") {perm = [0, 2, 1]}\n    %s" + j + ": " + sq +
+           " = matmul(%q, %kt" + j + ")\n    %ss" + j + ": " + sq + " = mul(%s" + j + ", %c)\n    %m" + j + ": " + row +
+           " = reduce_max(%ss" + j + ") {axes = [2]}\n    %d" + j + ": " + sq + " = sub(%ss" + j + ", %m" + j +
+           ")\n    %e" + j + ": " + sq + " = exp(%d" + j + ")\n    %l" + j + ": " + row + " = reduce_sum(%e" + j +
+           ") {axes = [2]}\n    %o" + j + ": " + blk + " = matmul(%e" + j + ", %v" + j + ")\n";
+    }
+    std::string M = "m0", O = "o0", Lr = "l0";
+    for (int s = 1; s < n; ++s) {
+      const std::string j = S(s);
+      const std::string stale = twin && s == n - 1 ? M : "m" + j;  // the bug: the running max in the new block's rescale
+      b += "    %M" + j + ": " + row + " = max(%" + M + ", %m" + j + ")\n    %da" + j + ": " + row + " = sub(%" + M + ", %M" +
+           j + ")\n    %fa" + j + ": " + row + " = exp(%da" + j + ")\n    %db" + j + ": " + row + " = sub(%" + stale +
+           ", %M" + j + ")\n    %fb" + j + ": " + row + " = exp(%db" + j + ")\n    %Oa" + j + ": " + blk + " = mul(%" + O +
+           ", %fa" + j + ")\n    %Ob" + j + ": " + blk + " = mul(%o" + j + ", %fb" + j + ")\n    %O" + j + ": " + blk +
+           " = add(%Oa" + j + ", %Ob" + j + ")\n    %La" + j + ": " + row + " = mul(%" + Lr + ", %fa" + j + ")\n    %Lb" +
+           j + ": " + row + " = mul(%l" + j + ", %fb" + j + ")\n    %L" + j + ": " + row + " = add(%La" + j + ", %Lb" + j +
+           ")\n";
+      M = "M" + j, O = "O" + j, Lr = "L" + j;
+    }
+    t.dist += b + "    %o: " + blk + " = div(%" + O + ", %" + Lr + ")\n    output %o\n  }\n";
+  }
+  t.dist += "}\n";
+  for (const auto& [d, sv] : {std::pair<const char*, const char*>{"q", "q"}, {"k0", "k"}, {"v0", "v"}})
+    t.rel += "for r in cp: dist[r]." + std::string(d) + " = slice(seq." + sv + ", dim=1, start=idx(r,cp)*" + S(L) +
+             ", end=(idx(r,cp)+1)*" + S(L) + ")\n";
+  t.rel += "expect seq.o = concat(dim=1, for r in cp: dist[r].o)\n";
+  return t;
+}
+
 // The expert-parallel family (`--models ep`, the cell's tp field is the EP
 // degree N): a hash-routed MoE layer with 2 local experts a rank (E = 2N,
 // capacity 4, hidden 64, expert ffn 64). S routes token block b's tokens
@@ -410,9 +472,10 @@ int runCell(const Cell& c, double timeLimit, bool memo, bool fold, const std::st
   auto t = c.m.name == "dp"     ? generateDp(c.tp)
            : c.m.name == "cp"   ? generateCp(c.tp)
            : c.m.name == "ep"   ? generateEp(c.tp, c.twin)
+           : c.m.name == "ring" ? generateRing(c.tp, c.twin)
            : c.m.name == "dptp" ? generateDpTp(c.tp, c.layers)
                               : std::get<Texts>(generate(c, &note));
-  if (c.twin && c.m.name != "ep") t.dist = twinOf(t.dist);
+  if (c.twin && c.m.name != "ep" && c.m.name != "ring") t.dist = twinOf(t.dist);
   if (!dump.empty()) {
     std::string dir = dump + "/" + c.m.name + (c.full ? "-full" : "-mlp") + "-tp" + S(c.tp) + "-l" + S(c.layers);
     mkdir(dump.c_str(), 0755);
@@ -558,7 +621,7 @@ std::vector<std::string> splitList(const std::string& s) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: bench_verify [--models gpt,llama,heads,dp,cp,dptp,ep] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
+               "usage: bench_verify [--models gpt,llama,heads,dp,cp,dptp,ep,ring] [--tp 2,4,6,8] [--layers 1,2,4,8]\n"
                "                    [--blocks mlp|full] [--time-limit SECONDS] [--batch N] [--seq N]\n"
                "                    [--layout sbh|sh] [--rope megatron|halves] [--dump DIR]\n"
                "                    [--no-memo] [--no-fold] [--twin] [--profile N]\n");
@@ -622,7 +685,8 @@ int main(int argc, char** argv) {
     else return usage();
   }
   for (auto& m : models)
-    if (m != "gpt" && m != "llama" && m != "heads" && m != "dp" && m != "cp" && m != "dptp" && m != "ep") return usage();
+    if (m != "gpt" && m != "llama" && m != "heads" && m != "dp" && m != "cp" && m != "dptp" && m != "ep" && m != "ring")
+      return usage();
   for (int t : tps)
     if (t < 1) return usage();
   for (int l : layers)
@@ -653,6 +717,9 @@ int main(int argc, char** argv) {
         } else if (name == "ep") {
           c.m = epShape();
           if (nl != layers.front()) continue;  // one MoE layer per EP degree
+        } else if (name == "ring") {
+          c.m = ringShape();
+          if (nl != layers.front()) continue;  // one attention per CP degree
         } else if (name == "dptp") {
           c.m = dpTpShape();
           if (tp % kDpTpTp != 0 || tp < 2 * kDpTpTp) {
@@ -672,7 +739,7 @@ int main(int argc, char** argv) {
           std::printf("cp,%d,1,skipped,,,,,,,,%s\n", tp, csvQuote("--twin: no sum over ranks to drop").c_str());
           continue;
         }
-        if (name != "cp" && name != "dp" && name != "dptp" && name != "ep")
+        if (name != "cp" && name != "dp" && name != "dptp" && name != "ep" && name != "ring")
           if (auto gen = generate(c, nullptr); auto* why = std::get_if<std::string>(&gen)) {
             std::printf("%s,%d,%d,skipped,,,,,,,,%s\n", name.c_str(), tp, nl, csvQuote(*why).c_str());
             std::fflush(stdout);

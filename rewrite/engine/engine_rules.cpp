@@ -919,7 +919,11 @@ int Engine::applyRules(const std::chrono::steady_clock::time_point& deadline, co
     }
     bool mayFallBack = false;
     if (auto rhs = m.buildLifted(*h.rule, h.bind, mayFallBack)) {
+      // The induction over the parts is C++ (relation semantics: concat
+      // and sum are n-ary), so the report lists it with the other steps.
+      const int had = changed;
       record(*h.rule, h.root, rhs, before);
+      if (changed > had) ++stats_.perLemma["engine:n-ary-lemma"];
       continue;
     }
     if (!mayFallBack || !fellBack.insert({h.rule, g_.find(h.root)}).second) continue;
