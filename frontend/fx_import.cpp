@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "frontend/fx_decomp.h"
+#include "frontend/fx_masked_update.h"
 #include "frontend/fx_mutation.h"
 #include "frontend/fx_ops.h"
 #include "frontend/fx_partial.h"
@@ -495,6 +496,67 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
     size_t c = dropped.addCause({calleeName(s.value, isTensor), s.target, e.captureLoc, err});
     return dropStatement(s, c);
   };
+  // `x[mask] += v`: getitem, in-place operators, setitem (fx_masked_update.h)
+  std::vector<MaskedUpdate> maskedUpdates;
+  const std::map<size_t, MaskedUpdate*> masked = indexMaskedUpdates(m, maskedUpdates);
+  // One statement of such a chain, when the chain fits: true when done.
+  auto maskedStep = [&](const Stmt& s, size_t at, MaskedUpdate& u, size_t leavesBefore) -> Result<bool> {
+    auto x = e.env.find(u.base), mask = e.env.find(u.mask);
+    if (x == e.env.end() || mask == e.env.end()) return false;
+    if (at == u.getitem) {
+      if (!maskFits(x->second, mask->second)) return false;
+      // the getitem alone: its error, kept for a later step that does not fit
+      Stmt call = s;
+      call.value.kind = Expr::Kind::Call;
+      call.value.s = "operator.getitem";
+      Status st = mapCall(e, path, call, nullptr, lib);
+      if (st.ok()) {
+        trackSubscript(e, aliases, s.target, s.value.items[0], s.value.items[1]);
+        return true;
+      }
+      if (st.error().id != "fx-data-dependent") return st.error();
+      u.active = true;
+      u.getitemError = st.error();
+      e.env[s.target] = x->second;  // the copy, of all of x
+      aliases.fresh(s.target);
+      return true;
+    }
+    if (!u.active) return false;
+    if (at != u.setitem) {
+      const Expr& operand = s.value.items[1];
+      std::optional<TRef> ov;
+      bool known = operand.isNumber();
+      if (operand.kind == Expr::Kind::Name && e.env.count(operand.s)) {
+        ov = e.env.at(operand.s);
+        known = true;
+      }
+      if (!known || !operandFits(x->second, mask->second, ov)) {
+        // not the same for every row: the getitem's data-dependent size stands
+        u.active = false;
+        e.captureLoc = lineLoc(path, m.body[u.getitem].line);
+        SP_TRY(dataDependent(m.body[u.getitem], *u.getitemError, leavesBefore));
+        if (auto c = dropped.causeOf(m.body[u.getitem].target))
+          for (const auto& n : u.copy) dropped.drop(n, *c);
+        return true;
+      }
+      Stmt st = s;
+      st.annotation.reset();  // typed [u0, ...] as the selected rows; here all of x
+      SP_TRY(mapInPlace(e, path, st, at, s.value.items[0].s, aliases, rebound, lib));
+      return true;
+    }
+    const TRef value = e.env.at(s.value.items[2].s);
+    SP_ASSIGN(std::vector<std::string> names, aliases.mutate(u.base, at, s.target, e.captureLoc));
+    e.nodeName = s.target;
+    e.src = s.src;
+    const TRef out = maskedWrite(e, x->second, mask->second, value);
+    e.env[s.target] = out;
+    for (const auto& n : names) {
+      e.env[n] = out;
+      rebound.insert(n);
+    }
+    aliases.same(s.target, u.base);
+    return true;
+  };
   for (const auto& s : m.body) {
     const size_t at = size_t(&s - m.body.data());
     e.captureLoc = lineLoc(path, s.line);
@@ -645,6 +707,10 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
       e.env[s.target] = t;
       aliases.same(s.target, v.s);
       continue;
+    }
+    if (auto mu = masked.find(at); mu != masked.end()) {
+      SP_ASSIGN(bool done, maskedStep(s, at, *mu->second, leavesBefore));
+      if (done) continue;
     }
     if (v.kind == Expr::Kind::Subscript) {
       // `x[(Ellipsis, slice(None, 1, None))]`: operator.getitem of a tensor

@@ -1,6 +1,8 @@
 // In-place comparisons (`x.lt_(y)`: the bool result written into x's
-// dtype as 1 and 0, as torch), checked against values worked out from
-// torch's semantics.
+// dtype as 1 and 0, as torch) and `x[mask] += v` (FX's getitem, in-place
+// operator, setitem; fx_masked_update.h) as where(mask, x + v, x), checked
+// against values worked out from torch's semantics; the forms that cannot
+// be represented exactly stay refused.
 #include <gtest/gtest.h>
 
 #include "frontend/fx_import.h"
@@ -84,6 +86,144 @@ TEST(FxInPlaceCompare, ResultIsOneOrZeroInTheTensorsDtype) {
     EXPECT_EQ(output(*g, 0), std::make_pair(row.dtype, row.want));
     EXPECT_EQ(output(*g, 1), std::make_pair(row.dtype, row.want));
   }
+}
+
+// `c[m] += v` over a = [[0..3], [4..7], [8..11]], m = [1, 0, 1]: rows 0 and
+// 2 get v added; row 1 is a's.
+TEST(FxMaskedUpdate, AddsWhereTheMaskIsTrue) {
+  struct Row {
+    std::string body;  // over c = a.clone() (or ah, t), returns (c, ...)
+    DType dtype;
+    std::vector<double> want;
+  };
+  const std::string clone = "        c: \"f32[3, 4]\" = a.clone()\n";
+  const Row rows[] = {
+      {clone + R"FX(        getitem: "f32[u0, 4]" = c[m]
+        getitem += v;  iadd: "f32[u0, 4]" = getitem
+        c[m] = iadd;  setitem = c
+)FX",
+       DType::F32, {100, 102, 104, 106, 4, 5, 6, 7, 108, 110, 112, 114}},
+      // a number; -=, *=, /= with a [1, 4] operand (its dim at the count 1)
+      {clone + R"FX(        getitem: "f32[u0, 4]" = c[m]
+        getitem += 1.5;  iadd: "f32[u0, 4]" = getitem
+        c[m] = iadd;  setitem = c
+)FX",
+       DType::F32, {1.5, 2.5, 3.5, 4.5, 4, 5, 6, 7, 9.5, 10.5, 11.5, 12.5}},
+      {clone + R"FX(        getitem: "f32[u0, 4]" = c[m]
+        getitem -= v1;  isub: "f32[u0, 4]" = getitem
+        c[m] = isub;  setitem = c
+)FX",
+       DType::F32, {-1, -1, -2, -5, 4, 5, 6, 7, 7, 7, 6, 3}},
+      {clone + R"FX(        getitem: "f32[u0, 4]" = c[m]
+        getitem *= v1;  imul: "f32[u0, 4]" = getitem
+        c[m] = imul;  setitem = c
+)FX",
+       DType::F32, {0, 2, 8, 24, 4, 5, 6, 7, 8, 18, 40, 88}},
+      {clone + R"FX(        getitem: "f32[u0, 4]" = c[m]
+        getitem /= v1;  itruediv: "f32[u0, 4]" = getitem
+        c[m] = itruediv;  setitem = c
+)FX",
+       DType::F32, {0, 0.5, 0.5, 0.375, 4, 5, 6, 7, 8, 4.5, 2.5, 1.375}},
+      // a mask of all of c's dims: the selected elements, [u0]
+      {clone + R"FX(        getitem: "f32[u0]" = c[m2]
+        getitem += 10;  iadd: "f32[u0]" = getitem
+        c[m2] = iadd;  setitem = c
+)FX",
+       DType::F32, {10, 1, 2, 13, 4, 15, 6, 7, 8, 9, 20, 21}},
+      // two operators in a row, and the value computed between the getitem and the first
+      {clone + R"FX(        getitem: "f32[u0, 4]" = c[m]
+        mul: "f32[4]" = v * 2
+        getitem += mul;  iadd: "f32[u0, 4]" = getitem
+        iadd *= 0.5;  imul: "f32[u0, 4]" = iadd
+        c[m] = imul;  setitem = c
+)FX",
+       DType::F32, {100, 101.5, 103, 104.5, 4, 5, 6, 7, 104, 105.5, 107, 108.5}},
+      // an integer tensor; an f16 one with an f32 operand computes in f32 and
+      // rounds back: 2048 + 1 is not an f16 (ties to even: 2048)
+      {R"FX(        c: "i64[3]" = t.clone()
+        getitem: "i64[u0]" = c[m]
+        getitem += 5;  iadd: "i64[u0]" = getitem
+        c[m] = iadd;  setitem = c
+)FX",
+       DType::I64, {12, 8, 14}},
+      {R"FX(        c: "f16[3, 4]" = ah.clone()
+        getitem: "f16[u0, 4]" = c[m]
+        getitem += v1;  iadd: "f16[u0, 4]" = getitem
+        c[m] = iadd;  setitem = c
+)FX",
+       DType::F16, {2048, 3, 6, 11, 4, 5, 6, 7, 9, 11, 14, 19}},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.body);
+    auto g = import(row.body + "        return (c, setitem)\n");
+    ASSERT_TRUE(g.ok()) << g.error().str();
+    EXPECT_EQ(output(*g, 0), std::make_pair(row.dtype, row.want));
+    EXPECT_EQ(output(*g, 1), std::make_pair(row.dtype, row.want));
+  }
+}
+
+// Forms that are not where(mask, x + v, x) stay what they were: the
+// getitem's data-dependent size (an operand of the count's shape, which
+// torch accepts only when the count matches; the copy read after the
+// write; a mask that is not c's leading dims), and the graph-input error.
+TEST(FxMaskedUpdate, OtherFormsStayRefused) {
+  struct Row {
+    std::string body;
+    const char* id;
+    int line;
+  };
+  const std::string clone = "        c: \"f32[3, 4]\" = a.clone()\n";
+  const Row rows[] = {
+      {clone + R"FX(        getitem: "f32[u0, 4]" = c[m]
+        getitem += v2;  iadd: "f32[u0, 4]" = getitem
+        c[m] = iadd;  setitem = c
+)FX",
+       "fx-data-dependent", 19},
+      {clone + R"FX(        getitem: "f32[u0, 4]" = c[m]
+        getitem += v;  iadd: "f32[u0, 4]" = getitem
+        c[m] = iadd;  setitem = c
+        s: "f32[]" = iadd.sum()
+)FX",
+       "fx-data-dependent", 19},
+      {clone + R"FX(        getitem: "f32[u0]" = c[b]
+        getitem += 1.0;  iadd: "f32[u0]" = getitem
+        c[b] = iadd;  setitem = c
+)FX",
+       "fx-data-dependent", 19},
+      {R"FX(        getitem: "f32[u0, 4]" = a[m]
+        getitem += v;  iadd: "f32[u0, 4]" = getitem
+        a[m] = iadd;  setitem = a
+)FX",
+       "fx-unsupported", 20},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.body);
+    auto g = import(row.body + "        return (setitem,)\n");
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.error().id, row.id) << g.error().str();
+    EXPECT_EQ(g.error().location, "mask.py:" + std::to_string(row.line)) << g.error().str();
+  }
+}
+
+// In a partial import, a chain that does not fit leaves c out (from the
+// getitem on), naming the getitem; the rest stays.
+TEST(FxMaskedUpdate, PartialImportLeavesOutAChainThatDoesNotFit) {
+  FxPartial p;
+  auto g = import(R"FX(        c: "f32[3, 4]" = a.clone()
+        getitem: "f32[u0, 4]" = c[m]
+        getitem += v2;  iadd: "f32[u0, 4]" = getitem
+        c[m] = iadd;  setitem = c
+        d: "f32[3, 4]" = a * 2.0
+        return (c, d)
+)FX",
+                  &p);
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  ASSERT_EQ(g->outputs().size(), 1u);
+  EXPECT_EQ(g->value(g->outputs()[0]).name, "d");
+  ASSERT_EQ(p.outputs.size(), 1u);
+  EXPECT_EQ(p.outputs[0].name, "c");
+  EXPECT_EQ(p.outputs[0].op, "operator.getitem");
+  EXPECT_EQ(p.outputs[0].location, "mask.py:19");
 }
 
 }  // namespace
