@@ -433,6 +433,21 @@ TEST(DataDependentCapture, InspectListsDroppedOutputsPerRank) {
   EXPECT_NE(r.err.find("note: output 'picked' was left out: it depends on torch.where (node 'where') at "),
             std::string::npos)
       << r.err;
+  // nothing left: the import's error, as before
+  auto dir = tempDir("dd-nothing-left");
+  std::ofstream(dir / "only.py") << "class GraphModule(torch.nn.Module):\n"
+                                    "    def forward(self, L_x_: \"f32[4]\"):\n"
+                                    "        l_x_ = L_x_\n"
+                                    "        gt: \"b8[4]\" = l_x_ > 0\n"
+                                    "        nz: \"i64[u0, 1]\" = torch.nonzero(gt);  gt = None\n"
+                                    "        return (nz,)\n";
+  r = runCli({"inspect", (dir / "only.py").string()});
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("only.py:5: torch-level call torch.nonzero (node 'nz') returns a tensor whose size depends "
+                       "on tensor values"),
+            std::string::npos)
+      << r.err;
+  fs::remove_all(dir);
   // a command that runs the graph does not read it partially
   r = runCli({"run", ddFixture("picked_tp2/seq.py"), "--out-dir", tempDir("dd-run").string()});
   EXPECT_EQ(r.code, 3) << r.out << r.err;
