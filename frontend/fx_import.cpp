@@ -13,8 +13,10 @@
 #include <sstream>
 
 #include "frontend/fx_decomp.h"
+#include "frontend/fx_masked_update.h"
 #include "frontend/fx_mutation.h"
 #include "frontend/fx_ops.h"
+#include "frontend/fx_partial.h"
 #include "frontend/fx_torch_ops.h"
 
 namespace sp::frontend {
@@ -465,10 +467,108 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
   std::set<std::string> outNames;
   std::map<std::string, const Stmt*> declared;  // `name: "type";` lines
   std::map<std::string, ir::Shape> sizeResults;  // `size = x.size()`: x's shape
+  // A partial import (FxOptions::partial): the names left out, and the
+  // leaves (graph inputs) that statements left out added
+  DroppedValues dropped;
+  std::set<std::string> droppedLeaves;
+  std::optional<size_t> firstDroppedOutput;  // the earliest cause among the dropped outputs
+  auto isTensor = [&](const std::string& n) { return e.env.count(n) > 0; };
+  // Leaves statement s out for `cause`: its target, and when it mutates a
+  // tensor in place, every name that may share that tensor's storage.
+  auto dropStatement = [&](const Stmt& s, size_t cause) -> Status {
+    dropped.drop(s.target, cause);
+    const TorchCallInfo info = torchCallInfo(e, s.value);
+    const std::optional<std::string> mutated = info.mutates ? info.viewOf : atenMutatedArg(s.value);
+    if (mutated) {
+      SP_ASSIGN(std::vector<std::string> names, aliases.mutateUnknown(*mutated, s.target, e.captureLoc));
+      for (const auto& n : names) dropped.drop(n, cause);
+    }
+    if (isCollectiveCall(s.value))
+      opts.partial->collectives.push_back(calleeName(s.value, isTensor) + " (node '" + s.target + "') at " +
+                                          e.captureLoc);
+    return okStatus();
+  };
+  // A statement whose node has a data-dependent result size: an error, or
+  // in a partial import the cause of what it leaves out.
+  auto dataDependent = [&](const Stmt& s, const Error& err, size_t leavesBefore) -> Status {
+    if (!opts.partial || err.id != "fx-data-dependent") return err;
+    for (size_t k = leavesBefore; k < e.leaves.size(); ++k) droppedLeaves.insert(e.leaves[k].name);
+    size_t c = dropped.addCause({calleeName(s.value, isTensor), s.target, e.captureLoc, err});
+    return dropStatement(s, c);
+  };
+  // `x[mask] += v`: getitem, in-place operators, setitem (fx_masked_update.h)
+  std::vector<MaskedUpdate> maskedUpdates;
+  const std::map<size_t, MaskedUpdate*> masked = indexMaskedUpdates(m, maskedUpdates);
+  // One statement of such a chain, when the chain fits: true when done.
+  auto maskedStep = [&](const Stmt& s, size_t at, MaskedUpdate& u, size_t leavesBefore) -> Result<bool> {
+    auto x = e.env.find(u.base), mask = e.env.find(u.mask);
+    if (x == e.env.end() || mask == e.env.end()) return false;
+    if (at == u.getitem) {
+      if (!maskFits(x->second, mask->second)) return false;
+      // the getitem alone: its error, kept for a later step that does not fit
+      Stmt call = s;
+      call.value.kind = Expr::Kind::Call;
+      call.value.s = "operator.getitem";
+      Status st = mapCall(e, path, call, nullptr, lib);
+      if (st.ok()) {
+        trackSubscript(e, aliases, s.target, s.value.items[0], s.value.items[1]);
+        return true;
+      }
+      if (st.error().id != "fx-data-dependent") return st.error();
+      u.active = true;
+      u.getitemError = st.error();
+      e.env[s.target] = x->second;  // the copy, of all of x
+      aliases.fresh(s.target);
+      return true;
+    }
+    if (!u.active) return false;
+    if (at != u.setitem) {
+      const Expr& operand = s.value.items[1];
+      std::optional<TRef> ov;
+      bool known = operand.isNumber();
+      if (operand.kind == Expr::Kind::Name && e.env.count(operand.s)) {
+        ov = e.env.at(operand.s);
+        known = true;
+      }
+      if (!known || !operandFits(x->second, mask->second, ov)) {
+        // not the same for every row: the getitem's data-dependent size stands
+        u.active = false;
+        e.captureLoc = lineLoc(path, m.body[u.getitem].line);
+        SP_TRY(dataDependent(m.body[u.getitem], *u.getitemError, leavesBefore));
+        if (auto c = dropped.causeOf(m.body[u.getitem].target))
+          for (const auto& n : u.copy) dropped.drop(n, *c);
+        return true;
+      }
+      Stmt st = s;
+      st.annotation.reset();  // typed [u0, ...] as the selected rows; here all of x
+      SP_TRY(mapInPlace(e, path, st, at, s.value.items[0].s, aliases, rebound, lib));
+      return true;
+    }
+    const TRef value = e.env.at(s.value.items[2].s);
+    SP_ASSIGN(std::vector<std::string> names, aliases.mutate(u.base, at, s.target, e.captureLoc));
+    e.nodeName = s.target;
+    e.src = s.src;
+    const TRef out = maskedWrite(e, x->second, mask->second, value);
+    e.env[s.target] = out;
+    for (const auto& n : names) {
+      e.env[n] = out;
+      rebound.insert(n);
+    }
+    aliases.same(s.target, u.base);
+    return true;
+  };
   for (const auto& s : m.body) {
     const size_t at = size_t(&s - m.body.data());
     e.captureLoc = lineLoc(path, s.line);
     const Expr& v = s.value;
+    const size_t leavesBefore = e.leaves.size();
+    if (opts.partial && s.kind == Stmt::Kind::Assign && v.kind != Expr::Kind::None) {
+      if (auto c = dropped.reads(v)) {
+        SP_TRY(dropStatement(s, *c));
+        continue;
+      }
+      dropped.keep(s.target);
+    }
     if (s.kind == Stmt::Kind::Declare) {
       declared[s.target] = &s;
       continue;
@@ -544,6 +644,13 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
       }
       for (const Expr* it : items) {
         if (it->kind == Expr::Kind::None) continue;
+        if (auto c = it->kind == Expr::Kind::Name ? dropped.causeOf(it->s) : std::nullopt) {
+          const DropCause& why = dropped.cause(*c);
+          opts.partial->outputs.push_back(
+              {path, it->s, s.line, why.op, why.node, why.location, why.error.message});
+          if (!firstDroppedOutput || *c < *firstDroppedOutput) firstDroppedOutput = c;
+          continue;
+        }
         e.nodeName = "return";
         e.op = "output";
         SP_ASSIGN(TRef t, e.tensorOf(*it));
@@ -601,13 +708,20 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
       aliases.same(s.target, v.s);
       continue;
     }
+    if (auto mu = masked.find(at); mu != masked.end()) {
+      SP_ASSIGN(bool done, maskedStep(s, at, *mu->second, leavesBefore));
+      if (done) continue;
+    }
     if (v.kind == Expr::Kind::Subscript) {
       // `x[(Ellipsis, slice(None, 1, None))]`: operator.getitem of a tensor
       Stmt call = s;
       call.value.kind = Expr::Kind::Call;
       call.value.s = "operator.getitem";
       auto g = getitems.find(s.target);
-      SP_TRY(mapCall(e, path, call, g == getitems.end() ? nullptr : &g->second, lib));
+      if (Status st = mapCall(e, path, call, g == getitems.end() ? nullptr : &g->second, lib); !st) {
+        SP_TRY(dataDependent(s, st.error(), leavesBefore));
+        continue;
+      }
       trackSubscript(e, aliases, s.target, v.items[0], v.items[1]);
       continue;
     }
@@ -639,16 +753,22 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
         return makeError("fx-unsupported", "node '" + s.target + "' (" + v.s + ") is an in-place view op: it changes "
                                            "the shape or strides of '" + *info.viewOf + "' in place, which is not "
                                            "supported", e.captureLoc);
-      SP_TRY(mapInPlace(e, path, s, at, *info.viewOf, aliases, rebound, lib));
+      if (Status st = mapInPlace(e, path, s, at, *info.viewOf, aliases, rebound, lib); !st)
+        SP_TRY(dataDependent(s, st.error(), leavesBefore));
       continue;
     }
     auto g = getitems.find(s.target);
-    SP_TRY(mapCall(e, path, s, g == getitems.end() ? nullptr : &g->second, lib));
+    if (Status st = mapCall(e, path, s, g == getitems.end() ? nullptr : &g->second, lib); !st) {
+      SP_TRY(dataDependent(s, st.error(), leavesBefore));
+      continue;
+    }
     if (v.s == "operator.getitem" && v.items.size() == 2 && v.kwargs.empty())
       trackSubscript(e, aliases, s.target, v.items[0], v.items[1]);
     else if (info.viewOf) aliases.view(s.target, *info.viewOf);
     else aliases.fresh(s.target);
   }
+  // Every output depends on a data-dependent size: the first such node's error.
+  if (outputs.empty() && firstDroppedOutput) return dropped.cause(*firstDroppedOutput).error;
   // Keep only nodes some output (transitively) needs: mappings may leave
   // ignored buffers (the `empty` of baddbmm with beta = 0) behind.
   std::set<std::string> live;
@@ -685,6 +805,7 @@ Result<Built> build(const std::string& text, const std::string& path, const FxOp
   std::string name = std::filesystem::path(path).filename().string();
   Built b{ir::GraphBuilder(name), {}};
   for (auto& l : e.leaves) {
+    if (droppedLeaves.count(l.name) && !live.count(l.name)) continue;  // added by a statement left out
     if (l.isParam) SP_TRY(b.builder.addParam(l.name, l.type, l.data, l.loc));
     else SP_TRY(b.builder.addInput(l.name, l.type, l.loc));
   }

@@ -14,6 +14,9 @@
 // - Framework kernels (apex, vLLM, TE) come from decomposition files
 //   (fx_decomp.h), also through auto_functionalized.
 // - Lifted tensor constants get values from fx_constants.h when known.
+// - Data-dependent sizes (nonzero, torch.where(mask), x[mask], unbacked u0):
+//   fx-data-dependent, or with FxOptions::partial the graph without the
+//   outputs that depend on them (FxPartial says which and why).
 #include <map>
 #include <optional>
 #include <string>
@@ -34,6 +37,31 @@ struct FxConstantNote {
   std::optional<double> value;  // nullopt: unknown, imported as a parameter without data
   std::string origin;           // where the value came from, or why it is unknown
   std::string str() const;
+};
+
+// A graph output a partial import left out (FxOptions::partial): its value
+// depends on a node whose result size depends on tensor values (nonzero,
+// torch.where(mask), x[mask], an unbacked size u0), which the IR cannot
+// represent. The cause is that node, the first such one the output depends on.
+struct FxDroppedOutput {
+  std::string capture;   // capture file
+  std::string name;      // the output's FX name
+  int line = 0;          // the return line
+  std::string op;        // the call whose result size is data-dependent: "torch.where"
+  std::string node;      // its FX node: "where"
+  std::string location;  // its capture line: "path/mixtral_moe.py:47"
+  std::string reason;    // the import's message there (fx-data-dependent)
+  // "output 'y' was left out: it depends on torch.where (node 'where') at m.py:47, whose result size depends on
+  // tensor values"
+  std::string str() const;
+};
+
+// What a partial import left out: the outputs, and the communicating calls
+// among the statements it did not translate (they still run in the real
+// program; nothing checks that they match across ranks or complete).
+struct FxPartial {
+  std::vector<FxDroppedOutput> outputs;
+  std::vector<std::string> collectives;  // "all_reduce (node 'a') at d.r0.py:30"
 };
 
 // The shipped known-sites table (frontend/data/tensor_constants.txt), or
@@ -62,6 +90,15 @@ struct FxOptions {
   std::vector<std::string> decompDirs;
   // When set, every lifted constant the import meets is appended here.
   std::vector<FxConstantNote>* constantNotes = nullptr;
+  // When set, a node whose result size depends on tensor values does not
+  // stop the import: it and every statement that depends on it (reads its
+  // value, or mutates a tensor in place with it) are left out, graph
+  // outputs among them are dropped and recorded here with the node that
+  // made them data-dependent (docs/fx-import.md, "Data-dependent sizes").
+  // When every output is dropped the import fails with the first such
+  // node's error. When null, the first such node is an error
+  // (fx-data-dependent), even where no output needs it.
+  FxPartial* partial = nullptr;
   // importFxGraph only: the rank the graph runs as and the world it sees,
   // which fix the group sizes of collectives (default: a world of one rank).
   int64_t rank = 0;

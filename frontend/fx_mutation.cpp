@@ -161,6 +161,17 @@ bool AliasTracker::writtenRegion(const Cell& base, const Cell& other, size_t at)
          value->layout == other.layout;
 }
 
+Result<std::vector<std::string>> AliasTracker::mutateUnknown(const std::string& name, const std::string& node,
+                                                             const std::string& loc) const {
+  auto it = cells_.find(name);
+  if (it == cells_.end()) return std::vector<std::string>{name};
+  if (inputs_.count(it->second.storage)) return mutate(name, 0, node, loc);
+  std::vector<std::string> out;
+  for (const auto& [n, d] : cells_)
+    if (d.storage == it->second.storage) out.push_back(n);
+  return out;
+}
+
 Result<std::vector<std::string>> AliasTracker::mutate(const std::string& name, size_t at, const std::string& node,
                                                       const std::string& loc) const {
   auto it = cells_.find(name);

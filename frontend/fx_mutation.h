@@ -60,6 +60,12 @@ class AliasTracker {
   // exact alias.
   Result<std::vector<std::string>> mutate(const std::string& name, size_t at, const std::string& node,
                                           const std::string& loc) const;
+  // A mutation of `name` whose new value the import leaves out (a partial
+  // import, fx_partial.h): every name that may share its storage, in any
+  // layout, itself included, since all of them may see it. fx-unsupported
+  // for a graph input's storage, as mutate().
+  Result<std::vector<std::string>> mutateUnknown(const std::string& name, const std::string& node,
+                                                 const std::string& loc) const;
 
  private:
   // Where a subscript view came from: the layout of its base and the index.

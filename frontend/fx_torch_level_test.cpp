@@ -692,7 +692,7 @@ TEST(FxTorchLevel, DocsListTheTable) {
                    "boolean mask or 1-d integer tensor), slice_scatter.default per entry (list of ints) or "
                    "copy.default / fill.Scalar (none) into the view, written back by slice_scatter.default (int, "
                    "slice) and squeeze.dim (None)"},
-      {"@data_dependent", "none: an error (fx-data-dependent), the result's size depends on tensor values"}};
+      {"@data_dependent", "none: fx-data-dependent, the result's size depends on tensor values (a partial import leaves it out with what depends on it, Data-dependent sizes)"}};
   std::string table = "| callables | ATen |\n|---|---|\n";
   for (const auto& entry : fx::torchLevelEntries()) {
     std::string names, ops;

@@ -702,6 +702,13 @@ std::optional<ir::DType> inPlaceComputeType(Emitter& e, const Expr& call) {
     if (!a || !a->t) return std::nullopt;
     return ir::isFloat(a->t->dtype()) ? a->t->dtype() : ir::DType::F32;
   }
+  // comparisons and logical ops compute a bool, which an in-place one
+  // writes into x's dtype as 1 and 0 (`x.lt_(y)`, `x.logical_not_()`)
+  static const std::set<std::string> kBool = {
+      "aten.lt.Tensor", "aten.le.Tensor", "aten.gt.Tensor", "aten.ge.Tensor", "aten.eq.Tensor", "aten.ne.Tensor",
+      "aten.logical_and.default", "aten.logical_or.default", "aten.logical_xor.default",
+      "aten.logical_not.default"};
+  if (kBool.count(t->op)) return ir::DType::Bool;
   return std::nullopt;
 }
 

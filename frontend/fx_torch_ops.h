@@ -47,7 +47,8 @@ TorchCallInfo torchCallInfo(const Emitter& e, const Expr& call);
 // torch.result_type of the operands for add, sub, mul, div (an integer
 // true division in f32), pow, floor division; the float an integer or
 // bool operand of exp, log, sqrt, sigmoid, ... becomes. None for calls
-// that compute in their operand's dtype. An in-place op writes that
+// that compute in their operand's dtype; bool for comparisons and logical
+// ops (an in-place one writes 1 and 0 in x's dtype). An in-place op writes that
 // result cast back to the mutated tensor's dtype, which torch rejects
 // where it cannot cast (canCast).
 std::optional<ir::DType> inPlaceComputeType(Emitter& e, const Expr& call);

@@ -171,19 +171,288 @@ TEST(DynamoCapture, ViewWrittenBackVerifiesAndItsTwinIsRefuted) {
 // capture_dynamic_output_shape_ops (tests/fixtures/capture_dynamo_moe, its
 // README): `idx, top_x = torch.where(expert_mask[expert_idx])` returns as
 // many positions as tokens chose the expert, a size that depends on values
-// (`u0`). inspect and verify stop with exit 3 naming the call, its node and
-// the capture line, before any later node of unknown size.
+// (`u0`). The block's output depends on it (the experts' rows are added
+// into `final_hidden_states` in place, by index_add_), the router's logits
+// do not: inspect shows the graph of the logits and lists the block's
+// output as dropped, naming the call, its node and the capture line (exit
+// 0); verify against itself checks the logits and is inconclusive naming
+// the call (exit 2), and verified with `--outputs router_logits`, saying
+// what was not checked. Before the partial import, both stopped at the
+// call with exit 3.
 TEST(DynamoCapture, SparseMoeWhereIsDataDependent) {
   const std::string f = sourcePath("tests/fixtures/capture_dynamo_moe/mixtral_moe.py");
-  const std::string want = "mixtral_moe.py:47: torch-level call torch.where (node 'where') returns a tensor whose "
-                           "size depends on tensor values";
+  const std::string where = "torch.where (node 'where') at " + f + ":47";
   auto r = runCli({"inspect", f});
-  EXPECT_EQ(r.code, 3) << r.out << r.err;
-  EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("outputs (1):\n  router_logits: f32[4, 3]\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dropped outputs (1):\n  final_hidden_states_1: depends on " + where +
+                       ", whose result size depends on tensor values\n"),
+            std::string::npos)
+      << r.out;
+  r = runCli({"inspect", f, "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto j = parsed(r);
+  ASSERT_EQ(j["outputs"].size(), 1u) << r.out;
+  EXPECT_EQ(j["outputs"][0]["name"], "router_logits");
+  ASSERT_EQ(j["dropped_outputs"].size(), 1u) << r.out;
+  EXPECT_EQ(j["dropped_outputs"][0]["name"], "final_hidden_states_1");
+  EXPECT_EQ(j["dropped_outputs"][0]["op"], "torch.where");
+  EXPECT_EQ(j["dropped_outputs"][0]["node"], "where");
+  EXPECT_EQ(j["dropped_outputs"][0]["location"], f + ":47");
+
   r = verifyAgainstItself(f, "moe-where");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict: inconclusive"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  seq.router_logits = dist[0].router_logits\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reason: output 'final_hidden_states_1' (S's value depends on " + where), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("(--outputs router_logits checks the others alone)"), std::string::npos) << r.out;
+
+  auto one = tempDir("moe-where-outputs");
+  fs::copy_file(f, one / "seq.r0.py");
+  r = runCli({"verify", "--seq", f, "--dist", one.string(), "--infer-relations", "--outputs", "router_logits"});
+  fs::remove_all(one);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict: verified"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("assumes: output 'final_hidden_states_1' was not checked (not in --outputs): S's value "
+                       "depends on " + where),
+            std::string::npos)
+      << r.out;
+}
+
+// A model with a dense output and a data-dependent one
+// (tests/fixtures/capture_dynamo_dd, its README): an MLP's output `out` and
+// its rows `picked = out[torch.where(out.sum(-1) > 0)[0]]`, sequential and
+// at TP 2.
+std::string ddFixture(const std::string& rel) { return sourcePath("tests/fixtures/capture_dynamo_dd/" + rel); }
+
+CliResult verifyDd(const std::string& dir, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"verify", "--seq", dir + "/seq.py", "--dist", dir + "/dist", "--mesh",
+                                dir + "/mesh.txt", "--infer-relations", "--format", "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return runCli(args);
+}
+
+// Without --outputs: `out` is checked (and has its relation), `picked` is
+// not, and the verdict is inconclusive naming torch.where and S's line.
+TEST(DataDependentCapture, UncheckedOutputMakesTheVerdictInconclusive) {
+  const std::string dir = ddFixture("picked_tp2");
+  auto r = verifyDd(dir);
+  ASSERT_EQ(r.code, 2) << r.out << r.err;
+  auto j = parsed(r);
+  EXPECT_EQ(j["verdict"], "inconclusive") << r.out;
+  const std::string why = "S's value depends on torch.where (node 'where') at " + dir +
+                          "/seq.py:25, whose result size depends on tensor values";
+  EXPECT_EQ(j["reason"], "output 'picked' (" + why + ") not checked: the import left it out, having no IR for a "
+                         "size that depends on tensor values (--outputs out checks the others alone)")
+      << r.out;
+  ASSERT_EQ(j["outputs"].size(), 2u) << r.out;
+  EXPECT_EQ(j["outputs"][0]["name"], "out");
+  EXPECT_TRUE(j["outputs"][0]["relation"].is_string()) << r.out;
+  EXPECT_EQ(j["outputs"][1]["name"], "picked");
+  EXPECT_TRUE(j["outputs"][1]["relation"].is_null()) << r.out;
+  EXPECT_EQ(j["outputs"][1]["not_checked"], why) << r.out;
+  EXPECT_TRUE(assumes(j, "output 'picked' was not checked: " + why + ", and the import left it out")) << r.out;
+  // the text report says the same
+  r = runCli({"verify", "--seq", dir + "/seq.py", "--dist", dir + "/dist", "--mesh", dir + "/mesh.txt",
+              "--infer-relations"});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict: inconclusive\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  seq.picked: not checked (" + why + ")\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reason: output 'picked' (" + why + ") not checked"), std::string::npos) << r.out;
+  // junit: out fails (inconclusive), picked is skipped
+  r = runCli({"verify", "--seq", dir + "/seq.py", "--dist", dir + "/dist", "--mesh", dir + "/mesh.txt",
+              "--infer-relations", "--format", "junit"});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"1\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("name=\"refines:picked\" time=\"0.000\">\n      <skipped message=\"not checked: "),
+            std::string::npos)
+      << r.out;
+}
+
+// `--outputs out`: verified, folded or not, and the report says which
+// output was not checked and why; asking for `picked` alone checks nothing.
+TEST(DataDependentCapture, OutputsRestrictedToTheDensePartVerify) {
+  const std::string dir = ddFixture("picked_tp2");
+  auto r = verifyDd(dir, {"--outputs", "out"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto j = parsed(r);
+  EXPECT_EQ(j["verdict"], "verified") << r.out;
+  EXPECT_EQ(j["reason"], "") << r.out;
+  ASSERT_EQ(j["outputs"].size(), 2u) << r.out;
+  EXPECT_EQ(j["outputs"][0]["relation"], "dist[0].out") << r.out;
+  EXPECT_EQ(j["outputs"][1]["name"], "picked") << r.out;
+  EXPECT_TRUE(assumes(j, "output 'picked' was not checked (not in --outputs): S's value depends on torch.where "
+                         "(node 'where') at " + dir + "/seq.py:25"))
+      << r.out;
+  r = verifyDd(dir, {"--outputs", "out", "--no-fold"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  r = verifyDd(dir, {"--outputs", "picked"});
+  ASSERT_EQ(r.code, 2) << r.out << r.err;
+  j = parsed(r);
+  EXPECT_EQ(j["verdict"], "inconclusive") << r.out;
+  EXPECT_EQ(j["reason"].get<std::string>().rfind("output 'picked' (S's value depends on torch.where", 0), 0u) << r.out;
+  EXPECT_EQ(j["reason"].get<std::string>().find("--outputs out"), std::string::npos) << r.out;
+  // an unknown name stays bad input
+  r = verifyDd(dir, {"--outputs", "nope"});
   EXPECT_EQ(r.code, 3) << r.out << r.err;
-  EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("unexpected character"), std::string::npos) << r.err;
+}
+
+// S refines S and D refines D (S, and rank 0, against a one-rank program
+// of itself), on the outputs the import keeps: inconclusive without
+// --outputs, verified with it.
+TEST(DataDependentCapture, SequentialAndDistributedRefineThemselves) {
+  const std::string dir = ddFixture("picked_tp2");
+  auto r = verifyAgainstItself(dir + "/seq.py", "dd-self");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("  seq.out = dist[0].out\n"), std::string::npos) << r.out;
+  for (const auto& [file, tag] : std::vector<std::pair<std::string, std::string>>{{"seq.py", "seq.r0.py"},
+                                                                                  {"dist/picked.r0.py", "picked.r0.py"}}) {
+    auto one = tempDir("dd-self-" + tag);
+    fs::copy_file(dir + "/" + file, one / tag);
+    r = runCli({"verify", "--seq", dir + "/" + file, "--dist", one.string(), "--infer-relations", "--outputs", "out"});
+    fs::remove_all(one);
+    EXPECT_EQ(r.code, 0) << file << "\n" << r.out << r.err;
+  }
+}
+
+// The twin without the all_reduce: refuted at `out`, with or without
+// --outputs: the data-dependent part does not hide the missing sum.
+TEST(DataDependentCapture, TwinWithoutTheAllReduceIsRefuted) {
+  const std::string dir = ddFixture("picked_tp2_twin");
+  for (const auto& extra : std::vector<std::vector<std::string>>{{}, {"--outputs", "out"}}) {
+    auto r = verifyDd(dir, extra);
+    ASSERT_EQ(r.code, 1) << r.out << r.err;
+    auto j = parsed(r);
+    EXPECT_EQ(j["verdict"], "refuted") << r.out;
+    const std::string msg = j["failure"]["message"].get<std::string>();
+    EXPECT_NE(msg.find("missing sum over group tp (all_reduce)"), std::string::npos) << msg;
+    EXPECT_EQ(j["failure"]["location"].get<std::string>().rfind("/work/model/router.py:24", 0), 0u) << r.out;
+    EXPECT_TRUE(assumes(j, "output 'picked' was not checked")) << r.out;
+  }
+}
+
+// A fixture's file with each (from, to) replaced in turn (every
+// occurrence), in `dir` under the same relative name.
+void writeEdited(const std::string& src, const fs::path& dir, const std::string& rel,
+                 const std::vector<std::pair<std::string, std::string>>& edits = {}) {
+  std::string text = slurp(src + "/" + rel);
+  for (const auto& [from, to] : edits)
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+      text.replace(at, from.size(), to);
+  fs::create_directories((dir / rel).parent_path());
+  std::ofstream(dir / rel) << text;
+}
+
+// What D leaves out matters too. D's output of an S output's name left out:
+// that S output is not checked (nothing rebuilds it). A D output left out
+// that names no S output: a proof over the rest stands, saying so; a
+// refutation does not (that output might have been the rebuild it missed).
+// A collective among D's statements left out: an assumption of the verdict.
+TEST(DataDependentCapture, WhatDLeavesOutIsSaid) {
+  const std::string src = ddFixture("picked_tp2");
+  const std::string whereLines = "        where = torch.where(keep);  keep = None\n"
+                                 "        rows: \"i64[u0]\" = where[0];  where = None\n";
+  // S's `picked` static (every row of out), D's data-dependent
+  auto dir = tempDir("dd-dist-namesake");
+  writeEdited(src, dir, "seq.py",
+              {{"        picked: \"f32[u0, 16]\" = out[rows];  rows = None\n",
+                "        picked: \"f32[8, 16]\" = out * 1.0\n"},
+               {whereLines, ""}});
+  for (const auto& f : {"dist/picked.r0.py", "dist/picked.r1.py", "mesh.txt"}) writeEdited(src, dir, f);
+  auto r = verifyDd(dir.string());
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  auto j = parsed(r);
+  EXPECT_EQ(j["verdict"], "inconclusive") << r.out;
+  EXPECT_EQ(j["reason"].get<std::string>().rfind("output 'picked' (D's output of that name (picked.r0.py) depends on "
+                                                 "torch.where (node 'where') at " + dir.string() +
+                                                     "/dist/picked.r0.py:29",
+                                                 0),
+            0u)
+      << r.out;
+  r = verifyDd(dir.string(), {"--outputs", "out"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  fs::remove_all(dir);
+
+  // S without `picked`; D returns it, and all-gathers it first
+  for (const std::string& pair : {"picked_tp2", "picked_tp2_twin"}) {
+    SCOPED_TRACE(pair);
+    const std::string from = ddFixture(pair);
+    dir = tempDir("dd-dist-only");
+    // the twin's rank files have no all_reduce: 4 lines fewer
+    const int whereLine = pair == "picked_tp2" ? 29 : 25, gatherLine = whereLine + 5;
+    writeEdited(from, dir, "seq.py", {{"        return (out, picked)\n", "        return (out,)\n"}});
+    writeEdited(from, dir, "mesh.txt");
+    for (const auto& f : {"dist/picked.r0.py", "dist/picked.r1.py"})
+      writeEdited(from, dir, f,
+                  {{"        return (out, picked)\n",
+                    "        all_gather_into_tensor: \"f32[2*u0, 16]\" = "
+                    "torch.ops._c10d_functional.all_gather_into_tensor(picked, 2, '0');  picked = None\n"
+                    "        gathered: \"f32[2*u0, 16]\" = torch.ops._c10d_functional.wait_tensor("
+                    "all_gather_into_tensor);  all_gather_into_tensor = None\n"
+                    "        return (out, gathered)\n"}});
+    r = verifyDd(dir.string());
+    j = parsed(r);
+    EXPECT_TRUE(assumes(j, "D's output 'gathered' (picked.r0.py) depends on torch.where (node 'where') at " +
+                               dir.string() + "/dist/picked.r0.py:" + std::to_string(whereLine) +
+                               ", whose result size depends on tensor values, "
+                               "and the import left it out: no S output was rebuilt from it"))
+        << r.out;
+    EXPECT_TRUE(assumes(j, "the import left out D's collectives that depend on a data-dependent size "
+                           "(_c10d_functional.all_gather_into_tensor (node 'all_gather_into_tensor') at " +
+                               dir.string() + "/dist/picked.r0.py:" + std::to_string(gatherLine) + ", "))
+        << r.out;
+    if (pair == "picked_tp2") {
+      EXPECT_EQ(r.code, 0) << r.out << r.err;
+      EXPECT_EQ(j["verdict"], "verified") << r.out;
+    } else {
+      EXPECT_EQ(r.code, 2) << r.out << r.err;
+      EXPECT_EQ(j["verdict"], "inconclusive") << r.out;
+      EXPECT_EQ(j["reason"].get<std::string>().rfind("refuted on what the import read, but D's output 'gathered'", 0),
+                0u)
+          << r.out;
+      EXPECT_FALSE(j["failure"].is_null()) << r.out;
+    }
+    fs::remove_all(dir);
+  }
+}
+
+// inspect of the TP 2 program lists the dropped output of each rank file.
+TEST(DataDependentCapture, InspectListsDroppedOutputsPerRank) {
+  auto r = runCli({"inspect", ddFixture("picked_tp2/dist")});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("dropped outputs (2):\n  picked (picked.r0.py): depends on torch.where (node 'where') at "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  picked (picked.r1.py): depends on torch.where"), std::string::npos) << r.out;
+  r = runCli({"inspect", ddFixture("picked_tp2/seq.py"), "--print-ir"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("output %out"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("note: output 'picked' was left out: it depends on torch.where (node 'where') at "),
+            std::string::npos)
+      << r.err;
+  // nothing left: the import's error, as before
+  auto dir = tempDir("dd-nothing-left");
+  std::ofstream(dir / "only.py") << "class GraphModule(torch.nn.Module):\n"
+                                    "    def forward(self, L_x_: \"f32[4]\"):\n"
+                                    "        l_x_ = L_x_\n"
+                                    "        gt: \"b8[4]\" = l_x_ > 0\n"
+                                    "        nz: \"i64[u0, 1]\" = torch.nonzero(gt);  gt = None\n"
+                                    "        return (nz,)\n";
+  r = runCli({"inspect", (dir / "only.py").string()});
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("only.py:5: torch-level call torch.nonzero (node 'nz') returns a tensor whose size depends "
+                       "on tensor values"),
+            std::string::npos)
+      << r.err;
+  fs::remove_all(dir);
+  // a command that runs the graph does not read it partially
+  r = runCli({"run", ddFixture("picked_tp2/seq.py"), "--out-dir", tempDir("dd-run").string()});
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("torch-level call torch.where (node 'where') returns a tensor whose size depends on tensor "
+                       "values"),
+            std::string::npos)
+      << r.err;
 }
 
 // `shardproof inspect` reads a torch-level graph; an untranslated callable

@@ -83,6 +83,33 @@ GraphSummary summarize(const ir::Graph& g) {
   return {j, t};
 }
 
+// Outputs a partial import left out (data-dependent sizes) and why; the
+// capture is named for programs (one entry per rank file).
+struct DroppedSummary {
+  ordered_json json = ordered_json::array();
+  ordered_json collectives = ordered_json::array();
+  std::string text;
+};
+
+DroppedSummary summarizeDropped(const frontend::FxPartial& p, bool program) {
+  DroppedSummary d;
+  if (p.outputs.empty()) return d;
+  d.text = "dropped outputs (" + std::to_string(p.outputs.size()) + "):\n";
+  for (const auto& o : p.outputs) {
+    std::string file = fs::path(o.capture).filename().string();
+    d.json.push_back({{"name", o.name}, {"capture", file}, {"line", o.line}, {"op", o.op}, {"node", o.node},
+                      {"location", o.location}, {"reason", o.reason}});
+    d.text += "  " + o.name + (program ? " (" + file + ")" : "") + ": depends on " + o.op + " (node '" + o.node +
+              "') at " + o.location + ", whose result size depends on tensor values\n";
+  }
+  if (!p.collectives.empty()) d.text += "dropped collectives (" + std::to_string(p.collectives.size()) + "):\n";
+  for (const auto& c : p.collectives) {
+    d.collectives.push_back(c);
+    d.text += "  " + c + "\n";
+  }
+  return d;
+}
+
 }  // namespace
 
 // Parses NAME=FILE or rN:NAME=FILE.
@@ -145,18 +172,26 @@ std::string sanitizeFileName(const std::string& name) {
 int cmdInspect(const InspectArgs& a) {
   auto fx = frontend::fxOptionsFromFlags(a.fx);
   if (!fx) return fail(fx.error());
+  // captures with data-dependent sizes: the graph without the outputs that
+  // depend on them, which are listed
+  frontend::FxPartial partial;
+  fx->partial = &partial;
   auto m = frontend::loadModel(a.model, *fx);
   if (!m) return fail(m.error());
   if (a.format != "text" && a.format != "json")
     return fail(makeError("bad-format", "--format must be text or json, got '" + a.format + "'"));
+  DroppedSummary dropped = summarizeDropped(partial, std::holds_alternative<ir::Program>(*m));
+  if (a.printIr)
+    for (const auto& o : partial.outputs) std::fprintf(stderr, "note: %s\n", o.str().c_str());
   if (const auto* g = std::get_if<ir::Graph>(&*m)) {
     if (a.printIr) {
       std::fputs(ir::printGraph(*g).c_str(), stdout);
       return kExitOk;
     }
     GraphSummary s = summarize(*g);
+    if (!partial.outputs.empty()) s.json["dropped_outputs"] = dropped.json;
     if (a.format == "json") std::cout << s.json.dump(2) << "\n";
-    else std::cout << "graph " << g->name() << "\n" << s.text;
+    else std::cout << "graph " << g->name() << "\n" << s.text << dropped.text;
     return kExitOk;
   }
   const auto& p = std::get<ir::Program>(*m);
@@ -178,6 +213,9 @@ int cmdInspect(const InspectArgs& a) {
     j["ranks"].push_back(s.json);
     text += "rank " + std::to_string(r) + ":\n" + s.text;
   }
+  if (!partial.outputs.empty()) j["dropped_outputs"] = dropped.json;
+  if (!partial.collectives.empty()) j["dropped_collectives"] = dropped.collectives;
+  text += dropped.text;
   if (a.format == "json") std::cout << j.dump(2) << "\n";
   else std::cout << text;
   return kExitOk;

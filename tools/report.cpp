@@ -66,12 +66,13 @@ std::string failureLine(const rewrite::Failure& f) {
 
 }  // namespace
 
-std::string reportText(const rewrite::VerifyReport& r) {
+std::string reportText(const rewrite::VerifyReport& r, const std::vector<UncheckedOutput>& unchecked) {
   std::string t = "verdict: " + std::string(rewrite::verdictName(r.verdict)) + "\n";
-  if (!r.outputs.empty()) {
+  if (!r.outputs.empty() || !unchecked.empty()) {
     t += "outputs:\n";
     for (const auto& o : r.outputs)
       t += "  seq." + o.name + " = " + (o.expr ? o.relation : std::string("(no relation)")) + "\n";
+    for (const auto& u : unchecked) t += "  seq." + u.name + ": not checked (" + u.reason + ")\n";
   }
   if (r.failure) {
     const auto& f = *r.failure;
@@ -103,13 +104,16 @@ std::string reportText(const rewrite::VerifyReport& r) {
   return t;
 }
 
-std::string reportJson(const rewrite::VerifyReport& r, const std::string& inputRelations) {
+std::string reportJson(const rewrite::VerifyReport& r, const std::string& inputRelations,
+                       const std::vector<UncheckedOutput>& unchecked) {
   ordered_json j;
   j["verdict"] = std::string(rewrite::verdictName(r.verdict));
   j["outputs"] = ordered_json::array();
   for (const auto& o : r.outputs)
     j["outputs"].push_back({{"name", o.name},
                             {"relation", o.expr ? ordered_json(o.relation) : ordered_json(nullptr)}});
+  for (const auto& u : unchecked)
+    j["outputs"].push_back({{"name", u.name}, {"relation", nullptr}, {"not_checked", u.reason}});
   if (r.failure) {
     const auto& f = *r.failure;
     ordered_json fj{{"seq_op", f.seqOp}, {"seq_value", f.seqValue}, {"location", f.location.str()},
@@ -142,7 +146,8 @@ std::string reportJson(const rewrite::VerifyReport& r, const std::string& inputR
   return j.dump(2) + "\n";
 }
 
-std::string reportJUnit(const rewrite::VerifyReport& r, const std::string& suiteName) {
+std::string reportJUnit(const rewrite::VerifyReport& r, const std::string& suiteName,
+                        const std::vector<UncheckedOutput>& unchecked) {
   // One test case per S output; a refuted or inconclusive run fails every
   // output without a relation (inconclusive is never a pass).
   int failures = 0;
@@ -157,9 +162,14 @@ std::string reportJUnit(const rewrite::VerifyReport& r, const std::string& suite
     ++failures;
     std::string msg = r.failure ? failureLine(*r.failure) : r.reason;
     cases += ">\n      <failure type=\"" + std::string(rewrite::verdictName(r.verdict)) +
-             "\" message=\"" + xmlEscape(msg) + "\">" + xmlEscape(reportText(r)) +
+             "\" message=\"" + xmlEscape(msg) + "\">" + xmlEscape(reportText(r, unchecked)) +
              "</failure>\n    </testcase>\n";
   }
+  // outputs not checked are skipped, never passed
+  for (const auto& u : unchecked)
+    cases += "    <testcase classname=\"" + xmlEscape(suiteName) + "\" name=\"" + xmlEscape("refines:" + u.name) +
+             "\" time=\"0.000\">\n      <skipped message=\"" + xmlEscape("not checked: " + u.reason) +
+             "\"/>\n    </testcase>\n";
   if (r.outputs.empty()) {
     ++failures;
     cases += "    <testcase classname=\"" + xmlEscape(suiteName) +
@@ -167,10 +177,12 @@ std::string reportJUnit(const rewrite::VerifyReport& r, const std::string& suite
              std::string(rewrite::verdictName(r.verdict)) + "\" message=\"" +
              xmlEscape(r.failure ? failureLine(*r.failure) : r.reason) + "\"/>\n    </testcase>\n";
   }
-  size_t tests = r.outputs.empty() ? 1 : r.outputs.size();
+  size_t tests = (r.outputs.empty() ? 1 : r.outputs.size()) + unchecked.size();
   return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"" +
          xmlEscape(suiteName) + "\" tests=\"" + std::to_string(tests) + "\" failures=\"" +
-         std::to_string(failures) + "\" errors=\"0\" time=\"" + fmt("%.3f", r.stats.seconds) +
+         std::to_string(failures) + "\" errors=\"0\"" +
+         (unchecked.empty() ? std::string() : " skipped=\"" + std::to_string(unchecked.size()) + "\"") +
+         " time=\"" + fmt("%.3f", r.stats.seconds) +
          "\">\n" + cases + "  </testsuite>\n</testsuites>\n";
 }
 

@@ -1,6 +1,7 @@
 // `shardproof verify` and `shardproof lemmas`.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -54,7 +55,7 @@ double peakRssMb() {
 static_assert(kVerifyWitnessLimit == rewrite::kDefaultWitnessWorkLimit,
               "the --witness-limit default must match VerifyOptions");
 
-Result<VerifySetup> setupVerify(const VerifyArgs& a) {
+Result<VerifySetup> setupVerify(const VerifyArgs& a, bool partial) {
   if (a.relationFile.empty() == !a.inferRelations)
     return makeError("bad-args", "give exactly one of --relation FILE and --infer-relations");
   if (!a.writeRelations.empty() && !a.inferRelations)
@@ -68,8 +69,16 @@ Result<VerifySetup> setupVerify(const VerifyArgs& a) {
   SP_ASSIGN(auto fx, frontend::fxOptionsFromFlags(a.fx));
   auto constants = std::make_shared<std::vector<frontend::FxConstantNote>>();
   fx.constantNotes = constants.get();
-  SP_ASSIGN(ir::Graph seq, frontend::loadGraph(a.seq, fx));
-  SP_ASSIGN(ir::Program dist, frontend::loadProgram(a.dist, fx));
+  // with data-dependent sizes, the outputs that do not depend on them (a
+  // training step's backward reads the forward's outputs by position)
+  frontend::FxPartial seqPartial, distPartial;
+  frontend::FxOptions seqFx = fx, distFx = fx;
+  if (partial && a.seqBackward.empty()) {
+    seqFx.partial = &seqPartial;
+    distFx.partial = &distPartial;
+  }
+  SP_ASSIGN(ir::Graph seq, frontend::loadGraph(a.seq, seqFx));
+  SP_ASSIGN(ir::Program dist, frontend::loadProgram(a.dist, distFx));
   if (a.seqBackward.empty() != a.distBackward.empty())
     return makeError("bad-args", "a training step needs both --seq-backward and --dist-backward");
   if (!a.seqBackward.empty()) {  // AOTAutograd's forward and backward, joined (ir/training_step.h)
@@ -82,12 +91,13 @@ Result<VerifySetup> setupVerify(const VerifyArgs& a) {
     seq = std::move(*s);
     dist = std::move(*d);
   }
-  VerifySetup out{std::move(seq), std::move(dist), {}, {}, std::move(*constants)};
+  VerifySetup out{std::move(seq), std::move(dist), {}, {}, std::move(*constants), {}};
+  out.partial = planPartialCheck(seqPartial, distPartial, out.seq, a.outputs);
   // Lifted tensor constants without a known value stay parameters.
   for (const auto& c : out.constants)
     if (!c.value) std::fprintf(stderr, "warning: %s\n", c.str().c_str());
   for (const auto& o : a.outputs)
-    if (!out.seq.findValue(o))
+    if (!out.seq.findValue(o) && !out.partial.isSeqDropped(o))
       return makeError("unknown-output", "--outputs: '" + o + "' is not a value of '" + a.seq + "'");
 
   if (a.inferRelations) {
@@ -105,9 +115,14 @@ Result<VerifySetup> setupVerify(const VerifyArgs& a) {
                                          parsed.inputs.front().location);
     for (auto& o : parsed.outputs) out.rel.outputs.push_back(std::move(o));
   }
+  // expected relations of outputs not checked are not checked either
+  std::erase_if(out.rel.outputs, [&](const auto& o) {
+    return std::any_of(out.partial.unchecked.begin(), out.partial.unchecked.end(),
+                       [&](const UncheckedOutput& u) { return u.name == o.name; });
+  });
 
   rewrite::VerifyOptions& opts = out.opts;
-  opts.outputs = a.outputs;
+  opts.outputs = out.partial.unchecked.empty() ? a.outputs : out.partial.checkOutputs;
   opts.timeLimitSeconds = a.timeLimit;
   opts.seed = a.seed;
   opts.witnessWorkLimit = a.witnessLimit;
@@ -158,14 +173,19 @@ void noteInferredRelations(const VerifyArgs& a, rewrite::VerifyReport& report) {
 }
 
 int cmdVerify(const VerifyArgs& a) {
-  auto setup = setupVerify(a);
+  auto setup = setupVerify(a, true);
   if (!setup) return fail(setup.error());
   const ir::Graph* seq = &setup->seq;
   const ir::Program* dist = &setup->dist;
   const rewrite::RelationFile& rel = setup->rel;
   const rewrite::VerifyOptions& opts = setup->opts;
-  auto report = rewrite::verify(*seq, *dist, rel, opts);
+  const PartialCheck& partial = setup->partial;
+  // every requested output left out by a partial import: nothing to run
+  auto report = !partial.unchecked.empty() && partial.checkOutputs.empty()
+                    ? Result<rewrite::VerifyReport>(nothingChecked())
+                    : rewrite::verify(*seq, *dist, rel, opts);
   if (!report) return fail(report.error());
+  applyPartialCheck(partial, *report);
   noteConstants(*setup, *report);
   noteInferredRelations(a, *report);
 
@@ -174,12 +194,12 @@ int cmdVerify(const VerifyArgs& a) {
   }
   std::string relText = rewrite::printRelations(rel);
   if (a.format == "json") {
-    std::cout << reportJson(*report, relText);
+    std::cout << reportJson(*report, relText, partial.unchecked);
   } else if (a.format == "junit") {
-    std::cout << reportJUnit(*report, "shardproof.verify." + seq->name());
+    std::cout << reportJUnit(*report, "shardproof.verify." + seq->name(), partial.unchecked);
   } else {
     if (a.inferRelations) std::cout << "input relations (inferred):\n" << relText;
-    std::cout << reportText(*report);
+    std::cout << reportText(*report, partial.unchecked);
   }
   switch (report->verdict) {
     case rewrite::Verdict::Verified: return kExitOk;

@@ -9,6 +9,7 @@
 #include "rewrite/relation/relation_text.h"
 #include "rewrite/verify/verify.h"
 #include "tools/commands.h"
+#include "tools/verify_partial.h"
 
 namespace sp::tools {
 
@@ -18,9 +19,15 @@ struct VerifySetup {
   rewrite::RelationFile rel;
   rewrite::VerifyOptions opts;
   std::vector<frontend::FxConstantNote> constants;  // lifted tensor constants the importer met
+  PartialCheck partial;  // outputs a partial import left out (verify_partial.h)
 };
 
-Result<VerifySetup> setupVerify(const VerifyArgs& a);
+// `partial`: captures with data-dependent sizes import without the outputs
+// that depend on them (FxOptions::partial), which the run does not check;
+// otherwise such a capture is an error (fx-data-dependent), as for codegen
+// and for training steps, whose backward reads the forward's outputs by
+// position.
+Result<VerifySetup> setupVerify(const VerifyArgs& a, bool partial = false);
 // The importer's constant values become assumptions of the report.
 void noteConstants(const VerifySetup& s, rewrite::VerifyReport& report);
 
