@@ -74,7 +74,10 @@ void cutsOf(const Pattern& p, std::vector<const Pattern*>& out) {
 // occurring once on the left and no ?b_i in T[?a_i].
 std::optional<Rule::Lift> liftOf(const Lemma& l) {
   const Pattern& rhs = *l.rhs;
-  if ((rhs.op != PatOp::Concat && rhs.op != PatOp::Sum) || rhs.args.size() != 2) return std::nullopt;
+  // An IR add of the two terms lifts to their sum where the terms have the
+  // add's type (add-is-sum: no broadcast), checked when built.
+  const bool add = rhs.op == PatOp::Ir && rhs.irOp == ir::OpKind::Add && rhs.attrs.empty();
+  if ((rhs.op != PatOp::Concat && rhs.op != PatOp::Sum && !add) || rhs.args.size() != 2) return std::nullopt;
   if (rhs.op == PatOp::Concat) {
     const PatAttr* d = rhs.attr("dim");
     if (!d || (d->kind != PatAttr::Kind::Int && d->kind != PatAttr::Kind::Var)) return std::nullopt;
@@ -625,6 +628,11 @@ struct RuleMatcher {
       images.push_back(*img);
     }
     const Pattern& rhs = *r.lemma->rhs;
+    if (rhs.op == PatOp::Ir) {  // an add of terms of one type is their sum (add-is-sum); else the binary matches
+      auto sum = e.sum(images);
+      if (!sum) mayFallBack = true;
+      return sum;
+    }
     if (rhs.op == PatOp::Sum) return e.sum(images);
     const PatAttr* a = rhs.attr("dim");
     return e.concat(a->kind == PatAttr::Kind::Var ? b.i.at(a->text) : a->i, images);
