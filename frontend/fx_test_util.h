@@ -82,4 +82,21 @@ inline std::vector<double> finiteDifferences(const ir::Graph& g, const ir::Tenso
   return grad;
 }
 
+// Each of 2 ranks' inputs for a TP 2 Dynamo MLP of fc1 [32, 16] and fc2
+// [16, 32] (no biases split): rank r holds rows r*16.. of fc1's weight and
+// columns r*16.. of fc2's; the other inputs whole.
+inline std::vector<ir::TensorMap> mlpTp2Inputs(const ir::TensorMap& in) {
+  std::vector<ir::TensorMap> ranks(2, in);
+  for (int64_t r = 0; r < 2; ++r) {
+    auto w1 = values(in.at("L_self_modules_fc1_parameters_weight_"));
+    auto w2 = values(in.at("L_self_modules_fc2_parameters_weight_"));
+    std::vector<double> s1(w1.begin() + r * 256, w1.begin() + (r + 1) * 256), s2;
+    for (int64_t row = 0; row < 16; ++row)
+      for (int64_t col = r * 16; col < (r + 1) * 16; ++col) s2.push_back(w2[size_t(row * 32 + col)]);
+    ranks[size_t(r)]["L_self_modules_fc1_parameters_weight_"] = typed(ir::DType::F32, {16, 16}, s1);
+    ranks[size_t(r)]["L_self_modules_fc2_parameters_weight_"] = typed(ir::DType::F32, {16, 16}, s2);
+  }
+  return ranks;
+}
+
 }  // namespace sp::frontend::fx_test

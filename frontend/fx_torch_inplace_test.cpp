@@ -348,16 +348,7 @@ TEST(FxTorchInPlace, TensorParallelFixtureMatchesTheSequentialGraph) {
   auto want = ir::runGraph(*seq, in);
   ASSERT_TRUE(want.ok()) << want.error().str();
   // rank r: rows r*16.. of fc1's weight, columns r*16.. of fc2's
-  std::vector<ir::TensorMap> ranks(2, in);
-  for (int64_t r = 0; r < 2; ++r) {
-    auto w1 = values(in.at("L_self_modules_fc1_parameters_weight_"));
-    auto w2 = values(in.at("L_self_modules_fc2_parameters_weight_"));
-    std::vector<double> s1(w1.begin() + r * 256, w1.begin() + (r + 1) * 256), s2;
-    for (int64_t row = 0; row < 16; ++row)
-      for (int64_t col = r * 16; col < (r + 1) * 16; ++col) s2.push_back(w2[size_t(row * 32 + col)]);
-    ranks[size_t(r)]["L_self_modules_fc1_parameters_weight_"] = typed(DType::F32, {16, 16}, s1);
-    ranks[size_t(r)]["L_self_modules_fc2_parameters_weight_"] = typed(DType::F32, {16, 16}, s2);
-  }
+  std::vector<ir::TensorMap> ranks = fx_test::mlpTp2Inputs(in);
   FxOptions opts;
   opts.mesh.axes.push_back({"tp", 2});
   opts.groups["0"] = "tp";
