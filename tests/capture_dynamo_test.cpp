@@ -349,6 +349,25 @@ void writeEdited(const std::string& src, const fs::path& dir, const std::string&
 // that names no S output: a proof over the rest stands, saying so; a
 // refutation does not (that output might have been the rebuild it missed).
 // A collective among D's statements left out: an assumption of the verdict.
+// An expect line that reads a D output the import left out cannot be
+// evaluated: its S output is not checked either (was exit 3, "rank 0 has
+// no tensor 'picked'"); with --outputs naming only it, nothing is left to
+// check, and the verdict is inconclusive saying why.
+TEST(DataDependentCapture, ExpectLineReadingALeftOutOutputIsNotChecked) {
+  const std::string dir = ddFixture("picked_tp2");
+  auto tmp = tempDir("dd-expect");
+  std::ofstream(tmp / "on-dropped.expect") << "expect seq.out = concat(dim=0, dist[0].picked, dist[1].picked)\n";
+  auto r = verifyDd(dir, {"--outputs", "out", "--expect", (tmp / "on-dropped.expect").string()});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  auto j = parsed(r);
+  EXPECT_EQ(j["verdict"], "inconclusive") << r.out;
+  EXPECT_NE(j["reason"].get<std::string>().find("output 'out' (its expect line (" + (tmp / "on-dropped.expect").string() +
+                                                ":1) reads D's 'picked' (picked.r0.py), which depends on torch.where"),
+            std::string::npos)
+      << r.out;
+  fs::remove_all(tmp);
+}
+
 TEST(DataDependentCapture, WhatDLeavesOutIsSaid) {
   const std::string src = ddFixture("picked_tp2");
   const std::string whereLines = "        where = torch.where(keep);  keep = None\n"

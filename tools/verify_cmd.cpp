@@ -115,6 +115,7 @@ Result<VerifySetup> setupVerify(const VerifyArgs& a, bool partial) {
                                          parsed.inputs.front().location);
     for (auto& o : parsed.outputs) out.rel.outputs.push_back(std::move(o));
   }
+  uncheckExpectsOnDropped(distPartial, out.rel, a.outputs, out.partial);
   // expected relations of outputs not checked are not checked either
   std::erase_if(out.rel.outputs, [&](const auto& o) {
     return std::any_of(out.partial.unchecked.begin(), out.partial.unchecked.end(),

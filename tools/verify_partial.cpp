@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -25,6 +26,35 @@ std::string joined(const std::vector<std::string>& parts, const std::string& sep
 
 bool PartialCheck::isSeqDropped(const std::string& name) const {
   return std::find(seqDropped.begin(), seqDropped.end(), name) != seqDropped.end();
+}
+
+void PartialCheck::uncheck(const std::string& name, std::string reason, const std::vector<std::string>& requested) {
+  for (const auto& u : unchecked)
+    if (u.name == name) return;
+  bool asked = requested.empty() || std::find(requested.begin(), requested.end(), name) != requested.end();
+  unchecked.push_back({name, std::move(reason), asked});
+  std::erase(checkOutputs, name);
+}
+
+void uncheckExpectsOnDropped(const frontend::FxPartial& dist, const rewrite::RelationFile& rel,
+                             const std::vector<std::string>& requested, PartialCheck& p) {
+  std::map<std::string, const frontend::FxDroppedOutput*> dropped;
+  for (const auto& o : dist.outputs) dropped.emplace(o.name, &o);
+  if (dropped.empty()) return;
+  std::function<const frontend::FxDroppedOutput*(const rewrite::Rel&)> reads = [&](const rewrite::Rel& r)
+      -> const frontend::FxDroppedOutput* {
+    if (r.op == rewrite::RelOp::Dist)
+      if (auto it = dropped.find(r.name); it != dropped.end()) return it->second;
+    for (const auto& a : r.args)
+      if (auto* d = reads(*a)) return d;
+    return nullptr;
+  };
+  for (const auto& o : rel.outputs)
+    if (auto* d = o.expr ? reads(*o.expr) : nullptr)
+      p.uncheck(o.name,
+                "its expect line (" + o.location + ") reads D's '" + d->name + "' (" +
+                    std::filesystem::path(d->capture).filename().string() + "), which " + dependsOn(*d),
+                requested);
 }
 
 PartialCheck planPartialCheck(const frontend::FxPartial& seq, const frontend::FxPartial& dist,

@@ -13,6 +13,7 @@
 
 #include "frontend/fx_import.h"
 #include "ir/graph.h"
+#include "rewrite/relation/relation_text.h"
 #include "rewrite/verify/verify.h"
 #include "tools/report.h"
 
@@ -26,7 +27,15 @@ struct PartialCheck {
   std::vector<std::string> notes;          // assumptions: distOnly, D's collectives left out
   bool any() const { return !unchecked.empty() || !distOnly.empty() || !notes.empty(); }
   bool isSeqDropped(const std::string& name) const;
+  // S output `name` is not checked either (its expect line reads a D output
+  // the import left out): it leaves checkOutputs.
+  void uncheck(const std::string& name, std::string reason, const std::vector<std::string>& requested);
 };
+
+// The S outputs whose expect line reads a D output a partial import left
+// out: not checked (the expectation cannot be evaluated), with why.
+void uncheckExpectsOnDropped(const frontend::FxPartial& dist, const rewrite::RelationFile& rel,
+                             const std::vector<std::string>& requested, PartialCheck& p);
 
 // `requested`: --outputs (empty: every S output).
 PartialCheck planPartialCheck(const frontend::FxPartial& seq, const frontend::FxPartial& dist,
