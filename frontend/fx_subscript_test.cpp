@@ -408,15 +408,10 @@ TEST(FxViewWriteBack, TensorParallelFixtureMatchesTheSequentialGraph) {
   ASSERT_TRUE(want.ok()) << want.error().str();
   // rank r: rows r*16.. of fc1's weight, columns r*16.. of fc2's
   std::vector<ir::TensorMap> ranks = fx_test::mlpTp2Inputs(in);
-  FxOptions opts;
-  opts.mesh.axes.push_back({"tp", 2});
-  opts.groups["0"] = "tp";
   const std::vector<double> b = values(want->at("mul"));
   for (const char* c : {"cls_tp2", "cls_tp2_twin"}) {
     SCOPED_TRACE(c);
-    auto prog = importFxProgram({dir + c + "/dist/cls.r0.py", dir + c + "/dist/cls.r1.py"}, opts);
-    ASSERT_TRUE(prog.ok()) << prog.error().str();
-    auto got = ir::runProgram(*prog, ranks);
+    auto got = fx_test::runTp2Capture(dir, c, "cls", ranks);
     ASSERT_TRUE(got.ok()) << got.error().str();
     for (size_t r = 0; r < 2; ++r) {
       auto a = values(got->at(r).at("mul"));

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "frontend/fx_import.h"
 #include "ir/interpreter.h"
-
 #include "ir/tensor.h"
 
 namespace sp::frontend::fx_test {
@@ -97,6 +97,19 @@ inline std::vector<ir::TensorMap> mlpTp2Inputs(const ir::TensorMap& in) {
     ranks[size_t(r)]["L_self_modules_fc2_parameters_weight_"] = typed(ir::DType::F32, {16, 16}, s2);
   }
   return ranks;
+}
+
+// The rank files <dir><pair>/dist/<stem>.r0.py and .r1.py imported on a
+// TP 2 mesh (c10d group "0" as tp) and run on each rank's inputs.
+inline Result<std::vector<ir::TensorMap>> runTp2Capture(const std::string& dir, const std::string& pair,
+                                                        const std::string& stem,
+                                                        const std::vector<ir::TensorMap>& ranks) {
+  FxOptions opts;
+  opts.mesh.axes.push_back({"tp", 2});
+  opts.groups["0"] = "tp";
+  auto prog = importFxProgram({dir + pair + "/dist/" + stem + ".r0.py", dir + pair + "/dist/" + stem + ".r1.py"}, opts);
+  if (!prog.ok()) return prog.error();
+  return ir::runProgram(*prog, ranks);
 }
 
 }  // namespace sp::frontend::fx_test

@@ -349,14 +349,9 @@ TEST(FxTorchInPlace, TensorParallelFixtureMatchesTheSequentialGraph) {
   ASSERT_TRUE(want.ok()) << want.error().str();
   // rank r: rows r*16.. of fc1's weight, columns r*16.. of fc2's
   std::vector<ir::TensorMap> ranks = fx_test::mlpTp2Inputs(in);
-  FxOptions opts;
-  opts.mesh.axes.push_back({"tp", 2});
-  opts.groups["0"] = "tp";
   for (const char* c : {"moe_tp2", "moe_tp2_twin"}) {
     SCOPED_TRACE(c);
-    auto prog = importFxProgram({dir + c + "/dist/moe.r0.py", dir + c + "/dist/moe.r1.py"}, opts);
-    ASSERT_TRUE(prog.ok()) << prog.error().str();
-    auto got = ir::runProgram(*prog, ranks);
+    auto got = fx_test::runTp2Capture(dir, c, "moe", ranks);
     ASSERT_TRUE(got.ok()) << got.error().str();
     double err = 0;
     for (const char* out : {"iadd", "itruediv"}) {

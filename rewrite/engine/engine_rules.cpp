@@ -466,47 +466,35 @@ struct RuleMatcher {
     }
   }
 
-  // The parts of class c along dim: its concats along dim with each part
-  // taken apart the same way, recursively (a left-nested chain before
-  // associativity flattened it is its leaves); {c} where it has none.
-  // The longest flattening only (kFlattenings): a zip with a coarser one
-  // meets it at their shared cut points, and a hit that does not apply
-  // falls back to the binary matches (applyRules). Types
-  // only narrow into parts, so the recursion ends; matching reads a fixed
-  // e-graph, so one memo serves the round.
-  static constexpr size_t kFlattenings = 1;
-  mutable std::map<std::pair<ClassId, int64_t>, std::vector<std::vector<ClassId>>> flatMemo;
-  std::vector<std::vector<ClassId>> flatParts(ClassId c, int64_t dim) const {
+  // The parts of class c along dim: the longest of its concats along dim,
+  // each part taken apart the same way, recursively (a left-nested chain
+  // before associativity flattened it is its leaves); {c} where it has
+  // none. One flattening suffices: a zip with a coarser one meets it at
+  // their shared cut points, and a hit that does not apply falls back to
+  // the binary matches (applyRules). Types only narrow into parts, so the
+  // recursion ends; matching reads a fixed e-graph, so one memo serves the
+  // round.
+  mutable std::map<std::pair<ClassId, int64_t>, std::vector<ClassId>> flatMemo;
+  const std::vector<ClassId>& flatParts(ClassId c, int64_t dim) const {
     c = g.find(c);
     if (auto it = flatMemo.find({c, dim}); it != flatMemo.end()) return it->second;
-    std::vector<std::vector<ClassId>> out;
+    std::vector<ClassId> best{c};
     for (const ENode& n : g.nodes(c)) {
       if (n.op != kOpConcat || n.data[0] != dim) continue;
-      std::vector<std::vector<ClassId>> acc{{}};
+      std::vector<ClassId> parts;
       for (ClassId k : n.kids) {
-        std::vector<std::vector<ClassId>> next;
-        for (const auto& kp : flatParts(k, dim))
-          for (const auto& a : acc) {
-            if (next.size() >= kFlattenings) break;
-            auto ak = a;
-            ak.insert(ak.end(), kp.begin(), kp.end());
-            next.push_back(std::move(ak));
-          }
-        acc = std::move(next);
+        const auto& kp = flatParts(k, dim);  // std::map: references stay valid
+        parts.insert(parts.end(), kp.begin(), kp.end());
       }
-      for (auto& a : acc)
-        if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(std::move(a));
+      if (parts.size() > best.size()) best = std::move(parts);
     }
-    std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.size() > y.size(); });
-    if (out.size() > kFlattenings) out.resize(kFlattenings);
-    if (out.empty()) out.push_back({c});
-    return flatMemo[{c, dim}] = out;
+    return flatMemo[{c, dim}] = std::move(best);
   }
 
-  // A lifted rule's cut i against class c: each flattening of its concats
-  // along a dim the pattern takes (the n parts of a chain, however nested
-  // or viewed), with the cut's variables bound to the first two parts and
-  // all parts kept for buildLifted.
+  // A lifted rule's cut i against class c: the flattening of its concats
+  // along each dim the pattern takes (the n parts of a chain, however
+  // nested or viewed), with the cut's variables bound to the first two
+  // parts and all parts kept for buildLifted.
   void matchCut(const Pattern& p, size_t i, ClassId c, Bind b, std::vector<Bind>& out) const {
     std::set<int64_t> dims;
     for (const ENode& n : g.nodes(c))
@@ -514,16 +502,14 @@ struct RuleMatcher {
     for (int64_t d : dims) {
       Bind db = b;
       if (!dimMatches(p, c, d, db)) continue;
-      for (const auto& parts : flatParts(c, d)) {
-        if (out.size() >= cap) return;
-        if (parts.size() < 2) continue;
-        Bind nb = db;
-        auto [ia, freshA] = nb.t.emplace(lift->a[i], parts[0]);
-        auto [ib, freshB] = nb.t.emplace(lift->b[i], parts[1]);
-        if (!freshA || !freshB) continue;  // each occurs once on the left
-        nb.parts[&p] = {d, parts};
-        out.push_back(std::move(nb));
-      }
+      if (out.size() >= cap) return;
+      const std::vector<ClassId>& parts = flatParts(c, d);
+      if (parts.size() < 2) continue;
+      auto [ia, freshA] = db.t.emplace(lift->a[i], parts[0]);
+      auto [ib, freshB] = db.t.emplace(lift->b[i], parts[1]);
+      if (!freshA || !freshB) continue;  // each occurs once on the left
+      db.parts[&p] = {d, parts};
+      out.push_back(std::move(db));
     }
   }
 
